@@ -1,0 +1,233 @@
+"""Packaging a model definition into a deterministic archive, and unpacking one safely."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import shutil
+import stat
+import tarfile
+from pathlib import Path, PurePosixPath
+
+from pedl.model_def._errors import ModelDefError, UnsafeArchiveError
+from pedl.model_def._files import IGNORE_FILE, SourceFile, collect_files
+
+DEFAULT_MAX_BYTES = 96 * 1024 * 1024
+"""The largest packaged model definition (compressed archive size) accepted by default."""
+
+DEFAULT_MAX_UNPACKED_BYTES = 1024 * 1024 * 1024
+"""The largest total size of the files :func:`extract` writes, by default (a zip-bomb guard)."""
+
+DEFAULT_MAX_MEMBERS = 100_000
+"""The most members :func:`extract` accepts in one archive, by default."""
+
+_FILE_MODE = 0o644
+_EXEC_MODE = 0o755
+_DIR_MODE = 0o755
+
+
+def package(model_dir: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """Return a gzip-compressed tar of ``list_files(model_dir)``.
+
+    The bytes depend only on the files' relative paths, contents and whether they are
+    executable: members are sorted, every mtime is 0, owner and group are 0 with empty names,
+    modes are 0o755 (directories, executables) or 0o644, and the gzip header carries no name
+    or time. The archive holds regular files and the directories that contain them only;
+    a symbolic link is stored as a copy of its target (which must lie inside ``model_dir``).
+
+    Raises :class:`ModelDefError` when the archive would exceed ``max_bytes``; the message
+    gives the size, the limit, the five largest files, and suggests ``.pedlignore``.
+    """
+    files = collect_files(model_dir)
+    buffer = io.BytesIO()
+    with (
+        gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        added_dirs: set[str] = set()
+        for f in files:
+            for parent in reversed(PurePosixPath(f.relpath).parents[:-1]):
+                if str(parent) not in added_dirs:
+                    added_dirs.add(str(parent))
+                    tar.addfile(_tarinfo(str(parent), tarfile.DIRTYPE, 0, _DIR_MODE))
+            size = f.source.stat().st_size
+            with open(f.source, "rb") as content:
+                tar.addfile(_tarinfo(f.relpath, tarfile.REGTYPE, size, _mode_for(f)), content)
+            if buffer.tell() > max_bytes:
+                break
+    size = buffer.tell()
+    if size > max_bytes:
+        raise ModelDefError(_too_large_message(files, size, max_bytes))
+    return buffer.getvalue()
+
+
+def extract(
+    archive: bytes,
+    target: str | Path,
+    *,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    max_members: int = DEFAULT_MAX_MEMBERS,
+) -> list[str]:
+    """Unpack a model-definition archive into ``target`` and return the files written.
+
+    Every member is checked before anything is written. :class:`UnsafeArchiveError`, naming
+    the member, is raised for: an absolute path, a path with a ``..`` component or one that
+    resolves outside ``target``, a symbolic or hard link, a device, pipe or any member that
+    is not a regular file or directory, a total unpacked size above ``max_unpacked_bytes``, or
+    more than ``max_members`` members. Extraction then uses tarfile's ``data`` filter as a
+    second line of defence; written files get the current time as mtime. Bytes that are not
+    a tar archive (optionally gzip/bz2/xz compressed) raise :class:`ModelDefError`.
+
+    Returns the relative POSIX paths of the regular files written, sorted.
+    """
+    root = Path(target)
+    root.mkdir(parents=True, exist_ok=True)
+    real_root = root.resolve()
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
+            members = _checked_members(tar, real_root, max_unpacked_bytes, max_members)
+            written: list[str] = []
+            for member in members:
+                try:
+                    tar.extract(member, real_root, filter=_data_filter_keep_time_now)
+                except tarfile.FilterError as e:
+                    raise UnsafeArchiveError(
+                        f"Archive member {member.name!r} is unsafe: {e}"
+                    ) from e
+                if member.isreg():
+                    written.append(member.name)
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise ModelDefError(f"The model definition archive cannot be unpacked: {e}") from e
+    return sorted(set(written))
+
+
+def _checked_members(
+    tar: tarfile.TarFile, real_root: Path, max_unpacked_bytes: int, max_members: int
+) -> list[tarfile.TarInfo]:
+    """Read every member header and check it; raise on the first unsafe one."""
+    members: list[tarfile.TarInfo] = []
+    total = 0
+    for member in tar:
+        if len(members) >= max_members:
+            raise UnsafeArchiveError(
+                f"Archive member {member.name!r} exceeds the limit of {max_members} "
+                "members; refusing to unpack."
+            )
+        name = _check_member(member, real_root)
+        if name is None:
+            continue
+        total += member.size if member.isreg() else 0
+        if total > max_unpacked_bytes:
+            raise UnsafeArchiveError(
+                f"Archive member {member.name!r} brings the unpacked size to {total} "
+                f"bytes, over the limit of {max_unpacked_bytes} bytes; refusing to unpack."
+            )
+        members.append(member.replace(name=name, deep=False))
+    return members
+
+
+def copy_tree(model_dir: str | Path, target: str | Path) -> None:
+    """Copy ``model_dir`` into ``target`` as ``extract(package(model_dir), target)`` would.
+
+    The same files (``list_files``) land at the same relative paths with the same normalised
+    modes, without building an archive and without a size limit (for local mode). ``target``
+    is created if needed; files already there with the same names are replaced.
+    """
+    files = collect_files(model_dir)
+    root = Path(target)
+    root.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        dest = root.joinpath(*PurePosixPath(f.relpath).parts)
+        for parent in reversed(dest.relative_to(root).parents[:-1]):
+            (root / parent).mkdir(mode=_DIR_MODE, exist_ok=True)
+        if dest.is_symlink():
+            dest.unlink()
+        shutil.copyfile(f.source, dest)
+        os.chmod(dest, _mode_for(f))
+
+
+def _tarinfo(name: str, kind: bytes, size: int, mode: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.size = size
+    info.mode = mode
+    info.mtime = 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def _mode_for(f: SourceFile) -> int:
+    executable = f.source.stat().st_mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return _EXEC_MODE if executable else _FILE_MODE
+
+
+def _too_large_message(files: list[SourceFile], size: int, max_bytes: int) -> str:
+    sizes = sorted(((f.source.stat().st_size, f.relpath) for f in files), reverse=True)
+    largest = "\n".join(f"  {_human(s)}  {p}" for s, p in sizes[:5])
+    return (
+        f"The model definition is too large: its archive is at least {_human(size)} "
+        f"({size} bytes), over the limit of {_human(max_bytes)} ({max_bytes} bytes).\n"
+        f"The largest files are:\n{largest}\n"
+        f"Keep data sets and other large artifacts out of the model definition by listing "
+        f"them in a {IGNORE_FILE} file at its top (same syntax as .gitignore)."
+    )
+
+
+def _human(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def _check_member(member: tarfile.TarInfo, real_root: Path) -> str | None:
+    """Return the member's normalised name, None to skip it (the root), or raise."""
+    raw = member.name
+    if raw.startswith(("/", "\\")) or (len(raw) > 1 and raw[0].isalpha() and raw[1] == ":"):
+        raise UnsafeArchiveError(
+            f"Archive member {raw!r} has an absolute path; refusing to unpack."
+        )
+    parts = PurePosixPath(raw.replace("\\", "/")).parts
+    if ".." in parts:
+        raise UnsafeArchiveError(
+            f"Archive member {raw!r} has a '..' component that escapes the target directory; "
+            "refusing to unpack."
+        )
+    parts = tuple(p for p in parts if p != ".")
+    if not parts:
+        if member.isdir():
+            return None
+        raise UnsafeArchiveError(f"Archive member {raw!r} has an empty name; refusing to unpack.")
+    if member.issym() or member.islnk():
+        kind = "symbolic link" if member.issym() else "hard link"
+        raise UnsafeArchiveError(
+            f"Archive member {raw!r} is a {kind} (to {member.linkname!r}); links are not "
+            "allowed in a model definition archive."
+        )
+    if not (member.isreg() or member.isdir()):
+        raise UnsafeArchiveError(
+            f"Archive member {raw!r} is a device, pipe or other special file; only regular "
+            "files and directories are allowed."
+        )
+    name = "/".join(parts)
+    dest = Path(os.path.realpath(real_root.joinpath(*parts)))
+    if not dest.is_relative_to(real_root):
+        raise UnsafeArchiveError(
+            f"Archive member {raw!r} would be written outside the target directory; "
+            "refusing to unpack."
+        )
+    return name
+
+
+def _data_filter_keep_time_now(member: tarfile.TarInfo, dest_path: str) -> tarfile.TarInfo:
+    """tarfile's ``data`` filter, and leave mtimes at the time of unpacking.
+
+    The archive's fixed mtime of 0 would otherwise make every unpacked source file look
+    equally old, which can let Python reuse a stale bytecode cache.
+    """
+    filtered = tarfile.data_filter(member, dest_path)
+    return filtered.replace(mtime=None, deep=False)  # type: ignore[arg-type]
