@@ -1,0 +1,112 @@
+"""The master's settings: flags, ``PEDL_*`` environment variables, an optional YAML file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+DEFAULT_HOME = Path("~/.pedl")
+CONFIG_FILE_ENV = "PEDL_CONFIG_FILE"
+
+
+def _default_cpu_slots() -> int:
+    return max(1, (os.cpu_count() or 1) // 2)
+
+
+class _YamlFileSource(PydanticBaseSettingsSource):
+    """Reads the settings from a YAML mapping file (lower priority than flags and env)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
+        super().__init__(settings_cls)
+        self._path = path
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        # Unused: __call__ returns the whole mapping at once.
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        if self._path is None:
+            return {}
+        text = self._path.expanduser().read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            raise ValueError(f"{self._path}: the master config must be a YAML mapping")
+        return data
+
+
+class MasterSettings(BaseSettings):
+    """Settings of ``pedl master``.
+
+    Precedence, highest first: keyword arguments (the CLI's flags), environment variables
+    ``PEDL_<FIELD>`` (e.g. ``PEDL_DB_URL``), the YAML file named by ``config_file`` (keyword or
+    ``PEDL_CONFIG_FILE``), the defaults. ``db_url`` and ``checkpoint_dir`` default to paths under
+    ``home``. Unknown keys in the YAML file are errors.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="PEDL_", extra="forbid")
+
+    config_file: Path | None = Field(
+        default=None, description="YAML file with any of these settings."
+    )
+    home: Path = Field(
+        default=DEFAULT_HOME, description="PEDL home directory (database, checkpoints)."
+    )
+    db_url: str = Field(
+        description="SQLAlchemy URL; default sqlite:///<home>/pedl.db. "
+        "postgresql:// URLs use psycopg 3."
+    )
+    host: str = Field(default="127.0.0.1", description="Address the REST API listens on.")
+    port: int = Field(default=8080, ge=0, le=65535, description="Port of the REST API.")
+    cpu_slots: int = Field(
+        default_factory=_default_cpu_slots,
+        ge=1,
+        description="Slots offered on a machine without GPUs; default half the CPU cores.",
+    )
+    checkpoint_dir: Path = Field(
+        description="Default checkpoint storage directory; default <home>/checkpoints."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            home = Path(data.get("home") or DEFAULT_HOME).expanduser()
+            if not data.get("db_url"):
+                data["db_url"] = f"sqlite:///{home / 'pedl.db'}"
+            if not data.get("checkpoint_dir"):
+                data["checkpoint_dir"] = home / "checkpoints"
+        return data
+
+    @field_validator("home", "checkpoint_dir", "config_file")
+    @classmethod
+    def _expand_user(cls, value: Path | None) -> Path | None:
+        return None if value is None else value.expanduser()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        path: str | os.PathLike[str] | None = None
+        if isinstance(init_settings, InitSettingsSource):
+            path = init_settings.init_kwargs.get("config_file")
+        if path is None:
+            path = os.environ.get(CONFIG_FILE_ENV) or None
+        yaml_source = _YamlFileSource(settings_cls, None if path is None else Path(path))
+        return (init_settings, env_settings, yaml_source)

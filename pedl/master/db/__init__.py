@@ -1,0 +1,56 @@
+"""The master's persistence: models, engine, migrations, and one repository module per resource.
+
+Every query lives in a repository module (:mod:`~pedl.master.db.experiments`,
+:mod:`~pedl.master.db.trials`, :mod:`~pedl.master.db.metrics`,
+:mod:`~pedl.master.db.checkpoints`, :mod:`~pedl.master.db.logs`,
+:mod:`~pedl.master.db.searcher`); each function takes a :class:`~sqlalchemy.orm.Session` from
+:meth:`Database.session` and never commits (the caller's ``with`` block does).
+"""
+
+from pedl.master.db import checkpoints, experiments, logs, metrics, searcher, trials
+from pedl.master.db._database import Database
+from pedl.master.db._engine import WRITE_OPTION, make_engine, normalize_url
+from pedl.master.db._errors import ConflictError, NotFoundError
+from pedl.master.db._migrate import current_revision, head_revision, upgrade
+from pedl.master.db._models import (
+    Base,
+    Checkpoint,
+    Experiment,
+    Metric,
+    ModelDefinition,
+    SearcherEvent,
+    SearcherSnapshot,
+    Trial,
+    TrialLog,
+)
+from pedl.master.db.logs import LogLine
+from pedl.master.db.metrics import MetricRow
+
+__all__ = [
+    "WRITE_OPTION",
+    "Base",
+    "Checkpoint",
+    "ConflictError",
+    "Database",
+    "Experiment",
+    "LogLine",
+    "Metric",
+    "MetricRow",
+    "ModelDefinition",
+    "NotFoundError",
+    "SearcherEvent",
+    "SearcherSnapshot",
+    "Trial",
+    "TrialLog",
+    "checkpoints",
+    "current_revision",
+    "experiments",
+    "head_revision",
+    "logs",
+    "make_engine",
+    "metrics",
+    "normalize_url",
+    "searcher",
+    "trials",
+    "upgrade",
+]

@@ -1,0 +1,51 @@
+"""One object that owns the engine and hands out transactional sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from pedl.master.db._engine import WRITE_OPTION, make_engine
+from pedl.master.db._migrate import upgrade
+
+
+class Database:
+    """The master's database: an engine plus read and write session factories.
+
+    Thread-safe; make one per process and share it (the API, the scheduler). Creating it opens
+    no connection; :meth:`upgrade` applies the migrations. Sessions do not expire objects on
+    commit, so rows stay readable after the ``with`` block.
+    """
+
+    def __init__(self, url: str, *, echo: bool = False) -> None:
+        self.url = url
+        self.engine: Engine = make_engine(url, echo=echo)
+        self._read = sessionmaker(self.engine, expire_on_commit=False)
+        self._write = sessionmaker(
+            self.engine.execution_options(**{WRITE_OPTION: True}), expire_on_commit=False
+        )
+
+    @property
+    def dialect(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return self.engine.dialect.name
+
+    @contextmanager
+    def session(self, *, write: bool = False) -> Iterator[Session]:
+        """A session in one transaction: committed when the block ends, rolled back if it
+        raises. Pass ``write=True`` when the block writes (on SQLite it then holds the write
+        lock from the start, which avoids deadlock-style busy errors)."""
+        factory = self._write if write else self._read
+        with factory() as session, session.begin():
+            yield session
+
+    def upgrade(self) -> None:
+        """Apply all pending migrations (idempotent)."""
+        upgrade(self.engine)
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()

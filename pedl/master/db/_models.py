@@ -1,0 +1,200 @@
+"""The ORM models: one table per stored concept.
+
+Every timestamp is UTC (:class:`UTCDateTime`); every free-form document (config, hparams,
+metrics, metadata) is a JSON column. Child rows are deleted with their parent
+(``ON DELETE CASCADE``). The migrations in ``migrations/versions`` create exactly this schema
+(a test compares them).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Enum,
+    Float,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from pedl.master.db._types import BigIntPK, JSONType, UTCDateTime, utcnow
+from pedl.master.states import CheckpointState, ExperimentState, MetricKind, TrialState
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def _state_enum(enum_cls: type[Any], name: str) -> Enum:
+    # Stored as plain strings (no native enum type), so adding a state needs no DDL.
+    return Enum(
+        enum_cls,
+        name=name,
+        native_enum=False,
+        create_constraint=False,
+        length=32,
+        values_callable=lambda members: [m.value for m in members],
+    )
+
+
+class Base(DeclarativeBase):
+    """Declarative base of all PEDL tables."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {dict[str, Any]: JSONType, datetime: UTCDateTime}
+
+
+class Experiment(Base):
+    """An experiment: a validated config, its model definition and the searcher's progress."""
+
+    __tablename__ = "experiments"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str | None] = mapped_column(String(512))
+    config: Mapped[dict[str, Any]]
+    """The config as a canonical JSON document (defaults filled)."""
+    config_text: Mapped[str] = mapped_column(Text)
+    """The config exactly as submitted (YAML or JSON text)."""
+    owner: Mapped[str] = mapped_column(String(128))
+    state: Mapped[ExperimentState] = mapped_column(
+        _state_enum(ExperimentState, "experiment_state"), index=True
+    )
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    searcher_metric: Mapped[str | None] = mapped_column(String(256))
+    smaller_is_better: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    ended_at: Mapped[datetime | None]
+
+    model_definition: Mapped[ModelDefinition] = relationship(
+        back_populates="experiment", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class ModelDefinition(Base):
+    """The model definition archive (tar.gz) of one experiment, kept apart from the hot row."""
+
+    __tablename__ = "model_definitions"
+
+    experiment_id: Mapped[int] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True
+    )
+    archive: Mapped[bytes] = mapped_column(LargeBinary)
+    size: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+
+    experiment: Mapped[Experiment] = relationship(back_populates="model_definition")
+
+
+class Trial(Base):
+    """One hyperparameter configuration being trained."""
+
+    __tablename__ = "trials"
+    __table_args__ = (UniqueConstraint("experiment_id", "request_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), index=True
+    )
+    request_id: Mapped[str | None] = mapped_column(String(64))
+    """The searcher's id for this trial (unique within the experiment)."""
+    hparams: Mapped[dict[str, Any]]
+    seed: Mapped[int] = mapped_column(BigInteger)
+    state: Mapped[TrialState] = mapped_column(_state_enum(TrialState, "trial_state"), index=True)
+    restarts: Mapped[int] = mapped_column(Integer, default=0)
+    total_batches: Mapped[int] = mapped_column(BigInteger, default=0)
+    """The largest ``total_batches`` reported with training metrics."""
+    latest_checkpoint_uuid: Mapped[str | None] = mapped_column(String(36))
+    best_checkpoint_uuid: Mapped[str | None] = mapped_column(String(36))
+    best_validation: Mapped[float | None] = mapped_column(Float)
+    """The best value of the searcher metric among this trial's validations."""
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    """SHA-256 (hex) of the trial's bearer token; the token itself is never stored."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    ended_at: Mapped[datetime | None]
+
+
+class Metric(Base):
+    """One reported row of a training or validation series, keyed by its batch count."""
+
+    __tablename__ = "metrics"
+    __table_args__ = (UniqueConstraint("trial_id", "kind", "total_batches"),)
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"))
+    kind: Mapped[MetricKind] = mapped_column(_state_enum(MetricKind, "metric_kind"))
+    total_batches: Mapped[int] = mapped_column(BigInteger)
+    total_records: Mapped[int | None] = mapped_column(BigInteger)
+    total_epochs: Mapped[float | None] = mapped_column(Float)
+    metrics: Mapped[dict[str, Any]]
+    reported_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Checkpoint(Base):
+    """A checkpoint a trial stored: where it is, how big, at which batch."""
+
+    __tablename__ = "checkpoints"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"), index=True)
+    total_batches: Mapped[int] = mapped_column(BigInteger)
+    state: Mapped[CheckpointState] = mapped_column(_state_enum(CheckpointState, "checkpoint_state"))
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONType)
+    resources: Mapped[dict[str, Any]]
+    """``{relative path: size in bytes}`` of every file in the checkpoint."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class TrialLog(Base):
+    """One line of a trial's output, numbered by the trial so re-sends are idempotent."""
+
+    __tablename__ = "trial_logs"
+    __table_args__ = (UniqueConstraint("trial_id", "seq"),)
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(BigInteger)
+    message: Mapped[str] = mapped_column(Text)
+    level: Mapped[str | None] = mapped_column(String(16))
+    stream: Mapped[str | None] = mapped_column(String(16))
+    timestamp: Mapped[datetime | None]
+    """When the trial produced the line (its clock); ``None`` if it did not say."""
+
+
+class SearcherEvent(Base):
+    """One event in an experiment's append-only searcher log (numbered from 1)."""
+
+    __tablename__ = "searcher_events"
+    __table_args__ = (UniqueConstraint("experiment_id", "seq"),)
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(BigInteger)
+    event: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class SearcherSnapshot(Base):
+    """The searcher's serialised state after applying events ``1..event_seq``."""
+
+    __tablename__ = "searcher_snapshots"
+
+    experiment_id: Mapped[int] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True
+    )
+    event_seq: Mapped[int] = mapped_column(BigInteger)
+    state: Mapped[dict[str, Any]]
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,0 +1,46 @@
+"""Column types shared by the models and the migrations."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, DateTime, Dialect, Integer
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+JSONType: TypeEngine[Any] = JSON().with_variant(postgresql.JSONB(), "postgresql")
+"""JSON on SQLite, JSONB on PostgreSQL."""
+
+BigIntPK: TypeEngine[int] = BigInteger().with_variant(Integer(), "sqlite")
+"""A 64-bit primary key that still autoincrements on SQLite (where only INTEGER is a rowid)."""
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp stored in UTC and always read back timezone-aware.
+
+    SQLite keeps no zone, so values are normalised to UTC on the way in and tagged UTC on the
+    way out. Naive datetimes given to it are taken to be UTC.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware, in UTC."""
+    return datetime.now(UTC)

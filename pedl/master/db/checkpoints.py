@@ -1,0 +1,111 @@
+"""Queries on checkpoints: registration by the trial, lookup, listing."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from pedl.master.db import trials as trials_repo
+from pedl.master.db._errors import ConflictError, NotFoundError
+from pedl.master.db._models import Checkpoint, Trial
+from pedl.master.db._types import utcnow
+from pedl.master.states import CheckpointState
+
+
+def register_checkpoint(
+    session: Session,
+    trial_id: int,
+    *,
+    uuid: str,
+    total_batches: int,
+    metadata: Mapping[str, Any],
+    resources: Mapping[str, int],
+    state: CheckpointState = CheckpointState.COMPLETED,
+) -> Checkpoint:
+    """Record (or update) a checkpoint of a trial; idempotent for the same content.
+
+    Registering a known uuid again updates its state, metadata and resources (e.g. ACTIVE ->
+    COMPLETED). Raises :class:`ConflictError` (field ``uuid``) when the uuid belongs to another
+    trial, or (field ``total_batches``) when it was registered at another batch count. Keeps
+    the trial's latest checkpoint (the completed one with the most batches) and best checkpoint
+    up to date. Raises :class:`NotFoundError` for an unknown trial.
+    """
+    trial = trials_repo.get_trial(session, trial_id, for_update=True)
+    checkpoint = session.scalars(select(Checkpoint).where(Checkpoint.uuid == uuid)).one_or_none()
+    if checkpoint is None:
+        checkpoint = Checkpoint(
+            uuid=uuid,
+            trial_id=trial_id,
+            total_batches=total_batches,
+            state=state,
+            metadata_=dict(metadata),
+            resources=dict(resources),
+            created_at=utcnow(),
+        )
+        session.add(checkpoint)
+    else:
+        if checkpoint.trial_id != trial_id:
+            raise ConflictError(
+                f"checkpoint {uuid} belongs to trial {checkpoint.trial_id}", field="uuid"
+            )
+        if checkpoint.total_batches != total_batches:
+            raise ConflictError(
+                f"checkpoint {uuid} was registered at {checkpoint.total_batches} batches, "
+                f"not {total_batches}",
+                field="total_batches",
+            )
+        checkpoint.state = state
+        checkpoint.metadata_ = dict(metadata)
+        checkpoint.resources = dict(resources)
+    session.flush()
+    _refresh_latest(session, trial)
+    trials_repo.refresh_trial_best(session, trial_id)
+    return checkpoint
+
+
+def _refresh_latest(session: Session, trial: Trial) -> None:
+    trial.latest_checkpoint_uuid = session.scalar(
+        select(Checkpoint.uuid)
+        .where(Checkpoint.trial_id == trial.id, Checkpoint.state == CheckpointState.COMPLETED)
+        .order_by(Checkpoint.total_batches.desc(), Checkpoint.id.desc())
+        .limit(1)
+    )
+    session.flush()
+
+
+def get_checkpoint(session: Session, uuid: str) -> Checkpoint:
+    """The checkpoint with this uuid; raises :class:`NotFoundError`."""
+    checkpoint = session.scalars(select(Checkpoint).where(Checkpoint.uuid == uuid)).one_or_none()
+    if checkpoint is None:
+        raise NotFoundError("checkpoint", uuid)
+    return checkpoint
+
+
+def list_checkpoints(
+    session: Session,
+    *,
+    experiment_id: int | None = None,
+    trial_id: int | None = None,
+    states: Collection[CheckpointState] | None = None,
+    limit: int = 100,
+    offset: int = 0,
+) -> tuple[list[tuple[Checkpoint, int]], int]:
+    """One page of checkpoints (oldest first) as ``(checkpoint, experiment_id)`` pairs, and
+    the total count, filtered by experiment, trial and states."""
+    query = select(Checkpoint, Trial.experiment_id).join(Trial, Trial.id == Checkpoint.trial_id)
+    count = (
+        select(func.count()).select_from(Checkpoint).join(Trial, Trial.id == Checkpoint.trial_id)
+    )
+    conditions = []
+    if experiment_id is not None:
+        conditions.append(Trial.experiment_id == experiment_id)
+    if trial_id is not None:
+        conditions.append(Checkpoint.trial_id == trial_id)
+    if states:
+        conditions.append(Checkpoint.state.in_(list(states)))
+    query = query.where(*conditions).order_by(Checkpoint.id).limit(limit).offset(offset)
+    rows = [(checkpoint, exp_id) for checkpoint, exp_id in session.execute(query)]
+    return rows, session.scalar(count.where(*conditions)) or 0

@@ -1,0 +1,140 @@
+"""Queries on experiments and their model definitions."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from pedl.master.db._errors import ConflictError, NotFoundError
+from pedl.master.db._models import Experiment, ModelDefinition
+from pedl.master.db._types import utcnow
+from pedl.master.states import (
+    ExperimentAction,
+    ExperimentState,
+    check_experiment_transition,
+    experiment_action_target,
+)
+
+
+def create_experiment(
+    session: Session,
+    *,
+    config: dict[str, Any],
+    config_text: str,
+    model_definition: bytes,
+    owner: str,
+    activate: bool = True,
+    name: str | None = None,
+    searcher_metric: str | None = None,
+    smaller_is_better: bool = True,
+) -> Experiment:
+    """Insert an experiment (``ACTIVE``, or ``PAUSED`` when ``activate`` is false) with its
+    model definition archive; the returned row has its id."""
+    experiment = Experiment(
+        name=name,
+        config=config,
+        config_text=config_text,
+        owner=owner,
+        state=ExperimentState.ACTIVE if activate else ExperimentState.PAUSED,
+        progress=0.0,
+        searcher_metric=searcher_metric,
+        smaller_is_better=smaller_is_better,
+        created_at=utcnow(),
+    )
+    experiment.model_definition = ModelDefinition(
+        archive=model_definition,
+        size=len(model_definition),
+        sha256=hashlib.sha256(model_definition).hexdigest(),
+    )
+    session.add(experiment)
+    session.flush()
+    return experiment
+
+
+def get_experiment(session: Session, experiment_id: int, *, for_update: bool = False) -> Experiment:
+    """The experiment with this id; raises :class:`NotFoundError`. ``for_update`` locks the
+    row until the transaction ends (PostgreSQL; SQLite write transactions are exclusive)."""
+    query = select(Experiment).where(Experiment.id == experiment_id)
+    if for_update:
+        query = query.with_for_update()
+    experiment = session.scalars(query).one_or_none()
+    if experiment is None:
+        raise NotFoundError("experiment", experiment_id)
+    return experiment
+
+
+def list_experiments(
+    session: Session,
+    *,
+    states: Collection[ExperimentState] | None = None,
+    limit: int = 100,
+    offset: int = 0,
+) -> tuple[list[Experiment], int]:
+    """One page of experiments, newest first, and the total count matching ``states``."""
+    query = select(Experiment)
+    count = select(func.count()).select_from(Experiment)
+    if states:
+        query = query.where(Experiment.state.in_(list(states)))
+        count = count.where(Experiment.state.in_(list(states)))
+    rows = session.scalars(query.order_by(Experiment.id.desc()).limit(limit).offset(offset)).all()
+    return list(rows), session.scalar(count) or 0
+
+
+def get_model_definition(session: Session, experiment_id: int) -> ModelDefinition:
+    """The model definition archive of an experiment; raises :class:`NotFoundError`."""
+    definition = session.get(ModelDefinition, experiment_id)
+    if definition is None:
+        raise NotFoundError("experiment", experiment_id)
+    return definition
+
+
+def apply_experiment_action(
+    session: Session, experiment_id: int, action: ExperimentAction
+) -> Experiment:
+    """Carry out a user's pause / activate / cancel / kill on the stored state.
+
+    Raises :class:`NotFoundError`, or ``IllegalTransitionError`` (from ``pedl.master.states``)
+    when the action is not allowed in the current state. A no-op action changes nothing.
+    """
+    experiment = get_experiment(session, experiment_id, for_update=True)
+    target = experiment_action_target(experiment.state, action, experiment_id=experiment_id)
+    experiment.state = target
+    session.flush()
+    return experiment
+
+
+def set_experiment_state(
+    session: Session, experiment_id: int, state: ExperimentState
+) -> Experiment:
+    """Move an experiment to ``state`` (the scheduler's transitions); stamps ``ended_at`` on
+    reaching a terminal state. Raises ``IllegalTransitionError`` for a forbidden move."""
+    experiment = get_experiment(session, experiment_id, for_update=True)
+    check_experiment_transition(experiment.state, state, experiment_id=experiment_id)
+    if state != experiment.state and state.is_terminal:
+        experiment.ended_at = utcnow()
+    experiment.state = state
+    session.flush()
+    return experiment
+
+
+def set_experiment_progress(session: Session, experiment_id: int, progress: float) -> None:
+    """Record the searcher's progress estimate, clamped to [0, 1]."""
+    experiment = get_experiment(session, experiment_id)
+    experiment.progress = min(1.0, max(0.0, progress))
+
+
+def delete_experiment(session: Session, experiment_id: int) -> None:
+    """Delete an ended experiment with everything under it (trials, metrics, checkpoint
+    records, logs, searcher state). Raises :class:`ConflictError` while it is not terminal."""
+    experiment = get_experiment(session, experiment_id, for_update=True)
+    if not experiment.state.is_terminal:
+        raise ConflictError(
+            f"cannot delete experiment {experiment_id}: it is {experiment.state.value}; "
+            "cancel or kill it first and wait until it has ended"
+        )
+    session.delete(experiment)
+    session.flush()

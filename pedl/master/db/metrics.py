@@ -1,0 +1,113 @@
+"""Ingesting and reading training/validation metrics (idempotent, batched upserts)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Table, select, update
+from sqlalchemy.orm import Session
+
+from pedl.master.db import trials as trials_repo
+from pedl.master.db._models import Metric, Trial
+from pedl.master.db._types import utcnow
+from pedl.master.db._upsert import dialect_insert
+from pedl.master.states import MetricKind
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One reported row. ``(trial, kind, total_batches)`` is its identity."""
+
+    kind: MetricKind
+    total_batches: int
+    metrics: Mapping[str, Any]
+    total_records: int | None = None
+    total_epochs: float | None = None
+    reported_at: datetime | None = field(default=None)
+
+
+def upsert_metrics(session: Session, trial_id: int, rows: Sequence[MetricRow]) -> int:
+    """Store ``rows`` for a trial in one ``INSERT ... ON CONFLICT DO UPDATE`` statement.
+
+    Re-sending a row with the same ``(kind, total_batches)`` replaces it, so a trial that
+    re-reports after a resume never loses or doubles a row. Within one call the last row
+    for a key wins. Also advances the trial's ``total_batches`` (training rows) and refreshes
+    its best validation/checkpoint (validation rows). Returns the number of distinct keys
+    written. The trial must exist (the caller checks; a missing one violates the foreign key).
+    """
+    if not rows:
+        return 0
+    now = utcnow()
+    latest: dict[tuple[MetricKind, int], dict[str, Any]] = {}
+    for row in rows:
+        latest[(row.kind, row.total_batches)] = {
+            "trial_id": trial_id,
+            "kind": row.kind,
+            "total_batches": row.total_batches,
+            "total_records": row.total_records,
+            "total_epochs": row.total_epochs,
+            "metrics": dict(row.metrics),
+            "reported_at": row.reported_at or now,
+        }
+    table = Metric.__table__
+    assert isinstance(table, Table)
+    insert = dialect_insert(session, table)
+    statement = insert.on_conflict_do_update(
+        index_elements=[table.c.trial_id, table.c.kind, table.c.total_batches],
+        set_={
+            "metrics": insert.excluded.metrics,
+            "total_records": insert.excluded.total_records,
+            "total_epochs": insert.excluded.total_epochs,
+            "reported_at": insert.excluded.reported_at,
+        },
+    )
+    session.execute(statement, list(latest.values()))
+
+    training = [batches for kind, batches in latest if kind == MetricKind.TRAINING]
+    if training:
+        top = max(training)
+        session.execute(
+            update(Trial)
+            .where(Trial.id == trial_id, Trial.total_batches < top)
+            .values(total_batches=top)
+        )
+    if any(kind == MetricKind.VALIDATION for kind, _ in latest):
+        trials_repo.refresh_trial_best(session, trial_id)
+    return len(latest)
+
+
+def list_metrics(
+    session: Session,
+    trial_id: int,
+    *,
+    kind: MetricKind | None = None,
+    after_batches: int | None = None,
+    limit: int | None = None,
+) -> list[Metric]:
+    """A trial's metric rows ordered by ``(kind, total_batches)``; ``after_batches`` keeps only
+    rows with a larger batch count (a cursor for incremental reads)."""
+    query = select(Metric).where(Metric.trial_id == trial_id)
+    if kind is not None:
+        query = query.where(Metric.kind == kind)
+    if after_batches is not None:
+        query = query.where(Metric.total_batches > after_batches)
+    query = query.order_by(Metric.kind, Metric.total_batches)
+    if limit is not None:
+        query = query.limit(limit)
+    return list(session.scalars(query).all())
+
+
+def validation_metrics_at(
+    session: Session, trial_id: int, total_batches: int
+) -> dict[str, Any] | None:
+    """The validation metrics a trial reported at exactly ``total_batches``, if any."""
+    return session.scalar(
+        select(Metric.metrics).where(
+            Metric.trial_id == trial_id,
+            Metric.kind == MetricKind.VALIDATION,
+            Metric.total_batches == total_batches,
+        )
+    )

@@ -1,0 +1,176 @@
+"""Queries on trials: creation with a scoped token, state, restarts, best/latest checkpoint."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import secrets
+from collections.abc import Collection
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from pedl.master.db._errors import NotFoundError
+from pedl.master.db._models import Checkpoint, Experiment, Metric, Trial
+from pedl.master.db._types import utcnow
+from pedl.master.states import CheckpointState, MetricKind, TrialState, check_trial_transition
+
+
+def hash_token(token: str) -> str:
+    """The stored form of a trial token (SHA-256, hex). Tokens are 256-bit random strings, so
+    a plain hash is enough to make a leaked database useless for impersonation."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def create_trial(
+    session: Session,
+    *,
+    experiment_id: int,
+    hparams: dict[str, Any],
+    seed: int,
+    request_id: str | None = None,
+    state: TrialState = TrialState.ACTIVE,
+) -> tuple[Trial, str]:
+    """Insert a trial of ``experiment_id`` and return it with its raw bearer token.
+
+    The token is returned only here (and by :func:`rotate_trial_token`); only its hash is
+    stored. It authorises the trial's own writes (metrics, logs, checkpoints). Raises
+    :class:`NotFoundError` when the experiment does not exist.
+    """
+    if session.get(Experiment, experiment_id) is None:
+        raise NotFoundError("experiment", experiment_id)
+    token = _new_token()
+    trial = Trial(
+        experiment_id=experiment_id,
+        request_id=request_id,
+        hparams=hparams,
+        seed=seed,
+        state=state,
+        restarts=0,
+        total_batches=0,
+        token_hash=hash_token(token),
+        created_at=utcnow(),
+    )
+    session.add(trial)
+    session.flush()
+    return trial, token
+
+
+def rotate_trial_token(session: Session, trial_id: int) -> str:
+    """Give a trial a new token (e.g. for a restarted process); the old one stops working."""
+    trial = get_trial(session, trial_id)
+    token = _new_token()
+    trial.token_hash = hash_token(token)
+    session.flush()
+    return token
+
+
+def trial_id_for_token(session: Session, token: str) -> int | None:
+    """The id of the trial that owns ``token``, ``None`` if no trial does."""
+    return session.scalar(select(Trial.id).where(Trial.token_hash == hash_token(token)))
+
+
+def get_trial(session: Session, trial_id: int, *, for_update: bool = False) -> Trial:
+    """The trial with this id; raises :class:`NotFoundError`."""
+    query = select(Trial).where(Trial.id == trial_id)
+    if for_update:
+        query = query.with_for_update()
+    trial = session.scalars(query).one_or_none()
+    if trial is None:
+        raise NotFoundError("trial", trial_id)
+    return trial
+
+
+def list_trials(
+    session: Session,
+    experiment_id: int,
+    *,
+    states: Collection[TrialState] | None = None,
+    limit: int = 100,
+    offset: int = 0,
+) -> tuple[list[Trial], int]:
+    """One page of an experiment's trials in creation order, and the total count."""
+    query = select(Trial).where(Trial.experiment_id == experiment_id)
+    count = select(func.count()).select_from(Trial).where(Trial.experiment_id == experiment_id)
+    if states:
+        query = query.where(Trial.state.in_(list(states)))
+        count = count.where(Trial.state.in_(list(states)))
+    rows = session.scalars(query.order_by(Trial.id).limit(limit).offset(offset)).all()
+    return list(rows), session.scalar(count) or 0
+
+
+def set_trial_state(session: Session, trial_id: int, state: TrialState) -> Trial:
+    """Move a trial to ``state``; stamps ``ended_at`` on reaching a terminal state. Raises
+    ``IllegalTransitionError`` for a forbidden move, :class:`NotFoundError` for a bad id."""
+    trial = get_trial(session, trial_id, for_update=True)
+    check_trial_transition(trial.state, state, trial_id=trial_id)
+    if state != trial.state and state.is_terminal:
+        trial.ended_at = utcnow()
+    trial.state = state
+    session.flush()
+    return trial
+
+
+def record_trial_restart(session: Session, trial_id: int) -> Trial:
+    """Count one more restart of a trial's process (after a crash) and return the trial."""
+    trial = get_trial(session, trial_id, for_update=True)
+    trial.restarts += 1
+    session.flush()
+    return trial
+
+
+def _as_number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def refresh_trial_best(session: Session, trial_id: int) -> None:
+    """Recompute ``best_validation`` and ``best_checkpoint_uuid`` of a trial from its stored
+    validation metrics and completed checkpoints, using the experiment's searcher metric.
+
+    The best checkpoint is the completed checkpoint taken at a batch count that has the best
+    validation value (ties go to the later checkpoint). Non-numeric and non-finite values are
+    ignored. Does nothing when the experiment names no searcher metric.
+    """
+    row = session.execute(
+        select(Experiment.searcher_metric, Experiment.smaller_is_better)
+        .join(Trial, Trial.experiment_id == Experiment.id)
+        .where(Trial.id == trial_id)
+    ).one_or_none()
+    if row is None:
+        raise NotFoundError("trial", trial_id)
+    metric_name, smaller_is_better = row
+    if metric_name is None:
+        return
+    sign = 1.0 if smaller_is_better else -1.0
+    by_batches: dict[int, float] = {}
+    for batches, values in session.execute(
+        select(Metric.total_batches, Metric.metrics).where(
+            Metric.trial_id == trial_id, Metric.kind == MetricKind.VALIDATION
+        )
+    ):
+        number = _as_number(values.get(metric_name))
+        if number is not None:
+            by_batches[batches] = number
+    trial = get_trial(session, trial_id)
+    trial.best_validation = min(by_batches.values(), key=lambda v: sign * v) if by_batches else None
+    best: tuple[float, int, str] | None = None
+    for uuid, batches in session.execute(
+        select(Checkpoint.uuid, Checkpoint.total_batches).where(
+            Checkpoint.trial_id == trial_id, Checkpoint.state == CheckpointState.COMPLETED
+        )
+    ):
+        if batches not in by_batches:
+            continue
+        candidate = (sign * by_batches[batches], -batches, uuid)
+        if best is None or candidate < best:
+            best = candidate
+    trial.best_checkpoint_uuid = None if best is None else best[2]
+    session.flush()
