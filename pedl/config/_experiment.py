@@ -1,0 +1,96 @@
+"""The experiment config: the typed form of a Determined-format experiment YAML."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from pedl.config._base import ConfigModel, config_error
+from pedl.config._environment import EnvironmentConfig
+from pedl.config._hyperparameters import HyperparameterSpace
+from pedl.config._length import Length
+from pedl.config._reproducibility import ReproducibilityConfig
+from pedl.config._resources import ResourcesConfig
+from pedl.config._searcher import SearcherConfig
+from pedl.config._storage import CheckpointStorageConfig, default_checkpoint_storage
+
+
+def _never() -> Length:
+    return Length(unit="batches", value=0)
+
+
+class ExperimentConfig(ConfigModel):
+    """A validated experiment config with every default filled in.
+
+    Field names, defaults and meanings follow Determined's experiment-config reference.
+    Legacy names are translated when parsing (``batches_per_step`` becomes
+    ``scheduling_unit``, ``searcher.max_steps`` becomes ``searcher.max_length``); the model
+    itself only has the canonical names. Determined keys that PEDL does not use
+    (``bind_mounts``, ``optimizations``, ``profiling``, ``workspace``, ``project``, ...)
+    are accepted and kept as given so that Determined configs load.
+
+    Build one with ``parse_config``/``load_config``, which report all problems at once
+    with YAML line numbers; direct ``model_validate`` works too but raises pydantic's
+    ValidationError.
+    """
+
+    name: str | None = None
+    description: str | None = None
+    labels: list[str] = Field(default_factory=list)
+    data: dict[str, Any] = Field(default_factory=dict)
+    entrypoint: str | None = None
+    hyperparameters: HyperparameterSpace = Field(default_factory=dict)
+    searcher: SearcherConfig
+    records_per_epoch: int = Field(default=0, ge=0)
+    scheduling_unit: int = Field(default=100, ge=1)
+    min_validation_period: Length = Field(default_factory=_never)
+    min_checkpoint_period: Length = Field(default_factory=_never)
+    checkpoint_policy: Literal["best", "all", "none"] = "best"
+    perform_initial_validation: bool = False
+    max_restarts: int = Field(default=5, ge=0)
+    checkpoint_storage: CheckpointStorageConfig = Field(default_factory=default_checkpoint_storage)
+    resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
+    environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
+    reproducibility: ReproducibilityConfig = Field(default_factory=ReproducibilityConfig)
+
+    # Determined keys accepted so that its configs load; PEDL does not act on them.
+    bind_mounts: list[Any] = Field(default_factory=list)
+    optimizations: dict[str, Any] = Field(default_factory=dict)
+    profiling: dict[str, Any] = Field(default_factory=dict)
+    workspace: str | None = None
+    project: str | None = None
+    debug: bool = False
+    internal: dict[str, Any] | None = None
+    data_layer: dict[str, Any] | None = None
+    security: dict[str, Any] | None = None
+    tensorboard_storage: dict[str, Any] | None = None
+    integrations: dict[str, Any] | None = None
+    log_policies: list[Any] | dict[str, Any] | None = None
+    retention_policy: dict[str, Any] | None = None
+    preemption_timeout: int | None = None
+    slurm: dict[str, Any] | None = None
+    pbs: dict[str, Any] | None = None
+
+    @field_validator("entrypoint", mode="before")
+    @classmethod
+    def _argv_entrypoint(cls, value: Any) -> Any:
+        """Determined also allows an argv list; it is joined into one shell-quoted command."""
+        if isinstance(value, list):
+            if not value or not all(isinstance(part, str) for part in value):
+                raise config_error("expected a string, or a non-empty list of strings")
+            return shlex.join(value)
+        return value
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-able dict of the whole config, defaults filled, canonical field names.
+
+        Lengths come out in YAML form (``{batches: 100}``), hyperparameters fully typed
+        (``{type: const, val: ...}``); parsing the result gives an equal config.
+        """
+        return self.model_dump(mode="json")
+
+    def length_to_batches(self, length: Length, global_batch_size: int) -> int:
+        """``length`` in batches, using this config's ``records_per_epoch``."""
+        return length.to_batches(global_batch_size, self.records_per_epoch)

@@ -1,0 +1,121 @@
+"""Loading and parsing experiment configs: YAML -> overrides -> legacy names -> validation."""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from pedl.config._base import KNOWN_FIELDS_CONTEXT_KEY
+from pedl.config._checks import check_cross_field
+from pedl.config._experiment import ExperimentConfig
+from pedl.config._issues import (
+    ConfigError,
+    ConfigIssue,
+    PathElement,
+    Problem,
+    describe_value,
+    format_path,
+)
+from pedl.config._legacy import Aliases, apply_legacy
+from pedl.config._overrides import Overridden, apply_overrides
+from pedl.config._translate import translate_errors
+from pedl.config._yaml import LineTable, load_yaml
+
+
+def load_config(path: str | os.PathLike[str], overrides: Sequence[str] = ()) -> ExperimentConfig:
+    """Read and validate the experiment config file at ``path`` (see ``parse_config``).
+
+    Problems are reported as a ConfigError whose ``source`` is the file's name; an
+    unreadable file raises the usual OSError.
+    """
+    file = Path(path)
+    return parse_config(file.read_text(encoding="utf-8"), name=file.name, overrides=overrides)
+
+
+def parse_config(
+    source: str | Mapping[str, Any],
+    *,
+    name: str = "<config>",
+    overrides: Sequence[str] = (),
+) -> ExperimentConfig:
+    """Validate an experiment config given as YAML text or an already-parsed mapping.
+
+    ``overrides`` (``"dotted.key=yaml_value"``) are applied first, then legacy names are
+    translated, then the config is validated. Every problem found is raised at once as a
+    ConfigError naming ``name``, each with its dotted path, plain-words message and (for
+    YAML text) line. A mapping ``source`` is not modified.
+    """
+    lines: LineTable = {}
+    if isinstance(source, str):
+        data, lines = load_yaml(source, name)
+    elif isinstance(source, Mapping):
+        data = copy.deepcopy(dict(source))
+    else:
+        raise TypeError(f"source must be YAML text or a mapping, not {type(source).__name__}")
+    if data is None:
+        raise ConfigError(
+            [ConfigIssue("", "the config is empty; expected a mapping with a 'searcher'", 1)],
+            name,
+        )
+    if not isinstance(data, dict):
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    "",
+                    f"expected a mapping of config fields at the top level, got "
+                    f"{describe_value(data)}",
+                    lines.get(()),
+                )
+            ],
+            name,
+        )
+
+    override_problems, overridden = apply_overrides(data, overrides)
+    legacy_problems, aliases = apply_legacy(data)
+    problems = list(legacy_problems)
+    problems += check_cross_field(data)
+    reported = [path for path, _ in legacy_problems]
+
+    known_fields: dict[int, list[str]] = {}
+    config: ExperimentConfig | None = None
+    try:
+        config = ExperimentConfig.model_validate(
+            data, context={KNOWN_FIELDS_CONTEXT_KEY: known_fields}
+        )
+    except ValidationError as exc:
+        for path, message in translate_errors(exc.errors(include_url=False), data, known_fields):
+            user_path = _unalias(path, aliases)
+            if not any(user_path[: len(done)] == done for done in reported):
+                problems.append((user_path, message))
+
+    if problems or override_problems:
+        issues = [_to_issue(problem, lines, overridden) for problem in problems]
+        issues += [ConfigIssue(format_path(path), message) for path, message in override_problems]
+        raise ConfigError(issues, name)
+    assert config is not None
+    return config
+
+
+def _unalias(path: tuple[PathElement, ...], aliases: Aliases) -> tuple[PathElement, ...]:
+    for canonical, written in aliases.items():
+        if path[: len(canonical)] == canonical:
+            return written + path[len(canonical) :]
+    return path
+
+
+def _to_issue(problem: Problem, lines: LineTable, overridden: Overridden) -> ConfigIssue:
+    path, message = problem
+    for set_path, text in overridden.items():
+        if path[: len(set_path)] == set_path:
+            return ConfigIssue(format_path(path), f"{message} (set by override '{text}')", None)
+    line = None
+    for end in range(len(path), -1, -1):
+        if path[:end] in lines:
+            line = lines[path[:end]]
+            break
+    return ConfigIssue(format_path(path), message, line)

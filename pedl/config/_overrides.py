@@ -1,0 +1,66 @@
+"""Command-line style overrides: ``dotted.key=yaml_value`` applied to a raw config."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from pedl.config._issues import PathElement, Problem
+
+Overridden = dict[tuple[PathElement, ...], str]
+"""Path set by an override -> the override's text."""
+
+
+def apply_overrides(
+    data: dict[Any, Any], overrides: Sequence[str]
+) -> tuple[list[Problem], Overridden]:
+    """Apply ``overrides`` to ``data`` in place, in order; return problems and what was set.
+
+    ``"searcher.max_trials=4"`` sets ``data["searcher"]["max_trials"] = 4``; the value is
+    parsed as YAML (``"labels=[a, b]"`` gives a list, an empty value gives null, i.e. the
+    default). Missing intermediate mappings are created. A malformed override (no ``=``,
+    an empty key part, invalid YAML, a path through a non-mapping) is a problem and sets
+    nothing.
+    """
+    problems: list[Problem] = []
+    overridden: Overridden = {}
+    for text in overrides:
+        key, sep, raw_value = text.partition("=")
+        parts = [part.strip() for part in key.split(".")]
+        if not sep or not all(parts):
+            problems.append(
+                (
+                    (key.strip() or text,),
+                    f"malformed override '{text}': expected dotted.key=value, "
+                    "e.g. searcher.max_trials=4",
+                )
+            )
+            continue
+        try:
+            value = yaml.safe_load(raw_value)
+        except yaml.YAMLError as exc:
+            problem = getattr(exc, "problem", None) or "invalid YAML"
+            message = f"malformed override '{text}': the value is not valid YAML ({problem})"
+            problems.append((tuple(parts), message))
+            continue
+        node: Any = data
+        for depth, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                where = ".".join(parts[: depth + 1])
+                problems.append(
+                    (
+                        tuple(parts),
+                        f"malformed override '{text}': '{where}' is not a mapping",
+                    )
+                )
+                break
+            node = child
+        else:
+            node[parts[-1]] = value
+            overridden[tuple(parts)] = text
+    return problems, overridden

@@ -1,0 +1,153 @@
+"""Drawing hyperparameter values: random samples, grids, and flattening of nested groups."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from pedl.config._base import KNOWN_FIELDS_CONTEXT_KEY
+from pedl.config._checks import missing_grid_counts
+from pedl.config._hyperparameters import (
+    CategoricalHyperparameter,
+    ConstHyperparameter,
+    DoubleHyperparameter,
+    HyperparameterSpace,
+    IntHyperparameter,
+    LogHyperparameter,
+)
+from pedl.config._issues import ConfigError, ConfigIssue, PathElement, format_path
+from pedl.config._translate import translate_errors
+
+_SPACE: TypeAdapter[dict[str, Any]] = TypeAdapter(HyperparameterSpace)
+_PREFIX: tuple[PathElement, ...] = ("hyperparameters",)
+
+
+def _validated(space: Mapping[str, Any]) -> dict[str, Any]:
+    """The space as typed hyperparameters; raw YAML-style mappings are validated first."""
+    data = dict(space)
+    known: dict[int, list[str]] = {}
+    try:
+        return _SPACE.validate_python(data, context={KNOWN_FIELDS_CONTEXT_KEY: known})
+    except ValidationError as exc:
+        problems = translate_errors(exc.errors(include_url=False), data, known)
+        raise ConfigError(
+            [ConfigIssue(format_path((*_PREFIX, *path)), message) for path, message in problems],
+            "hyperparameters",
+        ) from None
+
+
+def _sample_one(spec: Any, rng: random.Random) -> Any:
+    if isinstance(spec, ConstHyperparameter):
+        return copy.deepcopy(spec.val)
+    if isinstance(spec, IntHyperparameter):
+        return rng.randint(spec.minval, spec.maxval)
+    if isinstance(spec, DoubleHyperparameter):
+        return rng.uniform(spec.minval, spec.maxval)
+    if isinstance(spec, LogHyperparameter):
+        return spec.base ** rng.uniform(spec.minval, spec.maxval)
+    if isinstance(spec, CategoricalHyperparameter):
+        return copy.deepcopy(spec.vals[rng.randrange(len(spec.vals))])
+    return {name: _sample_one(sub, rng) for name, sub in spec.items()}
+
+
+def sample_hparams(space: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
+    """One random draw from a hyperparameter space; nested groups come back as nested dicts.
+
+    ``space`` is the ``hyperparameters`` section, raw (as in YAML) or validated. Draws
+    follow the space's key order (depth first), so the result depends only on the rng's
+    state and that order. int: uniform over ``[minval, maxval]`` inclusive; double:
+    uniform; log: ``base ** uniform(minval, maxval)``; categorical: a uniform choice;
+    const: its value (a copy). Raises ConfigError for an invalid space.
+    """
+    return {name: _sample_one(spec, rng) for name, spec in _validated(space).items()}
+
+
+def _round_half_away(value: float) -> int:
+    """Go's math.Round: halves round away from zero (Python's round() rounds to even)."""
+    return math.floor(value + 0.5) if value >= 0 else -math.floor(-value + 0.5)
+
+
+def _grid_values(spec: Any) -> list[Any]:
+    if isinstance(spec, ConstHyperparameter):
+        return [spec.val]
+    if isinstance(spec, CategoricalHyperparameter):
+        return list(spec.vals)
+    count = spec.count
+    lo, hi = spec.minval, spec.maxval
+    if isinstance(spec, IntHyperparameter):
+        count = min(count, hi - lo + 1)
+        if count == 1:
+            return [_round_half_away((lo + hi) / 2)]
+        return [_round_half_away(lo + i * (hi - lo) / (count - 1)) for i in range(count)]
+    if count == 1:
+        points = [(lo + hi) / 2]
+    else:
+        points = [lo + i * (hi - lo) / (count - 1) for i in range(count)]
+    if isinstance(spec, LogHyperparameter):
+        return [spec.base**point for point in points]
+    return points
+
+
+def _grid_axes(
+    space: Mapping[str, Any], route: tuple[str, ...]
+) -> list[tuple[tuple[str, ...], list[Any]]]:
+    axes: list[tuple[tuple[str, ...], list[Any]]] = []
+    for name in sorted(space):
+        spec = space[name]
+        if isinstance(spec, Mapping):
+            axes.extend(_grid_axes(spec, (*route, name)))
+        else:
+            axes.append(((*route, name), _grid_values(spec)))
+    return axes
+
+
+def grid_hparams(space: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every point of the hyperparameter grid, as Determined's grid searcher builds it.
+
+    Axes are the hyperparameters in sorted name order (nested groups expanded in place,
+    also sorted); the first axis varies slowest. const: its one value; categorical: all
+    ``vals`` in order; int/double/log need ``count`` (ConfigError naming each one
+    without). ``count == 1`` gives the midpoint (for log, of the exponents); otherwise
+    ``count`` evenly spaced points including both ends. int points are rounded half away
+    from zero, and ``count`` is capped at the number of integers in the range, so int
+    values never repeat. An empty space gives one empty point: ``[{}]``.
+    """
+    typed = _validated(space)
+    missing = missing_grid_counts(typed, _PREFIX)
+    if missing:
+        raise ConfigError(
+            [ConfigIssue(format_path(path), message) for path, message in missing],
+            "hyperparameters",
+        )
+    axes = _grid_axes(typed, ())
+    points: list[dict[str, Any]] = []
+    for combination in itertools.product(*(values for _, values in axes)):
+        point: dict[str, Any] = {}
+        for (route, _), value in zip(axes, combination, strict=True):
+            node = point
+            for step in route[:-1]:
+                node = node.setdefault(step, {})
+            node[route[-1]] = copy.deepcopy(value)
+        points.append(point)
+    return points
+
+
+def flatten_hparams(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Nested hyperparameter values with dotted keys: ``{"opt": {"lr": 1}}`` -> ``{"opt.lr": 1}``.
+
+    Every mapping value is treated as a group and flattened, in the input's key order.
+    """
+    flat: dict[str, Any] = {}
+    for name, value in values.items():
+        if isinstance(value, Mapping):
+            for sub, leaf in flatten_hparams(value).items():
+                flat[f"{name}.{sub}"] = leaf
+        else:
+            flat[str(name)] = value
+    return flat

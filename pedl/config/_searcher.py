@@ -1,0 +1,135 @@
+"""Searcher configs, one model per searcher ``name`` (Determined's names and defaults)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+
+from pedl.config._base import ConfigModel, config_error, tag_of
+from pedl.config._length import Length
+
+SEARCHER_NAMES: tuple[str, ...] = (
+    "single",
+    "grid",
+    "random",
+    "adaptive_asha",
+    "async_halving",
+    "custom",
+)
+
+
+def _positive(length: Length | None) -> Length | None:
+    if length is not None and length.value <= 0:
+        raise config_error(f"must be greater than 0, got {length.value} {length.unit}")
+    return length
+
+
+class _SearcherBase(ConfigModel):
+    """Fields every searcher has: the metric to optimise and where to warm-start from."""
+
+    metric: str
+    smaller_is_better: bool = True
+    source_trial_id: int | None = None
+    source_checkpoint_uuid: str | None = None
+
+
+class _LengthSearcher(_SearcherBase):
+    max_length: Length
+
+    @field_validator("max_length")
+    @classmethod
+    def _max_length_positive(cls, value: Length) -> Length:
+        _positive(value)
+        return value
+
+
+class SingleSearcherConfig(_LengthSearcher):
+    """``single``: one trial with the const/first values, trained to ``max_length``."""
+
+    name: Literal["single"]
+
+
+class GridSearcherConfig(_LengthSearcher):
+    """``grid``: one trial per point of the hyperparameter grid (int/double/log need ``count``)."""
+
+    name: Literal["grid"]
+    max_concurrent_trials: int = Field(default=16, ge=0)
+
+
+class RandomSearcherConfig(_LengthSearcher):
+    """``random``: ``max_trials`` trials with independently sampled hyperparameters."""
+
+    name: Literal["random"]
+    max_trials: int = Field(ge=1)
+    max_concurrent_trials: int = Field(default=16, ge=0)
+
+
+class AdaptiveASHASearcherConfig(_SearcherBase):
+    """``adaptive_asha``: brackets of asynchronous successive halving.
+
+    ``max_length`` is required unless both ``time_metric`` and ``max_time`` are given
+    (Determined's newer time-based form).
+    """
+
+    name: Literal["adaptive_asha"]
+    max_length: Length | None = None
+    max_trials: int = Field(ge=1)
+    max_rungs: int = Field(default=5, ge=1)
+    divisor: float = Field(default=4.0, gt=1)
+    mode: Literal["aggressive", "standard", "conservative"] = "standard"
+    bracket_rungs: list[int] = Field(default_factory=list)
+    stop_once: bool = False
+    max_concurrent_trials: int = Field(default=16, ge=0)
+    time_metric: str | None = None
+    max_time: int | None = Field(default=None, ge=1)
+
+    @field_validator("max_length")
+    @classmethod
+    def _max_length_positive(cls, value: Length | None) -> Length | None:
+        return _positive(value)
+
+    @model_validator(mode="after")
+    def _needs_a_budget(self) -> AdaptiveASHASearcherConfig:
+        if self.max_length is None and (self.time_metric is None or self.max_time is None):
+            raise config_error(
+                "missing required field 'max_length' (or give both time_metric and max_time)",
+                at="max_length",
+            )
+        return self
+
+
+class AsyncHalvingSearcherConfig(_LengthSearcher):
+    """``async_halving``: one bracket of asynchronous successive halving."""
+
+    name: Literal["async_halving"]
+    num_rungs: int = Field(ge=1)
+    max_trials: int = Field(ge=1)
+    divisor: float = Field(default=4.0, gt=1)
+    max_concurrent_trials: int = Field(default=16, ge=0)
+    stop_once: bool = False
+
+
+class CustomSearcherConfig(_SearcherBase):
+    """``custom``: a user-written searcher decides; ``max_length`` is optional."""
+
+    name: Literal["custom"]
+    unit: Literal["batches", "records", "epochs"] | None = None
+    max_length: Length | None = None
+
+    @field_validator("max_length")
+    @classmethod
+    def _max_length_positive(cls, value: Length | None) -> Length | None:
+        return _positive(value)
+
+
+SearcherConfig = Annotated[
+    Annotated[SingleSearcherConfig, Tag("searcher:single")]
+    | Annotated[GridSearcherConfig, Tag("searcher:grid")]
+    | Annotated[RandomSearcherConfig, Tag("searcher:random")]
+    | Annotated[AdaptiveASHASearcherConfig, Tag("searcher:adaptive_asha")]
+    | Annotated[AsyncHalvingSearcherConfig, Tag("searcher:async_halving")]
+    | Annotated[CustomSearcherConfig, Tag("searcher:custom")],
+    Discriminator(tag_of("searcher", "name")),
+]
+"""The ``searcher`` section, discriminated by ``name``."""

@@ -1,0 +1,94 @@
+"""Checkpoint storage configs, discriminated by ``type``."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Annotated, Literal
+
+from pydantic import Discriminator, Field, Tag, model_validator
+
+from pedl.config._base import ConfigModel, config_error, tag_of
+
+STORAGE_TYPES: tuple[str, ...] = ("shared_fs", "directory", "s3", "gcs")
+
+DEFAULT_HOST_PATH = "~/.pedl/checkpoints"
+"""Where checkpoints go when a config has no ``checkpoint_storage``: a ``shared_fs``
+store rooted at this path (``~`` is expanded by the storage backend, not here)."""
+
+
+class _StorageBase(ConfigModel):
+    """Checkpoint retention common to all backends (Determined's defaults)."""
+
+    save_experiment_best: int = Field(default=0, ge=0)
+    save_trial_best: int = Field(default=1, ge=0)
+    save_trial_latest: int = Field(default=1, ge=0)
+
+
+class SharedFSStorageConfig(_StorageBase):
+    """``shared_fs``: a directory on a file system every node can reach (``host_path``).
+
+    ``storage_path`` is relative to ``host_path`` or an absolute path inside it.
+    """
+
+    type: Literal["shared_fs"]
+    host_path: str
+    storage_path: str | None = None
+    propagation: str = "rprivate"
+    container_path: str | None = None
+    checkpoint_path: str | None = None
+    tensorboard_path: str | None = None
+
+    @model_validator(mode="after")
+    def _storage_path_inside_host_path(self) -> SharedFSStorageConfig:
+        path = self.storage_path
+        if path is not None and posixpath.isabs(path):
+            host = posixpath.normpath(self.host_path)
+            inside = posixpath.normpath(path)
+            if inside != host and not inside.startswith(host.rstrip("/") + "/"):
+                raise config_error(
+                    f"storage_path '{path}' must be relative or a subdirectory of host_path "
+                    f"'{self.host_path}'",
+                    at="storage_path",
+                )
+        return self
+
+
+class DirectoryStorageConfig(_StorageBase):
+    """``directory``: a path as seen from inside the trial's environment."""
+
+    type: Literal["directory"]
+    container_path: str
+
+
+class S3StorageConfig(_StorageBase):
+    """``s3``: an S3 (or S3-compatible, via ``endpoint_url``) bucket."""
+
+    type: Literal["s3"]
+    bucket: str
+    prefix: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = None
+    endpoint_url: str | None = None
+
+
+class GCSStorageConfig(_StorageBase):
+    """``gcs``: a Google Cloud Storage bucket."""
+
+    type: Literal["gcs"]
+    bucket: str
+    prefix: str | None = None
+
+
+CheckpointStorageConfig = Annotated[
+    Annotated[SharedFSStorageConfig, Tag("storage:shared_fs")]
+    | Annotated[DirectoryStorageConfig, Tag("storage:directory")]
+    | Annotated[S3StorageConfig, Tag("storage:s3")]
+    | Annotated[GCSStorageConfig, Tag("storage:gcs")],
+    Discriminator(tag_of("storage", "type")),
+]
+"""The ``checkpoint_storage`` section, discriminated by ``type``."""
+
+
+def default_checkpoint_storage() -> SharedFSStorageConfig:
+    """The storage used when a config gives none: shared_fs at ``DEFAULT_HOST_PATH``."""
+    return SharedFSStorageConfig(type="shared_fs", host_path=DEFAULT_HOST_PATH)

@@ -1,0 +1,87 @@
+"""YAML loading that remembers the source line of every mapping key and list item."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from pedl.config._issues import ConfigError, ConfigIssue, PathElement, format_path
+
+LineTable = dict[tuple[PathElement, ...], int]
+"""Maps a config path (tuple of keys and indices) to the 1-based line where it appears."""
+
+
+class _LineLoader(yaml.SafeLoader):
+    """A SafeLoader; lines are read off the composed node tree, not tracked during construction."""
+
+
+def _key_of(loader: _LineLoader, node: yaml.Node) -> PathElement | None:
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_object(node)
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            return value
+        return str(value)
+    return None
+
+
+def _walk(
+    loader: _LineLoader,
+    node: yaml.Node,
+    path: tuple[PathElement, ...],
+    table: LineTable,
+    issues: list[ConfigIssue],
+) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[PathElement, int] = {}
+        for key_node, value_node in node.value:
+            key = _key_of(loader, key_node)
+            if key is None or key == "<<":
+                continue
+            line = key_node.start_mark.line + 1
+            child = (*path, key)
+            if key in seen:
+                issues.append(
+                    ConfigIssue(
+                        format_path(child),
+                        f"duplicate key '{key}' (first given on line {seen[key]})",
+                        line,
+                    )
+                )
+            seen[key] = line
+            table[child] = line
+            _walk(loader, value_node, child, table, issues)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            child = (*path, index)
+            table[child] = item.start_mark.line + 1
+            _walk(loader, item, child, table, issues)
+
+
+def load_yaml(text: str, source: str = "<config>") -> tuple[Any, LineTable]:
+    """Parse one YAML document; return the data and a table of source lines per path.
+
+    Raises ConfigError (with the line) on a YAML syntax error or a duplicate mapping key.
+    An empty document yields ``None``.
+    """
+    loader = _LineLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}
+        table: LineTable = {(): node.start_mark.line + 1}
+        issues: list[ConfigIssue] = []
+        _walk(loader, node, (), table, issues)
+        data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or exc.context or "could not parse"
+        raise ConfigError([ConfigIssue("", f"invalid YAML: {problem}", line)], source) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError([ConfigIssue("", f"invalid YAML: {exc}")], source) from None
+    finally:
+        loader.dispose()
+    if issues:
+        raise ConfigError(issues, source)
+    return data, table
