@@ -1,0 +1,28 @@
+"""The seam between training code and the platform (see DESIGN.md, "The harness")."""
+
+from pedl.core._checkpoint import METADATA_FILE, CheckpointContext, CheckpointRegistry
+from pedl.core._context import Context, TrialInfo
+from pedl.core._detached import detached_context
+from pedl.core._distributed import DistributedContext
+from pedl.core._preempt import PreemptContext, SignalPreemption
+from pedl.core._searcher import SearcherContext, SearcherOperation, SearcherSession, Unit
+from pedl.core._train import MetricKind, MetricsWriter, TrainContext
+
+__all__ = [
+    "METADATA_FILE",
+    "CheckpointContext",
+    "CheckpointRegistry",
+    "Context",
+    "DistributedContext",
+    "MetricKind",
+    "MetricsWriter",
+    "PreemptContext",
+    "SearcherContext",
+    "SearcherOperation",
+    "SearcherSession",
+    "SignalPreemption",
+    "TrainContext",
+    "TrialInfo",
+    "Unit",
+    "detached_context",
+]

@@ -1,0 +1,44 @@
+"""The core context: one object per concern, handed to framework controllers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pedl.config import ExperimentConfig
+from pedl.core._checkpoint import CheckpointContext
+from pedl.core._distributed import DistributedContext
+from pedl.core._preempt import PreemptContext
+from pedl.core._searcher import SearcherContext
+from pedl.core._train import TrainContext
+
+
+@dataclass(frozen=True)
+class TrialInfo:
+    """What a trial is: immutable for the life of the trial process."""
+
+    trial_id: int
+    experiment_id: int
+    hparams: dict[str, Any]
+    trial_seed: int
+    config: ExperimentConfig
+    code_dir: Path
+    latest_checkpoint: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a controller needs from the platform, one part per concern.
+
+    The cluster builds it with REST-backed parts; local mode and tests build it with
+    in-process stand-ins. Controllers must not reach around it.
+    """
+
+    info: TrialInfo
+    distributed: DistributedContext
+    train: TrainContext
+    checkpoint: CheckpointContext
+    searcher: SearcherContext
+    preempt: PreemptContext

@@ -1,0 +1,76 @@
+"""A context that belongs to no experiment: for loading a checkpoint's model outside PEDL."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pedl.config import ExperimentConfig, parse_config
+from pedl.core._checkpoint import CheckpointContext
+from pedl.core._context import Context, TrialInfo
+from pedl.core._distributed import DistributedContext
+from pedl.core._preempt import PreemptContext
+from pedl.core._searcher import SearcherContext
+from pedl.core._train import MetricKind, TrainContext
+from pedl.storage import SharedFSStorage
+
+
+class _Discard:
+    """Metrics and checkpoint records that go nowhere; a searcher with no work."""
+
+    def write_metrics(
+        self, kind: MetricKind, total_batches: int, metrics: Mapping[str, float]
+    ) -> None:
+        pass
+
+    def register_checkpoint(
+        self,
+        storage_id: str,
+        total_batches: int,
+        metadata: Mapping[str, Any],
+        resources: Mapping[str, int],
+    ) -> None:
+        pass
+
+    def next_length(self) -> int | None:
+        return None
+
+    def complete(self, length: int, searcher_metric: float) -> None:
+        pass
+
+    def exit_early(self, reason: str) -> None:
+        pass
+
+
+def detached_context(
+    config: ExperimentConfig | Mapping[str, Any],
+    *,
+    hparams: Mapping[str, Any],
+    trial_id: int = 0,
+    experiment_id: int = 0,
+    trial_seed: int = 0,
+    code_dir: Path = Path("."),
+) -> Context:
+    """A context whose reports are discarded and whose searcher has no operations."""
+    if not isinstance(config, ExperimentConfig):
+        config = parse_config(dict(config))
+    discard = _Discard()
+    info = TrialInfo(
+        trial_id=trial_id,
+        experiment_id=experiment_id,
+        hparams=dict(hparams),
+        trial_seed=trial_seed,
+        config=config,
+        code_dir=code_dir,
+    )
+    storage = SharedFSStorage(Path(tempfile.gettempdir()) / "pedl-detached-checkpoints")
+    return Context(
+        info=info,
+        distributed=DistributedContext.single(),
+        train=TrainContext(discard),
+        checkpoint=CheckpointContext(storage, discard),
+        searcher=SearcherContext(discard, config.searcher.max_length.unit),
+        preempt=PreemptContext(lambda: False),
+    )

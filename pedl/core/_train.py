@@ -1,0 +1,53 @@
+"""Reporting training and validation metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal, Protocol
+
+MetricKind = Literal["training", "validation"]
+
+
+class MetricsWriter(Protocol):
+    """Where reported metrics go (the local store, or the master's REST API).
+
+    Contract: a write is keyed by ``(kind, total_batches)`` for this trial and is idempotent:
+    writing the same key again (as a trial does when it replays batches after a resume)
+    replaces the earlier row, it never adds a second one.
+    """
+
+    def write_metrics(
+        self, kind: MetricKind, total_batches: int, metrics: Mapping[str, float]
+    ) -> None: ...
+
+
+class TrainContext:
+    """Reports a trial's metrics. Only the chief reports; other workers' calls are no-ops."""
+
+    def __init__(self, writer: MetricsWriter, *, is_chief: bool = True) -> None:
+        self._writer = writer
+        self._is_chief = is_chief
+
+    def report_training_metrics(self, steps_completed: int, metrics: Mapping[str, float]) -> None:
+        """Report metrics averaged over the batches since the previous report."""
+        self._report("training", steps_completed, metrics)
+
+    def report_validation_metrics(self, steps_completed: int, metrics: Mapping[str, float]) -> None:
+        """Report the metrics of a validation run after ``steps_completed`` batches."""
+        self._report("validation", steps_completed, metrics)
+
+    def _report(self, kind: MetricKind, steps_completed: int, metrics: Mapping[str, float]) -> None:
+        if not self._is_chief:
+            return
+        if steps_completed < 0:
+            raise ValueError(f"steps_completed must be >= 0, got {steps_completed}")
+        clean = {str(k): _to_float(k, v) for k, v in metrics.items()}
+        self._writer.write_metrics(kind, steps_completed, clean)
+
+
+def _to_float(name: str, value: object) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"metric {name!r} is not a number: {value!r}") from e
+    return number

@@ -1,0 +1,210 @@
+"""What a TFKerasTrial sees of its trial: hyperparameters, config, wrappers, fit options."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from pedl import core
+
+logger = logging.getLogger("pedl.keras")
+
+_FIT_OPTIONS = (
+    "verbose",
+    "class_weight",
+    "workers",
+    "use_multiprocessing",
+    "max_queue_size",
+    "shuffle",
+    "validation_steps",
+)
+
+
+class _ArgNotProvided:
+    def __repr__(self) -> str:
+        return "<not provided>"
+
+
+NOT_PROVIDED: Any = _ArgNotProvided()
+
+
+@dataclass(frozen=True)
+class FitConfig:
+    """The model.fit options a trial set through ``configure_fit`` (defaults otherwise)."""
+
+    verbose: bool = False
+    class_weight: Any = None
+    workers: int = 1
+    use_multiprocessing: bool = False
+    max_queue_size: int = 10
+    shuffle: bool = True
+    validation_steps: int | None = None
+
+
+class TFKerasExperimentalContext:
+    """Experimental features of the tf.keras API (none yet); reached as ``context.experimental``."""
+
+
+@dataclass
+class _Wrapped:
+    models: list[Any] = field(default_factory=list)
+    optimizers: list[Any] = field(default_factory=list)
+    dataset_ids: set[int] = field(default_factory=set)
+    datasets: list[Any] = field(default_factory=list)
+
+
+class TFKerasTrialContext:
+    """Runtime information and wrappers for a ``TFKerasTrial``.
+
+    Built by PEDL and passed to the trial's ``__init__``. ``context.distributed`` is the
+    trial's :class:`pedl.core.DistributedContext`; ``context.experimental`` holds experimental
+    features.
+    """
+
+    def __init__(self, core_context: core.Context) -> None:
+        self._core = core_context
+        self._info = core_context.info
+        self.distributed: core.DistributedContext = core_context.distributed
+        self.experimental = TFKerasExperimentalContext()
+        self._fit_options: dict[str, Any] = {}
+        self._wrapped = _Wrapped()
+
+    # Trial information -------------------------------------------------------------------
+
+    def get_hparams(self) -> dict[str, Any]:
+        """All of this trial's hyperparameter values (nested groups as dicts)."""
+        return dict(self._info.hparams)
+
+    def get_hparam(self, name: str) -> Any:
+        """One hyperparameter's value; a KeyError lists the names that exist."""
+        if name not in self._info.hparams:
+            raise KeyError(
+                f"no hyperparameter {name!r} in this trial; "
+                f"defined: {', '.join(sorted(self._info.hparams)) or '(none)'}"
+            )
+        return self._info.hparams[name]
+
+    def get_experiment_config(self) -> dict[str, Any]:
+        """The experiment configuration, with defaults filled in, as a plain dict."""
+        return self._info.config.as_dict()
+
+    def get_data_config(self) -> dict[str, Any]:
+        """The free-form ``data`` section of the experiment configuration."""
+        return dict(self._info.config.data)
+
+    def get_trial_id(self) -> int:
+        return self._info.trial_id
+
+    def get_experiment_id(self) -> int:
+        return self._info.experiment_id
+
+    def get_trial_seed(self) -> int:
+        return self._info.trial_seed
+
+    def get_global_batch_size(self) -> int:
+        """The ``global_batch_size`` hyperparameter: the batch size summed over all slots."""
+        if "global_batch_size" not in self._info.hparams:
+            raise ValueError(
+                "this trial needs a 'global_batch_size' hyperparameter (the batch size of one "
+                "training step summed over all slots); add it under `hyperparameters`"
+            )
+        value = self._info.hparams["global_batch_size"]
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"global_batch_size must be a positive integer, got {value!r}")
+        return value
+
+    def get_per_slot_batch_size(self) -> int:
+        """The batch size each slot trains with: global_batch_size / number of slots."""
+        global_size = self.get_global_batch_size()
+        slots = self.distributed.get_size()
+        if global_size % slots:
+            raise ValueError(
+                f"global_batch_size ({global_size}) must be divisible by the number of slots "
+                f"({slots})"
+            )
+        return global_size // slots
+
+    # Wrappers ----------------------------------------------------------------------------
+
+    def wrap_model(self, model: Any) -> Any:
+        """Register a ``keras.Model``; call it right after creating the model, before compile."""
+        if not isinstance(model, keras.Model):
+            raise TypeError(f"wrap_model expects a keras.Model, got {type(model).__name__}")
+        self._wrapped.models.append(model)
+        return model
+
+    def wrap_optimizer(self, optimizer: Any) -> Any:
+        """Register a ``keras.optimizers.Optimizer``; use the returned object."""
+        if not isinstance(optimizer, keras.optimizers.Optimizer):
+            raise TypeError(
+                f"wrap_optimizer expects a keras optimizer, got {type(optimizer).__name__}"
+            )
+        self._wrapped.optimizers.append(optimizer)
+        return optimizer
+
+    def wrap_dataset(self, dataset: Any, shard_dataset: bool = True) -> Any:
+        """Register a ``tf.data.Dataset``; call it right after creating the dataset.
+
+        With several slots and ``shard_dataset=True`` each worker keeps every ``size``-th
+        element starting at its rank, so the workers see disjoint data. With
+        ``shard_dataset=False`` the user shards the data themselves.
+        """
+        if not isinstance(dataset, tf.data.Dataset):
+            raise TypeError(f"wrap_dataset expects a tf.data.Dataset, got {type(dataset).__name__}")
+        if shard_dataset and self.distributed.get_size() > 1:
+            dataset = dataset.shard(self.distributed.get_size(), self.distributed.get_rank())
+        self._wrapped.dataset_ids.add(id(dataset))
+        self._wrapped.datasets.append(dataset)  # keeps the id valid
+        return dataset
+
+    def is_wrapped_dataset(self, dataset: Any) -> bool:
+        return id(dataset) in self._wrapped.dataset_ids
+
+    @property
+    def wrapped_models(self) -> list[Any]:
+        return list(self._wrapped.models)
+
+    # model.fit options -------------------------------------------------------------------
+
+    def configure_fit(
+        self,
+        verbose: bool | None = None,
+        class_weight: Any = NOT_PROVIDED,
+        workers: int | None = None,
+        use_multiprocessing: bool | None = None,
+        max_queue_size: int | None = None,
+        shuffle: bool | None = None,
+        validation_steps: Any = NOT_PROVIDED,
+    ) -> None:
+        """Set options of ``model.fit``; see the Keras documentation for their meaning.
+
+        Calling it again only changes the options given in that call: earlier settings of
+        the others stay.
+        """
+        given = {
+            "verbose": verbose,
+            "class_weight": class_weight,
+            "workers": workers,
+            "use_multiprocessing": use_multiprocessing,
+            "max_queue_size": max_queue_size,
+            "shuffle": shuffle,
+            "validation_steps": validation_steps,
+        }
+        for key, value in given.items():
+            if value is None or value is NOT_PROVIDED:
+                continue
+            self._fit_options[key] = value
+        if class_weight is None:
+            self._fit_options["class_weight"] = None
+        if validation_steps is None:
+            self._fit_options["validation_steps"] = None
+
+    @property
+    def fit_config(self) -> FitConfig:
+        """The options set so far through configure_fit, merged over the defaults."""
+        options = {k: v for k, v in self._fit_options.items() if k in _FIT_OPTIONS}
+        return FitConfig(**options)

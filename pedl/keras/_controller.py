@@ -1,0 +1,513 @@
+"""Drives a TFKerasTrial: one long ``model.fit`` per process, steered at chunk boundaries.
+
+The controller builds the trial's model and data, restores the latest checkpoint, and calls
+``model.fit`` once on an endless, positioned stream of batches. A single platform callback
+(:class:`_PlatformCallback`) counts batches; at each chunk boundary it reports training
+metrics, validates, checkpoints, completes searcher operations, asks ``preempt``, and stops
+``fit`` when the process should stop. The user's Keras callbacks are not given to Keras:
+the platform callback calls them itself, so that across chunks, validations and resumes
+they see one long ``fit()`` (see :class:`pedl.keras.callbacks.Callback`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pickle
+import platform
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import keras
+import tensorflow as tf
+
+import pedl
+from pedl import core, model_def
+from pedl._trial import TrialOutcome
+from pedl.config import Length
+from pedl.keras import _state
+from pedl.keras._context import TFKerasTrialContext
+from pedl.keras._data import (
+    make_training_data,
+    make_validation_input,
+)
+from pedl.keras.callbacks import Callback, TensorBoard
+
+if TYPE_CHECKING:
+    from pedl.keras._trial import TFKerasTrial
+
+logger = logging.getLogger("pedl.keras")
+
+CHECKPOINT_FORMAT = "pedl.keras/1"
+FRAMEWORK = "tensorflow-keras"
+_STATE_DIR = "state"
+_TRIAL_STATE = "trial_state.json"
+_CALLBACK_STATE = "callbacks.pkl"
+_ENDLESS = 2**62
+
+
+class TrialError(RuntimeError):
+    """The trial cannot go on; the message says why in the user's terms."""
+
+
+@dataclass
+class _Progress:
+    """The counters a checkpoint carries so that a resumed run continues the same schedule."""
+
+    batches: int = 0
+    last_validation: int = -1
+    last_checkpoint: int = -1
+    chunk_start: int = 0
+    best_metric: float | None = None
+    last_searcher_metric: float | None = None
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy, TensorFlow (its global generator too) and Keras from the trial seed."""
+    keras.utils.set_random_seed(seed)
+    tf.random.set_global_generator(tf.random.Generator.from_seed(seed))
+
+
+def configure_determinism() -> None:
+    """Turn on TensorFlow's op determinism unless ``PEDL_OP_DETERMINISM=0``."""
+    if os.environ.get("PEDL_OP_DETERMINISM", "1") != "0":
+        tf.config.experimental.enable_op_determinism()
+
+
+def apply_session_config(config: tf.compat.v1.ConfigProto) -> None:
+    """Honour a TF1 ConfigProto through the TF2 configuration APIs."""
+    try:
+        if config.intra_op_parallelism_threads:
+            tf.config.threading.set_intra_op_parallelism_threads(
+                config.intra_op_parallelism_threads
+            )
+        if config.inter_op_parallelism_threads:
+            tf.config.threading.set_inter_op_parallelism_threads(
+                config.inter_op_parallelism_threads
+            )
+    except RuntimeError as e:
+        logger.warning("session_config threads not applied (TensorFlow already started): %s", e)
+    tf.config.set_soft_device_placement(config.allow_soft_placement)
+    if config.gpu_options.allow_growth:
+        for gpu in tf.config.list_physical_devices("GPU"):
+            try:
+                tf.config.experimental.set_memory_growth(gpu, True)
+            except RuntimeError as e:
+                logger.warning("memory growth not applied to %s: %s", gpu.name, e)
+
+
+class TFKerasTrialController:
+    """Runs one TFKerasTrial in this process (see the module docstring)."""
+
+    def __init__(
+        self, trial_factory: Callable[[TFKerasTrialContext], TFKerasTrial], context: core.Context
+    ) -> None:
+        self._core = context
+        self._info = context.info
+        self._config = context.info.config
+        seed_everything(self._info.trial_seed)
+        configure_determinism()
+        self.context = TFKerasTrialContext(context)
+        self.trial = trial_factory(self.context)
+        apply_session_config(self.trial.session_config())
+        self.model = self._build_model()
+        fit = self.context.fit_config
+        self._fit_config = fit
+        self.train_data = make_training_data(
+            self.trial.build_training_data_loader(),
+            is_wrapped_dataset=self.context.is_wrapped_dataset,
+            batch_size=self.context.get_per_slot_batch_size,
+            shuffle=fit.shuffle,
+            seed=self._info.trial_seed,
+            fit_workers=fit.workers,
+            fit_use_multiprocessing=fit.use_multiprocessing,
+            fit_max_queue_size=fit.max_queue_size,
+        )
+        self.validation_input = make_validation_input(
+            self.trial.build_validation_data_loader(),
+            is_wrapped_dataset=self.context.is_wrapped_dataset,
+            batch_size=self.context.get_per_slot_batch_size,
+        )
+        self.user_callbacks = list(self.trial.keras_callbacks())
+        self._pedl_callbacks = [cb for cb in self.user_callbacks if isinstance(cb, Callback)]
+        tensorboard_dir = self._info.extra.get("tensorboard_dir")
+        for cb in self.user_callbacks:
+            if isinstance(cb, TensorBoard) and tensorboard_dir:
+                cb.set_pedl_log_dir(str(tensorboard_dir))
+        self.batches_per_epoch = self._batches_per_epoch()
+        self.callbacks = keras.callbacks.CallbackList(
+            self.user_callbacks, add_history=False, add_progbar=False
+        )
+        self.progress = _Progress()
+        self._ops: Iterator[core.SearcherOperation] = iter(())
+        self._op: core.SearcherOperation | None = None
+        self._op_target = 0
+        self._next_boundary = 0
+        self._outcome: TrialOutcome | None = None
+        self._last_validation_metrics: dict[str, float] = {}
+
+    @classmethod
+    def from_definition(
+        cls, definition: model_def.ModelDefinition, context: core.Context
+    ) -> TFKerasTrialController:
+        trial_class = definition.trial_class
+        if trial_class is None:
+            raise TrialError("the model definition has no Trial class")
+        return cls(trial_class, context)
+
+    # Set-up ------------------------------------------------------------------------------
+
+    def _build_model(self) -> keras.Model:
+        model = self.trial.build_model()
+        if not isinstance(model, keras.Model):
+            raise TrialError(
+                f"build_model() returned {type(model).__name__}, expected a keras.Model"
+            )
+        if not model.compiled:
+            raise TrialError(
+                "build_model() returned a model that was not compiled: call "
+                "model.compile(optimizer=..., loss=..., metrics=...) before returning it"
+            )
+        if self.context.wrapped_models and model not in self.context.wrapped_models:
+            logger.warning("build_model() returned a model that was not passed to wrap_model()")
+        return model
+
+    def _batches_per_epoch(self) -> int | None:
+        records_per_epoch = self._config.records_per_epoch
+        if records_per_epoch > 0:
+            return Length(unit="epochs", value=1).to_batches(
+                self.context.get_global_batch_size(), records_per_epoch
+            )
+        return self.train_data.batches_per_pass
+
+    def _to_batches(self, length: Length) -> int:
+        if length.unit == "batches":
+            return length.value
+        return length.to_batches(
+            self.context.get_global_batch_size(), self._config.records_per_epoch
+        )
+
+    # Running -----------------------------------------------------------------------------
+
+    def run(self) -> TrialOutcome:
+        """Train until the searcher closes the trial, a preemption, or the model stops."""
+        _build_all(self.model, self.train_data.first_batch())
+        self.callbacks.set_model(self.model)
+        self.callbacks.set_params({"verbose": 0, "epochs": None, "steps": self.batches_per_epoch})
+        if self._info.latest_checkpoint:
+            self._restore(self._info.latest_checkpoint)
+        self._ops = self._core.searcher.operations()
+        self._op = next(self._ops, None)
+        self.callbacks.on_train_begin()
+        try:
+            if (
+                self._config.perform_initial_validation
+                and self.progress.batches == 0
+                and self.progress.last_validation < 0
+            ):
+                self._validate()
+            if self._advance():
+                self.model.fit(
+                    x=self.train_data.fit_input(self.progress.batches),
+                    epochs=1,
+                    steps_per_epoch=_ENDLESS,
+                    verbose=0,
+                    shuffle=False,
+                    class_weight=self._fit_config.class_weight,
+                    callbacks=[_PlatformCallback(self)],
+                )
+        finally:
+            self.callbacks.on_train_end()
+        assert self._outcome is not None
+        return self._outcome
+
+    def _advance(self) -> bool:
+        """At a boundary: finish due operations and decide whether to keep training.
+
+        Returns True to train on towards ``self._next_boundary``; False after setting the
+        outcome (and checkpointing as needed) when the process should stop.
+        """
+        p = self.progress
+        while self._op is not None:
+            self._op_target = self._to_batches(Length(unit=self._op.unit, value=self._op.length))
+            if p.batches < self._op_target:
+                break
+            if p.last_validation != p.batches:
+                self._validate()
+            assert p.last_searcher_metric is not None
+            self._op.report_completed(p.last_searcher_metric)
+            self._op = next(self._ops, None)
+        if self._op is None:
+            return self._stop(TrialOutcome.COMPLETED)
+        if getattr(self.model, "stop_training", False):
+            return self._stop(TrialOutcome.STOPPED_BY_USER)
+        if self._core.preempt.should_preempt():
+            return self._stop(TrialOutcome.PREEMPTED)
+        self._next_boundary = self._compute_next_boundary()
+        return True
+
+    def _stop(self, outcome: TrialOutcome) -> bool:
+        p = self.progress
+        if outcome is TrialOutcome.STOPPED_BY_USER:
+            if p.last_validation != p.batches:
+                self._validate()
+            self._core.searcher.exit_early("user_requested_stop")
+        if p.last_checkpoint != p.batches:
+            self._checkpoint()
+        self._outcome = outcome
+        self.model.stop_training = True
+        return False
+
+    def _compute_next_boundary(self) -> int:
+        p = self.progress
+        candidates = [p.chunk_start + self._config.scheduling_unit, self._op_target]
+        validation_period = self._to_batches(self._config.min_validation_period)
+        if validation_period > 0:
+            candidates.append(max(p.last_validation, 0) + validation_period)
+        checkpoint_period = self._to_batches(self._config.min_checkpoint_period)
+        if checkpoint_period > 0:
+            candidates.append(max(p.last_checkpoint, 0) + checkpoint_period)
+        return max(p.batches + 1, min(candidates))
+
+    def on_chunk_begin(self) -> None:
+        for cb in self._pedl_callbacks:
+            cb.on_train_workload_begin(
+                self.progress.batches, self._next_boundary - self.progress.batches, {}
+            )
+
+    def on_chunk_end(self, logs: dict[str, Any]) -> bool:
+        """At a boundary inside fit: report, validate, checkpoint; False stops training."""
+        p = self.progress
+        metrics = {k: float(v) for k, v in logs.items()}
+        self._core.train.report_training_metrics(p.batches, metrics)
+        for cb in self._pedl_callbacks:
+            cb.on_train_workload_end(p.batches, dict(metrics))
+        if self._fit_config.verbose:
+            shown = " ".join(f"{k}={v:.4g}" for k, v in metrics.items())
+            logger.info("trained %d-%d batches: %s", p.chunk_start, p.batches, shown)
+        p.chunk_start = p.batches
+        validation_period = self._to_batches(self._config.min_validation_period)
+        if validation_period > 0 and p.batches - max(p.last_validation, 0) >= validation_period:
+            self._validate()
+        checkpoint_period = self._to_batches(self._config.min_checkpoint_period)
+        if (
+            checkpoint_period > 0
+            and p.batches - max(p.last_checkpoint, 0) >= checkpoint_period
+            and p.last_checkpoint != p.batches
+        ):
+            self._checkpoint()
+        keep_going = self._advance()
+        self.model.reset_metrics()
+        return keep_going
+
+    # Validation --------------------------------------------------------------------------
+
+    def _validate(self) -> None:
+        p = self.progress
+        logs = self.model.evaluate(
+            **self.validation_input,
+            steps=self._fit_config.validation_steps,
+            callbacks=self.callbacks,
+            return_dict=True,
+            verbose=0,
+        )
+        metrics = {f"val_{k}": float(v) for k, v in logs.items()}
+        self._core.train.report_validation_metrics(p.batches, metrics)
+        self._last_validation_metrics = metrics
+        p.last_validation = p.batches
+        searcher = self._config.searcher
+        if searcher.metric not in metrics:
+            raise TrialError(
+                f"the searcher metric {searcher.metric!r} is not among the validation metrics "
+                f"({', '.join(sorted(metrics))}); set searcher.metric in the experiment config "
+                "to one of them"
+            )
+        value = metrics[searcher.metric]
+        p.last_searcher_metric = value
+        improved = p.best_metric is None or (
+            value < p.best_metric if searcher.smaller_is_better else value > p.best_metric
+        )
+        if improved:
+            p.best_metric = value
+        policy = self._config.checkpoint_policy
+        if policy == "all" or (policy == "best" and improved):
+            self._checkpoint()
+
+    # Checkpoints -------------------------------------------------------------------------
+
+    def _checkpoint(self) -> None:
+        p = self.progress
+        p.last_checkpoint = p.batches
+        metadata = {
+            "format": CHECKPOINT_FORMAT,
+            "framework": FRAMEWORK,
+            "pedl_version": pedl.__version__,
+            "tensorflow_version": tf.__version__,
+            "keras_version": keras.__version__,
+            "python_version": platform.python_version(),
+            "steps_completed": p.batches,
+            "trial_id": self._info.trial_id,
+            "experiment_id": self._info.experiment_id,
+            "hparams": self._info.hparams,
+            "trial_seed": self._info.trial_seed,
+            "experiment_config": self._config.as_dict(),
+            "validation_metrics": self._last_validation_metrics,
+            "time": time.time(),
+        }
+        with self._core.checkpoint.store_path(metadata) as (path, _storage_id):
+            state_dir = path / _STATE_DIR
+            state_dir.mkdir()
+            _state.save_variables(_state.model_variables(self.model), state_dir)
+            _state.save_rng(state_dir)
+            data_state = self.train_data.save(state_dir)
+            trial_state = {"progress": asdict(p), "data": data_state}
+            (state_dir / _TRIAL_STATE).write_text(json.dumps(trial_state))
+            with open(state_dir / _CALLBACK_STATE, "wb") as f:
+                pickle.dump([cb.get_state() for cb in self._pedl_callbacks], f)
+            model_def.copy_tree(self._info.code_dir, path / "code")
+            for cb in self._pedl_callbacks:
+                cb.on_checkpoint_end(str(path))
+
+    def _restore(self, storage_id: str) -> None:
+        with self._core.checkpoint.restore_path(storage_id) as path:
+            metadata = json.loads((path / core.METADATA_FILE).read_text())
+            if metadata.get("format") != CHECKPOINT_FORMAT:
+                raise TrialError(
+                    f"checkpoint {storage_id} has format {metadata.get('format')!r}; this "
+                    f"version of PEDL reads {CHECKPOINT_FORMAT!r}"
+                )
+            state_dir = path / _STATE_DIR
+            _state.restore_variables(_state.model_variables(self.model), state_dir)
+            _state.restore_rng(state_dir)
+            trial_state = json.loads((state_dir / _TRIAL_STATE).read_text())
+            self.progress = _Progress(**trial_state["progress"])
+            self.train_data.restore(state_dir, trial_state["data"])
+            with open(state_dir / _CALLBACK_STATE, "rb") as f:
+                callback_states = pickle.load(f)
+            if len(callback_states) != len(self._pedl_callbacks):
+                raise TrialError(
+                    f"the checkpoint has the state of {len(callback_states)} PEDL callbacks but "
+                    f"keras_callbacks() returned {len(self._pedl_callbacks)}"
+                )
+            for cb, cb_state in zip(self._pedl_callbacks, callback_states, strict=True):
+                cb.load_state(cb_state)
+            self._last_validation_metrics = metadata.get("validation_metrics", {})
+        logger.info("resumed from checkpoint %s at batch %d", storage_id, self.progress.batches)
+
+
+class _PlatformCallback(keras.callbacks.Callback):  # type: ignore[misc]
+    """The one Keras callback PEDL gives to fit: counts batches, acts at boundaries."""
+
+    def __init__(self, controller: TFKerasTrialController) -> None:
+        super().__init__()
+        self._c = controller
+        self._user = controller.callbacks
+        self._has_user_callbacks = bool(controller.user_callbacks)
+        self._bpe = controller.batches_per_epoch
+        self._epoch_open = False
+        self._chunk_open = False
+        self._original_train_function: Any = None
+
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        # Capture the iterator fit created (once, on the first step), for data position.
+        original = self.model.train_function
+        self._original_train_function = original
+
+        def first_step(iterator: Any) -> Any:
+            self.model.train_function = original
+            self._c.train_data.on_fit_iterator(iterator)
+            return original(iterator)
+
+        self.model.train_function = first_step
+
+    def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
+        if self._original_train_function is not None:
+            self.model.train_function = self._original_train_function
+
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        c = self._c
+        if not self._chunk_open:
+            self._chunk_open = True
+            c.on_chunk_begin()
+        if self._has_user_callbacks:
+            index = c.progress.batches
+            if self._bpe:
+                if not self._epoch_open:
+                    self._epoch_open = True
+                    self._user.on_epoch_begin(index // self._bpe)
+                index %= self._bpe
+            self._user.on_train_batch_begin(index)
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        c = self._c
+        p = c.progress
+        p.batches += 1
+        if self._has_user_callbacks:
+            index = p.batches - 1
+            if self._bpe:
+                index %= self._bpe
+            self._user.on_train_batch_end(index, logs)
+            if self._bpe and p.batches % self._bpe == 0:
+                self._epoch_open = False
+                self._user.on_epoch_end(p.batches // self._bpe - 1, {})
+        if p.batches == c._next_boundary or self.model.stop_training:
+            self._chunk_open = False
+            if not c.on_chunk_end(dict(logs or {})):
+                self.model.stop_training = True
+
+
+def _build_all(model: keras.Model, batch: Any) -> None:
+    """Create every variable (model, metrics, optimizer) so a checkpoint can be restored."""
+    model._symbolic_build(data_batch=batch)
+
+
+def load_model_from_checkpoint_path(path: str | os.PathLike[str]) -> keras.Model:
+    """Rebuild the Keras model stored in a TFKerasTrial checkpoint directory.
+
+    The checkpoint carries the model definition (``code/``) and the trial's hyperparameters,
+    so the model is rebuilt by the trial's own ``build_model`` and its variables (including
+    the optimizer's) are restored. Download the checkpoint first (``Checkpoint.download``).
+    """
+    checkpoint = Path(path)
+    metadata = json.loads((checkpoint / core.METADATA_FILE).read_text())
+    if metadata.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(
+            f"{checkpoint} is not a TFKerasTrial checkpoint (format {metadata.get('format')!r})"
+        )
+    definition = model_def.load(
+        checkpoint / "code", metadata["experiment_config"].get("entrypoint")
+    )
+    if definition.trial_class is None:
+        raise ValueError(f"the model definition in {checkpoint / 'code'} has no Trial class")
+    context = core.detached_context(
+        metadata["experiment_config"],
+        hparams=metadata["hparams"],
+        trial_id=metadata["trial_id"],
+        experiment_id=metadata["experiment_id"],
+        trial_seed=metadata["trial_seed"],
+        code_dir=checkpoint / "code",
+    )
+    trial = definition.trial_class(TFKerasTrialContext(context))
+    model: keras.Model = trial.build_model()
+    validation = make_validation_input(
+        trial.build_validation_data_loader(),
+        is_wrapped_dataset=lambda _: True,
+        batch_size=lambda: int(metadata["hparams"].get("global_batch_size", 1)),
+    )
+    _build_all(model, _first_validation_batch(validation))
+    _state.restore_variables(_state.model_variables(model), checkpoint / _STATE_DIR)
+    return model
+
+
+def _first_validation_batch(validation: dict[str, Any]) -> Any:
+    x = validation["x"]
+    if isinstance(x, tf.data.Dataset):
+        for batch in x.take(1):
+            return batch
+    if isinstance(x, keras.utils.PyDataset):
+        return x[0]
+    return tf.nest.map_structure(lambda a: a[:1], (x, validation["y"]))

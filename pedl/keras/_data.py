@@ -1,0 +1,390 @@
+"""Training and validation inputs: positioned, deterministic, resumable.
+
+Every training input is turned into an endless stream of batches whose order is a pure
+function of (seed, data epoch, batch within it), so that training can restart from any
+batch count and see exactly the batches an uninterrupted run would have seen:
+
+- arrays (``(x, y)`` or ``(x, y, sample_weights)``; arrays, lists or dicts of arrays) become a
+  tf.data pipeline that gathers batches by index, reshuffled per data epoch with a stateless
+  seed;
+- a ``keras.utils.Sequence`` / ``PyDataset`` (optionally in a ``SequenceAdapter``) is indexed by
+  a ``PyDataset`` that maps global batch numbers onto (epoch, permuted batch index);
+- a wrapped ``tf.data.Dataset`` is repeated, and its iterator state is saved in checkpoints
+  where TensorFlow can save it (else the stream is fast-forwarded with ``skip``).
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import math
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+logger = logging.getLogger("pedl.keras")
+
+_ITERATOR_PREFIX = "data_iterator"
+
+
+class SequenceAdapter:
+    """A ``keras.utils.Sequence`` with the options for loading it in background workers.
+
+    Args:
+        sequence: the Sequence (or ``PyDataset``) that holds the data.
+        use_multiprocessing: use processes (True) or threads (False) for the workers.
+        workers: number of workers; 0 loads batches in the main thread.
+        max_queue_size: how many batches the workers may prepare ahead.
+    """
+
+    def __init__(
+        self,
+        sequence: Any,
+        use_multiprocessing: bool = False,
+        workers: int = 1,
+        max_queue_size: int = 10,
+    ) -> None:
+        if not _is_sequence(sequence):
+            raise TypeError(
+                f"SequenceAdapter expects a keras.utils.Sequence, got {type(sequence).__name__}"
+            )
+        if workers < 0:
+            raise ValueError(f"workers must be >= 0, got {workers}")
+        if max_queue_size < 1:
+            raise ValueError(f"max_queue_size must be >= 1, got {max_queue_size}")
+        self.sequence = sequence
+        self.use_multiprocessing = use_multiprocessing
+        self.workers = workers
+        self.max_queue_size = max_queue_size
+
+
+class KerasDataAdapter(SequenceAdapter):
+    """The PEDL 0.x name of :class:`SequenceAdapter` (same arguments)."""
+
+
+def _is_sequence(obj: Any) -> bool:
+    return isinstance(obj, keras.utils.PyDataset)
+
+
+class InvalidDataError(ValueError):
+    """A data loader returned something PEDL cannot train on; the message says what to do."""
+
+
+class TrainingData(abc.ABC):
+    """An endless, positioned stream of training batches."""
+
+    @abc.abstractmethod
+    def fit_input(self, start_batch: int) -> Any:
+        """What to pass to ``model.fit(x=...)`` so that training starts at ``start_batch``."""
+
+    @abc.abstractmethod
+    def first_batch(self) -> Any:
+        """One batch, to build the model's variables before restoring a checkpoint."""
+
+    @property
+    @abc.abstractmethod
+    def batches_per_pass(self) -> int | None:
+        """Batches in one pass over the data, when known."""
+
+    def on_fit_iterator(self, iterator: Any) -> None:  # noqa: B027
+        """Called with the iterator that model.fit created, before its first batch."""
+
+    def save(self, directory: Path) -> dict[str, Any]:
+        """Write state beyond the batch count; return what to store in the trial state."""
+        return {}
+
+    def restore(self, directory: Path, state: dict[str, Any]) -> None:  # noqa: B027
+        """Prepare to continue from a checkpoint written by ``save``."""
+
+
+class ArrayData(TrainingData):
+    def __init__(
+        self,
+        x: Any,
+        y: Any,
+        sample_weight: Any,
+        *,
+        batch_size: int,
+        shuffle: bool,
+        seed: int,
+    ) -> None:
+        self._arrays = _as_tuple_structure(
+            (x, y) if sample_weight is None else (x, y, sample_weight)
+        )
+        lengths = {len(a) for a in tf.nest.flatten(self._arrays)}
+        if len(lengths) != 1:
+            raise InvalidDataError(
+                f"the arrays of the training data have different lengths: {sorted(lengths)}"
+            )
+        self._n = lengths.pop()
+        if self._n == 0:
+            raise InvalidDataError("the training data is empty")
+        self._batch_size = batch_size
+        self._shuffle = shuffle
+        self._seed = seed
+
+    @property
+    def batches_per_pass(self) -> int:
+        return math.ceil(self._n / self._batch_size)
+
+    def first_batch(self) -> Any:
+        return tf.nest.map_structure(lambda a: a[: self._batch_size], self._arrays)
+
+    def fit_input(self, start_batch: int) -> tf.data.Dataset:
+        n, batch_size, shuffle, seed = self._n, self._batch_size, self._shuffle, self._seed
+        start_epoch, start_in_epoch = divmod(start_batch, self.batches_per_pass)
+        constants = tf.nest.map_structure(tf.constant, self._arrays)
+
+        def epoch_batches(epoch: tf.Tensor) -> tf.data.Dataset:
+            if shuffle:
+                keys = tf.random.stateless_uniform(
+                    [n], seed=tf.stack([tf.constant(seed, tf.int64), epoch])
+                )
+                order = tf.argsort(keys, stable=True)
+            else:
+                order = tf.range(n)
+            batches = tf.data.Dataset.from_tensor_slices(order).batch(batch_size)
+            skip = tf.where(tf.equal(epoch, start_epoch), start_in_epoch, 0)
+            return batches.skip(tf.cast(skip, tf.int64))
+
+        def gather(indices: tf.Tensor) -> Any:
+            return tf.nest.map_structure(lambda c: tf.gather(c, indices), constants)
+
+        epochs = tf.data.Dataset.range(start_epoch, np.iinfo(np.int64).max)
+        return epochs.flat_map(epoch_batches).map(gather).prefetch(tf.data.AUTOTUNE)
+
+
+class _PositionedSequence(keras.utils.PyDataset):  # type: ignore[misc]
+    """Endless view of a Sequence starting at a global batch number, in a seeded order."""
+
+    def __init__(
+        self,
+        sequence: Any,
+        start_batch: int,
+        *,
+        shuffle: bool,
+        seed: int,
+        workers: int,
+        use_multiprocessing: bool,
+        max_queue_size: int,
+    ) -> None:
+        super().__init__(
+            workers=workers, use_multiprocessing=use_multiprocessing, max_queue_size=max_queue_size
+        )
+        self._sequence = sequence
+        self._start = start_batch
+        self._shuffle = shuffle
+        self._seed = seed
+        self._orders: dict[int, np.ndarray] = {}
+        self._lock = threading.Lock()
+        self._last_epoch = (start_batch // len(sequence)) if len(sequence) else 0
+
+    @property
+    def num_batches(self) -> int | None:
+        return None
+
+    def _order(self, epoch: int) -> np.ndarray:
+        with self._lock:
+            order = self._orders.get(epoch)
+            if order is None:
+                n = len(self._sequence)
+                if self._shuffle:
+                    order = np.random.default_rng([self._seed, epoch]).permutation(n)
+                else:
+                    order = np.arange(n)
+                self._orders = {e: o for e, o in self._orders.items() if e >= epoch - 1}
+                self._orders[epoch] = order
+            return order
+
+    def __getitem__(self, index: int) -> Any:
+        epoch, in_epoch = divmod(self._start + index, len(self._sequence))
+        if epoch > self._last_epoch and self.workers == 0:
+            self._last_epoch = epoch
+            self._sequence.on_epoch_end()
+        return self._sequence[int(self._order(epoch)[in_epoch])]
+
+    def __len__(self) -> int:  # pragma: no cover - Keras uses num_batches
+        raise TypeError("an endless sequence has no length")
+
+
+class SequenceData(TrainingData):
+    def __init__(self, adapter: SequenceAdapter, *, shuffle: bool, seed: int) -> None:
+        if len(adapter.sequence) == 0:
+            raise InvalidDataError("the training Sequence is empty (len() == 0)")
+        self._adapter = adapter
+        self._shuffle = shuffle
+        self._seed = seed
+
+    @property
+    def batches_per_pass(self) -> int:
+        return len(self._adapter.sequence)
+
+    def first_batch(self) -> Any:
+        return self._adapter.sequence[0]
+
+    def fit_input(self, start_batch: int) -> keras.utils.PyDataset:
+        a = self._adapter
+        return _PositionedSequence(
+            a.sequence,
+            start_batch,
+            shuffle=self._shuffle,
+            seed=self._seed,
+            workers=a.workers,
+            use_multiprocessing=a.use_multiprocessing,
+            max_queue_size=a.max_queue_size,
+        )
+
+
+class DatasetData(TrainingData):
+    def __init__(self, dataset: tf.data.Dataset) -> None:
+        self._dataset = dataset
+        self._iterator: Any = None
+        self._restore_from: Path | None = None
+        self._warned = False
+
+    @property
+    def batches_per_pass(self) -> int | None:
+        cardinality = int(self._dataset.cardinality())
+        return cardinality if cardinality > 0 else None
+
+    def first_batch(self) -> Any:
+        for batch in self._dataset.take(1):
+            return batch
+        raise InvalidDataError("the training dataset is empty")
+
+    def fit_input(self, start_batch: int) -> tf.data.Dataset:
+        repeated = self._dataset.repeat()
+        if start_batch and self._restore_from is None:
+            return repeated.skip(start_batch)
+        return repeated
+
+    def on_fit_iterator(self, iterator: Any) -> None:
+        self._iterator = iterator
+        if self._restore_from is not None:
+            tf.train.Checkpoint(iterator=iterator).read(
+                str(self._restore_from / _ITERATOR_PREFIX)
+            ).assert_consumed()
+            shutil.rmtree(self._restore_from, ignore_errors=True)
+            self._restore_from = None
+
+    def save(self, directory: Path) -> dict[str, Any]:
+        if self._iterator is None:
+            return {"iterator_saved": False}
+        try:
+            tf.train.Checkpoint(iterator=self._iterator).write(str(directory / _ITERATOR_PREFIX))
+        except (tf.errors.FailedPreconditionError, tf.errors.UnimplementedError) as e:
+            if not self._warned:
+                logger.warning(
+                    "TensorFlow cannot save the state of this dataset's iterator (%s); "
+                    "on resume PEDL skips the batches already trained instead",
+                    str(e).splitlines()[0],
+                )
+                self._warned = True
+            return {"iterator_saved": False}
+        return {"iterator_saved": True}
+
+    def restore(self, directory: Path, state: dict[str, Any]) -> None:
+        if state.get("iterator_saved"):
+            # The checkpoint directory may be temporary (a download): keep a copy until the
+            # iterator exists and can be restored.
+            local = Path(tempfile.mkdtemp(prefix="pedl-iterator-"))
+            for file in directory.glob(f"{_ITERATOR_PREFIX}*"):
+                shutil.copy2(file, local / file.name)
+            self._restore_from = local
+
+
+def _as_tuple_structure(data: Any) -> Any:
+    """Lists of arrays become tuples, so tf.data keeps them as separate inputs."""
+    if isinstance(data, list):
+        return tuple(_as_tuple_structure(d) for d in data)
+    if isinstance(data, tuple):
+        return tuple(_as_tuple_structure(d) for d in data)
+    if isinstance(data, dict):
+        return {k: _as_tuple_structure(v) for k, v in data.items()}
+    return np.asarray(data)
+
+
+def make_training_data(
+    loader: Any,
+    *,
+    is_wrapped_dataset: Callable[[Any], bool],
+    batch_size: Callable[[], int],
+    shuffle: bool,
+    seed: int,
+    fit_workers: int,
+    fit_use_multiprocessing: bool,
+    fit_max_queue_size: int,
+) -> TrainingData:
+    """Turn what ``build_training_data_loader`` returned into a positioned stream."""
+    if isinstance(loader, SequenceAdapter):
+        return SequenceData(loader, shuffle=shuffle, seed=seed)
+    if _is_sequence(loader):
+        adapter = SequenceAdapter(
+            loader,
+            use_multiprocessing=fit_use_multiprocessing,
+            workers=fit_workers,
+            max_queue_size=fit_max_queue_size,
+        )
+        return SequenceData(adapter, shuffle=shuffle, seed=seed)
+    if isinstance(loader, tf.data.Dataset):
+        _check_wrapped(loader, is_wrapped_dataset, "build_training_data_loader")
+        return DatasetData(loader)
+    if isinstance(loader, tuple) and len(loader) in (2, 3):
+        x, y, *rest = loader
+        return ArrayData(
+            x, y, rest[0] if rest else None, batch_size=batch_size(), shuffle=shuffle, seed=seed
+        )
+    raise InvalidDataError(_unsupported("build_training_data_loader", loader))
+
+
+def make_validation_input(
+    loader: Any,
+    *,
+    is_wrapped_dataset: Callable[[Any], bool],
+    batch_size: Callable[[], int],
+) -> dict[str, Any]:
+    """Keyword arguments for ``model.evaluate`` from ``build_validation_data_loader``'s result."""
+    if isinstance(loader, SequenceAdapter):
+        seq = loader.sequence
+        seq.workers = loader.workers
+        seq.use_multiprocessing = loader.use_multiprocessing
+        seq.max_queue_size = loader.max_queue_size
+        return {"x": seq}
+    if _is_sequence(loader):
+        return {"x": loader}
+    if isinstance(loader, tf.data.Dataset):
+        _check_wrapped(loader, is_wrapped_dataset, "build_validation_data_loader")
+        return {"x": loader}
+    if isinstance(loader, tuple) and len(loader) in (2, 3):
+        x, y, *rest = loader
+        return {
+            "x": _as_tuple_structure(x),
+            "y": _as_tuple_structure(y),
+            "sample_weight": np.asarray(rest[0]) if rest else None,
+            "batch_size": batch_size(),
+        }
+    raise InvalidDataError(_unsupported("build_validation_data_loader", loader))
+
+
+def _check_wrapped(dataset: Any, is_wrapped: Callable[[Any], bool], where: str) -> None:
+    if not is_wrapped(dataset):
+        raise InvalidDataError(
+            f"{where} returned a tf.data.Dataset that was not wrapped: call "
+            "`dataset = self.context.wrap_dataset(dataset)` right after creating it, and "
+            "return that (PEDL needs it to shard the data and to checkpoint its position)"
+        )
+
+
+def _unsupported(where: str, loader: Any) -> str:
+    return (
+        f"{where} returned {type(loader).__name__}; expected (x, y) or (x, y, sample_weights) "
+        "with arrays, lists or dicts of arrays, a keras.utils.Sequence / PyDataset, a "
+        "SequenceAdapter, or a tf.data.Dataset wrapped with context.wrap_dataset()"
+    )

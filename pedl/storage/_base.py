@@ -1,0 +1,46 @@
+"""The contract every checkpoint storage backend keeps."""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import os
+from pathlib import Path
+
+
+class StorageManager(abc.ABC):
+    """Stores and fetches checkpoint directories by id (a uuid).
+
+    Guarantees a backend must keep:
+
+    - ``store_path(id)`` yields an empty local directory; when the block exits normally the
+      directory's files become the checkpoint ``id`` atomically: a reader never sees a partly
+      written checkpoint, and a crash inside the block leaves no checkpoint ``id`` behind.
+      When the block raises, nothing is stored.
+    - ``restore_path(id)`` yields a local directory holding exactly the stored files; it raises
+      ``FileNotFoundError`` for an unknown id. Callers must not modify it.
+    - Methods may be called from several threads; distinct ids never interfere.
+    """
+
+    @abc.abstractmethod
+    def store_path(self, storage_id: str) -> contextlib.AbstractContextManager[Path]: ...
+
+    @abc.abstractmethod
+    def restore_path(self, storage_id: str) -> contextlib.AbstractContextManager[Path]: ...
+
+    @abc.abstractmethod
+    def delete(self, storage_id: str) -> None:
+        """Delete a stored checkpoint; deleting an unknown id is not an error."""
+
+    @abc.abstractmethod
+    def exists(self, storage_id: str) -> bool: ...
+
+
+def list_resources(directory: Path) -> dict[str, int]:
+    """Every file under ``directory`` as a relative POSIX path mapped to its size in bytes."""
+    resources: dict[str, int] = {}
+    for root, _dirs, files in os.walk(directory):
+        for name in files:
+            path = Path(root) / name
+            resources[path.relative_to(directory).as_posix()] = path.stat().st_size
+    return dict(sorted(resources.items()))
