@@ -26,8 +26,8 @@ def config_error(message: str, at: str | None = None) -> PydanticCustomError:
     ``at`` names a field below the validated object that the problem is about (for
     model-level checks), so the reported path points at it.
     """
-    escaped = message.replace("{", "{{").replace("}", "}}")
-    return PydanticCustomError(CUSTOM_ERROR_TYPE, escaped, {"at": at} if at else None)
+    # pydantic substitutes only ``{name}`` for names in the context, so braces need no escaping.
+    return PydanticCustomError(CUSTOM_ERROR_TYPE, message, {"at": at or ""})
 
 
 class ConfigModel(BaseModel):

@@ -29,7 +29,7 @@ def check_cross_field(data: Mapping[Any, Any]) -> list[Problem]:
         if isinstance(searcher, Mapping):
             candidates.append((("searcher", "max_length"), searcher.get("max_length")))
         for path, length in candidates:
-            if isinstance(length, Mapping) and "epochs" in length:
+            if isinstance(length, Mapping) and list(length) == ["epochs"]:
                 problems.append(
                     (
                         (*path, "epochs"),
