@@ -34,7 +34,8 @@ class TrialPoolSearch(SearchMethod):
     closed or exits early, the next is created. A trial that exits early is not retried.
     Each ``Create`` is followed at once by ``ValidateAfter(request_id, max_length)``; the
     ``Close`` comes when that validation completes. ``Shutdown`` comes when every trial is
-    closed or has exited early, with ``failure=True`` if every trial errored.
+    closed (a trial that exits early is closed after it), with ``failure=True`` if every
+    trial errored.
 
     Subclasses say which hyperparameters the n-th trial gets (:meth:`_hparams_for`), drawing
     any randomness from ``self._rng`` (seeded with ``seed``). Each trial's seed is drawn from
@@ -141,13 +142,14 @@ class TrialPoolSearch(SearchMethod):
         return trial
 
     def _release(self, trial: _Trial) -> list[Operation]:
-        """Free the trial's slot (once), create what now fits, and shut down when all done."""
-        if trial.released:
-            return []
-        trial.released = True
-        ops = self._fill()
-        all_released = all(t.released for t in self._trials.values())
-        if all_released and len(self._trials) == self._num_trials and not self._shutdown:
+        """Free the trial's slot (once, at its exit or close) and create what now fits; shut
+        down once every trial has been created and closed."""
+        ops: list[Operation] = []
+        if not trial.released:
+            trial.released = True
+            ops = self._fill()
+        all_closed = all(t.closed for t in self._trials.values())
+        if all_closed and len(self._trials) == self._num_trials and not self._shutdown:
             self._shutdown = True
             failure = all(t.exited == ExitedReason.ERRORED for t in self._trials.values())
             ops.append(Shutdown(failure=failure))

@@ -71,7 +71,7 @@ def test_abstract_and_framework_classes_are_not_candidates(tmp_path: Path) -> No
         from pedl import Trial
 
 
-        class Base(pedl.Trial):
+        class Base(pedl.Trial, abc.ABC):
             @abc.abstractmethod
             def build(self): ...
 

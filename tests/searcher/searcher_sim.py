@@ -10,7 +10,8 @@ from typing import Any, Protocol
 from pedl.searcher import Close, Create, ExitedReason, Operation, Shutdown, ValidateAfter
 
 Event = tuple[Any, ...]
-"""("created", rid) | ("validated", rid, metric, length) | ("exited", rid, reason) | ("closed", rid)"""
+"""("initial",) | ("created", rid) | ("validated", rid, metric, length)
+| ("exited", rid, reason) | ("closed", rid)"""
 
 
 class Handler(Protocol):
