@@ -1,0 +1,52 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
+from fastapi import FastAPI
+
+from pedl import __version__
+from pedl.master._settings import MasterSettings
+from pedl.master.api import checkpoints, experiments, health, trials
+from pedl.master.api._errors import install_error_handlers
+from pedl.master.db import Database
+
+API_PREFIX = "/api/v1"
+
+
+def create_app(settings: MasterSettings, *, database: Database | None = None) -> FastAPI:
+    """Build the master's REST API (OpenAPI at ``/docs`` and ``/openapi.json``).
+
+    Creating the app opens no connection. On startup it creates ``settings.home`` and applies
+    the database migrations; on shutdown it disposes the engine. Pass ``database`` to share one
+    :class:`Database` with other parts of the master (the caller then disposes it); otherwise
+    one is made from ``settings.db_url``.
+    """
+    owned = database is None
+    db = Database(settings.db_url) if database is None else database
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        settings.home.mkdir(parents=True, exist_ok=True)
+        await anyio.to_thread.run_sync(db.upgrade)
+        try:
+            yield
+        finally:
+            if owned:
+                db.dispose()
+
+    app = FastAPI(
+        title="PEDL master",
+        version=__version__,
+        description="REST API of the PEDL master: experiments, trials, metrics, checkpoints.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.database = db
+    install_error_handlers(app)
+    for module in (experiments, trials, checkpoints, health):
+        app.include_router(module.router, prefix=API_PREFIX)
+    return app

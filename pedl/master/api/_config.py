@@ -1,0 +1,58 @@
+"""Validating a submitted experiment config with :mod:`pedl.config`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pedl.config import ConfigError, parse_config
+from pedl.master.api._errors import ApiError
+from pedl.master.api._schemas import ErrorIssue
+
+
+@dataclass(frozen=True)
+class ValidatedConfig:
+    """A config that passed validation, in the forms the database keeps."""
+
+    document: dict[str, Any]
+    """Canonical JSON form, defaults filled."""
+    text: str
+    """As submitted (a mapping is kept as indented JSON, which is also YAML)."""
+    name: str | None
+    searcher_metric: str | None
+    smaller_is_better: bool
+
+
+def validate_experiment_config(source: str | Mapping[str, Any]) -> ValidatedConfig:
+    """Parse and validate ``source`` (YAML text or a mapping).
+
+    Raises :class:`ApiError` 422 listing every problem, each with the field path under
+    ``config`` (e.g. ``config.searcher.metric``) and the YAML line when known.
+    """
+    try:
+        config = parse_config(source)
+    except ConfigError as err:
+        issues = [
+            ErrorIssue(
+                field=f"config.{issue.path}" if issue.path else "config",
+                message=issue.message,
+                line=issue.line,
+            )
+            for issue in err.issues
+        ]
+        count = len(issues)
+        summary = f"invalid experiment config ({count} problem{'s' if count != 1 else ''})"
+        first = issues[0]
+        raise ApiError(
+            422, f"{summary}: {first.field}: {first.message}", field=first.field, issues=issues
+        ) from err
+    text = source if isinstance(source, str) else json.dumps(dict(source), indent=2)
+    return ValidatedConfig(
+        document=config.as_dict(),
+        text=text,
+        name=config.name,
+        searcher_metric=config.searcher.metric,
+        smaller_is_better=config.searcher.smaller_is_better,
+    )

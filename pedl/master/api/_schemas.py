@@ -1,0 +1,329 @@
+"""Request and response bodies of the REST API, named by role (``*Create``, ``*Public``, ...).
+
+Conventions: timestamps are ISO 8601 in UTC; ids are integers except checkpoint uuids;
+non-finite metric values travel as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``
+(JSON has no literal for them); request bodies reject unknown fields.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import math
+import tarfile
+from datetime import UTC, datetime
+from typing import Annotated, Any, Generic, TypeVar
+from uuid import UUID
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+from pedl.master.states import CheckpointState, ExperimentState, MetricKind, TrialState
+
+MAX_BIGINT = 2**63 - 1
+MAX_MODEL_DEFINITION_BYTES = 96 * 1024 * 1024
+MAX_BATCH_ROWS = 10_000
+
+T = TypeVar("T")
+
+BigCount = Annotated[int, Field(ge=0, le=MAX_BIGINT)]
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("NUL characters are not allowed")
+    return value
+
+
+def _check_json_document(value: Any) -> Any:
+    """Reject what no database can store in a JSON column: NUL characters, NaN/Infinity."""
+    if isinstance(value, str):
+        _no_nul(value)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("NaN and Infinity are not allowed in JSON documents")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _no_nul(str(key))
+            _check_json_document(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_json_document(item)
+    return value
+
+
+def _to_utc(value: datetime) -> datetime:
+    try:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError as err:
+        raise ValueError("timestamp out of range") from err
+
+
+SafeStr = Annotated[str, AfterValidator(_no_nul)]
+JSONDocument = Annotated[dict[str, Any], AfterValidator(_check_json_document)]
+UTCTimestamp = Annotated[datetime, AfterValidator(_to_utc)]
+
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _parse_metric_value(value: Any) -> Any:
+    if isinstance(value, str) and value in _NON_FINITE:
+        return _NON_FINITE[value]
+    if isinstance(value, bool):
+        return float(value)
+    return value
+
+
+MetricValue = Annotated[float | None, BeforeValidator(_parse_metric_value)]
+"""A number, ``null``, or one of the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``."""
+MetricName = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_no_nul)]
+
+
+def encode_metric_value(value: float | None) -> float | str | None:
+    """The stored (JSON-safe) form of a metric value: non-finite floats become strings."""
+    if value is None or math.isfinite(value):
+        return value
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def decode_model_definition(value: str) -> bytes:
+    """The archive bytes of a base64 ``model_definition``; raises ``ValueError`` unless it is
+    strict base64 of a readable gzip-compressed tar of at most 96 MiB."""
+    try:
+        data = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise ValueError("not valid base64") from err
+    if len(data) > MAX_MODEL_DEFINITION_BYTES:
+        raise ValueError(f"archive larger than {MAX_MODEL_DEFINITION_BYTES} bytes")
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+            archive.getmembers()
+    except (tarfile.TarError, OSError, EOFError) as err:
+        raise ValueError(f"not a gzip-compressed tar archive ({err})") from err
+    return data
+
+
+def _check_model_definition(value: str) -> str:
+    decode_model_definition(value)
+    return value
+
+
+def _check_relpath(value: str) -> str:
+    _no_nul(value)
+    parts = value.split("/")
+    if not value or value.startswith("/") or ".." in parts or "\\" in value:
+        raise ValueError(f"{value!r} is not a relative path inside the checkpoint")
+    return value
+
+
+RelativePath = Annotated[str, Field(max_length=4096), AfterValidator(_check_relpath)]
+
+
+class ErrorIssue(BaseModel):
+    """One problem with a request."""
+
+    field: str | None = Field(description="Dotted path of the offending field, if any.")
+    message: str
+    line: int | None = Field(default=None, description="1-based YAML line, for config issues.")
+
+
+class ErrorBody(BaseModel):
+    """What went wrong; ``issues`` lists every problem when there are several."""
+
+    message: str
+    field: str | None = None
+    issues: list[ErrorIssue] = Field(default_factory=list)
+
+
+class ErrorResponse(BaseModel):
+    """The body of every error response (4xx and 5xx)."""
+
+    error: ErrorBody
+
+
+class Page(BaseModel, Generic[T]):
+    """One page of a listing; ``total`` counts all matching items."""
+
+    items: list[T]
+    total: int
+    offset: int
+    limit: int
+
+
+class ExperimentCreate(BaseModel):
+    """Body of ``POST /experiments``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config: SafeStr | JSONDocument = Field(
+        description="The experiment config: YAML (or JSON) text, or a JSON object."
+    )
+    model_definition: Annotated[str, AfterValidator(_check_model_definition)] = Field(
+        description="The model definition directory as a base64-encoded .tar.gz archive.",
+        json_schema_extra={"contentEncoding": "base64", "contentMediaType": "application/gzip"},
+    )
+    activate: bool = Field(default=True, description="Start ACTIVE (true) or PAUSED (false).")
+
+
+class ExperimentPublic(BaseModel):
+    """An experiment as the API shows it."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    name: str | None
+    owner: str
+    state: ExperimentState
+    progress: float
+    config: dict[str, Any]
+    searcher_metric: str | None
+    smaller_is_better: bool
+    created_at: datetime
+    ended_at: datetime | None
+
+
+class TrialPublic(BaseModel):
+    """A trial as the API shows it (never its token)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    experiment_id: int
+    request_id: str | None
+    hparams: dict[str, Any]
+    seed: int
+    state: TrialState
+    restarts: int
+    total_batches: int
+    latest_checkpoint_uuid: str | None
+    best_checkpoint_uuid: str | None
+    best_validation: float | None
+    created_at: datetime
+    ended_at: datetime | None
+
+
+class MetricReport(BaseModel):
+    """One row of a training or validation series.
+
+    ``(trial, kind, total_batches)`` identifies it: sending it again replaces it.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: MetricKind
+    total_batches: BigCount
+    total_records: BigCount | None = None
+    total_epochs: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    metrics: dict[MetricName, MetricValue]
+    reported_at: UTCTimestamp | None = Field(
+        default=None, description="When the trial measured it; default: when received."
+    )
+
+
+class MetricsBatch(BaseModel):
+    """Body of ``POST /trials/{id}/metrics``: up to 10,000 rows, stored in one statement."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rows: list[MetricReport] = Field(max_length=MAX_BATCH_ROWS)
+
+
+class MetricsIngested(BaseModel):
+    """How many distinct ``(kind, total_batches)`` rows were written."""
+
+    trial_id: int
+    rows: int
+
+
+class MetricPublic(BaseModel):
+    """A stored metric row."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    trial_id: int
+    kind: MetricKind
+    total_batches: int
+    total_records: int | None
+    total_epochs: float | None
+    metrics: dict[str, float | str | None]
+    reported_at: datetime
+
+
+def _replace_nul(value: str) -> str:
+    return value.replace("\x00", "\ufffd")
+
+
+class LogLineCreate(BaseModel):
+    """One line of trial output; ``seq`` numbers the trial's lines (across its restarts)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq: BigCount
+    message: Annotated[str, Field(max_length=1_048_576), AfterValidator(_replace_nul)]
+    level: Annotated[str, Field(max_length=16), AfterValidator(_no_nul)] | None = None
+    stream: Annotated[str, Field(max_length=16), AfterValidator(_no_nul)] | None = None
+    timestamp: UTCTimestamp | None = None
+
+
+class LogsBatch(BaseModel):
+    """Body of ``POST /trials/{id}/logs``: lines already stored (same seq) are skipped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lines: list[LogLineCreate] = Field(max_length=MAX_BATCH_ROWS)
+
+
+class LogsIngested(BaseModel):
+    """``received`` lines in the request, ``inserted`` of them new."""
+
+    trial_id: int
+    received: int
+    inserted: int
+
+
+class LogLinePublic(BaseModel):
+    """A stored log line."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    seq: int
+    message: str
+    level: str | None
+    stream: str | None
+    timestamp: datetime | None
+
+
+class CheckpointCreate(BaseModel):
+    """Body of ``POST /trials/{id}/checkpoints`` (re-sending updates state/metadata)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    uuid: UUID
+    total_batches: BigCount
+    metadata: JSONDocument = Field(default_factory=dict)
+    resources: dict[RelativePath, BigCount] = Field(
+        default_factory=dict, description="Every file of the checkpoint: {relative path: bytes}."
+    )
+    state: CheckpointState = CheckpointState.COMPLETED
+
+
+class CheckpointPublic(BaseModel):
+    """A checkpoint as the API shows it, with the validation metrics at its batch, if any."""
+
+    uuid: str
+    trial_id: int
+    experiment_id: int
+    total_batches: int
+    state: CheckpointState
+    metadata: dict[str, Any]
+    resources: dict[str, int]
+    size: int = Field(description="Total bytes of all resources.")
+    created_at: datetime
+    validation_metrics: dict[str, Any] | None = None
+
+
+class Health(BaseModel):
+    """Body of ``GET /health``."""
+
+    status: str

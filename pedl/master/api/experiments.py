@@ -1,0 +1,187 @@
+"""``/api/v1/experiments``: create, list, inspect, delete, and pause/activate/cancel/kill."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from pedl.master.api._auth import CurrentUser
+from pedl.master.api._config import validate_experiment_config
+from pedl.master.api._convert import checkpoint_public
+from pedl.master.api._deps import ExperimentId, Limit, Offset, ReadSession, WriteSession
+from pedl.master.api._errors import ERROR_RESPONSES
+from pedl.master.api._schemas import (
+    CheckpointPublic,
+    ExperimentCreate,
+    ExperimentPublic,
+    Page,
+    TrialPublic,
+    decode_model_definition,
+)
+from pedl.master.db import checkpoints as checkpoints_repo
+from pedl.master.db import experiments as experiments_repo
+from pedl.master.db import metrics as metrics_repo
+from pedl.master.db import trials as trials_repo
+from pedl.master.states import CheckpointState, ExperimentAction, ExperimentState, TrialState
+
+router = APIRouter(prefix="/experiments", tags=["experiments"], responses=ERROR_RESPONSES)
+
+
+@router.post("", status_code=201)
+def create_experiment(
+    body: ExperimentCreate, session: WriteSession, user: CurrentUser
+) -> ExperimentPublic:
+    """Validate the config and store a new experiment with its model definition.
+
+    A config error answers 422 listing every problem (``error.issues``, each with its field
+    path under ``config`` and YAML line). The experiment starts ACTIVE, or PAUSED when
+    ``activate`` is false.
+    """
+    config = validate_experiment_config(body.config)
+    experiment = experiments_repo.create_experiment(
+        session,
+        config=config.document,
+        config_text=config.text,
+        model_definition=decode_model_definition(body.model_definition),
+        owner=user.username,
+        activate=body.activate,
+        name=config.name,
+        searcher_metric=config.searcher_metric,
+        smaller_is_better=config.smaller_is_better,
+    )
+    return ExperimentPublic.model_validate(experiment)
+
+
+@router.get("")
+def list_experiments(
+    session: ReadSession,
+    state: Annotated[list[ExperimentState] | None, Query(description="Keep these states.")] = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> Page[ExperimentPublic]:
+    """Experiments, newest first."""
+    rows, total = experiments_repo.list_experiments(
+        session, states=state, limit=limit, offset=offset
+    )
+    return Page[ExperimentPublic](
+        items=[ExperimentPublic.model_validate(row) for row in rows],
+        total=total,
+        offset=offset,
+        limit=limit,
+    )
+
+
+@router.get("/{experiment_id}")
+def get_experiment(experiment_id: ExperimentId, session: ReadSession) -> ExperimentPublic:
+    """One experiment."""
+    return ExperimentPublic.model_validate(experiments_repo.get_experiment(session, experiment_id))
+
+
+@router.delete("/{experiment_id}", status_code=204)
+def delete_experiment(experiment_id: ExperimentId, session: WriteSession) -> Response:
+    """Delete an ended experiment and all its records (409 while it has not ended).
+
+    Checkpoint files in storage are not touched.
+    """
+    experiments_repo.delete_experiment(session, experiment_id)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/{experiment_id}/model_definition",
+    response_class=Response,
+    responses={200: {"content": {"application/gzip": {}}, "description": "The .tar.gz archive"}},
+)
+def get_model_definition(experiment_id: ExperimentId, session: ReadSession) -> Response:
+    """The model definition archive exactly as submitted (``application/gzip``)."""
+    definition = experiments_repo.get_model_definition(session, experiment_id)
+    return Response(
+        content=definition.archive,
+        media_type="application/gzip",
+        headers={
+            "Content-Disposition": f'attachment; filename="experiment-{experiment_id}.tar.gz"',
+            "ETag": f'"{definition.sha256}"',
+        },
+    )
+
+
+@router.get("/{experiment_id}/trials")
+def list_experiment_trials(
+    experiment_id: ExperimentId,
+    session: ReadSession,
+    state: Annotated[list[TrialState] | None, Query(description="Keep these states.")] = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> Page[TrialPublic]:
+    """The experiment's trials in creation order."""
+    experiments_repo.get_experiment(session, experiment_id)
+    rows, total = trials_repo.list_trials(
+        session, experiment_id, states=state, limit=limit, offset=offset
+    )
+    return Page[TrialPublic](
+        items=[TrialPublic.model_validate(row) for row in rows],
+        total=total,
+        offset=offset,
+        limit=limit,
+    )
+
+
+@router.get("/{experiment_id}/checkpoints")
+def list_experiment_checkpoints(
+    experiment_id: ExperimentId,
+    session: ReadSession,
+    state: Annotated[list[CheckpointState] | None, Query(description="Keep these states.")] = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> Page[CheckpointPublic]:
+    """The checkpoints of all the experiment's trials, oldest first."""
+    experiments_repo.get_experiment(session, experiment_id)
+    rows, total = checkpoints_repo.list_checkpoints(
+        session, experiment_id=experiment_id, states=state, limit=limit, offset=offset
+    )
+    items = [
+        checkpoint_public(
+            checkpoint,
+            exp_id,
+            metrics_repo.validation_metrics_at(
+                session, checkpoint.trial_id, checkpoint.total_batches
+            ),
+        )
+        for checkpoint, exp_id in rows
+    ]
+    return Page[CheckpointPublic](items=items, total=total, offset=offset, limit=limit)
+
+
+def _action_route(action: ExperimentAction) -> Callable[[int, WriteSession], ExperimentPublic]:
+    def handler(experiment_id: ExperimentId, session: WriteSession) -> ExperimentPublic:
+        experiment = experiments_repo.apply_experiment_action(session, experiment_id, action)
+        return ExperimentPublic.model_validate(experiment)
+
+    handler.__name__ = f"{action.value}_experiment"
+    handler.__doc__ = _ACTION_DOCS[action]
+    return handler
+
+
+_ACTION_DOCS = {
+    ExperimentAction.PAUSE: "Pause an ACTIVE experiment (no-op if PAUSED; 409 otherwise).",
+    ExperimentAction.ACTIVATE: "Resume a PAUSED experiment (no-op if ACTIVE; 409 otherwise).",
+    ExperimentAction.CANCEL: (
+        "Stop an experiment gracefully: trials checkpoint and exit, then it is CANCELED "
+        "(no-op while stopping; 409 once ended)."
+    ),
+    ExperimentAction.KILL: (
+        "Stop an experiment at once, without checkpointing (no-op while being killed; 409 "
+        "once ended)."
+    ),
+}
+
+for _action in ExperimentAction:
+    router.add_api_route(
+        f"/{{experiment_id}}/{_action.value}",
+        _action_route(_action),
+        methods=["POST"],
+        name=f"{_action.value}_experiment",
+        summary=f"{_action.value.capitalize()} an experiment",
+    )

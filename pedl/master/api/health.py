@@ -1,0 +1,15 @@
+"""``/api/v1/health``: liveness."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from pedl.master.api._schemas import Health
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/health")
+def health() -> Health:
+    """``{"status": "ok"}`` while the master serves requests."""
+    return Health(status="ok")

@@ -1,0 +1,168 @@
+"""``/api/v1/trials``: a trial, its metrics, logs and checkpoints.
+
+The write routes are for the trial process and require its bearer token.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from pedl.master.api._auth import TrialAuth
+from pedl.master.api._convert import checkpoint_public
+from pedl.master.api._deps import Limit, Offset, ReadSession, TrialId, WriteSession
+from pedl.master.api._errors import AUTH_RESPONSES, ERROR_RESPONSES
+from pedl.master.api._schemas import (
+    MAX_BIGINT,
+    CheckpointCreate,
+    CheckpointPublic,
+    LogLinePublic,
+    LogsBatch,
+    LogsIngested,
+    MetricPublic,
+    MetricsBatch,
+    MetricsIngested,
+    Page,
+    TrialPublic,
+    encode_metric_value,
+)
+from pedl.master.db import LogLine, MetricRow
+from pedl.master.db import checkpoints as checkpoints_repo
+from pedl.master.db import logs as logs_repo
+from pedl.master.db import metrics as metrics_repo
+from pedl.master.db import trials as trials_repo
+from pedl.master.states import CheckpointState, MetricKind
+
+router = APIRouter(prefix="/trials", tags=["trials"], responses=ERROR_RESPONSES)
+
+Cursor = Annotated[int | None, Query(ge=-1, le=MAX_BIGINT)]
+
+
+@router.get("/{trial_id}")
+def get_trial(trial_id: TrialId, session: ReadSession) -> TrialPublic:
+    """One trial."""
+    return TrialPublic.model_validate(trials_repo.get_trial(session, trial_id))
+
+
+@router.post("/{trial_id}/metrics", responses=AUTH_RESPONSES)
+def report_metrics(
+    trial_id: TrialId, auth: TrialAuth, body: MetricsBatch, session: WriteSession
+) -> MetricsIngested:
+    """Store a batch of training/validation rows (idempotent upsert on
+    ``(kind, total_batches)``: re-sending after a resume neither loses nor doubles a row)."""
+    trials_repo.get_trial(session, trial_id)
+    rows = [
+        MetricRow(
+            kind=report.kind,
+            total_batches=report.total_batches,
+            total_records=report.total_records,
+            total_epochs=report.total_epochs,
+            metrics={name: encode_metric_value(value) for name, value in report.metrics.items()},
+            reported_at=report.reported_at,
+        )
+        for report in body.rows
+    ]
+    written = metrics_repo.upsert_metrics(session, trial_id, rows)
+    return MetricsIngested(trial_id=trial_id, rows=written)
+
+
+@router.get("/{trial_id}/metrics")
+def get_metrics(
+    trial_id: TrialId,
+    session: ReadSession,
+    kind: MetricKind | None = None,
+    after_batches: Annotated[
+        Cursor, Query(description="Only rows with more batches than this.")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=100_000)] = 10_000,
+) -> list[MetricPublic]:
+    """A trial's metric rows ordered by kind, then batches."""
+    trials_repo.get_trial(session, trial_id)
+    rows = metrics_repo.list_metrics(
+        session, trial_id, kind=kind, after_batches=after_batches, limit=limit
+    )
+    return [MetricPublic.model_validate(row) for row in rows]
+
+
+@router.post("/{trial_id}/logs", responses=AUTH_RESPONSES)
+def append_logs(
+    trial_id: TrialId, auth: TrialAuth, body: LogsBatch, session: WriteSession
+) -> LogsIngested:
+    """Store log lines; lines whose ``seq`` is already stored are skipped (safe re-send)."""
+    trials_repo.get_trial(session, trial_id)
+    lines = [
+        LogLine(
+            seq=line.seq,
+            message=line.message,
+            level=line.level,
+            stream=line.stream,
+            timestamp=line.timestamp,
+        )
+        for line in body.lines
+    ]
+    inserted = logs_repo.append_logs(session, trial_id, lines)
+    return LogsIngested(trial_id=trial_id, received=len(lines), inserted=inserted)
+
+
+@router.get("/{trial_id}/logs")
+def get_logs(
+    trial_id: TrialId,
+    session: ReadSession,
+    offset: Offset = 0,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+    after_seq: Annotated[Cursor, Query(description="Only lines with a larger seq.")] = None,
+) -> list[LogLinePublic]:
+    """A trial's log lines in ``seq`` order."""
+    trials_repo.get_trial(session, trial_id)
+    rows = logs_repo.list_logs(session, trial_id, offset=offset, limit=limit, after_seq=after_seq)
+    return [LogLinePublic.model_validate(row) for row in rows]
+
+
+@router.post("/{trial_id}/checkpoints", status_code=201, responses=AUTH_RESPONSES)
+def register_checkpoint(
+    trial_id: TrialId, auth: TrialAuth, body: CheckpointCreate, session: WriteSession
+) -> CheckpointPublic:
+    """Register a checkpoint the trial stored (again: update its state/metadata/resources).
+
+    409 if the uuid belongs to another trial or was registered at another batch count.
+    """
+    checkpoint = checkpoints_repo.register_checkpoint(
+        session,
+        trial_id,
+        uuid=str(body.uuid),
+        total_batches=body.total_batches,
+        metadata=body.metadata,
+        resources=body.resources,
+        state=body.state,
+    )
+    trial = trials_repo.get_trial(session, trial_id)
+    return checkpoint_public(
+        checkpoint,
+        trial.experiment_id,
+        metrics_repo.validation_metrics_at(session, trial_id, checkpoint.total_batches),
+    )
+
+
+@router.get("/{trial_id}/checkpoints")
+def list_trial_checkpoints(
+    trial_id: TrialId,
+    session: ReadSession,
+    state: Annotated[list[CheckpointState] | None, Query(description="Keep these states.")] = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> Page[CheckpointPublic]:
+    """The trial's checkpoints, oldest first."""
+    trials_repo.get_trial(session, trial_id)
+    rows, total = checkpoints_repo.list_checkpoints(
+        session, trial_id=trial_id, states=state, limit=limit, offset=offset
+    )
+    items = [
+        checkpoint_public(
+            checkpoint,
+            exp_id,
+            metrics_repo.validation_metrics_at(session, trial_id, checkpoint.total_batches),
+        )
+        for checkpoint, exp_id in rows
+    ]
+    return Page[CheckpointPublic](items=items, total=total, offset=offset, limit=limit)
