@@ -51,15 +51,21 @@ def check_cross_field(data: Mapping[Any, Any]) -> list[Problem]:
 def missing_grid_counts(space: Mapping[Any, Any], prefix: tuple[PathElement, ...]) -> list[Problem]:
     """One problem per int/double/log hyperparameter (nested groups too) without ``count``.
 
-    Works on raw mappings and on validated hyperparameter models alike.
+    Paths start with ``prefix``. Works on raw mappings and on validated models alike.
     """
+    return _missing_counts(space, prefix, len(prefix))
+
+
+def _missing_counts(
+    space: Mapping[Any, Any], prefix: tuple[PathElement, ...], root: int
+) -> list[Problem]:
     problems: list[Problem] = []
     for name, spec in space.items():
         path = (*prefix, name)
         if isinstance(spec, Mapping):
             kind = spec.get("type")
             if "type" not in spec:
-                problems.extend(missing_grid_counts(spec, path))
+                problems.extend(_missing_counts(spec, path, root))
                 continue
             count = spec.get("count")
         else:
@@ -70,7 +76,7 @@ def missing_grid_counts(space: Mapping[Any, Any], prefix: tuple[PathElement, ...
                 (
                     (*path, "count"),
                     f"the grid searcher needs 'count' (the number of grid points) for "
-                    f"{kind} hyperparameter '{'.'.join(str(p) for p in path[len(prefix) :])}'",
+                    f"{kind} hyperparameter '{'.'.join(str(p) for p in path[root:])}'",
                 )
             )
     return problems
