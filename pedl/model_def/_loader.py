@@ -46,6 +46,7 @@ class ModelDefinition:
 class _Loaded:
     root: Path
     path_entry: str
+    preexisting: frozenset[str]
 
 
 _lock = threading.Lock()
@@ -88,7 +89,9 @@ def load(code_dir: str | Path, entrypoint: str | None = None) -> ModelDefinition
         directory = root if root.is_dir() else root.parent
         path_entry = str(directory)
         sys.path.insert(0, path_entry)
-        _current = _Loaded(root=directory, path_entry=path_entry)
+        _current = _Loaded(
+            root=directory, path_entry=path_entry, preexisting=frozenset(sys.modules)
+        )
         importlib.invalidate_caches()
         try:
             if entrypoint is not None:
@@ -124,6 +127,8 @@ def _unload_current() -> None:
         if name == PACKAGE_NAME or name.startswith(PACKAGE_NAME + "."):
             del sys.modules[name]
             continue
+        if name in loaded.preexisting:
+            continue  # never unload what was there before (pedl itself, the stdlib, ...)
         file = getattr(module, "__file__", None)
         if file and Path(file).resolve().is_relative_to(loaded.root):
             del sys.modules[name]

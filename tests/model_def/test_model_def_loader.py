@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -246,3 +247,18 @@ def test_entrypoint_modules_do_not_leak_between_loads(tmp_path: Path) -> None:
     unload()
     assert "trials" not in sys.modules
     assert str((tmp_path / "b").resolve()) not in sys.path
+
+
+def test_unload_keeps_modules_imported_before_the_load(tmp_path: Path) -> None:
+    write(tmp_path, "already_here.py", "X = 1\n")
+    write(tmp_path, "solo.py", TRIAL_SRC.format(name="Solo", value=1) + "import already_here\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        importlib.import_module("already_here")
+        load(tmp_path / "solo.py")
+        unload()
+        assert "already_here" in sys.modules  # was imported before load(): left alone
+        assert PACKAGE_NAME not in sys.modules
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("already_here", None)
