@@ -1,0 +1,71 @@
+"""Helpers shared by the master's tests (fixtures are in conftest.py)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import tarfile
+from typing import Any
+
+import httpx
+
+from pedl.master.db import Database
+from pedl.master.db import trials as trials_repo
+
+CONFIG_YAML = """\
+name: mnist
+entrypoint: model_def:MyTrial
+hyperparameters:
+  lr: 0.1
+  layers: {type: int, minval: 1, maxval: 4}
+searcher:
+  name: single
+  metric: val_loss
+  smaller_is_better: true
+  max_length: {batches: 100}
+"""
+
+
+def make_archive(files: dict[str, bytes] | None = None) -> bytes:
+    """A small model definition as .tar.gz bytes."""
+    files = files or {"model_def.py": b"class MyTrial:\n    pass\n"}
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def experiment_body(config: Any = CONFIG_YAML, **extra: Any) -> dict[str, Any]:
+    """A valid ``POST /experiments`` body."""
+    body = {"config": config, "model_definition": base64.b64encode(make_archive()).decode()}
+    body.update(extra)
+    return body
+
+
+def create_experiment(http: httpx.Client, **extra: Any) -> dict[str, Any]:
+    """Create an experiment through the API and return its JSON."""
+    response = http.post("/experiments", json=experiment_body(**extra))
+    assert response.status_code == 201, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def create_trial(database: Database, experiment_id: int, **kwargs: Any) -> tuple[int, str]:
+    """Create a trial the way the master does (repository) and return (id, token)."""
+    with database.session(write=True) as session:
+        trial, token = trials_repo.create_trial(
+            session,
+            experiment_id=experiment_id,
+            hparams=kwargs.pop("hparams", {"lr": 0.1}),
+            seed=kwargs.pop("seed", 7),
+            **kwargs,
+        )
+        return trial.id, token
+
+
+def bearer(token: str) -> dict[str, str]:
+    """The Authorization header carrying ``token``."""
+    return {"Authorization": f"Bearer {token}"}

@@ -1,0 +1,60 @@
+"""Migrations: apply on an empty database, idempotent, and equal to the models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect, text
+
+from pedl.master.db import Base, Database, current_revision, head_revision
+
+
+def test_upgrade_empty_database_then_again(fresh_db_url: str) -> None:
+    database = Database(fresh_db_url)
+    try:
+        assert current_revision(database.engine) is None
+        database.upgrade()
+        assert current_revision(database.engine) == head_revision()
+        tables = set(inspect(database.engine).get_table_names())
+        assert {t.name for t in Base.metadata.sorted_tables} <= tables
+        database.upgrade()  # idempotent
+        assert current_revision(database.engine) == head_revision()
+        with database.engine.connect() as conn:
+            versions = conn.execute(text("SELECT version_num FROM alembic_version")).all()
+        assert versions == [(head_revision(),)]
+    finally:
+        database.dispose()
+
+
+def test_migrations_create_exactly_the_models(fresh_db_url: str) -> None:
+    database = Database(fresh_db_url)
+    try:
+        database.upgrade()
+        with database.engine.connect() as conn:
+            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            differences = compare_metadata(context, Base.metadata)
+        assert differences == []
+    finally:
+        database.dispose()
+
+
+def test_sqlite_connections_are_configured(tmp_path: Path) -> None:
+    database = Database(f"sqlite:///{tmp_path}/sub/dir/pedl.db")  # directory created
+    try:
+        with database.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
+    finally:
+        database.dispose()
+
+
+def test_postgresql_urls_use_psycopg3() -> None:
+    database = Database("postgresql://postgres@127.0.0.1:5432/test")
+    try:
+        assert database.engine.url.drivername == "postgresql+psycopg"
+        assert database.dialect == "postgresql"
+    finally:
+        database.dispose()
