@@ -109,6 +109,7 @@ class TFKerasTrialController:
         self._core = context
         self._info = context.info
         self._config = context.info.config
+        keras.backend.clear_session()  # same layer names, hence variable paths, every run
         seed_everything(self._info.trial_seed)
         configure_determinism()
         self.context = TFKerasTrialContext(context)

@@ -41,8 +41,8 @@ def save_variables(variables: Sequence[Any], directory: Path) -> None:
     offset = 0
     with open(directory / VARIABLES_FILE, "wb") as f:
         for v in variables:
-            array = np.ascontiguousarray(keras.ops.convert_to_numpy(v))
-            f.write(memoryview(array).cast("B"))
+            array = np.asarray(keras.ops.convert_to_numpy(v))
+            f.write(memoryview(np.ascontiguousarray(array.reshape(-1))).cast("B"))
             index.append(
                 {
                     "path": v.path,

@@ -1,0 +1,3 @@
+from pedl.cli import main
+
+main()

@@ -1,0 +1,211 @@
+"""``pedl experiment create --test``: a fast check that a model definition works with PEDL.
+
+It trains one short chunk, validates, checkpoints, then restores that checkpoint in a fresh
+controller and trains one more batch, and says in plain words which step failed.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pedl import core, model_def
+from pedl._trial import TrialOutcome
+from pedl.config import (
+    ConfigError,
+    ExperimentConfig,
+    Length,
+    grid_hparams,
+    load_config,
+    sample_hparams,
+)
+from pedl.storage import SharedFSStorage
+
+TRAIN_BATCHES = 2
+
+
+@dataclass(frozen=True)
+class SmokeStep:
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+class _Session:
+    """Searcher stand-in: one operation to a fixed number of batches."""
+
+    def __init__(self, length: int) -> None:
+        self._lengths = [length]
+        self.metric: float | None = None
+
+    def next_length(self) -> int | None:
+        return self._lengths[0] if self._lengths else None
+
+    def complete(self, length: int, searcher_metric: float) -> None:
+        self._lengths.clear()
+        self.metric = searcher_metric
+
+    def exit_early(self, reason: str) -> None:
+        self._lengths.clear()
+
+
+class _Records:
+    def __init__(self) -> None:
+        self.metrics: dict[tuple[str, int], dict[str, float]] = {}
+        self.checkpoints: list[str] = []
+
+    def write_metrics(
+        self, kind: core.MetricKind, total_batches: int, metrics: Mapping[str, float]
+    ) -> None:
+        self.metrics[(kind, total_batches)] = dict(metrics)
+
+    def register_checkpoint(
+        self,
+        storage_id: str,
+        total_batches: int,
+        metadata: Mapping[str, Any],
+        resources: Mapping[str, int],
+    ) -> None:
+        self.checkpoints.append(storage_id)
+
+
+def smoke_test(
+    config_path: str | Path, model_dir: str | Path, overrides: Sequence[str] = ()
+) -> list[SmokeStep]:
+    """Run the checks; stop at the first failing step. Never raises for user errors."""
+    steps: list[SmokeStep] = []
+    try:
+        config = load_config(config_path, overrides)
+    except (ConfigError, OSError) as e:
+        return [SmokeStep("load the experiment config", False, str(e))]
+    steps.append(SmokeStep("load the experiment config", True))
+    with tempfile.TemporaryDirectory(prefix="pedl-test-") as tmp:
+        code_dir = Path(tmp) / "model_def"
+        try:
+            model_def.copy_tree(model_dir, code_dir)
+            definition = model_def.load(code_dir, config.entrypoint)
+            if definition.trial_class is None:
+                raise model_def.ModelDefError("the model definition has no Trial class")
+        except (model_def.ModelDefError, OSError) as e:
+            steps.append(SmokeStep("load the model definition", False, str(e)))
+            return steps
+        steps.append(
+            SmokeStep("load the model definition", True, definition.trial_class.__qualname__)
+        )
+        test_config = _short_config(config)
+        hparams = _first_hparams(config)
+        storage = SharedFSStorage(Path(tmp) / "checkpoints")
+        records = _Records()
+        first = _Session(TRAIN_BATCHES)
+        try:
+            _run(definition, test_config, hparams, code_dir, storage, records, first, None)
+        except Exception as e:
+            steps.append(
+                SmokeStep(
+                    f"train {TRAIN_BATCHES} batches, validate and checkpoint", False, _explain(e)
+                )
+            )
+            return steps
+        steps.append(
+            SmokeStep(
+                f"train {TRAIN_BATCHES} batches, validate and checkpoint",
+                True,
+                f"{config.searcher.metric} = {first.metric:.4g}"
+                if first.metric is not None
+                else "",
+            )
+        )
+        second = _Session(TRAIN_BATCHES + 1)
+        try:
+            definition = model_def.load(code_dir, config.entrypoint)
+            _run(
+                definition,
+                test_config,
+                hparams,
+                code_dir,
+                storage,
+                records,
+                second,
+                records.checkpoints[-1],
+            )
+        except Exception as e:
+            steps.append(SmokeStep("restore the checkpoint and train on", False, _explain(e)))
+            return steps
+        steps.append(SmokeStep("restore the checkpoint and train on", True))
+    return steps
+
+
+def _run(
+    definition: model_def.ModelDefinition,
+    config: ExperimentConfig,
+    hparams: dict[str, Any],
+    code_dir: Path,
+    storage: SharedFSStorage,
+    records: _Records,
+    session: _Session,
+    latest_checkpoint: str | None,
+) -> TrialOutcome:
+    assert definition.trial_class is not None
+    info = core.TrialInfo(
+        trial_id=1,
+        experiment_id=0,
+        hparams=hparams,
+        trial_seed=config.reproducibility.experiment_seed,
+        config=config,
+        code_dir=code_dir,
+        latest_checkpoint=latest_checkpoint,
+    )
+    context = core.Context(
+        info=info,
+        distributed=core.DistributedContext.single(),
+        train=core.TrainContext(records),
+        checkpoint=core.CheckpointContext(storage, records),
+        searcher=core.SearcherContext(session, "batches"),
+        preempt=core.PreemptContext(lambda: False),
+    )
+    controller = definition.trial_class.trial_controller_class.from_definition(definition, context)
+    outcome: TrialOutcome = controller.run()
+    return outcome
+
+
+def _short_config(config: ExperimentConfig) -> ExperimentConfig:
+    never = Length(unit="batches", value=0)
+    searcher = config.searcher.model_copy(
+        update={"max_length": Length(unit="batches", value=TRAIN_BATCHES)}
+    )
+    return config.model_copy(
+        update={
+            "searcher": searcher,
+            "scheduling_unit": TRAIN_BATCHES,
+            "min_validation_period": never,
+            "min_checkpoint_period": never,
+            "perform_initial_validation": False,
+            "checkpoint_policy": "all",
+        }
+    )
+
+
+def _first_hparams(config: ExperimentConfig) -> dict[str, Any]:
+    if config.searcher.name == "grid":
+        return grid_hparams(config.hyperparameters)[0]
+    return sample_hparams(
+        config.hyperparameters, random.Random(config.reproducibility.experiment_seed)
+    )
+
+
+def _explain(error: BaseException) -> str:
+    """The error in plain words, and where in the user's code it came from."""
+    frames = traceback.extract_tb(error.__traceback__)
+    user_frames = [
+        f for f in frames if "/pedl/" not in f.filename and "site-packages" not in f.filename
+    ]
+    where = ""
+    if user_frames:
+        f = user_frames[-1]
+        where = f"\n  at {Path(f.filename).name}:{f.lineno} in {f.name}: {f.line}"
+    return f"{type(error).__name__}: {error}{where}"
