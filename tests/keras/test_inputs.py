@@ -1,0 +1,177 @@
+"""Every input kind a trial may return trains, and bad inputs fail with a clear message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pedl import TrialOutcome
+from pedl.keras import InvalidDataError, KerasDataAdapter, SequenceAdapter
+
+from .harness import make_run, train
+from .trials import ArraySequence, SmallTrial, blobs
+
+
+def multi_input_model(context: Any, named: bool) -> keras.Model:
+    a = keras.Input((2,), name="a")
+    b = keras.Input((2,), name="b")
+    h = keras.layers.Concatenate()([a, b])
+    out = keras.layers.Dense(2, activation="softmax")(keras.layers.Dense(8, activation="relu")(h))
+    model = context.wrap_model(keras.Model({"a": a, "b": b} if named else [a, b], out))
+    model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+
+def split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return x[:, :2], x[:, 2:]
+
+
+def make_trial(training: Any, validation: Any = None, model: str = "small") -> type:
+    class T(SmallTrial):
+        def build_model(self) -> keras.Model:
+            if model == "list":
+                return multi_input_model(self.context, named=False)
+            if model == "dict":
+                return multi_input_model(self.context, named=True)
+            return super().build_model()
+
+        def build_training_data_loader(self) -> Any:
+            return training(self.context)
+
+        def build_validation_data_loader(self) -> Any:
+            return (validation or training)(self.context)
+
+    return T
+
+
+def arrays(ctx: Any) -> Any:
+    return blobs(64, 0)
+
+
+def arrays_with_weights(ctx: Any) -> Any:
+    x, y = blobs(64, 0)
+    return x, y, np.linspace(0.5, 1.5, len(y)).astype("float32")
+
+
+def list_of_arrays(ctx: Any) -> Any:
+    x, y = blobs(64, 0)
+    return list(split(x)), y
+
+
+def dict_of_arrays(ctx: Any) -> Any:
+    x, y = blobs(64, 0)
+    a, b = split(x)
+    return {"a": a, "b": b}, y
+
+
+def sequence(ctx: Any) -> Any:
+    return ArraySequence(*blobs(64, 0), batch_size=16)
+
+
+def sequence_adapter_threads(ctx: Any) -> Any:
+    return SequenceAdapter(ArraySequence(*blobs(64, 0), batch_size=16), workers=2)
+
+
+def keras_data_adapter_main_thread(ctx: Any) -> Any:
+    return KerasDataAdapter(ArraySequence(*blobs(64, 0), batch_size=16), workers=0)
+
+
+def wrapped_dataset(ctx: Any) -> Any:
+    return ctx.wrap_dataset(tf.data.Dataset.from_tensor_slices(blobs(64, 0)).batch(16))
+
+
+def weighted_dataset(ctx: Any) -> Any:
+    x, y = blobs(64, 0)
+    w = np.ones(len(y), "float32")
+    return ctx.wrap_dataset(tf.data.Dataset.from_tensor_slices((x, y, w)).batch(16))
+
+
+@pytest.mark.parametrize(
+    ("loader", "model"),
+    [
+        (arrays, "small"),
+        (arrays_with_weights, "small"),
+        (list_of_arrays, "list"),
+        (dict_of_arrays, "dict"),
+        (sequence, "small"),
+        (sequence_adapter_threads, "small"),
+        (keras_data_adapter_main_thread, "small"),
+        (wrapped_dataset, "small"),
+        (weighted_dataset, "small"),
+    ],
+)
+def test_each_input_kind_trains_and_validates(tmp_path: Path, loader: Any, model: str) -> None:
+    run = make_run(tmp_path, overrides=("searcher.max_length.batches=12", "scheduling_unit=5"))
+    outcome = train(make_trial(loader, model=model), run)
+    assert outcome is TrialOutcome.COMPLETED
+    assert run.recorder.batches("training") == [5, 10, 12]
+    assert run.recorder.batches("validation") == [12]
+    (length, metric), *_ = run.session.completed
+    assert length == 12 and 0.0 <= metric <= 1.0
+    assert set(run.recorder.metrics[("training", 12)]) == {"loss", "accuracy"}
+
+
+def test_arrays_are_batched_with_the_per_slot_batch_size(tmp_path: Path) -> None:
+    seen: list[int] = []
+
+    class Count(keras.callbacks.Callback):  # type: ignore[misc]
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            seen.append(batch)
+
+    class T(make_trial(arrays)):  # type: ignore[misc]
+        def keras_callbacks(self) -> list[Any]:
+            return [Count()]
+
+    # 64 records at 16 per batch: 4 batches per pass, so 9 batches wrap into a third pass.
+    run = make_run(tmp_path, overrides=("searcher.max_length.batches=9",))
+    train(T, run)
+    assert seen == [0, 1, 2, 3, 0, 1, 2, 3, 0]
+
+
+def test_unwrapped_dataset_is_rejected_with_instructions(tmp_path: Path) -> None:
+    def unwrapped(ctx: Any) -> Any:
+        return tf.data.Dataset.from_tensor_slices(blobs(64, 0)).batch(16)
+
+    with pytest.raises(InvalidDataError, match=r"context.wrap_dataset\(dataset\)"):
+        train(make_trial(unwrapped, arrays), make_run(tmp_path))
+
+
+def test_unwrapped_validation_dataset_is_rejected(tmp_path: Path) -> None:
+    def unwrapped(ctx: Any) -> Any:
+        return tf.data.Dataset.from_tensor_slices(blobs(64, 0)).batch(16)
+
+    with pytest.raises(InvalidDataError, match="build_validation_data_loader"):
+        train(make_trial(arrays, unwrapped), make_run(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("loader", "message"),
+    [
+        (lambda ctx: [1, 2, 3], "returned list"),
+        (lambda ctx: (np.zeros((4, 4)),), "returned tuple"),
+        (lambda ctx: "data.csv", "returned str"),
+        (lambda ctx: (np.zeros((4, 4)), np.zeros(5)), "different lengths"),
+        (lambda ctx: (np.zeros((0, 4)), np.zeros(0)), "empty"),
+    ],
+)
+def test_unsupported_training_data_is_explained(tmp_path: Path, loader: Any, message: str) -> None:
+    with pytest.raises(InvalidDataError, match=message):
+        train(make_trial(loader, arrays), make_run(tmp_path))
+
+
+def test_sequence_adapter_rejects_non_sequences() -> None:
+    with pytest.raises(TypeError, match="keras.utils.Sequence"):
+        SequenceAdapter([1, 2, 3])
+    with pytest.raises(ValueError, match="workers"):
+        SequenceAdapter(ArraySequence(*blobs(8, 0), batch_size=4), workers=-1)
+
+
+def test_arrays_need_a_global_batch_size(tmp_path: Path) -> None:
+    run = make_run(tmp_path, hparams={})
+    with pytest.raises(ValueError, match="global_batch_size"):
+        train(make_trial(arrays), run)
