@@ -93,7 +93,7 @@ def make_run(
 ) -> Run:
     cfg = parse_config(config, overrides=overrides)
     code_dir = tmp_path / "code"
-    code_dir.mkdir(exist_ok=True)
+    code_dir.mkdir(parents=True, exist_ok=True)
     (code_dir / "model.py").write_text("# the model definition\n")
     values = dict(hparams) if hparams is not None else {"global_batch_size": 16}
     info = core.TrialInfo(
