@@ -1,0 +1,123 @@
+"""P1, one measurement: training samples/s through PEDL's controller or plain ``model.fit``.
+
+Run it in a fresh process per measurement (``p1_driver.py`` does)::
+
+    .venv/bin/python bench/p1_throughput.py --mode pedl|plain --case large|tiny
+
+Both modes train the same model on the same arrays with the same batch size, seed, op
+determinism and number of batches, and time the same window: from the end of batch 100
+(the first chunk boundary of PEDL's default ``scheduling_unit``, so tracing and warm-up are
+excluded) to the end of the last batch (before PEDL's closing validation and checkpoint).
+PEDL is timed at its chunk boundaries by the metrics recorder (no callback is added to its
+``fit``); plain ``fit`` by a callback that counts batches. Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import bench_trials
+import keras
+import pedl_harness
+import tensorflow as tf
+
+WINDOW_START = 100
+EPOCHS = {"tiny": 40, "large": 3}
+
+
+class BatchClock(keras.callbacks.Callback):  # type: ignore[misc]
+    """Records when each batch in ``marks`` (1-based count over all epochs) ended."""
+
+    def __init__(self, marks: set[int]) -> None:
+        super().__init__()
+        self.marks = marks
+        self.done = 0
+        self.times: dict[int, float] = {}
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        self.done += 1
+        if self.done in self.marks:
+            self.times[self.done] = time.perf_counter()
+
+
+def window_samples(n: int, batch_size: int, start: int, end: int) -> int:
+    """Samples in batches start+1..end of epochs of ``n`` samples cut into ``batch_size``."""
+    per_epoch = -(-n // batch_size)
+    last = n - (per_epoch - 1) * batch_size
+    return sum(last if g % per_epoch == 0 else batch_size for g in range(start + 1, end + 1))
+
+
+def run_plain(case: str, epochs: int) -> dict[int, float]:
+    keras.utils.set_random_seed(pedl_harness.SEED)
+    tf.config.experimental.enable_op_determinism()
+    x, y = bench_trials.training_data(case)
+    model = bench_trials.build_model(case)
+    bench_trials.compile_model(model)
+    batches = epochs * -(-len(x) // bench_trials.BATCH_SIZE[case])
+    clock = BatchClock({WINDOW_START, batches})
+    model.fit(
+        x,
+        y,
+        batch_size=bench_trials.BATCH_SIZE[case],
+        shuffle=True,
+        epochs=epochs,
+        verbose=0,
+        callbacks=[clock],
+    )
+    return clock.times
+
+
+def run_pedl(case: str, epochs: int) -> dict[int, float]:
+    x, _ = bench_trials.training_data(case)
+    batches = epochs * -(-len(x) // bench_trials.BATCH_SIZE[case])
+    recorder = pedl_harness.Recorder()
+    with tempfile.TemporaryDirectory(prefix="pedl-bench-") as tmp:
+        controller = pedl_harness.make_controller(case, batches, Path(tmp), recorder)
+        controller.run()
+    return recorder.boundary_times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=["pedl", "plain"], required=True)
+    parser.add_argument("--case", choices=["large", "tiny"], required=True)
+    parser.add_argument("--epochs", type=int, default=None, help="passes over the data")
+    parser.add_argument("--profile", type=Path, default=None, help="write cProfile stats here")
+    args = parser.parse_args()
+    epochs = args.epochs or EPOCHS[args.case]
+    run = run_pedl if args.mode == "pedl" else run_plain
+    profiler = cProfile.Profile() if args.profile else None
+    if profiler:
+        profiler.enable()
+    times = run(args.case, epochs)
+    if profiler:
+        profiler.disable()
+        profiler.dump_stats(args.profile)
+    n = len(bench_trials.training_data(args.case)[0])
+    batch_size = bench_trials.BATCH_SIZE[args.case]
+    end = epochs * -(-n // batch_size)
+    seconds = times[end] - times[WINDOW_START]
+    samples = window_samples(n, batch_size, WINDOW_START, end)
+    result = {
+        "mode": args.mode,
+        "case": args.case,
+        "batches": end - WINDOW_START,
+        "samples": samples,
+        "seconds": seconds,
+        "samples_per_s": samples / seconds,
+        "ms_per_batch": 1000 * seconds / (end - WINDOW_START),
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
