@@ -78,15 +78,6 @@ MetricValue = Annotated[float | None, BeforeValidator(_parse_metric_value)]
 MetricName = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_no_nul)]
 
 
-def encode_metric_value(value: float | None) -> float | str | None:
-    """The stored (JSON-safe) form of a metric value: non-finite floats become strings."""
-    if value is None or math.isfinite(value):
-        return value
-    if math.isnan(value):
-        return "NaN"
-    return "Infinity" if value > 0 else "-Infinity"
-
-
 def decode_model_definition(value: str) -> bytes:
     """The archive bytes of a base64 ``model_definition``; raises ``ValueError`` unless it is
     strict base64 of a readable gzip-compressed tar of at most 96 MiB."""

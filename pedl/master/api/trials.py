@@ -25,7 +25,6 @@ from pedl.master.api._schemas import (
     MetricsIngested,
     Page,
     TrialPublic,
-    encode_metric_value,
 )
 from pedl.master.db import LogLine, MetricRow
 from pedl.master.db import checkpoints as checkpoints_repo
@@ -58,7 +57,7 @@ def report_metrics(
             total_batches=report.total_batches,
             total_records=report.total_records,
             total_epochs=report.total_epochs,
-            metrics={name: encode_metric_value(value) for name, value in report.metrics.items()},
+            metrics=report.metrics,
             reported_at=report.reported_at,
         )
         for report in body.rows
