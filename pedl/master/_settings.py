@@ -52,7 +52,8 @@ class MasterSettings(BaseSettings):
     Precedence, highest first: keyword arguments (the CLI's flags), environment variables
     ``PEDL_<FIELD>`` (e.g. ``PEDL_DB_URL``), the YAML file named by ``config_file`` (keyword or
     ``PEDL_CONFIG_FILE``), the defaults. ``db_url`` and ``checkpoint_dir`` default to paths under
-    ``home``. Unknown keys in the YAML file are errors.
+    ``home`` (the declared defaults are placeholders, always replaced by the home-derived
+    values when the setting is not given). Unknown keys in the YAML file are errors.
     """
 
     model_config = SettingsConfigDict(env_prefix="PEDL_", extra="forbid")
@@ -64,6 +65,7 @@ class MasterSettings(BaseSettings):
         default=DEFAULT_HOME, description="PEDL home directory (database, checkpoints)."
     )
     db_url: str = Field(
+        default="",
         description="SQLAlchemy URL; default sqlite:///<home>/pedl.db. "
         "postgresql:// URLs use psycopg 3."
     )
@@ -75,6 +77,7 @@ class MasterSettings(BaseSettings):
         description="Slots offered on a machine without GPUs; default half the CPU cores.",
     )
     checkpoint_dir: Path = Field(
+        default=DEFAULT_HOME / "checkpoints",
         description="Default checkpoint storage directory; default <home>/checkpoints."
     )
 
