@@ -67,7 +67,7 @@ class MasterSettings(BaseSettings):
     db_url: str = Field(
         default="",
         description="SQLAlchemy URL; default sqlite:///<home>/pedl.db. "
-        "postgresql:// URLs use psycopg 3."
+        "postgresql:// URLs use psycopg 3.",
     )
     host: str = Field(default="127.0.0.1", description="Address the REST API listens on.")
     port: int = Field(default=8080, ge=0, le=65535, description="Port of the REST API.")
@@ -78,7 +78,7 @@ class MasterSettings(BaseSettings):
     )
     checkpoint_dir: Path = Field(
         default=DEFAULT_HOME / "checkpoints",
-        description="Default checkpoint storage directory; default <home>/checkpoints."
+        description="Default checkpoint storage directory; default <home>/checkpoints.",
     )
 
     @model_validator(mode="before")

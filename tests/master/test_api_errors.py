@@ -292,6 +292,10 @@ def test_every_openapi_route_answers(client: httpx.Client, database: Database) -
     assert httpx.get(str(root.join("docs"))).status_code == 200
     routes = [(m.upper(), p) for p, item in spec["paths"].items() for m in item]
     assert len(routes) >= 18
+    operation_ids = [op["operationId"] for item in spec["paths"].values() for op in item.values()]
+    assert len(set(operation_ids)) == len(operation_ids)
+    assert {"create_experiment", "report_metrics", "get_checkpoint"} <= set(operation_ids)
+    assert "TrialToken" in spec["components"]["securitySchemes"]
     known = {
         "experiment_id": str(experiment_id),
         "trial_id": str(trial_id),

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 import anyio.to_thread
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 
 from pedl import __version__
 from pedl.master._settings import MasterSettings
@@ -15,6 +16,11 @@ from pedl.master.api._errors import install_error_handlers
 from pedl.master.db import Database
 
 API_PREFIX = "/api/v1"
+
+
+def _operation_id(route: APIRoute) -> str:
+    # Stable, readable operation ids for SDK generators: the handler's name (unique).
+    return route.name
 
 
 def create_app(settings: MasterSettings, *, database: Database | None = None) -> FastAPI:
@@ -43,6 +49,7 @@ def create_app(settings: MasterSettings, *, database: Database | None = None) ->
         version=__version__,
         description="REST API of the PEDL master: experiments, trials, metrics, checkpoints.",
         lifespan=lifespan,
+        generate_unique_id_function=_operation_id,
     )
     app.state.settings = settings
     app.state.database = db
