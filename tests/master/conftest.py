@@ -8,8 +8,6 @@ when it is not, the PostgreSQL variants fail with a message saying so (they are 
 from __future__ import annotations
 
 import secrets
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,11 +15,12 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-import uvicorn
 from sqlalchemy import delete
 
 from pedl.master import MasterSettings, create_app
 from pedl.master.db import Base, Database
+
+from .helpers import LiveServer
 
 PG_ADMIN_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test connect_timeout=5"
 BACKENDS = ["sqlite", "postgresql"]
@@ -94,30 +93,6 @@ def database(backend_url: str) -> Iterator[Database]:
         yield db
     finally:
         db.dispose()
-
-
-class LiveServer:
-    """A real uvicorn server running an app on a free loopback port in a background thread."""
-
-    def __init__(self, app: Any) -> None:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, name="pedl-test-master", daemon=True)
-        self.url = ""
-
-    def start(self) -> None:
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the test master did not start")
-            time.sleep(0.01)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=20)
 
 
 @pytest.fixture(scope="session")

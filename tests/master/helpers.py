@@ -5,9 +5,12 @@ from __future__ import annotations
 import base64
 import io
 import tarfile
+import threading
+import time
 from typing import Any
 
 import httpx
+import uvicorn
 
 from pedl.master.db import Database
 from pedl.master.db import trials as trials_repo
@@ -24,6 +27,30 @@ searcher:
   smaller_is_better: true
   max_length: {batches: 100}
 """
+
+
+class LiveServer:
+    """A real uvicorn server running an app on a free loopback port in a background thread."""
+
+    def __init__(self, app: Any) -> None:
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, name="pedl-test-master", daemon=True)
+        self.url = ""
+
+    def start(self) -> None:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test master did not start")
+            time.sleep(0.01)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=20)
 
 
 def make_archive(files: dict[str, bytes] | None = None) -> bytes:

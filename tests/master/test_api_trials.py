@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Any
 
@@ -11,7 +12,7 @@ from sqlalchemy import func, select
 
 from pedl.master.db import Database, Metric, TrialLog
 
-from .helpers import bearer, create_experiment, create_trial
+from .helpers import LiveServer, bearer, create_experiment, create_trial
 
 
 @pytest.fixture
@@ -159,3 +160,35 @@ def test_trial_token_scoping(
         rows = session.scalar(select(func.count()).select_from(Metric)) or 0
         rows += session.scalar(select(func.count()).select_from(TrialLog)) or 0
     assert rows == (1 if route != "checkpoints" else 0)
+
+
+def test_concurrent_reporting_loses_nothing(
+    client: httpx.Client, database: Database, live_server: LiveServer
+) -> None:
+    experiment_id = create_experiment(client)["id"]
+    trials = [create_trial(database, experiment_id) for _ in range(4)]
+    failures: list[str] = []
+
+    def report(trial_id: int, token: str, offset: int) -> None:
+        with httpx.Client(base_url=live_server.url + "/api/v1", timeout=30) as http:
+            for chunk in range(10):
+                start = offset + chunk * 100
+                response = http.post(
+                    f"/trials/{trial_id}/metrics",
+                    json=_metrics_batch(start + 10, start + 110),
+                    headers=bearer(token),
+                )
+                if response.status_code != 200:
+                    failures.append(response.text)
+
+    threads = [
+        threading.Thread(target=report, args=(trial_id, token, offset))
+        for trial_id, token in trials
+        for offset in (0, 500)  # two reporters per trial, overlapping keys
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert [_rows(database, Metric, trial_id) for trial_id, _ in trials] == [150] * 4
