@@ -51,7 +51,7 @@ def test_get_hparams_returns_a_copy(tmp_path: Path) -> None:
 
 
 def test_unknown_hparam_names_the_defined_ones(tmp_path: Path) -> None:
-    with pytest.raises(KeyError, match="no hyperparameter 'learning_rate'.*global_batch_size, lr"):
+    with pytest.raises(KeyError, match=r"no hyperparameter 'learning_rate'.*global_batch_size, lr"):
         make_context(tmp_path).get_hparam("learning_rate")
 
 
@@ -98,11 +98,11 @@ def test_wrappers_return_their_argument_and_check_types(tmp_path: Path) -> None:
     assert ctx.is_wrapped_dataset(wrapped)
     assert not ctx.is_wrapped_dataset(tf.data.Dataset.range(4))
     assert ctx.wrap_dataset(tf.data.Dataset.range(2), shard_dataset=False) is not None
-    with pytest.raises(TypeError, match="keras.Model"):
+    with pytest.raises(TypeError, match=r"keras\.Model"):
         ctx.wrap_model("model")
     with pytest.raises(TypeError, match="keras optimizer"):
         ctx.wrap_optimizer("adam")
-    with pytest.raises(TypeError, match="tf.data.Dataset"):
+    with pytest.raises(TypeError, match=r"tf\.data\.Dataset"):
         ctx.wrap_dataset([1, 2])
 
 

@@ -156,7 +156,9 @@ def test_missing_searcher_metric_fails_the_trial_clearly(tmp_path: Path) -> None
 def test_uncompiled_model_is_an_error(tmp_path: Path) -> None:
     class Uncompiled(SmallTrial):
         def build_model(self) -> keras.Model:
-            return self.context.wrap_model(keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)]))
+            return self.context.wrap_model(
+                keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+            )
 
     with pytest.raises(TrialError, match="not compiled"):
         train(Uncompiled, make_run(tmp_path))
@@ -167,7 +169,7 @@ def test_build_model_must_return_a_model(tmp_path: Path) -> None:
         def build_model(self) -> Any:
             return "model"
 
-    with pytest.raises(TrialError, match="returned str, expected a keras.Model"):
+    with pytest.raises(TrialError, match=r"returned str, expected a keras\.Model"):
         train(NotAModel, make_run(tmp_path))
 
 

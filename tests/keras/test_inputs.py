@@ -165,7 +165,7 @@ def test_unsupported_training_data_is_explained(tmp_path: Path, loader: Any, mes
 
 
 def test_sequence_adapter_rejects_non_sequences() -> None:
-    with pytest.raises(TypeError, match="keras.utils.Sequence"):
+    with pytest.raises(TypeError, match=r"keras\.utils\.Sequence"):
         SequenceAdapter([1, 2, 3])
     with pytest.raises(ValueError, match="workers"):
         SequenceAdapter(ArraySequence(*blobs(8, 0), batch_size=4), workers=-1)
