@@ -12,6 +12,6 @@ def load(validation_fraction: float, seed: int = 0) -> tuple[tuple[np.ndarray, n
     x = (digits.images / 16.0).astype("float32")[..., np.newaxis]
     y = digits.target.astype("int32")
     order = np.random.default_rng(seed).permutation(len(x))
-    n_val = int(round(len(x) * validation_fraction))
+    n_val = round(len(x) * validation_fraction)
     val, train = order[:n_val], order[n_val:]
     return (x[train], y[train]), (x[val], y[val])

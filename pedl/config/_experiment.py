@@ -94,3 +94,9 @@ class ExperimentConfig(ConfigModel):
     def length_to_batches(self, length: Length, global_batch_size: int) -> int:
         """``length`` in batches, using this config's ``records_per_epoch``."""
         return length.to_batches(global_batch_size, self.records_per_epoch)
+
+    @property
+    def searcher_unit(self) -> Literal["batches", "records", "epochs"]:
+        """The unit of the searcher's lengths: that of ``searcher.max_length`` (else batches)."""
+        length = self.searcher.max_length
+        return length.unit if length is not None else "batches"

@@ -71,6 +71,6 @@ def detached_context(
         distributed=DistributedContext.single(),
         train=TrainContext(discard),
         checkpoint=CheckpointContext(storage, discard),
-        searcher=SearcherContext(discard, config.searcher.max_length.unit),
+        searcher=SearcherContext(discard, config.searcher_unit),
         preempt=PreemptContext(lambda: False),
     )

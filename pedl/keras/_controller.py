@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import keras
 import tensorflow as tf
@@ -158,7 +158,7 @@ class TFKerasTrialController:
         trial_class = definition.trial_class
         if trial_class is None:
             raise TrialError("the model definition has no Trial class")
-        return cls(trial_class, context)
+        return cls(cast("Callable[[TFKerasTrialContext], TFKerasTrial]", trial_class), context)
 
     # Set-up ------------------------------------------------------------------------------
 
@@ -400,7 +400,7 @@ class TFKerasTrialController:
         logger.info("resumed from checkpoint %s at batch %d", storage_id, self.progress.batches)
 
 
-class _PlatformCallback(keras.callbacks.Callback):  # type: ignore[misc]
+class _PlatformCallback(keras.callbacks.Callback):
     """The one Keras callback PEDL gives to fit: counts batches, acts at boundaries."""
 
     def __init__(self, controller: TFKerasTrialController) -> None:
@@ -492,7 +492,7 @@ def load_model_from_checkpoint_path(path: str | os.PathLike[str]) -> keras.Model
         trial_seed=metadata["trial_seed"],
         code_dir=checkpoint / "code",
     )
-    trial = definition.trial_class(TFKerasTrialContext(context))
+    trial = cast("TFKerasTrial", definition.trial_class(TFKerasTrialContext(context)))
     model: keras.Model = trial.build_model()
     validation = make_validation_input(
         trial.build_validation_data_loader(),

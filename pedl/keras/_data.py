@@ -161,7 +161,7 @@ class ArrayData(TrainingData):
         return epochs.flat_map(epoch_batches).map(gather).prefetch(tf.data.AUTOTUNE)
 
 
-class _PositionedSequence(keras.utils.PyDataset):  # type: ignore[misc]
+class _PositionedSequence(keras.utils.PyDataset):
     """Endless view of a Sequence starting at a global batch number, in a seeded order."""
 
     def __init__(

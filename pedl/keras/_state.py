@@ -42,7 +42,7 @@ def save_variables(variables: Sequence[Any], directory: Path) -> None:
     with open(directory / VARIABLES_FILE, "wb") as f:
         for v in variables:
             array = np.asarray(keras.ops.convert_to_numpy(v))
-            f.write(memoryview(np.ascontiguousarray(array.reshape(-1))).cast("B"))
+            f.write(np.ascontiguousarray(array.reshape(-1)).data.cast("B"))
             index.append(
                 {
                     "path": v.path,

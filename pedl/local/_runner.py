@@ -326,7 +326,7 @@ class LocalExperiment:
             train=core.TrainContext(recorder),
             checkpoint=core.CheckpointContext(self.storage, recorder),
             searcher=core.SearcherContext(
-                _SearcherSession(self, trial.request_id), self.config.searcher.max_length.unit
+                _SearcherSession(self, trial.request_id), self.config.searcher_unit
             ),
             preempt=core.PreemptContext(preemption.requested),
         )
@@ -340,7 +340,7 @@ class LocalExperiment:
         pending = self.pending[trial.request_id]
         if not pending:
             return None
-        length = Length(unit=self.config.searcher.max_length.unit, value=pending[-1])
+        length = Length(unit=self.config.searcher_unit, value=pending[-1])
         if length.unit == "batches":
             return length.value
         batch_size = trial.hparams.get("global_batch_size")

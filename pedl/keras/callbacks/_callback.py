@@ -7,7 +7,7 @@ from typing import Any
 import keras
 
 
-class Callback(keras.callbacks.Callback):  # type: ignore[misc]
+class Callback(keras.callbacks.Callback):
     """A Keras callback that also knows about PEDL's chunks and checkpoints.
 
     How PEDL calls Keras hooks differs from a plain ``fit()`` in two documented ways:

@@ -9,7 +9,7 @@ import keras
 from pedl.keras.callbacks._callback import Callback
 
 
-class EarlyStopping(keras.callbacks.EarlyStopping, Callback):  # type: ignore[misc]
+class EarlyStopping(keras.callbacks.EarlyStopping, Callback):
     """``keras.callbacks.EarlyStopping``, checked after every validation (``on_test_end``).
 
     Configure ``min_validation_period`` to control how often that is. Validation metrics

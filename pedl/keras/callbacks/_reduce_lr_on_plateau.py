@@ -9,7 +9,7 @@ import keras
 from pedl.keras.callbacks._callback import Callback
 
 
-class ReduceLROnPlateau(keras.callbacks.ReduceLROnPlateau, Callback):  # type: ignore[misc]
+class ReduceLROnPlateau(keras.callbacks.ReduceLROnPlateau, Callback):
     """``keras.callbacks.ReduceLROnPlateau``, checked after every validation (``on_test_end``).
 
     The learning rate itself lives in the optimizer and is checkpointed with it; this

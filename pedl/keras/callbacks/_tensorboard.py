@@ -9,7 +9,7 @@ import keras
 from pedl.keras.callbacks._callback import Callback
 
 
-class TensorBoard(keras.callbacks.TensorBoard, Callback):  # type: ignore[misc]
+class TensorBoard(keras.callbacks.TensorBoard, Callback):
     """A thin wrapper over ``keras.callbacks.TensorBoard``.
 
     A ``log_dir`` argument is ignored: PEDL writes each trial's events under its own
@@ -26,7 +26,7 @@ class TensorBoard(keras.callbacks.TensorBoard, Callback):  # type: ignore[misc]
         self.log_dir = log_dir
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
-        resumed_at = self._global_train_batch
+        resumed_at = int(getattr(self, "_global_train_batch", 0))
         super().on_train_begin(logs)
         self._global_train_batch = resumed_at
 
