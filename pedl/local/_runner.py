@@ -9,11 +9,13 @@ trial continues from its latest checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import shutil
 import traceback
 from collections import defaultdict, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -330,10 +332,11 @@ class LocalExperiment:
             ),
             preempt=core.PreemptContext(preemption.requested),
         )
-        controller = definition.trial_class.trial_controller_class.from_definition(
-            definition, context
-        )
-        outcome: TrialOutcome = controller.run()
+        with _environment(self.config.environment.env_dict(gpu=False)):
+            controller = definition.trial_class.trial_controller_class.from_definition(
+                definition, context
+            )
+            outcome: TrialOutcome = controller.run()
         return outcome
 
     def _target_batches(self, trial: TrialRecord) -> int | None:
@@ -433,6 +436,21 @@ class LocalExperiment:
 
     def close(self) -> None:
         self.store.close()
+
+
+@contextlib.contextmanager
+def _environment(variables: Mapping[str, str]) -> Iterator[None]:
+    """Set the config's environment variables for the duration of a trial, as a process would."""
+    saved = {key: os.environ.get(key) for key in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _next_directory(output: Path) -> Path:

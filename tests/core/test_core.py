@@ -1,0 +1,135 @@
+"""The core context parts and their local stand-ins."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pedl import core
+from pedl.storage import SharedFSStorage
+
+
+def test_distributed_context_checks_its_ranks() -> None:
+    with pytest.raises(ValueError, match="rank must be in"):
+        core.DistributedContext(rank=2, size=2)
+    with pytest.raises(ValueError, match="local_rank"):
+        core.DistributedContext(local_rank=1, local_size=1)
+    with pytest.raises(ValueError, match="cross_rank"):
+        core.DistributedContext(cross_rank=3, cross_size=2, chief_ip="10.0.0.1")
+    with pytest.raises(ValueError, match="chief_ip is required"):
+        core.DistributedContext(rank=0, size=4, cross_size=2)
+    d = core.DistributedContext(
+        rank=1, size=4, local_rank=1, local_size=2, cross_rank=0, cross_size=2, chief_ip="127.0.0.1"
+    )
+    assert (d.get_rank(), d.get_size(), d.get_num_agents(), d.is_chief) == (1, 4, 2, False)
+
+
+class Writer:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, int, dict[str, float]]] = []
+
+    def write_metrics(
+        self, kind: core.MetricKind, total_batches: int, metrics: Mapping[str, float]
+    ) -> None:
+        self.rows.append((kind, total_batches, dict(metrics)))
+
+
+def test_train_context_reports_numbers_from_the_chief_only() -> None:
+    writer = Writer()
+    core.TrainContext(writer).report_training_metrics(5, {"loss": 1, "acc": 0.5})
+    core.TrainContext(writer, is_chief=False).report_validation_metrics(5, {"loss": 2.0})
+    assert writer.rows == [("training", 5, {"loss": 1.0, "acc": 0.5})]
+    with pytest.raises(TypeError, match="metric 'loss' is not a number"):
+        core.TrainContext(writer).report_validation_metrics(6, {"loss": "high"})
+    with pytest.raises(ValueError, match="steps_completed must be >= 0"):
+        core.TrainContext(writer).report_training_metrics(-1, {})
+
+
+class Session:
+    def __init__(self, lengths: list[int]) -> None:
+        self.lengths = lengths
+        self.done: list[tuple[int, float]] = []
+        self.exits: list[str] = []
+
+    def next_length(self) -> int | None:
+        return self.lengths[0] if self.lengths else None
+
+    def complete(self, length: int, searcher_metric: float) -> None:
+        self.lengths.pop(0)
+        self.done.append((length, searcher_metric))
+
+    def exit_early(self, reason: str) -> None:
+        self.exits.append(reason)
+
+
+def test_searcher_operations_must_be_completed_in_turn() -> None:
+    session = Session([10, 20])
+    searcher = core.SearcherContext(session, "batches")
+    lengths = []
+    for op in searcher.operations():
+        lengths.append((op.length, op.unit))
+        op.report_completed(op.length / 100)
+        with pytest.raises(RuntimeError, match="already completed"):
+            op.report_completed(0.0)
+    assert lengths == [(10, "batches"), (20, "batches")]
+    assert session.done == [(10, 0.1), (20, 0.2)]
+
+    ops = core.SearcherContext(Session([5]), "epochs").operations()
+    next(ops)
+    with pytest.raises(RuntimeError, match="must be completed"):
+        next(ops)
+    core.SearcherContext(session, "batches").exit_early("user_requested_stop")
+    assert session.exits == ["user_requested_stop"]
+
+
+class Registry:
+    def __init__(self) -> None:
+        self.registered: list[tuple[str, int, dict[str, Any], dict[str, int]]] = []
+
+    def register_checkpoint(
+        self,
+        storage_id: str,
+        total_batches: int,
+        metadata: Mapping[str, Any],
+        resources: Mapping[str, int],
+    ) -> None:
+        self.registered.append((storage_id, total_batches, dict(metadata), dict(resources)))
+
+
+def test_checkpoint_context_writes_metadata_and_registers_on_success(tmp_path: Path) -> None:
+    registry = Registry()
+    checkpoints = core.CheckpointContext(SharedFSStorage(tmp_path), registry)
+    with checkpoints.store_path({"steps_completed": 7, "note": "x"}) as (path, storage_id):
+        (path / "weights").write_bytes(b"1234")
+    ((registered_id, batches, metadata, resources),) = registry.registered
+    assert (registered_id, batches) == (storage_id, 7)
+    assert resources == {
+        "metadata.json": (tmp_path / storage_id / "metadata.json").stat().st_size,
+        "weights": 4,
+    }
+    assert checkpoints.get_metadata(storage_id) == metadata == {"steps_completed": 7, "note": "x"}
+    with checkpoints.restore_path(storage_id) as path:
+        assert json.loads((path / "metadata.json").read_text())["note"] == "x"
+
+    with pytest.raises(ZeroDivisionError), checkpoints.store_path({"steps_completed": 8}):
+        raise ZeroDivisionError("crash while writing")
+    assert len(registry.registered) == 1
+    with pytest.raises(ValueError, match="steps_completed"), checkpoints.store_path({}):
+        pass
+
+
+def test_signal_preemption_asks_to_stop_and_a_second_sigint_interrupts() -> None:
+    with core.SignalPreemption() as preemption:
+        preempt = core.PreemptContext(preemption.requested)
+        assert not preempt.should_preempt()
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert preempt.should_preempt()
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

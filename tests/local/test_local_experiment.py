@@ -1,0 +1,196 @@
+"""Local mode end to end: searches, summaries, failures, environment, retention."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pedl.local import LocalExperiment, LocalStore
+
+MODEL = """
+import os
+import keras
+import numpy as np
+from pedl.keras import TFKerasTrial
+
+
+def blobs(n, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 4)).astype("float32")
+    return x, (x[:, 0] > 0).astype("int32")
+
+
+class Tiny(TFKerasTrial):
+    def build_model(self):
+        if self.context.get_hparam("units") == 0:
+            raise ValueError("units must be positive")
+        os.environ["PEDL_TEST_SEEN_ENV"] = os.environ.get("PEDL_TEST_ENV", "")
+        model = self.context.wrap_model(keras.Sequential([
+            keras.Input((4,)),
+            keras.layers.Dense(self.context.get_hparam("units"), activation="relu"),
+            keras.layers.Dense(2, activation="softmax"),
+        ]))
+        model.compile(
+            self.context.wrap_optimizer(keras.optimizers.Adam(self.context.get_hparam("lr"))),
+            "sparse_categorical_crossentropy",
+            metrics=["accuracy"],
+        )
+        return model
+
+    def build_training_data_loader(self):
+        return blobs(64, 0)
+
+    def build_validation_data_loader(self):
+        return blobs(32, 1)
+"""
+
+
+def write_experiment(tmp_path: Path, config: str, model: str = MODEL) -> tuple[Path, Path]:
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "__init__.py").write_text(model)
+    config_path = tmp_path / "config.yaml"
+    text = textwrap.dedent(config).replace("CHECKPOINTS", str(tmp_path / "checkpoints"))
+    config_path.write_text(text)
+    return config_path, model_dir
+
+
+GRID = """
+name: grid
+hyperparameters:
+  global_batch_size: 16
+  units: {type: categorical, vals: [4, 8]}
+  lr: {type: categorical, vals: [0.01, 0.05]}
+searcher:
+  name: grid
+  metric: val_accuracy
+  smaller_is_better: false
+  max_length: {batches: 8}
+min_validation_period: {batches: 4}
+checkpoint_policy: all
+checkpoint_storage:
+  type: shared_fs
+  host_path: CHECKPOINTS
+  save_trial_latest: 1
+  save_trial_best: 1
+  save_experiment_best: 0
+environment:
+  environment_variables: [PEDL_TEST_ENV=from-config]
+reproducibility: {experiment_seed: 5}
+"""
+
+
+def test_grid_search_runs_every_point_and_summarises(tmp_path: Path) -> None:
+    config, model = write_experiment(tmp_path, GRID)
+    os.environ.pop("PEDL_TEST_SEEN_ENV", None)
+    exp = LocalExperiment.create(config, model, tmp_path / "out")
+    summary = exp.run()
+    assert exp.directory == tmp_path / "out" / "exp-1"
+    assert summary.state == "COMPLETED"
+    assert sorted((t.hparams["units"], t.hparams["lr"]) for t in summary.trials) == [
+        (4, 0.01),
+        (4, 0.05),
+        (8, 0.01),
+        (8, 0.05),
+    ]
+    assert all(t.state == "COMPLETED" for t in summary.trials)
+    best = summary.best_trial
+    assert best is not None and best.best_metric == max(t.best_metric or 0 for t in summary.trials)
+    assert best.best_checkpoint is not None and (best.best_checkpoint / "metadata.json").exists()
+    # The config's environment variables were set while the trial ran, and removed after.
+    assert os.environ.pop("PEDL_TEST_SEEN_ENV") == "from-config"
+    assert "PEDL_TEST_ENV" not in os.environ
+    # Retention: per trial, the latest and the best checkpoint survive (one or two).
+    store = LocalStore(exp.directory / "experiment.db")
+    for trial in store.trials():
+        kept = store.checkpoints(trial.id)
+        assert 1 <= len(kept) <= 2
+        assert trial.latest_checkpoint in {c.uuid for c in kept}
+        assert [r.total_batches for r in store.metrics(trial.id, "validation")] == [4, 8]
+    deleted = store.checkpoints(state="DELETED")
+    assert deleted and not any(exp.storage.exists(c.uuid) for c in deleted)
+    store.close()
+    exp.close()
+
+
+def test_a_second_experiment_gets_its_own_directory(tmp_path: Path) -> None:
+    config, model = write_experiment(
+        tmp_path,
+        GRID.replace("vals: [4, 8]", "vals: [4]").replace("vals: [0.01, 0.05]", "vals: [0.01]"),
+    )
+    first = LocalExperiment.create(config, model, tmp_path / "out")
+    second = LocalExperiment.create(config, model, tmp_path / "out")
+    assert (first.directory.name, second.directory.name) == ("exp-1", "exp-2")
+    first.close()
+    second.close()
+
+
+def test_random_search_samples_distinct_hyperparameters(tmp_path: Path) -> None:
+    config, model = write_experiment(
+        tmp_path,
+        """
+        hyperparameters:
+          global_batch_size: 16
+          units: {type: int, minval: 2, maxval: 64}
+          lr: {type: log, minval: -3, maxval: -1}
+        searcher: {name: random, metric: val_loss, max_trials: 3, max_length: {batches: 3}}
+        reproducibility: {experiment_seed: 8}
+        """,
+    )
+    exp = LocalExperiment.create(config, model, tmp_path / "out")
+    summary = exp.run()
+    assert summary.state == "COMPLETED" and len(summary.trials) == 3
+    assert len({t.hparams["lr"] for t in summary.trials}) == 3
+    assert all(0.001 <= t.hparams["lr"] <= 0.1 for t in summary.trials)
+    assert summary.best_trial is not None
+    exp.close()
+
+
+def test_a_failing_trial_errors_with_its_traceback_and_the_search_goes_on(tmp_path: Path) -> None:
+    config, model = write_experiment(
+        tmp_path,
+        GRID.replace("vals: [4, 8]", "vals: [0, 4]").replace("vals: [0.01, 0.05]", "vals: [0.01]")
+        + "max_restarts: 1\n",
+    )
+    exp = LocalExperiment.create(config, model, tmp_path / "out")
+    summary = exp.run()
+    by_units = {t.hparams["units"]: t for t in summary.trials}
+    failed, ok = by_units[0], by_units[4]
+    assert failed.state == "ERROR"
+    assert failed.error is not None
+    assert "Traceback" in failed.error and "ValueError: units must be positive" in failed.error
+    assert "build_model" in failed.error
+    assert ok.state == "COMPLETED"
+    assert summary.state == "COMPLETED"
+    store = LocalStore(exp.directory / "experiment.db")
+    assert {t.id: t.restarts for t in store.trials()}[failed.trial_id] == 2  # 1 + max_restarts
+    store.close()
+    exp.close()
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("def broken(:\n", "SyntaxError"),
+        ("import no_such_module_here\n", "No module named 'no_such_module_here'"),
+    ],
+)
+def test_a_broken_model_definition_errors_every_trial(
+    tmp_path: Path, source: str, message: str
+) -> None:
+    config, model = write_experiment(tmp_path, GRID + "max_restarts: 0\n", model=source)
+    exp = LocalExperiment.create(config, model, tmp_path / "out")
+    summary = exp.run()
+    assert summary.state == "ERROR"
+    assert all(t.state == "ERROR" and message in (t.error or "") for t in summary.trials)
+    exp.close()
+
+
+def test_bad_config_is_refused_before_anything_is_created(tmp_path: Path) -> None:
+    config, model = write_experiment(tmp_path, GRID.replace("max_length", "max_lenght"))
+    with pytest.raises(ValueError, match="did you mean 'max_length'"):
+        LocalExperiment.create(config, model, tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
