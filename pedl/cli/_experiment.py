@@ -54,7 +54,7 @@ def create(
     output_dir: Path,
 ) -> None:
     """Create an experiment from CONFIG_FILE and the model definition in MODEL_DIR."""
-    console = Console()
+    console = Console(soft_wrap=True)
     if test_mode:
         _run_smoke_test(console, config_file, model_dir, overrides)
         return
@@ -74,7 +74,7 @@ def create(
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def resume(directory: Path) -> None:
     """Continue an interrupted local experiment from its latest checkpoints."""
-    console = Console()
+    console = Console(soft_wrap=True)
     exp = LocalExperiment(directory)
     console.print(f"Resuming local experiment in [bold]{exp.directory}[/bold]")
     _run_local(console, exp)
