@@ -11,7 +11,7 @@ from fastapi.routing import APIRoute
 
 from pedl import __version__
 from pedl.master._settings import MasterSettings
-from pedl.master.api import checkpoints, experiments, health, trials
+from pedl.master.api import checkpoints, downloads, experiments, health, trials
 from pedl.master.api._errors import install_error_handlers
 from pedl.master.db import Database
 
@@ -54,6 +54,6 @@ def create_app(settings: MasterSettings, *, database: Database | None = None) ->
     app.state.settings = settings
     app.state.database = db
     install_error_handlers(app)
-    for module in (experiments, trials, checkpoints, health):
+    for module in (experiments, trials, checkpoints, downloads, health):
         app.include_router(module.router, prefix=API_PREFIX)
     return app

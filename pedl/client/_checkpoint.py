@@ -1,0 +1,192 @@
+"""A checkpoint: its record, its files, and downloading them."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import shutil
+import tarfile
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from pedl.client._errors import PEDLError
+from pedl.client._session import Session
+from pedl.config import ConfigError, parse_config
+from pedl.storage import SharedFSStorage, UnsupportedStorageError, make_storage
+
+CHUNK_BYTES = 1024 * 1024
+
+
+class _CheckpointFields(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    uuid: str
+    trial_id: int
+    experiment_id: int
+    total_batches: int
+    state: str
+    metadata: dict[str, Any]
+    resources: dict[str, int]
+    size: int
+    created_at: datetime
+    validation_metrics: dict[str, Any] | None = None
+
+
+class Checkpoint:
+    """A checkpoint as the master last described it, and the way to its files.
+
+    Attributes mirror the API's ``CheckpointPublic``: ``uuid``, ``trial_id``,
+    ``experiment_id``, ``total_batches``, ``state`` (``ACTIVE``, ``COMPLETED``, ``ERROR``,
+    ``DELETED``), ``metadata``, ``resources`` (relative path -> bytes), ``size``,
+    ``created_at`` and ``validation_metrics`` (those reported at the same batch, or ``None``).
+    """
+
+    def __init__(self, session: Session, data: Mapping[str, Any]) -> None:
+        self._session = session
+        fields = _CheckpointFields.model_validate(data)
+        self.uuid = fields.uuid
+        self.trial_id = fields.trial_id
+        self.experiment_id = fields.experiment_id
+        self.total_batches = fields.total_batches
+        self.state = fields.state
+        self.metadata = fields.metadata
+        self.resources = fields.resources
+        self.size = fields.size
+        self.created_at = fields.created_at
+        self.validation_metrics = fields.validation_metrics
+
+    def __repr__(self) -> str:
+        return f"Checkpoint(uuid={self.uuid!r}, trial_id={self.trial_id}, state={self.state!r})"
+
+    def metric(self, name: str) -> float | None:
+        """The validation metric ``name`` at this checkpoint as a finite number, else ``None``."""
+        return _number((self.validation_metrics or {}).get(name))
+
+    def list_files(self) -> dict[str, int]:
+        """Every file of the checkpoint in storage, as the master sees it: {path: bytes}."""
+        body = self._session.get(f"/checkpoints/{self.uuid}/files")
+        return {str(path): int(size) for path, size in body["files"].items()}
+
+    def download(self, path: str | os.PathLike[str] | None = None, *, local: bool = True) -> Path:
+        """Copy the checkpoint's files into directory ``path`` (default ``checkpoints/<uuid>``)
+        and return it.
+
+        The directory is created if needed; files already there with the same names are
+        replaced, others are left alone. When ``local`` is true and the experiment's
+        ``checkpoint_storage`` is a file system path readable from here (``shared_fs``,
+        ``directory``), the files are copied directly; otherwise they come through the master
+        as one tar stream (``GET /checkpoints/{uuid}/archive``). Raises :class:`PEDLError`
+        when the master has no such checkpoint or its files are gone from storage.
+        """
+        target = Path("checkpoints", self.uuid) if path is None else Path(path)
+        target.mkdir(parents=True, exist_ok=True)
+        source = self._local_directory() if local else None
+        if source is not None:
+            shutil.copytree(source, target, dirs_exist_ok=True)
+            return target
+        self._fetch_archive(target)
+        return target
+
+    def _local_directory(self) -> Path | None:
+        """The checkpoint's directory when its storage is a readable local path, else None."""
+        body = self._session.get(f"/experiments/{self.experiment_id}")
+        try:
+            storage = make_storage(parse_config(body["config"]).checkpoint_storage)
+        except (ConfigError, UnsupportedStorageError, ValueError):
+            return None
+        if not isinstance(storage, SharedFSStorage):
+            return None
+        try:
+            directory = storage.path_of(self.uuid)
+        except ValueError:
+            return None
+        if directory.is_dir() and os.access(directory, os.R_OK | os.X_OK):
+            return directory
+        return None
+
+    def _fetch_archive(self, target: Path) -> None:
+        """Stream ``GET /checkpoints/{uuid}/archive`` and unpack it into ``target``."""
+        with self._session.stream(f"/checkpoints/{self.uuid}/archive") as response:
+            reader = io.BufferedReader(_ByteStream(response.iter_bytes()), CHUNK_BYTES)
+            with tarfile.open(fileobj=reader, mode="r|") as archive:
+                for member in archive:
+                    if not member.isfile():
+                        raise PEDLError(
+                            f"checkpoint {self.uuid}: the archive holds {member.name!r}, "
+                            "which is not a regular file"
+                        )
+                    try:
+                        archive.extract(member, target, filter="data")
+                    except tarfile.FilterError as err:
+                        raise PEDLError(
+                            f"checkpoint {self.uuid}: unsafe path {member.name!r} in the archive"
+                        ) from err
+
+
+class _ByteStream(io.RawIOBase):
+    """A readable binary stream over an iterator of byte chunks."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._pending = chunk
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def best_checkpoints(
+    checkpoints: Iterable[Checkpoint], metric: str, smaller_is_better: bool, n: int
+) -> list[Checkpoint]:
+    """The ``n`` best COMPLETED checkpoints by validation ``metric``, best first.
+
+    Checkpoints without a finite value of ``metric`` are left out; ties go to the later
+    checkpoint (more batches).
+    """
+    sign = 1.0 if smaller_is_better else -1.0
+    scored = [
+        (sign * value, -c.total_batches, c.uuid, c)
+        for c in checkpoints
+        if c.state == "COMPLETED" and (value := c.metric(metric)) is not None
+    ]
+    scored.sort(key=lambda item: item[:3])
+    return [item[3] for item in scored[:n]]
+
+
+def resolve_sort(
+    experiment: Mapping[str, Any], sort_by: str | None, smaller_is_better: bool | None
+) -> tuple[str | None, bool]:
+    """The metric and direction to rank checkpoints by, given an experiment's JSON record.
+
+    ``sort_by`` defaults to the searcher metric; ``smaller_is_better`` to the searcher's
+    direction when the metric is the searcher's, and to true otherwise.
+    """
+    searcher_metric = experiment.get("searcher_metric")
+    metric = sort_by if sort_by is not None else searcher_metric
+    if smaller_is_better is None:
+        smaller_is_better = (
+            bool(experiment.get("smaller_is_better", True)) if metric == searcher_metric else True
+        )
+    return metric, smaller_is_better

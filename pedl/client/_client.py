@@ -1,0 +1,185 @@
+"""The SDK's entry points: a :class:`Client` bound to one master, and module-level functions
+that use a default client built from ``PEDL_MASTER``."""
+
+from __future__ import annotations
+
+import base64
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pedl import model_def
+from pedl.client._checkpoint import Checkpoint
+from pedl.client._errors import ErrorIssue, PEDLError
+from pedl.client._experiment import Experiment
+from pedl.client._session import Session
+from pedl.client._trial import Trial
+from pedl.config import ConfigError, parse_config
+
+ConfigSource = str | os.PathLike[str] | Mapping[str, Any]
+"""An experiment config: a file path, YAML text, or a mapping."""
+
+
+def _config_document(config: ConfigSource, overrides: Sequence[str]) -> str | dict[str, Any]:
+    """The config to send: YAML text or a mapping.
+
+    A path (``os.PathLike``, or a one-line ``str`` naming an existing file) is read; any
+    other ``str`` is YAML text. With ``overrides`` the config is validated here (so that the
+    overrides apply) and sent in its canonical form.
+    """
+    name = "<config>"
+    source: str | dict[str, Any]
+    if isinstance(config, Mapping):
+        source = dict(config)
+    elif isinstance(config, os.PathLike) or ("\n" not in config and Path(config).is_file()):
+        path = Path(config)
+        name = path.name
+        try:
+            source = path.read_text(encoding="utf-8")
+        except OSError as err:
+            raise PEDLError(f"cannot read the experiment config {path}: {err}") from err
+    else:
+        source = config
+    if not overrides:
+        return source
+    try:
+        parsed = parse_config(source, name=name, overrides=overrides)
+    except ConfigError as err:
+        issues = [
+            ErrorIssue(f"config.{i.path}" if i.path else "config", i.message, i.line)
+            for i in err.issues
+        ]
+        count = len(issues)
+        first = issues[0]
+        raise PEDLError(
+            f"invalid experiment config ({count} problem{'s' if count != 1 else ''}): "
+            f"{first.field}: {first.message}",
+            field=first.field,
+            issues=issues,
+        ) from err
+    return parsed.as_dict()
+
+
+class Client:
+    """The SDK bound to one master (``master``, else ``$PEDL_MASTER``, else
+    ``http://127.0.0.1:8080``). Every method raises :class:`PEDLError` on failure."""
+
+    def __init__(self, master: str | None = None, *, session: Session | None = None) -> None:
+        self.session = session if session is not None else Session(master)
+
+    @property
+    def master(self) -> str:
+        """The master's base URL."""
+        return self.session.master
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.session.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def create_experiment(
+        self,
+        config: ConfigSource,
+        model_dir: str | os.PathLike[str],
+        *,
+        overrides: Sequence[str] = (),
+        activate: bool = True,
+    ) -> Experiment:
+        """Submit an experiment: ``config`` (a file path, YAML text or a mapping) with
+        ``overrides`` (``"dotted.key=value"``) applied, and the model definition packaged
+        from ``model_dir`` (honouring ``.pedlignore``). It starts ACTIVE, or PAUSED when
+        ``activate`` is false.
+
+        An invalid config raises :class:`PEDLError` whose ``issues`` name every bad field
+        (``config.<path>``, with its YAML line). A model directory that cannot be packaged
+        raises :class:`pedl.model_def.ModelDefError`.
+        """
+        document = _config_document(config, overrides)
+        archive = model_def.package(Path(model_dir))
+        body = {
+            "config": document,
+            "model_definition": base64.b64encode(archive).decode("ascii"),
+            "activate": activate,
+        }
+        return Experiment(self.session, self.session.post("/experiments", json=body))
+
+    def get_experiment(self, experiment_id: int) -> Experiment:
+        """The experiment with this id (:class:`NotFoundError` if none)."""
+        return Experiment(self.session, self.session.get(f"/experiments/{int(experiment_id)}"))
+
+    def list_experiments(self, *, states: Sequence[str] = ()) -> list[Experiment]:
+        """All experiments, newest first; only those in ``states`` when given."""
+        params = {"state": list(states)} if states else None
+        items = self.session.get_all("/experiments", params=params)
+        return [Experiment(self.session, item) for item in items]
+
+    def get_trial(self, trial_id: int) -> Trial:
+        """The trial with this id (:class:`NotFoundError` if none)."""
+        return Trial(self.session, self.session.get(f"/trials/{int(trial_id)}"))
+
+    def get_checkpoint(self, uuid: str) -> Checkpoint:
+        """The checkpoint with this uuid (:class:`NotFoundError` if none)."""
+        return Checkpoint(self.session, self.session.get(f"/checkpoints/{uuid}"))
+
+
+_default_lock = threading.Lock()
+_default: Client | None = None
+
+
+def default_client() -> Client:
+    """The client the module-level functions use, made on first use from ``PEDL_MASTER``."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Client()
+        return _default
+
+
+def set_master(master: str | None) -> Client:
+    """Point the module-level functions at ``master`` (``None``: ``PEDL_MASTER`` again)."""
+    global _default
+    with _default_lock:
+        if _default is not None:
+            _default.close()
+        _default = Client(master)
+        return _default
+
+
+def create_experiment(
+    config: ConfigSource,
+    model_dir: str | os.PathLike[str],
+    *,
+    overrides: Sequence[str] = (),
+    activate: bool = True,
+) -> Experiment:
+    """:meth:`Client.create_experiment` on the default client."""
+    return default_client().create_experiment(
+        config, model_dir, overrides=overrides, activate=activate
+    )
+
+
+def get_experiment(experiment_id: int) -> Experiment:
+    """:meth:`Client.get_experiment` on the default client."""
+    return default_client().get_experiment(experiment_id)
+
+
+def list_experiments(*, states: Sequence[str] = ()) -> list[Experiment]:
+    """:meth:`Client.list_experiments` on the default client."""
+    return default_client().list_experiments(states=states)
+
+
+def get_trial(trial_id: int) -> Trial:
+    """:meth:`Client.get_trial` on the default client."""
+    return default_client().get_trial(trial_id)
+
+
+def get_checkpoint(uuid: str) -> Checkpoint:
+    """:meth:`Client.get_checkpoint` on the default client."""
+    return default_client().get_checkpoint(uuid)

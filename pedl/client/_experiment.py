@@ -1,0 +1,156 @@
+"""An experiment: its record, lifecycle actions, waiting, trials and checkpoints."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from pedl.client._checkpoint import Checkpoint, best_checkpoints, resolve_sort
+from pedl.client._session import Session
+from pedl.client._trial import Trial
+
+TERMINAL_EXPERIMENT_STATES = frozenset({"CANCELED", "COMPLETED", "ERROR"})
+"""Experiment states nothing ever leaves."""
+
+
+class _ExperimentFields(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: int
+    name: str | None = None
+    owner: str
+    state: str
+    progress: float
+    config: dict[str, Any]
+    searcher_metric: str | None = None
+    smaller_is_better: bool = True
+    created_at: datetime
+    ended_at: datetime | None = None
+
+
+class Experiment:
+    """An experiment as the master last described it (see :meth:`reload`).
+
+    Attributes mirror the API's ``ExperimentPublic``: ``id``, ``name``, ``owner``, ``state``,
+    ``progress`` (0..1), ``config`` (validated, defaults filled), ``searcher_metric``,
+    ``smaller_is_better``, ``created_at``, ``ended_at``. The actions update ``state`` from
+    the master's answer.
+    """
+
+    def __init__(self, session: Session, data: Mapping[str, Any]) -> None:
+        self._session = session
+        self._update(data)
+
+    def _update(self, data: Mapping[str, Any]) -> None:
+        fields = _ExperimentFields.model_validate(data)
+        self.id = fields.id
+        self.name = fields.name
+        self.owner = fields.owner
+        self.state = fields.state
+        self.progress = fields.progress
+        self.config = fields.config
+        self.searcher_metric = fields.searcher_metric
+        self.smaller_is_better = fields.smaller_is_better
+        self.created_at = fields.created_at
+        self.ended_at = fields.ended_at
+
+    def __repr__(self) -> str:
+        return f"Experiment(id={self.id}, name={self.name!r}, state={self.state!r})"
+
+    @property
+    def is_terminal(self) -> bool:
+        """True once the experiment has ended (COMPLETED, CANCELED or ERROR)."""
+        return self.state in TERMINAL_EXPERIMENT_STATES
+
+    def reload(self) -> Experiment:
+        """Fetch the experiment's current record from the master; returns ``self``."""
+        self._update(self._session.get(f"/experiments/{self.id}"))
+        return self
+
+    def _action(self, action: str) -> None:
+        self._update(self._session.post(f"/experiments/{self.id}/{action}"))
+
+    def pause(self) -> None:
+        """Pause an ACTIVE experiment (no-op when PAUSED; :class:`PEDLError` 409 otherwise)."""
+        self._action("pause")
+
+    def activate(self) -> None:
+        """Resume a PAUSED experiment (no-op when ACTIVE; :class:`PEDLError` 409 otherwise)."""
+        self._action("activate")
+
+    def cancel(self) -> None:
+        """Stop gracefully: trials checkpoint and exit, then the experiment is CANCELED."""
+        self._action("cancel")
+
+    def kill(self) -> None:
+        """Stop at once, without checkpointing."""
+        self._action("kill")
+
+    def wait(
+        self,
+        *,
+        interval: float = 2.0,
+        timeout: float | None = None,
+        on_poll: Callable[[Experiment], None] | None = None,
+    ) -> str:
+        """Poll every ``interval`` seconds until the experiment ends; return its final state.
+
+        ``on_poll`` is called with this (reloaded) experiment after every poll, the last one
+        included. Raises ``TimeoutError`` when ``timeout`` seconds pass first.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self.reload()
+            if on_poll is not None:
+                on_poll(self)
+            if self.is_terminal:
+                return self.state
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"experiment {self.id} is still {self.state} after {timeout} seconds"
+                )
+            pause = interval if deadline is None else min(interval, deadline - time.monotonic())
+            time.sleep(max(0.0, pause))
+
+    def list_trials(self, *, states: tuple[str, ...] = ()) -> list[Trial]:
+        """The experiment's trials in creation order; only those in ``states`` when given."""
+        params = {"state": list(states)} if states else None
+        items = self._session.get_all(f"/experiments/{self.id}/trials", params=params)
+        return [Trial(self._session, item) for item in items]
+
+    def list_checkpoints(self, *, states: tuple[str, ...] = ()) -> list[Checkpoint]:
+        """The checkpoints of all the experiment's trials, oldest first; only those in
+        ``states`` when given."""
+        params = {"state": list(states)} if states else None
+        items = self._session.get_all(f"/experiments/{self.id}/checkpoints", params=params)
+        return [Checkpoint(self._session, item) for item in items]
+
+    def top_n_checkpoints(
+        self, n: int, *, sort_by: str | None = None, smaller_is_better: bool | None = None
+    ) -> list[Checkpoint]:
+        """Up to ``n`` best completed checkpoints of the experiment by validation metric
+        ``sort_by``, best first (defaults as in :meth:`top_checkpoint`)."""
+        metric, smaller = resolve_sort(
+            {"searcher_metric": self.searcher_metric, "smaller_is_better": self.smaller_is_better},
+            sort_by,
+            smaller_is_better,
+        )
+        if metric is None:
+            return []
+        return best_checkpoints(self.list_checkpoints(), metric, smaller, n)
+
+    def top_checkpoint(
+        self, *, sort_by: str | None = None, smaller_is_better: bool | None = None
+    ) -> Checkpoint | None:
+        """The experiment's best completed checkpoint by validation metric ``sort_by``;
+        ``None`` when no checkpoint has a finite value of it.
+
+        ``sort_by`` defaults to the searcher metric; ``smaller_is_better`` defaults to the
+        searcher's direction for that metric, and to true for any other.
+        """
+        best = self.top_n_checkpoints(1, sort_by=sort_by, smaller_is_better=smaller_is_better)
+        return best[0] if best else None
