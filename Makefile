@@ -25,8 +25,8 @@ test: lint typecheck postgres
 	$(BIN)/pytest
 
 lint: $(INSTALLED)
-	$(BIN)/ruff check pedl tests bench examples
-	$(BIN)/ruff format --check pedl tests bench examples
+	$(BIN)/ruff check
+	$(BIN)/ruff format --check
 
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
