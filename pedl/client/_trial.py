@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from pedl.client._checkpoint import Checkpoint, best_checkpoints, resolve_sort
+from pedl.client._errors import NotFoundError, PEDLError
 from pedl.client._session import Session
 
 TERMINAL_TRIAL_STATES = frozenset({"CANCELED", "COMPLETED", "ERROR"})
@@ -112,8 +113,20 @@ class Trial:
         return self
 
     def kill(self) -> None:
-        """Stop this trial at once (``POST /trials/{id}/kill``)."""
-        body = self._session.post(f"/trials/{self.id}/kill")
+        """Stop this trial at once (``POST /trials/{id}/kill``).
+
+        Raises :class:`NotFoundError` for an unknown trial, and :class:`PEDLError` (status
+        404) naming the missing route when the master does not offer single-trial kills.
+        """
+        self.reload()
+        try:
+            body = self._session.post(f"/trials/{self.id}/kill")
+        except NotFoundError as err:
+            raise PEDLError(
+                f"this master cannot kill a single trial (no POST /trials/{{id}}/kill route); "
+                f"kill experiment {self.experiment_id} instead",
+                status_code=404,
+            ) from err
         if isinstance(body, dict) and "state" in body:
             self._update(body)
 

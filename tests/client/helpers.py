@@ -1,0 +1,140 @@
+"""A real master on loopback for the SDK and CLI tests, and ways to fill it the way trials do."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from pedl.master import MasterSettings, create_app
+from pedl.master.db import Database
+from pedl.master.db import experiments as experiments_repo
+from pedl.master.db import trials as trials_repo
+from pedl.master.states import ExperimentState, TrialState
+
+CONFIG_YAML = """\
+name: sdk-test
+entrypoint: model_def:MyTrial
+hyperparameters:
+  lr: 0.1
+searcher:
+  name: single
+  metric: val_loss
+  smaller_is_better: true
+  max_length: {{batches: 100}}
+checkpoint_storage:
+  type: shared_fs
+  host_path: {storage}
+"""
+
+
+class LiveMaster:
+    """The master's API (``create_app``) served by uvicorn in a thread on a free port."""
+
+    def __init__(self, home: Path) -> None:
+        self.db_url = f"sqlite:///{home / 'pedl.db'}"
+        app = create_app(MasterSettings(home=home, db_url=self.db_url))
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, name="test-master", daemon=True)
+        self.url = ""
+        self.database = Database(self.db_url)
+
+    def start(self) -> None:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test master did not start")
+            time.sleep(0.01)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=20)
+        self.database.dispose()
+
+    def create_trial(self, experiment_id: int, **hparams: Any) -> tuple[int, str]:
+        """Create a trial the way the master does; return (id, token)."""
+        with self.database.session(write=True) as session:
+            trial, token = trials_repo.create_trial(
+                session, experiment_id=experiment_id, hparams=hparams or {"lr": 0.1}, seed=3
+            )
+            return trial.id, token
+
+    def set_trial_state(self, trial_id: int, state: TrialState) -> None:
+        with self.database.session(write=True) as session:
+            trials_repo.set_trial_state(session, trial_id, state)
+
+    def set_experiment_state(self, experiment_id: int, state: ExperimentState) -> None:
+        with self.database.session(write=True) as session:
+            experiments_repo.set_experiment_state(session, experiment_id, state)
+
+    def trial_api(self, token: str) -> httpx.Client:
+        """An HTTP client carrying a trial's token (for its metrics, logs, checkpoints)."""
+        return httpx.Client(
+            base_url=self.url + "/api/v1",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+
+
+def unused_port() -> int:
+    """A loopback port nothing listens on (bound then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def write_model_dir(root: Path) -> Path:
+    """A small model directory with a .pedlignore'd file."""
+    model = root / "model"
+    model.mkdir(parents=True, exist_ok=True)
+    (model / "model_def.py").write_text("class MyTrial:\n    pass\n")
+    (model / "big.bin").write_bytes(b"x" * 10)
+    (model / ".pedlignore").write_text("big.bin\n")
+    return model
+
+
+def write_config(root: Path, storage: Path, text: str | None = None) -> Path:
+    """The test config (checkpoints under ``storage``) written to ``root/config.yaml``."""
+    path = root / "config.yaml"
+    path.write_text(text if text is not None else CONFIG_YAML.format(storage=storage))
+    return path
+
+
+def report(
+    api: httpx.Client, trial_id: int, kind: str, batches: int, **metrics: float | str
+) -> None:
+    """Report one metric row as the trial would."""
+    row = {"kind": kind, "total_batches": batches, "metrics": metrics}
+    response = api.post(f"/trials/{trial_id}/metrics", json={"rows": [row]})
+    assert response.status_code == 200, response.text
+
+
+def store_checkpoint(
+    api: httpx.Client, trial_id: int, storage: Path, batches: int, files: dict[str, bytes]
+) -> str:
+    """Write ``files`` as a checkpoint in shared_fs ``storage`` and register it; its uuid."""
+    checkpoint_uuid = str(uuid.uuid4())
+    for relpath, data in files.items():
+        path = storage / checkpoint_uuid / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    body = {
+        "uuid": checkpoint_uuid,
+        "total_batches": batches,
+        "resources": {relpath: len(data) for relpath, data in files.items()},
+        "metadata": {"framework": "test"},
+    }
+    response = api.post(f"/trials/{trial_id}/checkpoints", json=body)
+    assert response.status_code == 201, response.text
+    return checkpoint_uuid
