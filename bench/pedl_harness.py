@@ -42,10 +42,15 @@ class Session:
 
 
 class Recorder:
-    """Metrics writer and checkpoint registry; ``boundary_times[b]`` = when batch b ended."""
+    """Metrics writer and checkpoint registry.
+
+    ``boundary_times[b]`` / ``boundary_cpu_times[b]``: wall clock / this process's CPU time
+    when batch b (a chunk boundary) ended.
+    """
 
     def __init__(self) -> None:
         self.boundary_times: dict[int, float] = {}
+        self.boundary_cpu_times: dict[int, float] = {}
         self.checkpoints: list[str] = []
 
     def write_metrics(
@@ -53,6 +58,7 @@ class Recorder:
     ) -> None:
         if kind == "training":
             self.boundary_times[total_batches] = time.perf_counter()
+            self.boundary_cpu_times[total_batches] = time.process_time()
 
     def register_checkpoint(
         self,

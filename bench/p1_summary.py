@@ -1,0 +1,56 @@
+"""P1 summary: per-pair PEDL/plain ratios from a driver's JSON-lines file, three ways.
+
+    .venv/bin/python bench/p1_summary.py bench/results/p1_large.jsonl
+
+- ``window``: samples/s over the whole timed window (the result the goal refers to);
+- ``chunk``: from the median 100-batch chunk time of each run (robust to bursts of load,
+  but it can hide plain ``fit``'s epoch-boundary cost where that falls in few chunks);
+- ``cpu``: from the process's CPU time per batch (less sensitive to other processes).
+
+A ratio above 1 means PEDL is faster. Pairs missing a statistic are skipped for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from p1_driver import summarize
+
+STATISTICS = {
+    "window": "ms_per_batch",
+    "chunk": "chunk_ms_per_batch_median",
+    "cpu": "cpu_ms_per_batch",
+}
+
+
+def pair_ratios(rows: list[dict[str, Any]], key: str) -> list[float]:
+    pairs: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for row in rows:
+        pairs[row["pair"]][row["mode"]] = row
+    return [
+        runs["plain"][key] / runs["pedl"][key]
+        for _, runs in sorted(pairs.items())
+        if len(runs) == 2 and key in runs["plain"] and key in runs["pedl"]
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path)
+    args = parser.parse_args()
+    rows = [json.loads(line) for line in args.results.read_text().splitlines() if line]
+    for name, key in STATISTICS.items():
+        ratios = pair_ratios(rows, key)
+        if ratios:
+            print(json.dumps({"statistic": name, **summarize(ratios)}))
+    for mode in ("pedl", "plain"):
+        per_batch = sorted(r["ms_per_batch"] for r in rows if r["mode"] == mode)
+        print(f"{mode}: ms/batch median {per_batch[len(per_batch) // 2]:.2f} (n={len(per_batch)})")
+
+
+if __name__ == "__main__":
+    main()
