@@ -4,7 +4,14 @@ from pedl.core._checkpoint import METADATA_FILE, CheckpointContext, CheckpointRe
 from pedl.core._context import Context, TrialInfo
 from pedl.core._detached import detached_context
 from pedl.core._distributed import DistributedContext
+from pedl.core._master_client import MasterClient, MasterError
 from pedl.core._preempt import PreemptContext, SignalPreemption
+from pedl.core._rest import (
+    RestCheckpointRegistry,
+    RestMetricsWriter,
+    RestPreemption,
+    RestSearcherSession,
+)
 from pedl.core._searcher import SearcherContext, SearcherOperation, SearcherSession, Unit
 from pedl.core._train import MetricKind, MetricsWriter, TrainContext
 
@@ -14,9 +21,15 @@ __all__ = [
     "CheckpointRegistry",
     "Context",
     "DistributedContext",
+    "MasterClient",
+    "MasterError",
     "MetricKind",
     "MetricsWriter",
     "PreemptContext",
+    "RestCheckpointRegistry",
+    "RestMetricsWriter",
+    "RestPreemption",
+    "RestSearcherSession",
     "SearcherContext",
     "SearcherOperation",
     "SearcherSession",

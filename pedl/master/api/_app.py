@@ -14,6 +14,7 @@ from pedl.master._settings import MasterSettings
 from pedl.master.api import checkpoints, downloads, experiments, health, trials
 from pedl.master.api._errors import install_error_handlers
 from pedl.master.db import Database
+from pedl.master.orchestrator import Orchestrator
 
 API_PREFIX = "/api/v1"
 
@@ -23,13 +24,21 @@ def _operation_id(route: APIRoute) -> str:
     return route.name
 
 
-def create_app(settings: MasterSettings, *, database: Database | None = None) -> FastAPI:
+def create_app(
+    settings: MasterSettings,
+    *,
+    database: Database | None = None,
+    orchestrator: Orchestrator | None = None,
+) -> FastAPI:
     """Build the master's REST API (OpenAPI at ``/docs`` and ``/openapi.json``).
 
     Creating the app opens no connection. On startup it creates ``settings.home`` and applies
     the database migrations; on shutdown it disposes the engine. Pass ``database`` to share one
     :class:`Database` with other parts of the master (the caller then disposes it); otherwise
-    one is made from ``settings.db_url``.
+    one is made from ``settings.db_url``. With an ``orchestrator`` (built on the same
+    ``database``) the app runs experiments: the orchestrator starts after the migrations and
+    stops (killing its trial processes) before the engine is disposed; without one it is an
+    API-only master whose trial-operation routes answer 409.
     """
     owned = database is None
     db = Database(settings.db_url) if database is None else database
@@ -38,9 +47,13 @@ def create_app(settings: MasterSettings, *, database: Database | None = None) ->
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         settings.home.mkdir(parents=True, exist_ok=True)
         await anyio.to_thread.run_sync(db.upgrade)
+        if orchestrator is not None:
+            await anyio.to_thread.run_sync(orchestrator.start)
         try:
             yield
         finally:
+            if orchestrator is not None:
+                await anyio.to_thread.run_sync(orchestrator.stop)
             if owned:
                 db.dispose()
 
@@ -53,6 +66,7 @@ def create_app(settings: MasterSettings, *, database: Database | None = None) ->
     )
     app.state.settings = settings
     app.state.database = db
+    app.state.orchestrator = orchestrator
     install_error_handlers(app)
     for module in (experiments, trials, checkpoints, downloads, health):
         app.include_router(module.router, prefix=API_PREFIX)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from pedl.config import ConfigError, parse_config
+from pedl.config import ConfigError, ExperimentConfig, parse_config
 from pedl.master.api._errors import ApiError
 from pedl.master.api._schemas import ErrorIssue
 
@@ -23,10 +24,17 @@ class ValidatedConfig:
     name: str | None
     searcher_metric: str | None
     smaller_is_better: bool
+    config: ExperimentConfig
+    """The parsed config (with the master's defaults applied)."""
 
 
-def validate_experiment_config(source: str | Mapping[str, Any]) -> ValidatedConfig:
+def validate_experiment_config(
+    source: str | Mapping[str, Any], *, default_checkpoint_dir: Path | None = None
+) -> ValidatedConfig:
     """Parse and validate ``source`` (YAML text or a mapping).
+
+    A config that names no ``checkpoint_storage`` gets ``shared_fs`` at
+    ``default_checkpoint_dir`` when one is given (the master's ``checkpoint_dir``).
 
     Raises :class:`ApiError` 422 listing every problem, each with the field path under
     ``config`` (e.g. ``config.searcher.metric``) and the YAML line when known.
@@ -48,6 +56,9 @@ def validate_experiment_config(source: str | Mapping[str, Any]) -> ValidatedConf
         raise ApiError(
             422, f"{summary}: {first.field}: {first.message}", field=first.field, issues=issues
         ) from err
+    if default_checkpoint_dir is not None and "checkpoint_storage" not in config.model_fields_set:
+        storage = {"type": "shared_fs", "host_path": str(default_checkpoint_dir)}
+        config = parse_config({**config.as_dict(), "checkpoint_storage": storage})
     text = source if isinstance(source, str) else json.dumps(dict(source), indent=2)
     return ValidatedConfig(
         document=config.as_dict(),
@@ -55,4 +66,5 @@ def validate_experiment_config(source: str | Mapping[str, Any]) -> ValidatedConf
         name=config.name,
         searcher_metric=config.searcher.metric,
         smaller_is_better=config.searcher.smaller_is_better,
+        config=config,
     )

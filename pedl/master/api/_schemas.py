@@ -13,7 +13,7 @@ import io
 import math
 import tarfile
 from datetime import UTC, datetime
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
@@ -318,3 +318,58 @@ class Health(BaseModel):
     """Body of ``GET /health``."""
 
     status: str
+
+
+class TrialStartInfo(BaseModel):
+    """Body of ``GET /trials/{id}/start``: what a trial process needs to begin (or resume)."""
+
+    trial_id: int
+    experiment_id: int
+    request_id: str | None
+    hparams: dict[str, Any]
+    seed: int
+    latest_checkpoint: str | None = Field(description="Storage id to resume from, if any.")
+    config: dict[str, Any] = Field(description="The experiment config (canonical form).")
+
+
+class SearcherOperationPublic(BaseModel):
+    """Body of ``GET /trials/{id}/searcher/operation``.
+
+    ``train``: train to the absolute ``length`` (in the searcher's unit), validate, and post
+    ``searcher/completed``; ``closed``: the searcher has no more work for this trial;
+    ``wait``: none yet, ask again.
+    """
+
+    status: Literal["train", "closed", "wait"]
+    length: int | None = None
+
+
+class SearcherCompleted(BaseModel):
+    """Body of ``POST /trials/{id}/searcher/completed``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    length: BigCount
+    metric: MetricValue = Field(description="The searcher metric at that length.")
+
+
+class SearcherExitEarly(BaseModel):
+    """Body of ``POST /trials/{id}/searcher/exit_early``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_no_nul)]
+
+
+class PreemptPublic(BaseModel):
+    """Body of ``GET /trials/{id}/preempt``: whether to checkpoint and exit now."""
+
+    preempt: bool
+
+
+class TrialSchedulingPublic(BaseModel):
+    """Body of ``GET /trials/{id}/scheduling``: the trial's state and why it waits, if so."""
+
+    trial_id: int
+    state: TrialState
+    queue_reason: str | None

@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from pedl.master.api._auth import CurrentUser
 from pedl.master.api._config import validate_experiment_config
 from pedl.master.api._convert import checkpoint_public
 from pedl.master.api._deps import ExperimentId, Limit, Offset, ReadSession, WriteSession
-from pedl.master.api._errors import ERROR_RESPONSES
+from pedl.master.api._errors import ERROR_RESPONSES, ApiError
 from pedl.master.api._schemas import (
     CheckpointPublic,
+    ErrorIssue,
     ExperimentCreate,
     ExperimentPublic,
     Page,
@@ -24,6 +25,7 @@ from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
+from pedl.master.orchestrator import Orchestrator
 from pedl.master.states import CheckpointState, ExperimentAction, ExperimentState, TrialState
 
 router = APIRouter(prefix="/experiments", tags=["experiments"], responses=ERROR_RESPONSES)
@@ -31,15 +33,28 @@ router = APIRouter(prefix="/experiments", tags=["experiments"], responses=ERROR_
 
 @router.post("", status_code=201)
 def create_experiment(
-    body: ExperimentCreate, session: WriteSession, user: CurrentUser
+    body: ExperimentCreate, session: WriteSession, user: CurrentUser, request: Request
 ) -> ExperimentPublic:
     """Validate the config and store a new experiment with its model definition.
 
     A config error answers 422 listing every problem (``error.issues``, each with its field
-    path under ``config`` and YAML line). The experiment starts ACTIVE, or PAUSED when
+    path under ``config`` and YAML line); so does a ``resources.slots_per_trial`` this
+    cluster can never provide. A config without ``checkpoint_storage`` gets the master's
+    ``checkpoint_dir`` (shared_fs). The experiment starts ACTIVE, or PAUSED when
     ``activate`` is false.
     """
-    config = validate_experiment_config(body.config)
+    config = validate_experiment_config(
+        body.config, default_checkpoint_dir=request.app.state.settings.checkpoint_dir
+    )
+    orchestrator = getattr(request.app.state, "orchestrator", None)
+    if isinstance(orchestrator, Orchestrator):
+        impossible = orchestrator.impossible_placement(config.config)
+        if impossible is not None:
+            message = f"the trials of this experiment can never be scheduled: {impossible}"
+            where = "config.resources.slots_per_trial"
+            raise ApiError(
+                422, message, field=where, issues=[ErrorIssue(field=where, message=impossible)]
+            )
     experiment = experiments_repo.create_experiment(
         session,
         config=config.document,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, select
+from sqlalchemy import Table, func, select
 from sqlalchemy.orm import Session
 
 from pedl.master.db._models import TrialLog
@@ -69,3 +69,9 @@ def list_logs(
         query = query.where(TrialLog.seq > after_seq)
     query = query.order_by(TrialLog.seq).offset(offset).limit(limit)
     return list(session.scalars(query).all())
+
+
+def last_log_seq(session: Session, trial_id: int) -> int | None:
+    """The largest ``seq`` stored for a trial, ``None`` when it has no lines (a new writer
+    continues numbering after it, so sequence numbers go on across process restarts)."""
+    return session.scalar(select(func.max(TrialLog.seq)).where(TrialLog.trial_id == trial_id))

@@ -86,6 +86,13 @@ def get_trial(session: Session, trial_id: int, *, for_update: bool = False) -> T
     return trial
 
 
+def get_trial_by_request(session: Session, experiment_id: int, request_id: str) -> Trial | None:
+    """The trial the searcher knows as ``request_id`` in this experiment, if it was created."""
+    return session.scalars(
+        select(Trial).where(Trial.experiment_id == experiment_id, Trial.request_id == request_id)
+    ).one_or_none()
+
+
 def list_trials(
     session: Session,
     experiment_id: int,

@@ -1,0 +1,127 @@
+"""The trial's HTTP line to the master: its bearer token, retries, and giving up."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+API_PREFIX = "/api/v1"
+_RETRY_STATUS = frozenset({500, 502, 503, 504})
+
+
+class MasterError(RuntimeError):
+    """The master refused a request (4xx), or could not be reached for too long."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class MasterClient:
+    """Requests of one trial to the master's REST API, authenticated by the trial's token.
+
+    Connection errors and 5xx answers are retried with backoff until the master has been
+    unreachable for ``give_up_after`` seconds, then :class:`MasterError` is raised (a trial
+    whose master is gone stops instead of training for nobody). A 4xx answer raises at once
+    (401: the token was revoked because another process of this trial was started).
+    Thread-safe (httpx clients are).
+    """
+
+    def __init__(
+        self,
+        master_url: str,
+        trial_id: int,
+        token: str,
+        *,
+        give_up_after: float = 60.0,
+        timeout: float = 30.0,
+    ) -> None:
+        self.master_url = master_url.rstrip("/")
+        self.trial_id = trial_id
+        self._give_up_after = give_up_after
+        self._http = httpx.Client(
+            base_url=self.master_url + API_PREFIX,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=timeout,
+        )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> MasterClient:
+        """Build from ``PEDL_MASTER_URL``, ``PEDL_TRIAL_ID``, ``PEDL_TRIAL_TOKEN`` (and the
+        optional ``PEDL_MASTER_GIVE_UP_SECONDS``), as the resource manager sets them."""
+        env = os.environ if environ is None else environ
+        missing = [
+            name
+            for name in ("PEDL_MASTER_URL", "PEDL_TRIAL_ID", "PEDL_TRIAL_TOKEN")
+            if not env.get(name)
+        ]
+        if missing:
+            raise MasterError(f"not started by a PEDL master: {', '.join(missing)} not set")
+        return cls(
+            env["PEDL_MASTER_URL"],
+            int(env["PEDL_TRIAL_ID"]),
+            env["PEDL_TRIAL_TOKEN"],
+            give_up_after=float(env.get("PEDL_MASTER_GIVE_UP_SECONDS", "60")),
+        )
+
+    @property
+    def trial_path(self) -> str:
+        """The path of this trial's resource, ``/trials/<id>``."""
+        return f"/trials/{self.trial_id}"
+
+    def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+        """GET ``path`` (under ``/api/v1``) and return the decoded JSON body."""
+        return self._request("GET", path, params=params).json()
+
+    def get_bytes(self, path: str) -> bytes:
+        """GET ``path`` and return the raw body."""
+        return self._request("GET", path).content
+
+    def post(self, path: str, body: Any) -> Any:
+        """POST a JSON body to ``path`` and return the decoded JSON body (None if empty)."""
+        response = self._request("POST", path, json=body)
+        return response.json() if response.content else None
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        first_failure: float | None = None
+        delay = 0.1
+        while True:
+            try:
+                response = self._http.request(method, path, **kwargs)
+            except httpx.TransportError as err:
+                problem = f"{type(err).__name__}: {err}"
+            else:
+                if response.status_code < 400:
+                    return response
+                if response.status_code not in _RETRY_STATUS:
+                    raise MasterError(
+                        f"{method} {path}: {response.status_code} {_error_text(response)}",
+                        status=response.status_code,
+                    )
+                problem = f"{response.status_code} {_error_text(response)}"
+            now = time.monotonic()
+            first_failure = now if first_failure is None else first_failure
+            if now - first_failure >= self._give_up_after:
+                raise MasterError(
+                    f"{method} {path}: the master at {self.master_url} has not answered for "
+                    f"{self._give_up_after:.0f} s (last problem: {problem})"
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:500]
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return str(body["error"].get("message", body))
+    return str(body)[:500]

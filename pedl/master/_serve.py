@@ -1,0 +1,50 @@
+"""``pedl master``: the REST API and the orchestrator in one process."""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+import uvicorn
+
+from pedl.master._settings import MasterSettings
+from pedl.master.api import create_app
+from pedl.master.db import Database
+from pedl.master.orchestrator import Orchestrator
+
+logger = logging.getLogger("pedl.master")
+
+
+def master_url(host: str, port: int) -> str:
+    """The URL trial processes on this machine use to reach a master bound to host:port."""
+    if host in ("", "0.0.0.0", "::"):
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def serve(settings: MasterSettings) -> None:
+    """Run the master until SIGINT/SIGTERM: bind ``settings.host:settings.port`` (port 0
+    picks a free one; the chosen address is logged), apply migrations, start the orchestrator
+    (which restores every unfinished experiment), and serve the REST API. On a graceful stop
+    the trial processes are killed; they resume from their latest checkpoints next time.
+    """
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.create_server((settings.host, settings.port), family=family, backlog=2048)
+    port = sock.getsockname()[1]
+    url = master_url(settings.host, port)
+    database = Database(settings.db_url)
+    orchestrator = Orchestrator(database, settings, master_url=url)
+    app = create_app(settings, database=database, orchestrator=orchestrator)
+    logger.info("PEDL master listening on %s (%d slots)", url, orchestrator.total_slots)
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=10)
+    )
+    try:
+        server.run(sockets=[sock])
+    finally:
+        database.dispose()

@@ -1,0 +1,97 @@
+"""``/api/v1/trials/{id}/...``: the trial process's line to the orchestrator.
+
+Start info, searcher operations, completions, early exits and preemption. Every route but
+``scheduling`` requires the trial's bearer token. On a master without an orchestrator (an
+API-only app) the orchestrator routes answer 409.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fastapi import APIRouter, Request
+
+from pedl.master.api._auth import TrialAuth
+from pedl.master.api._deps import ReadSession, TrialId
+from pedl.master.api._errors import AUTH_RESPONSES, ERROR_RESPONSES, ApiError
+from pedl.master.api._schemas import (
+    PreemptPublic,
+    SearcherCompleted,
+    SearcherExitEarly,
+    SearcherOperationPublic,
+    TrialSchedulingPublic,
+    TrialStartInfo,
+)
+from pedl.master.db import experiments as experiments_repo
+from pedl.master.db import trials as trials_repo
+from pedl.master.orchestrator import Orchestrator
+
+router = APIRouter(prefix="/trials", tags=["trial operations"], responses=ERROR_RESPONSES)
+
+LONG_POLL_SECONDS = 5.0
+
+
+def _orchestrator(request: Request) -> Orchestrator:
+    orchestrator = getattr(request.app.state, "orchestrator", None)
+    if not isinstance(orchestrator, Orchestrator):
+        raise ApiError(409, "this master runs no orchestrator (API-only mode)")
+    return orchestrator
+
+
+@router.get("/{trial_id}/start", responses=AUTH_RESPONSES)
+def get_trial_start(trial_id: TrialId, auth: TrialAuth, session: ReadSession) -> TrialStartInfo:
+    """What the trial process needs to start: hparams, seed, config, latest checkpoint."""
+    trial = trials_repo.get_trial(session, trial_id)
+    experiment = experiments_repo.get_experiment(session, trial.experiment_id)
+    return TrialStartInfo(
+        trial_id=trial.id,
+        experiment_id=trial.experiment_id,
+        request_id=trial.request_id,
+        hparams=trial.hparams,
+        seed=trial.seed,
+        latest_checkpoint=trial.latest_checkpoint_uuid,
+        config=experiment.config,
+    )
+
+
+@router.get("/{trial_id}/searcher/operation", responses=AUTH_RESPONSES)
+def get_searcher_operation(
+    trial_id: TrialId, auth: TrialAuth, request: Request
+) -> SearcherOperationPublic:
+    """The trial's next operation (long-polls up to 5 s while there is none yet)."""
+    answer = _orchestrator(request).next_operation(trial_id, LONG_POLL_SECONDS)
+    return SearcherOperationPublic(status=answer.status, length=answer.length)
+
+
+@router.post("/{trial_id}/searcher/completed", status_code=204, responses=AUTH_RESPONSES)
+def complete_searcher_operation(
+    trial_id: TrialId, auth: TrialAuth, body: SearcherCompleted, request: Request
+) -> None:
+    """The trial trained to ``length`` and validated; the searcher hears it once per length."""
+    metric = math.nan if body.metric is None else body.metric
+    _orchestrator(request).complete_operation(trial_id, body.length, metric)
+
+
+@router.post("/{trial_id}/searcher/exit_early", status_code=204, responses=AUTH_RESPONSES)
+def exit_searcher_early(
+    trial_id: TrialId, auth: TrialAuth, body: SearcherExitEarly, request: Request
+) -> None:
+    """The trial stops before finishing its operations (e.g. the model stopped training)."""
+    _orchestrator(request).exit_early(trial_id, body.reason)
+
+
+@router.get("/{trial_id}/preempt", responses=AUTH_RESPONSES)
+def get_preempt(trial_id: TrialId, auth: TrialAuth, request: Request) -> PreemptPublic:
+    """Whether the trial should checkpoint and exit now (pause, cancel, kill)."""
+    return PreemptPublic(preempt=_orchestrator(request).should_preempt(trial_id))
+
+
+@router.get("/{trial_id}/scheduling")
+def get_trial_scheduling(
+    trial_id: TrialId, session: ReadSession, request: Request
+) -> TrialSchedulingPublic:
+    """The trial's state and, while it waits for slots, why."""
+    trial = trials_repo.get_trial(session, trial_id)
+    orchestrator = getattr(request.app.state, "orchestrator", None)
+    reason = orchestrator.queue_reason(trial_id) if isinstance(orchestrator, Orchestrator) else None
+    return TrialSchedulingPublic(trial_id=trial.id, state=trial.state, queue_reason=reason)

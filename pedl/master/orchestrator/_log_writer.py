@@ -1,0 +1,50 @@
+"""Writing lines into a trial's logs with sequence numbers that continue across restarts."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from pedl.master.db import Database, LogLine
+from pedl.master.db import logs as logs_repo
+
+
+class TrialLogWriter:
+    """Appends ``(stream, message)`` lines to trial logs (the resource manager's log sink).
+
+    Each trial's lines get consecutive ``seq`` numbers, starting after the largest one stored,
+    so the output of a restarted process (or of a restarted master) follows the earlier
+    output. Thread-safe: calls are serialised.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+        self._lock = threading.Lock()
+        self._next: dict[int, int] = {}
+
+    def write(self, trial_id: int, lines: Sequence[tuple[str, str]]) -> None:
+        if not lines:
+            return
+        with self._lock, self._db.session(write=True) as session:
+            start = self._next.get(trial_id)
+            if start is None:
+                last = logs_repo.last_log_seq(session, trial_id)
+                start = 0 if last is None else last + 1
+            now = datetime.now(UTC)
+            rows = [
+                LogLine(
+                    seq=start + i,
+                    message=message,
+                    stream=stream,
+                    timestamp=now,
+                )
+                for i, (stream, message) in enumerate(lines)
+            ]
+            logs_repo.append_logs(session, trial_id, rows)
+            self._next[trial_id] = start + len(rows)
+
+    def forget(self, trial_id: int) -> None:
+        """Drop the cached counter of a trial (its next write reads the stored maximum)."""
+        with self._lock:
+            self._next.pop(trial_id, None)

@@ -1,0 +1,13 @@
+"""Resource managers: where trial processes run (``local``: subprocesses on this machine)."""
+
+from pedl.master.rm._base import ExitHandler, LogSink, ResourceManager, TrialLaunch
+from pedl.master.rm._local import LocalResourceManager, detect_gpus
+
+__all__ = [
+    "ExitHandler",
+    "LocalResourceManager",
+    "LogSink",
+    "ResourceManager",
+    "TrialLaunch",
+    "detect_gpus",
+]

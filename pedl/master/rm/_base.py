@@ -1,0 +1,63 @@
+"""The resource manager interface: start and kill trial processes, report their exits."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+LogSink = Callable[[int, Sequence[tuple[str, str]]], None]
+"""``sink(trial_id, [(stream, line), ...])`` stores lines of a trial's output, in order."""
+
+ExitHandler = Callable[[int, int], None]
+"""``on_exit(trial_id, returncode)``: the trial's process ended (negative: killed by signal).
+Called once per started process, from a resource-manager thread, after all of its output
+went to the log sink."""
+
+
+@dataclass(frozen=True)
+class TrialLaunch:
+    """Everything needed to start one trial process (an immutable snapshot)."""
+
+    trial_id: int
+    master_url: str
+    token: str
+    slots: int
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Extra environment variables (the experiment's ``environment_variables``)."""
+
+
+class ResourceManager(abc.ABC):
+    """Runs trial processes on slots.
+
+    Contract: :meth:`start` and :meth:`kill` are called from one thread (the orchestrator's,
+    which must live as long as the master: children may be tied to it). The exit handler
+    given to the constructor is called exactly once per started process. A resource
+    manager never touches the database or experiment state; it gets narrow inputs.
+    """
+
+    @property
+    @abc.abstractmethod
+    def total_slots(self) -> int:
+        """The number of slots this resource manager offers."""
+
+    @property
+    @abc.abstractmethod
+    def uses_gpus(self) -> bool:
+        """Whether slots are GPUs (else CPU slots)."""
+
+    @abc.abstractmethod
+    def start(self, launch: TrialLaunch) -> None:
+        """Start the trial's process; raises if it cannot (the caller errors the trial)."""
+
+    @abc.abstractmethod
+    def kill(self, trial_id: int) -> None:
+        """Kill the trial's process now (no checkpoint); a no-op if it is not running."""
+
+    @abc.abstractmethod
+    def running(self) -> set[int]:
+        """The trials whose processes have not been reported as exited."""
+
+    @abc.abstractmethod
+    def shutdown(self) -> None:
+        """Kill every process and wait for the exit reports."""
