@@ -8,7 +8,16 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from pedl.cli._context import console, current_client, json_option, print_json
 from pedl.cli._display import RichTrialDisplay, summary_table
+from pedl.cli._progress import ExperimentProgress
+from pedl.cli._tables import (
+    checkpoints_table,
+    experiment_table,
+    experiments_table,
+    trials_table,
+)
+from pedl.client import Experiment
 from pedl.config import ConfigError
 from pedl.local import ExperimentSummary, LocalExperiment
 from pedl.local._smoke import smoke_test
@@ -45,6 +54,13 @@ def experiment() -> None:
     show_default=True,
     help="Local mode: where experiment directories are made (exp-1, exp-2, ...).",
 )
+@click.option("--paused", is_flag=True, help="Submit the experiment PAUSED (master mode).")
+@click.option(
+    "-f",
+    "--follow",
+    is_flag=True,
+    help="Show its progress until it ends, then the best trial and checkpoint (master mode).",
+)
 def create(
     config_file: Path,
     model_dir: Path,
@@ -52,16 +68,22 @@ def create(
     test_mode: bool,
     overrides: tuple[str, ...],
     output_dir: Path,
+    paused: bool,
+    follow: bool,
 ) -> None:
-    """Create an experiment from CONFIG_FILE and the model definition in MODEL_DIR."""
+    """Create an experiment from CONFIG_FILE and the model definition in MODEL_DIR.
+
+    Without --local (or --test) the experiment is submitted to the master.
+    """
     console = Console(soft_wrap=True)
     if test_mode:
         _run_smoke_test(console, config_file, model_dir, overrides)
         return
     if not local:
-        raise click.UsageError(
-            "this version of PEDL runs experiments in local mode only: add --local"
-        )
+        _create_on_master(console, config_file, model_dir, overrides, paused, follow)
+        return
+    if paused or follow:
+        raise click.UsageError("--paused and --follow apply to experiments on a master")
     try:
         exp = LocalExperiment.create(config_file, model_dir, output_dir, overrides=overrides)
     except (ConfigError, ModelDefError) as e:
@@ -119,3 +141,165 @@ def _run_smoke_test(
         console.print("The model definition works with PEDL.")
     else:
         sys.exit(1)
+
+
+def _create_on_master(
+    console: Console,
+    config_file: Path,
+    model_dir: Path,
+    overrides: tuple[str, ...],
+    paused: bool,
+    follow: bool,
+) -> None:
+    client = current_client()
+    try:
+        exp = client.create_experiment(
+            config_file, model_dir, overrides=overrides, activate=not paused
+        )
+    except ModelDefError as e:
+        raise click.ClickException(str(e)) from e
+    console.print(f"Created experiment {exp.id} ({exp.state}) on {client.master}")
+    if follow:
+        _follow(console, exp, interval=2.0)
+
+
+def _follow(console: Console, exp: Experiment, *, interval: float) -> None:
+    """Show the progress bar until the experiment ends, then the best trial; exit 1 unless
+    it COMPLETED."""
+    with ExperimentProgress(console) as bar:
+        state = exp.wait(interval=interval, on_poll=bar.update)
+    console.print(f"Experiment {exp.id} ended: {state}")
+    best = exp.top_checkpoint()
+    if best is not None:
+        console.print(
+            f"Best trial: {best.trial_id} ({exp.searcher_metric} = "
+            f"{best.metric(exp.searcher_metric or ''):.6g}), checkpoint: {best.uuid}"
+        )
+    if state != "COMPLETED":
+        sys.exit(1)
+
+
+EXPERIMENT_ID = click.argument("experiment_id", type=click.IntRange(min=1))
+
+
+@experiment.command("list")
+@click.option(
+    "--state", "states", multiple=True, help="Only experiments in this state (repeatable)."
+)
+@json_option
+def list_experiments(states: tuple[str, ...], as_json: bool) -> None:
+    """List the master's experiments, newest first."""
+    experiments = current_client().list_experiments(states=[s.upper() for s in states])
+    if as_json:
+        print_json([e.to_dict() for e in experiments])
+    else:
+        console().print(experiments_table(experiments))
+
+
+@experiment.command("describe")
+@EXPERIMENT_ID
+@json_option
+def describe(experiment_id: int, as_json: bool) -> None:
+    """Show an experiment and its trials."""
+    exp = current_client().get_experiment(experiment_id)
+    trials = exp.list_trials()
+    if as_json:
+        print_json({**exp.to_dict(), "trials": [t.to_dict() for t in trials]})
+        return
+    out = console()
+    out.print(experiment_table(exp))
+    out.print(trials_table(trials, exp.searcher_metric))
+
+
+def _action_command(action: str, help_text: str) -> None:
+    @experiment.command(action, help=help_text)
+    @EXPERIMENT_ID
+    def command(experiment_id: int) -> None:
+        exp = current_client().get_experiment(experiment_id)
+        getattr(exp, action)()
+        console().print(f"Experiment {exp.id}: {exp.state}")
+
+
+_action_command("pause", "Pause an active experiment.")
+_action_command("activate", "Resume a paused experiment.")
+_action_command("cancel", "Stop an experiment gracefully (trials checkpoint first).")
+_action_command("kill", "Stop an experiment at once.")
+
+
+@experiment.command("wait")
+@EXPERIMENT_ID
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.01),
+    default=2.0,
+    show_default=True,
+    help="Seconds between polls.",
+)
+def wait(experiment_id: int, interval: float) -> None:
+    """Show an experiment's progress until it ends; exit 1 unless it COMPLETED."""
+    exp = current_client().get_experiment(experiment_id)
+    _follow(console(), exp, interval=interval)
+
+
+@experiment.command("list-trials")
+@EXPERIMENT_ID
+@json_option
+def list_trials(experiment_id: int, as_json: bool) -> None:
+    """List an experiment's trials."""
+    exp = current_client().get_experiment(experiment_id)
+    trials = exp.list_trials()
+    if as_json:
+        print_json([t.to_dict() for t in trials])
+    else:
+        console().print(trials_table(trials, exp.searcher_metric))
+
+
+@experiment.command("list-checkpoints")
+@EXPERIMENT_ID
+@click.option(
+    "--best",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Only the N best by the searcher metric, best first.",
+)
+@json_option
+def list_checkpoints(experiment_id: int, best: int | None, as_json: bool) -> None:
+    """List an experiment's checkpoints (oldest first, or the best N)."""
+    exp = current_client().get_experiment(experiment_id)
+    checkpoints = exp.list_checkpoints() if best is None else exp.top_n_checkpoints(best)
+    if as_json:
+        print_json([c.to_dict() for c in checkpoints])
+    else:
+        console().print(checkpoints_table(checkpoints, f"Checkpoints of experiment {exp.id}"))
+
+
+@experiment.command("download")
+@EXPERIMENT_ID
+@click.option(
+    "--top-n",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="How many of the best checkpoints to download.",
+)
+@click.option(
+    "-o",
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("checkpoints"),
+    show_default=True,
+    help="Each checkpoint goes to OUTPUT_DIR/<uuid>.",
+)
+def download(experiment_id: int, top_n: int, output_dir: Path) -> None:
+    """Download the best checkpoints of an experiment (by its searcher metric)."""
+    exp = current_client().get_experiment(experiment_id)
+    best = exp.top_n_checkpoints(top_n)
+    if not best:
+        raise click.ClickException(
+            f"experiment {exp.id} has no completed checkpoint with a validation "
+            f"{exp.searcher_metric}"
+        )
+    out = console()
+    for checkpoint in best:
+        path = checkpoint.download(output_dir / checkpoint.uuid)
+        out.print(f"Checkpoint {checkpoint.uuid} (trial {checkpoint.trial_id}) -> {path}")

@@ -4,26 +4,59 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import Any
 
 import click
 
 import pedl
+from pedl.cli._checkpoint import checkpoint
+from pedl.cli._context import CliContext
 from pedl.cli._experiment import experiment
+from pedl.cli._master import master
+from pedl.cli._trial import trial
+from pedl.client import MASTER_ENV, PEDLError
 
 
-@click.group()
+class _PedlGroup(click.Group):
+    """Turns SDK errors into a one-paragraph message and exit status 1 (no traceback)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PEDLError as err:
+            raise click.ClickException(err.details()) from err
+        finally:
+            obj = ctx.find_object(CliContext)
+            if obj is not None:
+                obj.close()
+
+
+@click.group(cls=_PedlGroup)
 @click.version_option(pedl.__version__, prog_name="pedl")
 @click.option("-v", "--verbose", is_flag=True, help="Log more.")
-def cli(verbose: bool) -> None:
+@click.option(
+    "-m",
+    "--master",
+    envvar=MASTER_ENV,
+    default=None,
+    metavar="URL",
+    help=f"The master's address [{MASTER_ENV}; http://127.0.0.1:8080].",
+)
+@click.pass_context
+def cli(ctx: click.Context, verbose: bool, master: str | None) -> None:
     """PEDL: hyperparameter search and exact-resume training for TensorFlow and Keras."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    ctx.obj = CliContext(master)
 
 
 cli.add_command(experiment)
+cli.add_command(trial)
+cli.add_command(checkpoint)
+cli.add_command(master)
 
 
 def main() -> None:

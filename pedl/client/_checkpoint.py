@@ -48,6 +48,7 @@ class Checkpoint:
 
     def __init__(self, session: Session, data: Mapping[str, Any]) -> None:
         self._session = session
+        self._record = dict(data)
         fields = _CheckpointFields.model_validate(data)
         self.uuid = fields.uuid
         self.trial_id = fields.trial_id
@@ -62,6 +63,10 @@ class Checkpoint:
 
     def __repr__(self) -> str:
         return f"Checkpoint(uuid={self.uuid!r}, trial_id={self.trial_id}, state={self.state!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The API's JSON record as last fetched."""
+        return dict(self._record)
 
     def metric(self, name: str) -> float | None:
         """The validation metric ``name`` at this checkpoint as a finite number, else ``None``."""

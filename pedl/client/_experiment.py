@@ -47,6 +47,7 @@ class Experiment:
 
     def _update(self, data: Mapping[str, Any]) -> None:
         fields = _ExperimentFields.model_validate(data)
+        self._record = dict(data)
         self.id = fields.id
         self.name = fields.name
         self.owner = fields.owner
@@ -60,6 +61,10 @@ class Experiment:
 
     def __repr__(self) -> str:
         return f"Experiment(id={self.id}, name={self.name!r}, state={self.state!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The API's JSON record as last fetched."""
+        return dict(self._record)
 
     @property
     def is_terminal(self) -> bool:

@@ -85,6 +85,7 @@ class Trial:
 
     def _update(self, data: Mapping[str, Any]) -> None:
         fields = _TrialFields.model_validate(data)
+        self._record = dict(data)
         self.id = fields.id
         self.experiment_id = fields.experiment_id
         self.request_id = fields.request_id
@@ -101,6 +102,10 @@ class Trial:
 
     def __repr__(self) -> str:
         return f"Trial(id={self.id}, experiment_id={self.experiment_id}, state={self.state!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The API's JSON record as last fetched."""
+        return dict(self._record)
 
     @property
     def is_terminal(self) -> bool:

@@ -1,0 +1,49 @@
+"""What the ``pedl`` group hands its commands: the master's address and a lazily made SDK client."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.console import Console
+
+from pedl.client import Client
+
+
+class CliContext:
+    """``ctx.obj`` of every ``pedl`` command. The client is made on first use, so local-mode
+    commands never touch the network."""
+
+    def __init__(self, master: str | None = None) -> None:
+        self.master = master
+        self._client: Client | None = None
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            self._client = Client(self.master)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def current_client() -> Client:
+    """The SDK client of the running ``pedl`` command."""
+    return click.get_current_context().ensure_object(CliContext).client
+
+
+def console() -> Console:
+    """The console commands print to (no wrapping of long lines: output stays greppable)."""
+    return Console(soft_wrap=True)
+
+
+def print_json(data: Any) -> None:
+    """``data`` as indented JSON on stdout (for ``--json``)."""
+    click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")

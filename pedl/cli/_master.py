@@ -1,0 +1,75 @@
+"""``pedl master``: run the master (REST API) in this process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+import uvicorn
+from pydantic import ValidationError
+
+from pedl.master import MasterSettings, create_app
+
+
+@click.command("master")
+@click.option("--host", default=None, help="Address to listen on [PEDL_HOST; 127.0.0.1].")
+@click.option("--port", type=int, default=None, help="Port of the REST API [PEDL_PORT; 8080].")
+@click.option("--db-url", default=None, help="SQLAlchemy URL [PEDL_DB_URL; sqlite in home].")
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="PEDL home directory [PEDL_HOME; ~/.pedl].",
+)
+@click.option(
+    "--cpu-slots",
+    type=int,
+    default=None,
+    help="Slots on a machine without GPUs [PEDL_CPU_SLOTS; half the cores].",
+)
+@click.option(
+    "--config-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="YAML file with any of these settings [PEDL_CONFIG_FILE].",
+)
+def master(
+    host: str | None,
+    port: int | None,
+    db_url: str | None,
+    home: Path | None,
+    cpu_slots: int | None,
+    config_file: Path | None,
+) -> None:
+    """Run the PEDL master. Flags beat PEDL_* environment variables, which beat the config
+    file, which beats the defaults."""
+    given: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "db_url": db_url,
+        "home": home,
+        "cpu_slots": cpu_slots,
+        "config_file": config_file,
+    }
+    settings = master_settings(**given)
+    click.echo(
+        f"PEDL master on http://{settings.host}:{settings.port} (database {settings.db_url})"
+    )
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+
+
+def master_settings(**flags: Any) -> MasterSettings:
+    """:class:`MasterSettings` from the flags that were given (``None`` = not given); a bad
+    setting is a :class:`click.ClickException` naming it."""
+    given = {key: value for key, value in flags.items() if value is not None}
+    try:
+        return MasterSettings(**given)
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}"
+            for e in err.errors(include_url=False)
+        )
+        raise click.ClickException(f"invalid master settings: {problems}") from err
+    except (OSError, ValueError) as err:
+        raise click.ClickException(f"invalid master settings: {err}") from err

@@ -1,0 +1,161 @@
+"""Rich tables of experiments, trials and checkpoints from the master."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from rich.table import Table
+
+from pedl.client import Checkpoint, Experiment, Trial
+from pedl.config import flatten_hparams
+
+
+def _when(value: datetime | None) -> str:
+    return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return "-" if value is None else str(value)
+
+
+def _metrics(values: Mapping[str, Any] | None) -> str:
+    if not values:
+        return "-"
+    return " ".join(f"{k}={_number(v)}" for k, v in sorted(values.items()))
+
+
+def _size(size: int) -> str:
+    amount = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if amount < 1024 or unit == "GiB":
+            return f"{amount:.0f} {unit}" if unit == "B" else f"{amount:.1f} {unit}"
+        amount /= 1024
+    return f"{size} B"
+
+
+def experiments_table(experiments: Sequence[Experiment]) -> Table:
+    table = Table(title="Experiments")
+    for column in ("id", "name", "state", "progress", "searcher metric", "owner", "created"):
+        table.add_column(column, justify="right" if column in ("id", "progress") else "left")
+    for e in experiments:
+        metric = "-" if e.searcher_metric is None else e.searcher_metric
+        direction = "min" if e.smaller_is_better else "max"
+        table.add_row(
+            str(e.id),
+            e.name or "-",
+            e.state,
+            f"{e.progress:.0%}",
+            f"{metric} ({direction})",
+            e.owner,
+            _when(e.created_at),
+        )
+    return table
+
+
+def experiment_table(e: Experiment) -> Table:
+    table = Table(title=f"Experiment {e.id}", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    searcher = e.config.get("searcher", {})
+    rows = {
+        "name": e.name or "-",
+        "state": e.state,
+        "progress": f"{e.progress:.0%}",
+        "owner": e.owner,
+        "searcher": str(searcher.get("name", "-")),
+        "metric": f"{e.searcher_metric} ({'smaller' if e.smaller_is_better else 'larger'} "
+        "is better)",
+        "created": _when(e.created_at),
+        "ended": _when(e.ended_at),
+    }
+    for key, value in rows.items():
+        table.add_row(key, value)
+    return table
+
+
+def trials_table(trials: Sequence[Trial], metric: str | None = None) -> Table:
+    table = Table(title="Trials")
+    table.add_column("id", justify="right")
+    table.add_column("state")
+    table.add_column("hyperparameters")
+    table.add_column("batches", justify="right")
+    table.add_column(f"best {metric}" if metric else "best validation", justify="right")
+    table.add_column("best checkpoint")
+    table.add_column("restarts", justify="right")
+    for t in trials:
+        table.add_row(
+            str(t.id),
+            t.state,
+            json.dumps(flatten_hparams(t.hparams), sort_keys=True),
+            str(t.total_batches),
+            _number(t.best_validation),
+            t.best_checkpoint_uuid or "-",
+            str(t.restarts),
+        )
+    return table
+
+
+def trial_table(t: Trial) -> Table:
+    table = Table(title=f"Trial {t.id}", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    rows = {
+        "experiment": str(t.experiment_id),
+        "state": t.state,
+        "hyperparameters": json.dumps(flatten_hparams(t.hparams), sort_keys=True),
+        "seed": str(t.seed),
+        "batches": str(t.total_batches),
+        "restarts": str(t.restarts),
+        "best validation": _number(t.best_validation),
+        "best checkpoint": t.best_checkpoint_uuid or "-",
+        "latest checkpoint": t.latest_checkpoint_uuid or "-",
+        "created": _when(t.created_at),
+        "ended": _when(t.ended_at),
+    }
+    for key, value in rows.items():
+        table.add_row(key, value)
+    return table
+
+
+def checkpoints_table(checkpoints: Sequence[Checkpoint], title: str = "Checkpoints") -> Table:
+    table = Table(title=title)
+    table.add_column("uuid")
+    table.add_column("trial", justify="right")
+    table.add_column("batches", justify="right")
+    table.add_column("state")
+    table.add_column("size", justify="right")
+    table.add_column("validation metrics")
+    for c in checkpoints:
+        table.add_row(
+            c.uuid,
+            str(c.trial_id),
+            str(c.total_batches),
+            c.state,
+            _size(c.size),
+            _metrics(c.validation_metrics),
+        )
+    return table
+
+
+def checkpoint_table(c: Checkpoint) -> Table:
+    table = Table(title=f"Checkpoint {c.uuid}", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    rows = {
+        "experiment": str(c.experiment_id),
+        "trial": str(c.trial_id),
+        "batches": str(c.total_batches),
+        "state": c.state,
+        "size": f"{_size(c.size)} in {len(c.resources)} files",
+        "validation metrics": _metrics(c.validation_metrics),
+        "metadata": json.dumps(c.metadata, sort_keys=True) if c.metadata else "-",
+        "created": _when(c.created_at),
+    }
+    for key, value in rows.items():
+        table.add_row(key, value)
+    return table

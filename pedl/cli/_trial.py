@@ -1,0 +1,64 @@
+"""``pedl trial ...``: one trial on the master."""
+
+from __future__ import annotations
+
+import click
+
+from pedl.cli._context import console, current_client, json_option, print_json
+from pedl.cli._tables import checkpoints_table, trial_table
+
+TRIAL_ID = click.argument("trial_id", type=click.IntRange(min=1))
+
+
+@click.group("trial")
+def trial() -> None:
+    """Inspect trials on the master."""
+
+
+@trial.command("describe")
+@TRIAL_ID
+@click.option("--metrics", "show_metrics", is_flag=True, help="Also list every metric row.")
+@json_option
+def describe(trial_id: int, show_metrics: bool, as_json: bool) -> None:
+    """Show a trial, its checkpoints and (with --metrics) its metrics."""
+    t = current_client().get_trial(trial_id)
+    checkpoints = t.list_checkpoints()
+    rows = t.metrics() if show_metrics else []
+    if as_json:
+        data = {**t.to_dict(), "checkpoints": [c.to_dict() for c in checkpoints]}
+        if show_metrics:
+            data["metrics"] = [row.model_dump(mode="json") for row in rows]
+        print_json(data)
+        return
+    out = console()
+    out.print(trial_table(t))
+    out.print(checkpoints_table(checkpoints, f"Checkpoints of trial {t.id}"))
+    for row in rows:
+        values = " ".join(f"{k}={v}" for k, v in sorted(row.metrics.items()))
+        out.print(f"{row.kind:<10} {row.total_batches:>8}  {values}")
+
+
+@trial.command("logs")
+@TRIAL_ID
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines until the trial ends.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.01),
+    default=1.0,
+    show_default=True,
+    help="Seconds between polls with --follow.",
+)
+def logs(trial_id: int, follow: bool, interval: float) -> None:
+    """Print a trial's log lines."""
+    t = current_client().get_trial(trial_id)
+    for line in t.logs(follow=follow, interval=interval):
+        click.echo(line.message)
+
+
+@trial.command("kill")
+@TRIAL_ID
+def kill(trial_id: int) -> None:
+    """Stop a trial at once."""
+    t = current_client().get_trial(trial_id)
+    t.kill()
+    console().print(f"Trial {t.id}: {t.state}")
