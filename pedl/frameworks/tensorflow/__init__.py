@@ -1,0 +1,5 @@
+"""``pedl.frameworks.tensorflow``: the PEDL 0.x TensorFlow API."""
+
+from pedl.frameworks.tensorflow._tensorboard import TensorBoard
+
+__all__ = ["TensorBoard"]

@@ -1,0 +1,145 @@
+"""PEDL 0.x model definitions (``build_model(hparams)``, ``make_data_loaders``) still train."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from pedl.local import LocalExperiment, LocalStore
+
+LEGACY_MODEL = """
+import json
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import pedl.callback
+from pedl.frameworks.keras import TFKerasTrial, wrap_dataset
+from pedl.frameworks.tensorflow import TensorBoard
+
+
+def make_data_loaders(experiment_config, hparams):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(96, 4)).astype("float32")
+    y = (x[:, 0] > 0).astype("int32")
+    batch = hparams["global_batch_size"]
+    train = wrap_dataset(tf.data.Dataset.from_tensor_slices((x, y)).batch(batch))
+    if experiment_config["data"]["validation"] == "arrays":
+        return train, (x[:32], y[:32])
+    return train, wrap_dataset(tf.data.Dataset.from_tensor_slices((x[:32], y[:32])).batch(batch))
+
+
+class Record(pedl.callback.Callback):
+    def __init__(self, path):
+        self.path = path
+
+    def _log(self, *event):
+        with open(self.path, "a") as f:
+            f.write(json.dumps(event) + "\\n")
+
+    def on_trial_begin(self):
+        self._log("trial_begin")
+
+    def on_train_step_begin(self, step_id):
+        self._log("train_step_begin", step_id)
+
+    def on_train_step_end(self, step_id, metrics):
+        self._log("train_step_end", step_id, sorted(metrics[0]))
+
+    def on_validation_step_begin(self, step_id):
+        self._log("validation_step_begin", step_id)
+
+    def on_validation_step_end(self, step_id, metrics):
+        self._log("validation_step_end", step_id, sorted(metrics))
+
+
+class LegacyTrial(TFKerasTrial):
+    def build_model(self, hparams):
+        model = keras.Sequential([
+            keras.Input((4,)),
+            keras.layers.Dense(hparams["units"], activation="relu"),
+            keras.layers.Dense(2, activation="softmax"),
+        ])
+        model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+        return model
+
+    def callbacks(self, hparams):
+        return [Record(os.environ["LEGACY_EVENTS"]), TensorBoard(os.environ["LEGACY_TB"])]
+"""
+
+CONFIG = """
+data: {validation: VALIDATION}
+hyperparameters: {global_batch_size: 16, units: 8}
+searcher: {name: single, metric: val_accuracy, smaller_is_better: false, max_steps: 3}
+batches_per_step: 4
+environment:
+  environment_variables: [LEGACY_EVENTS=@events@, LEGACY_TB=@tb@]
+reproducibility: {experiment_seed: 2}
+"""
+
+
+def run(tmp_path: Path, validation: str) -> tuple[LocalExperiment, list[list[object]]]:
+    import json
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "__init__.py").write_text(LEGACY_MODEL)
+    config = tmp_path / "legacy.yaml"
+    config.write_text(
+        textwrap.dedent(CONFIG)
+        .replace("VALIDATION", validation)
+        .replace("@events@", str(tmp_path / "events.jsonl"))
+        .replace("@tb@", str(tmp_path / "tb"))
+    )
+    exp = LocalExperiment.create(config, model, tmp_path / "out")
+    summary = exp.run()
+    assert summary.state == "COMPLETED", [t.error for t in summary.trials]
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    return exp, events
+
+
+def test_legacy_trial_with_make_data_loaders_and_callbacks(tmp_path: Path) -> None:
+    exp, events = run(tmp_path, "dataset")
+    store = LocalStore(exp.directory / "experiment.db")
+    # max_steps 3 of batches_per_step 4 = 12 batches, in three steps.
+    assert [r.total_batches for r in store.metrics(1, "training")] == [4, 8, 12]
+    assert [r.total_batches for r in store.metrics(1, "validation")] == [12]
+    store.close()
+    assert events == [
+        ["trial_begin"],
+        ["train_step_begin", 1],
+        ["train_step_end", 1, ["accuracy", "loss"]],
+        ["train_step_begin", 2],
+        ["train_step_end", 2, ["accuracy", "loss"]],
+        ["train_step_begin", 3],
+        ["train_step_end", 3, ["accuracy", "loss"]],
+        ["validation_step_begin", 3],
+        ["validation_step_end", 3, ["val_accuracy", "val_loss"]],
+    ]
+    assert list((tmp_path / "tb" / "1" / "training").iterdir())
+    assert list((tmp_path / "tb" / "1" / "validation").iterdir())
+    exp.close()
+
+
+def test_legacy_validation_arrays(tmp_path: Path) -> None:
+    exp, _ = run(tmp_path, "arrays")
+    exp.close()
+
+
+def test_legacy_trial_without_make_data_loaders_fails_clearly(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "__init__.py").write_text(LEGACY_MODEL.replace("def make_data_loaders", "def other"))
+    config = tmp_path / "legacy.yaml"
+    config.write_text(
+        textwrap.dedent(CONFIG).replace("VALIDATION", "arrays").replace("@", "x")
+        + "max_restarts: 0\n"
+    )
+    exp = LocalExperiment.create(config, model, tmp_path / "out")
+    summary = exp.run()
+    (trial,) = summary.trials
+    assert trial.state == "ERROR"
+    assert "must also define make_data_loaders(experiment_config, hparams)" in (trial.error or "")
+    exp.close()
