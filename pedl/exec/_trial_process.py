@@ -76,6 +76,7 @@ def run_trial() -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         client = core.MasterClient.from_env()
     except (core.MasterError, ValueError) as err:

@@ -11,7 +11,7 @@ from fastapi.routing import APIRoute
 
 from pedl import __version__
 from pedl.master._settings import MasterSettings
-from pedl.master.api import checkpoints, downloads, experiments, health, trials
+from pedl.master.api import checkpoints, downloads, experiments, health, trial_ops, trials
 from pedl.master.api._errors import install_error_handlers
 from pedl.master.db import Database
 from pedl.master.orchestrator import Orchestrator
@@ -68,6 +68,6 @@ def create_app(
     app.state.database = db
     app.state.orchestrator = orchestrator
     install_error_handlers(app)
-    for module in (experiments, trials, checkpoints, downloads, health):
+    for module in (experiments, trials, trial_ops, checkpoints, downloads, health):
         app.include_router(module.router, prefix=API_PREFIX)
     return app
