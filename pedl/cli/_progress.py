@@ -18,7 +18,7 @@ class ExperimentProgress:
         self._progress = Progress(
             TextColumn("[bold]experiment {task.fields[experiment_id]}"),
             TextColumn("{task.fields[state]}"),
-            BarColumn(),
+            BarColumn(bar_width=24),
             TextColumn("{task.percentage:>3.0f}%"),
             TextColumn("{task.fields[trials]}"),
             TextColumn("{task.fields[best]}"),
