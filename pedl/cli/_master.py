@@ -1,4 +1,4 @@
-"""``pedl master``: run the master (REST API) in this process."""
+"""``pedl master``: run the master (REST API and orchestrator) in this process."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-import uvicorn
 from pydantic import ValidationError
 
-from pedl.master import MasterSettings, create_app
+from pedl.master import MasterSettings, serve
 
 
 @click.command("master")
@@ -53,10 +52,8 @@ def master(
         "config_file": config_file,
     }
     settings = master_settings(**given)
-    click.echo(
-        f"PEDL master on http://{settings.host}:{settings.port} (database {settings.db_url})"
-    )
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    click.echo(f"Starting the PEDL master (home {settings.home}, database {settings.db_url})")
+    serve(settings)
 
 
 def master_settings(**flags: Any) -> MasterSettings:

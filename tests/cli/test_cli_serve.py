@@ -66,4 +66,5 @@ def test_pedl_master_serves_the_api(tmp_path: Path) -> None:
         finally:
             process.terminate()
             output = process.communicate(timeout=20)[0]
-    assert f"PEDL master on http://127.0.0.1:{port}" in output
+    assert "Starting the PEDL master" in output
+    assert f"PEDL master listening on http://127.0.0.1:{port}" in output
