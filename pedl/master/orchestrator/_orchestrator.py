@@ -389,13 +389,13 @@ class Orchestrator:
             return
         if returncode == EXIT_MASTER_GONE and self._stopping.is_set():
             return
-        with self._db.session(write=True) as session:
-            restarts = trials_repo.record_trial_restart(session, trial_id).restarts
         limit = actor.config.max_restarts
-        if restarts > limit:
+        if trial.restarts >= limit:
             self._log(trial_id, f"max_restarts ({limit}) exhausted: the trial errors")
             self._error_trial(actor, trial_id)
             return
+        with self._db.session(write=True) as session:
+            restarts = trials_repo.record_trial_restart(session, trial_id).restarts
         self._log(
             trial_id,
             f"restarting from the latest checkpoint (restart {restarts} of {limit})",

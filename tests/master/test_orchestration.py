@@ -1,0 +1,300 @@
+"""End to end: a real master process, real trial subprocesses training a tiny Keras model.
+
+One master (2 CPU slots) serves most tests; the crash test has its own. Exactness is checked
+the strict way: the final checkpoint's variables are bitwise equal to an undisturbed run's
+and the metric rows are exactly the same (none lost, none doubled).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from .e2e import (
+    MasterProcess,
+    create_experiment,
+    final_weights,
+    logs,
+    metric_rows,
+    trials,
+    wait_for,
+    wait_trial,
+)
+
+pytestmark = pytest.mark.slow
+
+CONFIG = """
+name: {name}
+hyperparameters: {hparams}
+searcher: {searcher}
+scheduling_unit: 10
+min_validation_period: {{batches: 10}}
+min_checkpoint_period: {{batches: 10}}
+max_restarts: {max_restarts}
+reproducibility: {{experiment_seed: 3}}
+environment:
+  environment_variables: {env}
+"""
+SINGLE = "{name: single, metric: val_accuracy, smaller_is_better: false, max_length: {batches: 40}}"
+GRID = "{name: grid, metric: val_accuracy, smaller_is_better: false, max_length: {batches: 40}}"
+RANDOM = (
+    "{name: random, metric: val_accuracy, smaller_is_better: false, max_trials: 2, "
+    "max_length: {batches: 40}}"
+)
+SINGLE_HP = "{global_batch_size: 16, lr: 0.01}"
+GRID_HP = "{global_batch_size: 16, lr: {type: categorical, vals: [0.01, 0.05]}}"
+RANDOM_HP = "{global_batch_size: 16, lr: {type: double, minval: 0.001, maxval: 0.1}}"
+
+
+def config(
+    name: str,
+    searcher: str = SINGLE,
+    hparams: str = SINGLE_HP,
+    *,
+    env: list[str] | None = None,
+    max_restarts: int = 5,
+) -> str:
+    return CONFIG.format(
+        name=name, searcher=searcher, hparams=hparams, env=env or [], max_restarts=max_restarts
+    )
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    hparams: dict[str, Any]
+    weights: bytes
+    rows: list[tuple[str, int, dict[str, Any]]]
+
+
+def results(master: MasterProcess, experiment_id: int) -> list[TrialResult]:
+    """Each trial's hparams, final weights and metric rows, in creation order."""
+    checkpoints = master.home / "pedl" / "checkpoints"
+    out = []
+    for trial in trials(master.http, experiment_id):
+        assert trial["state"] == "COMPLETED", logs(master.http, trial["id"])
+        out.append(
+            TrialResult(
+                trial["hparams"],
+                final_weights(checkpoints, trial),
+                metric_rows(master.http, trial["id"]),
+            )
+        )
+    return out
+
+
+@pytest.fixture(scope="module")
+def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MasterProcess]:
+    process = MasterProcess(tmp_path_factory.mktemp("master")).start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture(scope="module")
+def reference(master: MasterProcess) -> dict[str, list[TrialResult]]:
+    """Undisturbed single, grid and random searches, run side by side on the shared master."""
+    ids = {
+        "single": create_experiment(master.http, config("ref-single")),
+        "grid": create_experiment(master.http, config("ref-grid", GRID, GRID_HP)),
+        "random": create_experiment(master.http, config("ref-random", RANDOM, RANDOM_HP)),
+    }
+    for experiment_id in ids.values():
+        wait_for(master.http, experiment_id, {"COMPLETED"}, timeout=240, master=master)
+    return {name: results(master, experiment_id) for name, experiment_id in ids.items()}
+
+
+def test_single_grid_random_complete(reference: dict[str, list[TrialResult]]) -> None:
+    single, grid, random = reference["single"], reference["grid"], reference["random"]
+    assert len(single) == 1
+    assert sorted(t.hparams["lr"] for t in grid) == [0.01, 0.05]
+    assert len(random) == 2 and random[0].hparams != random[1].hparams
+    for trial in [*single, *grid, *random]:
+        validations = [b for kind, b, _ in trial.rows if kind == "validation"]
+        trainings = [b for kind, b, _ in trial.rows if kind == "training"]
+        assert validations == [10, 20, 30, 40]
+        assert trainings == [10, 20, 30, 40]
+    # Different hyperparameters train to different weights; the same ones to the same.
+    assert grid[0].weights != grid[1].weights
+    assert single[0].weights == grid[0].weights
+
+
+def test_pause_then_activate_resumes_exactly(
+    master: MasterProcess, reference: dict[str, list[TrialResult]]
+) -> None:
+    http = master.http
+    experiment_id = create_experiment(http, config("paused", env=["PEDL_TEST_SLEEP=0.15"]))
+    (trial,) = _wait_trials(http, experiment_id, 1)
+    wait_trial(http, trial["id"], lambda t: t["total_batches"] >= 10 and t["state"] == "RUNNING")
+    assert http.post(f"/experiments/{experiment_id}/pause").status_code == 200
+    wait_for(http, experiment_id, {"PAUSED"})
+    paused = wait_trial(http, trial["id"], lambda t: t["state"] == "PAUSED")
+    assert 10 <= paused["total_batches"] < 40
+    assert paused["latest_checkpoint_uuid"]
+    time.sleep(1.0)
+    assert http.get(f"/trials/{trial['id']}").json()["state"] == "PAUSED"  # stays paused
+    assert http.post(f"/experiments/{experiment_id}/activate").status_code == 200
+    wait_for(http, experiment_id, {"COMPLETED"}, master=master)
+    (result,) = results(master, experiment_id)
+    assert result.weights == reference["single"][0].weights
+    assert result.rows == reference["single"][0].rows
+    text = logs(http, trial["id"])
+    assert "resumed from checkpoint" in text and "restarts so far: 0" in text
+
+
+def test_sigkilled_trial_restarts_exactly_and_kill_stops_now(
+    master: MasterProcess, reference: dict[str, list[TrialResult]], tmp_path: Path
+) -> None:
+    http = master.http
+    crashing = create_experiment(
+        http,
+        config("crash", env=["PEDL_TEST_KILL_AT=15", f"PEDL_TEST_MARKER={tmp_path / 'killed'}"]),
+    )
+    doomed = create_experiment(http, config("doomed", env=["PEDL_TEST_SLEEP=0.3"]))
+    (victim,) = _wait_trials(http, doomed, 1)
+    wait_trial(http, victim["id"], lambda t: t["total_batches"] >= 10 and t["state"] == "RUNNING")
+    assert http.post(f"/experiments/{doomed}/kill").status_code == 200
+    wait_for(http, doomed, {"CANCELED"}, timeout=30, master=master)
+    (killed,) = trials(http, doomed)
+    assert killed["state"] == "CANCELED"
+    assert killed["total_batches"] < 40
+    assert "killed" in logs(http, killed["id"])
+
+    wait_for(http, crashing, {"COMPLETED"}, master=master)
+    assert (tmp_path / "killed").exists()
+    (trial,) = trials(http, crashing)
+    assert trial["restarts"] == 1
+    text = logs(http, trial["id"])
+    assert "signal SIGKILL" in text and "from the checkpoint at batch 10" in text
+    (result,) = results(master, crashing)
+    assert result.weights == reference["single"][0].weights
+    assert result.rows == reference["single"][0].rows
+
+
+def _broken_model(tmp_path: Path, name: str, source: str) -> Path:
+    directory = tmp_path / name
+    directory.mkdir()
+    (directory / "__init__.py").write_text(source)
+    return directory
+
+
+def test_errors_stay_in_their_trials(master: MasterProcess, tmp_path: Path) -> None:
+    http = master.http
+    failing = create_experiment(
+        http,
+        config(
+            "fails",
+            hparams="{global_batch_size: 16, lr: 0.01, fail_in_build: true}",
+            max_restarts=1,
+        ),
+    )
+    syntax = create_experiment(
+        http, config("syntax"), _broken_model(tmp_path, "syntax", "def broken(:\n    pass\n")
+    )
+    missing = create_experiment(
+        http,
+        config("import"),
+        _broken_model(tmp_path, "import", "import pedl_no_such_module_here\n"),
+    )
+    too_big = http.post(
+        "/experiments",
+        json={
+            "config": config("big") + "resources: {slots_per_trial: 4}\n",
+            "model_definition": _archive_b64(),
+        },
+    )
+    assert too_big.status_code == 422, too_big.text
+    assert "needs 4 slots, the cluster has 2" in too_big.json()["error"]["message"]
+
+    expectations = {
+        failing: ("RuntimeError: build_model failed on purpose", 1),
+        syntax: ("SyntaxError", 0),
+        missing: ("No module named 'pedl_no_such_module_here'", 0),
+    }
+    for experiment_id, (needle, restarts) in expectations.items():
+        wait_for(http, experiment_id, {"ERROR"}, master=master)
+        (trial,) = trials(http, experiment_id)
+        assert trial["state"] == "ERROR"
+        assert trial["restarts"] == restarts
+        text = logs(http, trial["id"])
+        assert needle in text and "Traceback" in text, text
+    assert "max_restarts (1) exhausted" in logs(http, trials(http, failing)[0]["id"])
+    assert http.get("/health").json() == {"status": "ok"}
+
+
+def test_master_sigkilled_mid_search_gives_the_same_results(
+    reference: dict[str, list[TrialResult]], tmp_path: Path
+) -> None:
+    home = tmp_path / "crashing-master"
+    first = MasterProcess(home).start()
+    experiment_id = create_experiment(
+        first.http, config("ref-grid", GRID, GRID_HP, env=["PEDL_TEST_SLEEP=0.1"])
+    )
+    running = _wait_trials(first.http, experiment_id, 2)
+    wait_trial(first.http, running[0]["id"], lambda t: t["latest_checkpoint_uuid"] is not None)
+    old_pid = first.proc.pid if first.proc else 0
+    first.sigkill()
+    first.http.close()
+    time.sleep(1.0)
+    assert not _orphans(old_pid), "trial processes outlived their master"
+
+    second = MasterProcess(home)
+    second.port = first.port  # same address, as after a restart
+    second.url = first.url
+    second.http = httpx.Client(base_url=first.url + "/api/v1", timeout=30)
+    second.start()
+    try:
+        wait_for(second.http, experiment_id, {"COMPLETED"}, master=second)
+        got = results(second, experiment_id)
+        assert [t.hparams for t in got] == [t.hparams for t in reference["grid"]]
+        for mine, theirs in zip(got, reference["grid"], strict=True):
+            assert mine.weights == theirs.weights
+            assert mine.rows == theirs.rows
+    finally:
+        second.stop()
+
+
+def _wait_trials(http: httpx.Client, experiment_id: int, count: int) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + 60
+    while True:
+        found = trials(http, experiment_id)
+        if len(found) >= count:
+            return found
+        assert time.monotonic() < deadline, found
+        time.sleep(0.1)
+
+
+def _orphans(master_pid: int) -> list[int]:
+    """Processes still carrying ``PEDL_MASTER_PID=<master_pid>`` in their environment."""
+    needle = f"PEDL_MASTER_PID={master_pid}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def _archive_b64() -> str:
+    import base64
+
+    from pedl import model_def
+
+    from .e2e import MODEL_DIR
+
+    return base64.b64encode(model_def.package(MODEL_DIR)).decode()
+
+
+assert os.name == "posix"
