@@ -19,8 +19,7 @@ from pedl.cli._tables import (
 )
 from pedl.client import Experiment
 from pedl.config import ConfigError
-from pedl.local import ExperimentSummary, LocalExperiment
-from pedl.local._smoke import smoke_test
+from pedl.local import ExperimentSummary, LocalExperiment, smoke_test
 from pedl.model_def import ModelDefError
 
 

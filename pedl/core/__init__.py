@@ -1,7 +1,7 @@
 """The seam between training code and the platform (see DESIGN.md, "The harness")."""
 
 from pedl.core._checkpoint import METADATA_FILE, CheckpointContext, CheckpointRegistry
-from pedl.core._context import Context, TrialInfo
+from pedl.core._context import Context, TrialInfo, build_context
 from pedl.core._detached import detached_context
 from pedl.core._distributed import DistributedContext
 from pedl.core._master_client import MasterClient, MasterError
@@ -37,5 +37,6 @@ __all__ = [
     "TrainContext",
     "TrialInfo",
     "Unit",
+    "build_context",
     "detached_context",
 ]

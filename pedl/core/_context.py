@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pedl.config import ExperimentConfig
-from pedl.core._checkpoint import CheckpointContext
+from pedl.core._checkpoint import CheckpointContext, CheckpointRegistry
 from pedl.core._distributed import DistributedContext
 from pedl.core._preempt import PreemptContext
-from pedl.core._searcher import SearcherContext
-from pedl.core._train import TrainContext
+from pedl.core._searcher import SearcherContext, SearcherSession
+from pedl.core._train import MetricsWriter, TrainContext
+from pedl.storage import StorageManager
 
 
 @dataclass(frozen=True)
@@ -42,3 +44,29 @@ class Context:
     checkpoint: CheckpointContext
     searcher: SearcherContext
     preempt: PreemptContext
+
+
+def build_context(
+    info: TrialInfo,
+    *,
+    metrics: MetricsWriter,
+    checkpoints: CheckpointRegistry,
+    storage: StorageManager,
+    searcher: SearcherSession,
+    should_preempt: Callable[[], bool] = lambda: False,
+    distributed: DistributedContext | None = None,
+) -> Context:
+    """The one factory of core contexts: the backends in, the parts out.
+
+    Local mode passes in-process stand-ins, the trial process REST clients, tests small
+    recorders; every part is then the same class, so controllers cannot tell them apart.
+    """
+    distributed = distributed or DistributedContext.single()
+    return Context(
+        info=info,
+        distributed=distributed,
+        train=TrainContext(metrics, is_chief=distributed.is_chief),
+        checkpoint=CheckpointContext(storage, checkpoints),
+        searcher=SearcherContext(searcher, info.config.searcher_unit),
+        preempt=PreemptContext(should_preempt),
+    )

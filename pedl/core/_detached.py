@@ -8,12 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from pedl.config import ExperimentConfig, parse_config
-from pedl.core._checkpoint import CheckpointContext
-from pedl.core._context import Context, TrialInfo
-from pedl.core._distributed import DistributedContext
-from pedl.core._preempt import PreemptContext
-from pedl.core._searcher import SearcherContext
-from pedl.core._train import MetricKind, TrainContext
+from pedl.core._context import Context, TrialInfo, build_context
+from pedl.core._train import MetricKind
 from pedl.storage import SharedFSStorage
 
 
@@ -66,11 +62,6 @@ def detached_context(
         code_dir=code_dir,
     )
     storage = SharedFSStorage(Path(tempfile.gettempdir()) / "pedl-detached-checkpoints")
-    return Context(
-        info=info,
-        distributed=DistributedContext.single(),
-        train=TrainContext(discard),
-        checkpoint=CheckpointContext(storage, discard),
-        searcher=SearcherContext(discard, config.searcher_unit),
-        preempt=PreemptContext(lambda: False),
+    return build_context(
+        info, metrics=discard, checkpoints=discard, storage=storage, searcher=discard
     )

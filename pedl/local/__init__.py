@@ -6,6 +6,7 @@ from pedl.local._runner import (
     TrialDisplay,
     TrialSummary,
 )
+from pedl.local._smoke import SmokeStep, smoke_test
 from pedl.local._store import CheckpointRecord, LocalStore, MetricRow, TrialRecord
 
 __all__ = [
@@ -14,7 +15,9 @@ __all__ = [
     "LocalExperiment",
     "LocalStore",
     "MetricRow",
+    "SmokeStep",
     "TrialDisplay",
     "TrialRecord",
     "TrialSummary",
+    "smoke_test",
 ]

@@ -322,15 +322,13 @@ class LocalExperiment:
             latest_checkpoint=trial.latest_checkpoint,
             extra={"tensorboard_dir": str(self.directory / "tensorboard" / f"trial_{trial.id}")},
         )
-        context = core.Context(
-            info=info,
-            distributed=core.DistributedContext.single(),
-            train=core.TrainContext(recorder),
-            checkpoint=core.CheckpointContext(self.storage, recorder),
-            searcher=core.SearcherContext(
-                _SearcherSession(self, trial.request_id), self.config.searcher_unit
-            ),
-            preempt=core.PreemptContext(preemption.requested),
+        context = core.build_context(
+            info,
+            metrics=recorder,
+            checkpoints=recorder,
+            storage=self.storage,
+            searcher=_SearcherSession(self, trial.request_id),
+            should_preempt=preemption.requested,
         )
         with _environment(self.config.environment.env_dict(gpu=False)):
             controller = definition.trial_class.trial_controller_class.from_definition(

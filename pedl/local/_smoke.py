@@ -160,13 +160,8 @@ def _run(
         code_dir=code_dir,
         latest_checkpoint=latest_checkpoint,
     )
-    context = core.Context(
-        info=info,
-        distributed=core.DistributedContext.single(),
-        train=core.TrainContext(records),
-        checkpoint=core.CheckpointContext(storage, records),
-        searcher=core.SearcherContext(session, "batches"),
-        preempt=core.PreemptContext(lambda: False),
+    context = core.build_context(
+        info, metrics=records, checkpoints=records, storage=storage, searcher=session
     )
     controller = definition.trial_class.trial_controller_class.from_definition(definition, context)
     outcome: TrialOutcome = controller.run()

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from pedl.config import load_config
-from pedl.local import LocalExperiment
-from pedl.local._smoke import smoke_test
+from pedl.local import LocalExperiment, smoke_test
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "digits_keras"
 

@@ -109,13 +109,13 @@ def make_run(
     recorder = recorder or Recorder()
     session = Session(list(lengths) if lengths is not None else [cfg.searcher.max_length.value])
     storage = SharedFSStorage(tmp_path / "checkpoints")
-    context = core.Context(
-        info=info,
-        distributed=core.DistributedContext.single(),
-        train=core.TrainContext(recorder),
-        checkpoint=core.CheckpointContext(storage, recorder),
-        searcher=core.SearcherContext(session, cfg.searcher.max_length.unit),
-        preempt=core.PreemptContext(preempt),
+    context = core.build_context(
+        info,
+        metrics=recorder,
+        checkpoints=recorder,
+        storage=storage,
+        searcher=session,
+        should_preempt=preempt,
     )
     return Run(context, recorder, session, storage)
 
