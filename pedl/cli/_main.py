@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from typing import Any
@@ -12,13 +13,35 @@ import pedl
 from pedl.cli._checkpoint import checkpoint
 from pedl.cli._context import CliContext
 from pedl.cli._experiment import experiment
-from pedl.cli._master import master
 from pedl.cli._trial import trial
 from pedl.client import MASTER_ENV, PEDLError
 
 
 class _PedlGroup(click.Group):
-    """Turns SDK errors into a one-paragraph message and exit status 1 (no traceback)."""
+    """Turns SDK errors into a one-paragraph message and exit status 1 (no traceback).
+
+    Commands in ``LAZY_COMMANDS`` are imported only when run (click's lazy-group pattern):
+    ``pedl master`` pulls in the whole server stack, which no other command needs.
+    """
+
+    LAZY_COMMANDS = {"master": ("pedl.cli._master", "master", "Run the master.")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.LAZY_COMMANDS])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.LAZY_COMMANDS:
+            module, attribute, _ = self.LAZY_COMMANDS[name]
+            command: click.Command = getattr(importlib.import_module(module), attribute)
+            return command
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_text) for name, (_, _, help_text) in self.LAZY_COMMANDS.items()]
+        for name, command in self.commands.items():
+            rows.append((name, command.get_short_help_str()))
+        with formatter.section("Commands"):
+            formatter.write_dl(sorted(rows))
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -56,7 +79,6 @@ def cli(ctx: click.Context, verbose: bool, master: str | None) -> None:
 cli.add_command(experiment)
 cli.add_command(trial)
 cli.add_command(checkpoint)
-cli.add_command(master)
 
 
 def main() -> None:
