@@ -16,6 +16,7 @@ import logging
 import os
 import pickle
 import platform
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -135,9 +136,11 @@ class TFKerasTrialController:
         )
         self.user_callbacks = list(self.trial.keras_callbacks())
         self._pedl_callbacks = [cb for cb in self.user_callbacks if isinstance(cb, Callback)]
-        tensorboard_dir = self._info.extra.get("tensorboard_dir")
+        tensorboard_dir = self._info.extra.get("tensorboard_dir") or (
+            Path(tempfile.gettempdir()) / "pedl-tensorboard" / f"trial_{self._info.trial_id}"
+        )
         for cb in self.user_callbacks:
-            if isinstance(cb, TensorBoard) and tensorboard_dir:
+            if isinstance(cb, TensorBoard):
                 cb.set_pedl_log_dir(str(tensorboard_dir))
         self.batches_per_epoch = self._batches_per_epoch()
         self.callbacks = keras.callbacks.CallbackList(
