@@ -8,7 +8,6 @@ import sys
 import time
 
 from pedl.exec import EXIT_MASTER_GONE, EXIT_MODEL_DEF_ERROR, is_permanent_failure
-
 from tests.master.e2e import free_port
 
 

@@ -7,7 +7,7 @@ and the metric rows are exactly the same (none lost, none doubled).
 
 from __future__ import annotations
 
-import os
+import base64
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
+from pedl import model_def
+
 from .e2e import (
+    MODEL_DIR,
     MasterProcess,
     create_experiment,
     final_weights,
@@ -288,13 +291,4 @@ def _orphans(master_pid: int) -> list[int]:
 
 
 def _archive_b64() -> str:
-    import base64
-
-    from pedl import model_def
-
-    from .e2e import MODEL_DIR
-
     return base64.b64encode(model_def.package(MODEL_DIR)).decode()
-
-
-assert os.name == "posix"
