@@ -115,6 +115,7 @@ class Orchestrator:
         self._broken: set[int] = set()
         self._running: dict[int, _Run] = {}
         self._reasons: dict[int, str] = {}
+        self._progress: dict[int, float] = {}
         self._exits: queue.Queue[tuple[int, int]] = queue.Queue()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -258,8 +259,12 @@ class Orchestrator:
                 del self._actors[actor.experiment_id]
 
     def _update_progress(self, actor: ExperimentActor) -> None:
+        progress = actor.progress()
+        if self._progress.get(actor.experiment_id) == progress:
+            return
         with self._db.session(write=True) as session:
-            experiments_repo.set_experiment_progress(session, actor.experiment_id, actor.progress())
+            experiments_repo.set_experiment_progress(session, actor.experiment_id, progress)
+        self._progress[actor.experiment_id] = progress
 
     # scheduling ------------------------------------------------------------------------------
 

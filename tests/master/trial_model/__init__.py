@@ -28,7 +28,7 @@ def blobs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return x, (x[:, 0] + x[:, 1] > 0).astype("int32")
 
 
-class Chaos(keras.callbacks.Callback):  # type: ignore[misc]
+class Chaos(keras.callbacks.Callback):
     def __init__(self) -> None:
         super().__init__()
         self.batches = 0
