@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo test lint typecheck unit postgres clean
+.PHONY: demo demo-stop test lint typecheck postgres clean
 
 $(INSTALLED): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "PEDL needs Python 3.11, found " + sys.version' \
@@ -16,9 +16,12 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[tf,dev,examples]'
 	touch $@
 
-## demo: train the digits example (a search) and print where everything is.
+## demo: start a master (SQLite), run a random search on the digits example, follow it.
 demo: $(INSTALLED)
-	$(BIN)/pedl experiment create --local examples/digits_keras/const.yaml examples/digits_keras
+	scripts/demo.sh
+
+demo-stop:
+	-kill $$(cat .pedl-demo/master.pid) && rm -f .pedl-demo/master.pid
 
 ## test: lint, type-check, and run the whole test suite (PostgreSQL is started if needed).
 test: lint typecheck postgres
@@ -35,4 +38,4 @@ postgres:
 	scripts/ensure-postgres.sh
 
 clean:
-	rm -rf $(VENV) pedl-local .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) pedl-local .pedl-demo .pytest_cache .mypy_cache .ruff_cache

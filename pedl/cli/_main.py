@@ -73,6 +73,9 @@ def cli(ctx: click.Context, verbose: bool, master: str | None) -> None:
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if not verbose:
+        for chatty in ("httpx", "httpcore"):  # one line per request
+            logging.getLogger(chatty).setLevel(logging.WARNING)
     ctx.obj = CliContext(master)
 
 
