@@ -10,7 +10,6 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from pedl.client._checkpoint import Checkpoint, best_checkpoints, resolve_sort
-from pedl.client._errors import NotFoundError, PEDLError
 from pedl.client._session import Session
 
 TERMINAL_TRIAL_STATES = frozenset({"CANCELED", "COMPLETED", "ERROR"})
@@ -118,22 +117,12 @@ class Trial:
         return self
 
     def kill(self) -> None:
-        """Stop this trial at once (``POST /trials/{id}/kill``).
+        """Stop this trial at once; the rest of its experiment goes on.
 
-        Raises :class:`NotFoundError` for an unknown trial, and :class:`PEDLError` (status
-        404) naming the missing route when the master does not offer single-trial kills.
+        Raises :class:`NotFoundError` for an unknown trial and :class:`PEDLError` (409) for
+        one that already ended.
         """
-        self.reload()
-        try:
-            body = self._session.post(f"/trials/{self.id}/kill")
-        except NotFoundError as err:
-            raise PEDLError(
-                f"this master cannot kill a single trial (no POST /trials/{{id}}/kill route); "
-                f"kill experiment {self.experiment_id} instead",
-                status_code=404,
-            ) from err
-        if isinstance(body, dict) and "state" in body:
-            self._update(body)
+        self._update(self._session.post(f"/trials/{self.id}/kill"))
 
     def logs(
         self,

@@ -182,7 +182,7 @@ def test_trials_checkpoints_and_downloads(
     assert logs.exit_code == 0 and logs.output == "hello from the trial\n"
 
     killed = run(master, "trial", "kill", str(best_trial))
-    assert killed.exit_code == 1 and "cannot kill a single trial" in killed.output
+    assert killed.exit_code == 1 and "already ended (COMPLETED)" in killed.output
 
 
 @pytest.mark.parametrize(

@@ -181,6 +181,23 @@ def test_sigkilled_trial_restarts_exactly_and_kill_stops_now(
     assert result.rows == reference["single"][0].rows
 
 
+def test_killing_one_trial_leaves_the_rest_of_the_search_running(master: MasterProcess) -> None:
+    http = master.http
+    grid = create_experiment(http, config("kill-one", GRID, GRID_HP, env=["PEDL_TEST_SLEEP=0.2"]))
+    first, second = _wait_trials(http, grid, 2)
+    wait_trial(http, first["id"], lambda t: t["state"] == "RUNNING" and t["total_batches"] >= 10)
+    response = http.post(f"/trials/{first['id']}/kill")
+    assert response.status_code == 202, response.text
+    wait_for(http, grid, {"COMPLETED"}, master=master)
+    by_id = {t["id"]: t for t in trials(http, grid)}
+    assert by_id[first["id"]]["state"] == "CANCELED"
+    assert by_id[first["id"]]["total_batches"] < 40
+    assert "killing the trial process (trial killed)" in logs(http, first["id"])
+    assert by_id[second["id"]]["state"] == "COMPLETED"
+    again = http.post(f"/trials/{first['id']}/kill")
+    assert again.status_code == 409 and "already ended" in again.json()["error"]["message"]
+
+
 def _broken_model(tmp_path: Path, name: str, source: str) -> Path:
     directory = tmp_path / name
     directory.mkdir()

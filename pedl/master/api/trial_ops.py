@@ -19,6 +19,7 @@ from pedl.master.api._schemas import (
     SearcherCompleted,
     SearcherExitEarly,
     SearcherOperationPublic,
+    TrialPublic,
     TrialSchedulingPublic,
     TrialStartInfo,
 )
@@ -95,3 +96,13 @@ def get_trial_scheduling(
     orchestrator = getattr(request.app.state, "orchestrator", None)
     reason = orchestrator.queue_reason(trial_id) if isinstance(orchestrator, Orchestrator) else None
     return TrialSchedulingPublic(trial_id=trial.id, state=trial.state, queue_reason=reason)
+
+
+@router.post("/{trial_id}/kill", status_code=202)
+def kill_trial(trial_id: TrialId, request: Request, session: ReadSession) -> TrialPublic:
+    """Kill one trial now; the rest of its experiment goes on. 409 if it already ended."""
+    trial = trials_repo.get_trial(session, trial_id)
+    if trial.state.is_terminal:
+        raise ApiError(409, f"trial {trial_id} already ended ({trial.state.value})", field="state")
+    _orchestrator(request).kill_trial(trial_id)
+    return TrialPublic.model_validate(trial)

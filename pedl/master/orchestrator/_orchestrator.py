@@ -117,6 +117,7 @@ class Orchestrator:
         self._reasons: dict[int, str] = {}
         self._progress: dict[int, float] = {}
         self._exits: queue.Queue[tuple[int, int]] = queue.Queue()
+        self._kill_requests: set[int] = set()
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -173,6 +174,9 @@ class Orchestrator:
     # the tick ------------------------------------------------------------------------------
 
     def _tick(self) -> None:
+        for trial_id in sorted(self._kill_requests):
+            self._kill_trial_now(trial_id)
+        self._kill_requests.clear()
         while True:
             try:
                 trial_id, returncode = self._exits.get_nowait()
@@ -408,6 +412,24 @@ class Orchestrator:
         paused = state == ExperimentState.PAUSED
         self._set_trial_state(trial_id, TrialState.PAUSED if paused else TrialState.ACTIVE)
 
+    def _kill_trial_now(self, trial_id: int) -> None:
+        with self._db.session() as session:
+            trial = trials_repo.get_trial(session, trial_id)
+        if trial.state.is_terminal:
+            return
+        run = self._running.get(trial_id)
+        if run is not None:
+            run.kill_requested = True
+            self._log(trial_id, "killing the trial process (trial killed)")
+            self._rm.kill(trial_id)
+        else:
+            self._log(trial_id, "the trial was killed")
+            self._set_trial_state(trial_id, TrialState.CANCELED)
+        actor = self._actors.get(trial.experiment_id)
+        if actor is not None and actor.request_id_of(trial_id) is not None:
+            actor.exit_early(trial_id, ExitedReason.USER_CANCELED)
+            actor.close(trial_id)
+
     def _error_trial(self, actor: ExperimentActor, trial_id: int) -> None:
         self._set_trial_state(trial_id, TrialState.ERROR)
         actor.exit_early(trial_id, ExitedReason.ERRORED)
@@ -472,6 +494,13 @@ class Orchestrator:
             if actor is not None:
                 actor.exit_early(trial_id, _EXIT_REASONS.get(reason, ExitedReason.USER_CANCELED))
             self._changed.notify_all()
+        self._wake.set()
+
+    def kill_trial(self, trial_id: int) -> None:
+        """Stop one trial at once (on the next tick): its process is killed, the trial ends
+        CANCELED, and the searcher hears that it exited early; the experiment goes on."""
+        with self._lock:
+            self._kill_requests.add(trial_id)
         self._wake.set()
 
     def should_preempt(self, trial_id: int) -> bool:
