@@ -113,8 +113,6 @@ def _run(client: core.MasterClient, workdir: Path) -> int:
         print("pedl trial: the model definition cannot be loaded:", file=sys.stderr)
         traceback.print_exc()
         return EXIT_MODEL_DEF_ERROR
-    max_length = config.searcher.max_length
-    unit: core.Unit = max_length.unit if max_length is not None else "batches"
     logger.info(
         "trial %d (experiment %d), hparams %s, %s",
         client.trial_id,
@@ -134,15 +132,13 @@ def _run(client: core.MasterClient, workdir: Path) -> int:
         code_dir=code_dir,
         latest_checkpoint=start.get("latest_checkpoint"),
     )
-    context = core.Context(
-        info=info,
-        distributed=core.DistributedContext.single(),
-        train=core.TrainContext(core.RestMetricsWriter(client)),
-        checkpoint=core.CheckpointContext(
-            make_storage(config.checkpoint_storage), core.RestCheckpointRegistry(client)
-        ),
-        searcher=core.SearcherContext(core.RestSearcherSession(client), unit),
-        preempt=core.PreemptContext(core.RestPreemption(client).should_preempt),
+    context = core.build_context(
+        info,
+        metrics=core.RestMetricsWriter(client),
+        checkpoints=core.RestCheckpointRegistry(client),
+        storage=make_storage(config.checkpoint_storage),
+        searcher=core.RestSearcherSession(client),
+        should_preempt=core.RestPreemption(client).should_preempt,
     )
     try:
         controller = definition.trial_class.trial_controller_class.from_definition(
