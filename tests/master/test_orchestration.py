@@ -129,6 +129,31 @@ def test_single_grid_random_complete(reference: dict[str, list[TrialResult]]) ->
     assert single[0].weights == grid[0].weights
 
 
+def test_retention_deletes_the_checkpoints_no_rule_keeps(
+    master: MasterProcess, reference: dict[str, list[TrialResult]]
+) -> None:
+    """Each reference trial checkpointed at 10, 20, 30 and 40 batches; once it ended, only its
+    latest and its best (save_trial_latest: 1, save_trial_best: 1) are left."""
+    (single,) = [
+        e
+        for e in master.http.get("/experiments").json()["items"]
+        if e["config"]["name"] == "ref-single"
+    ]
+    response = master.http.get(f"/experiments/{single['id']}/checkpoints", params={"limit": 1000})
+    assert response.status_code == 200, response.text
+    by_trial: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    for checkpoint in response.json()["items"]:
+        states = by_trial.setdefault(checkpoint["trial_id"], {})
+        states.setdefault(checkpoint["state"], []).append(checkpoint)
+    (states,) = by_trial.values()
+    kept, deleted = states["COMPLETED"], states.get("DELETED", [])
+    assert 1 <= len(kept) <= 2 and len(kept) + len(deleted) == 4
+    assert 40 in [c["total_batches"] for c in kept]
+    root = master.home / "pedl" / "checkpoints"
+    assert all((root / c["uuid"]).is_dir() for c in kept)
+    assert not any((root / c["uuid"]).exists() for c in deleted)
+
+
 def test_pause_then_activate_resumes_exactly(
     master: MasterProcess, reference: dict[str, list[TrialResult]]
 ) -> None:

@@ -76,6 +76,22 @@ def _refresh_latest(session: Session, trial: Trial) -> None:
     session.flush()
 
 
+def mark_checkpoints_deleted(session: Session, uuids: Collection[str]) -> None:
+    """Record that these checkpoints' files are gone; the trials' latest/best pointers are
+    recomputed from what is left."""
+    if not uuids:
+        return
+    checkpoints = session.scalars(select(Checkpoint).where(Checkpoint.uuid.in_(list(uuids))))
+    trial_ids = set()
+    for checkpoint in checkpoints:
+        checkpoint.state = CheckpointState.DELETED
+        trial_ids.add(checkpoint.trial_id)
+    session.flush()
+    for trial_id in sorted(trial_ids):
+        _refresh_latest(session, trials_repo.get_trial(session, trial_id))
+        trials_repo.refresh_trial_best(session, trial_id)
+
+
 def get_checkpoint(session: Session, uuid: str) -> Checkpoint:
     """The checkpoint with this uuid; raises :class:`NotFoundError`."""
     checkpoint = session.scalars(select(Checkpoint).where(Checkpoint.uuid == uuid)).one_or_none()

@@ -41,8 +41,9 @@ from pedl.master.scheduler import (
     never_fits,
     schedule,
 )
-from pedl.master.states import ExperimentState, TrialState
+from pedl.master.states import CheckpointState, ExperimentState, TrialState
 from pedl.searcher import ExitedReason, SearcherError
+from pedl.storage import CheckpointSummary, checkpoints_to_delete, make_storage
 
 logger = logging.getLogger("pedl.master")
 
@@ -439,9 +440,59 @@ class Orchestrator:
 
     def _set_trial_state(self, trial_id: int, state: TrialState) -> None:
         with self._db.session(write=True) as session:
-            trials_repo.set_trial_state(session, trial_id, state)
+            trial = trials_repo.set_trial_state(session, trial_id, state)
+            experiment_id = trial.experiment_id
         if not state.is_live:
             self._reasons.pop(trial_id, None)
+        if state.is_terminal:
+            self._collect_garbage(experiment_id)
+
+    def _collect_garbage(self, experiment_id: int) -> None:
+        """Delete the checkpoints no retention rule of the experiment keeps (Determined's
+        save_trial_latest / save_trial_best / save_experiment_best); the latest checkpoint of
+        every trial that may still run is always kept."""
+        actor = self._actors.get(experiment_id)
+        if actor is None:
+            return
+        config = actor.config
+        with self._db.session() as session:
+            rows, _ = checkpoints_repo.list_checkpoints(
+                session,
+                experiment_id=experiment_id,
+                states=[CheckpointState.COMPLETED],
+                limit=2**31 - 1,
+            )
+            live = trials_repo.list_trials(session, experiment_id, limit=2**31 - 1)[0]
+            keep = [t.latest_checkpoint_uuid for t in live if t.state.is_live]
+            summaries = [
+                CheckpointSummary(
+                    storage_id=c.uuid,
+                    trial_id=c.trial_id,
+                    total_batches=c.total_batches,
+                    metric=_searcher_metric(c.metadata_, config.searcher.metric),
+                )
+                for c, _ in rows
+            ]
+        storage_config = config.checkpoint_storage
+        doomed = checkpoints_to_delete(
+            summaries,
+            smaller_is_better=config.searcher.smaller_is_better,
+            save_trial_latest=storage_config.save_trial_latest,
+            save_trial_best=storage_config.save_trial_best,
+            save_experiment_best=storage_config.save_experiment_best,
+            keep=[uuid for uuid in keep if uuid],
+        )
+        if not doomed:
+            return
+        try:
+            storage = make_storage(storage_config)
+            for uuid in sorted(doomed):
+                storage.delete(uuid)
+        except (OSError, ValueError) as err:
+            logger.warning("experiment %d: checkpoints not deleted: %s", experiment_id, err)
+            return
+        with self._db.session(write=True) as session:
+            checkpoints_repo.mark_checkpoints_deleted(session, doomed)
 
     def _set_experiment_state(self, experiment_id: int, state: ExperimentState) -> None:
         with self._db.session(write=True) as session:
@@ -519,3 +570,10 @@ class Orchestrator:
         """Why trials of ``config`` could never be placed on this cluster, if so."""
         resources = config.resources
         return never_fits(resources.slots_per_trial, self.total_slots, resources.max_slots)
+
+
+def _searcher_metric(metadata: dict[str, object], metric: str) -> float | None:
+    """The searcher metric of the validation a checkpoint follows (from its metadata)."""
+    validation = metadata.get("validation_metrics")
+    value = validation.get(metric) if isinstance(validation, dict) else None
+    return float(value) if isinstance(value, int | float) else None
