@@ -512,6 +512,4 @@ def _first_validation_batch(validation: dict[str, Any]) -> Any:
     if isinstance(x, tf.data.Dataset):
         for batch in x.take(1):
             return batch
-    if isinstance(x, keras.utils.PyDataset):
-        return x[0]
-    return tf.nest.map_structure(lambda a: a[:1], (x, validation["y"]))
+    return x[0]

@@ -363,13 +363,14 @@ def make_validation_input(
         _check_wrapped(loader, is_wrapped_dataset, "build_validation_data_loader")
         return {"x": loader}
     if isinstance(loader, tuple) and len(loader) in (2, 3):
-        x, y, *rest = loader
-        return {
-            "x": _as_tuple_structure(x),
-            "y": _as_tuple_structure(y),
-            "sample_weight": np.asarray(rest[0]) if rest else None,
-            "batch_size": batch_size(),
-        }
+        # Built once and reused by every validation (each gets a fresh iterator), in order.
+        arrays = _as_tuple_structure(loader)
+        lengths = {len(a) for a in tf.nest.flatten(arrays)}
+        if len(lengths) != 1:
+            raise InvalidDataError(
+                f"the arrays of the validation data have different lengths: {sorted(lengths)}"
+            )
+        return {"x": tf.data.Dataset.from_tensor_slices(arrays).batch(batch_size())}
     raise InvalidDataError(_unsupported("build_validation_data_loader", loader))
 
 
