@@ -35,6 +35,11 @@ def serve(settings: MasterSettings) -> None:
     )
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
     sock = socket.create_server((settings.host, settings.port), family=family, backlog=2048)
+    # Accepted connections inherit TCP_NODELAY from the listening socket (Linux). asyncio sets
+    # it only on sockets whose proto is IPPROTO_TCP, and create_server's sockets have proto 0:
+    # without this, a response written as headers then body waits ~40 ms for the client's
+    # delayed ACK (Nagle), on every keep-alive request.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     port = sock.getsockname()[1]
     url = master_url(settings.host, port)
     database = Database(settings.db_url)

@@ -11,7 +11,14 @@ from fastapi import APIRouter, Query
 
 from pedl.master.api._auth import TrialAuth
 from pedl.master.api._convert import checkpoint_public
-from pedl.master.api._deps import Limit, Offset, ReadSession, TrialId, WriteSession
+from pedl.master.api._deps import (
+    DatabaseDep,
+    Limit,
+    Offset,
+    ReadSession,
+    TrialId,
+    WriteSession,
+)
 from pedl.master.api._errors import AUTH_RESPONSES, ERROR_RESPONSES
 from pedl.master.api._schemas import (
     MAX_BIGINT,
@@ -46,11 +53,15 @@ def get_trial(trial_id: TrialId, session: ReadSession) -> TrialPublic:
 
 @router.post("/{trial_id}/metrics", responses=AUTH_RESPONSES)
 def report_metrics(
-    trial_id: TrialId, auth: TrialAuth, body: MetricsBatch, session: WriteSession
+    trial_id: TrialId, auth: TrialAuth, body: MetricsBatch, database: DatabaseDep
 ) -> MetricsIngested:
     """Store a batch of training/validation rows (idempotent upsert on
-    ``(kind, total_batches)``: re-sending after a resume neither loses nor doubles a row)."""
-    trials_repo.get_trial(session, trial_id)
+    ``(kind, total_batches)``: re-sending after a resume neither loses nor doubles a row).
+
+    The write transaction begins and commits inside this one call, i.e. in one worker thread.
+    (With a ``WriteSession`` dependency the commit runs in a later worker-thread call; under
+    load every worker can be waiting for SQLite's write lock while the holder waits for a free
+    worker to commit: all requests stall until the busy timeout.)"""
     rows = [
         MetricRow(
             kind=report.kind,
@@ -62,7 +73,9 @@ def report_metrics(
         )
         for report in body.rows
     ]
-    written = metrics_repo.upsert_metrics(session, trial_id, rows)
+    with database.session(write=True, serialize=True) as session:
+        trials_repo.get_trial(session, trial_id)
+        written = metrics_repo.upsert_metrics(session, trial_id, rows)
     return MetricsIngested(trial_id=trial_id, rows=written)
 
 
