@@ -9,24 +9,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (
-    BigInteger,
-    DateTime,
-    Float,
-    Integer,
-    String,
-    Table,
-    Text,
-    bindparam,
-    cast,
-    func,
-    select,
-    update,
-)
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import Table, select, text, update
 from sqlalchemy.orm import Session
-from sqlalchemy.types import TypeEngine
 
 from pedl.master.db import trials as trials_repo
 from pedl.master.db._models import Metric, Trial
@@ -73,7 +57,7 @@ def upsert_metrics(session: Session, trial_id: int, rows: Sequence[MetricRow]) -
             "reported_at": row.reported_at or now,
         }
     if session.get_bind().dialect.name == "postgresql":
-        _upsert_postgresql(session, list(latest.values()))
+        _upsert_postgresql(session, trial_id, list(latest.values()))
     else:
         _upsert_generic(session, list(latest.values()))
 
@@ -127,52 +111,41 @@ def _upsert_generic(session: Session, values: list[dict[str, Any]]) -> None:
     session.execute(statement, values)
 
 
-_PG_ARRAY_TYPES: dict[str, TypeEngine[Any]] = {
-    "trial_id": Integer(),
-    "kind": String(),
-    "total_batches": BigInteger(),
-    "total_records": BigInteger(),
-    "total_epochs": Float(),
-    "metrics": postgresql.JSONB(),
-    "reported_at": DateTime(timezone=True),
-}
+# PostgreSQL: the whole batch travels as ONE jsonb parameter, unpacked by the server with
+# jsonb_to_recordset, in one INSERT ... SELECT ... ON CONFLICT statement. (Arrays of JSON
+# strings, one per column, cost ~25 ms of client CPU per 1000 rows in psycopg's text-array
+# escaping; json.dumps of the batch costs ~2 ms.)
+_PG_UPSERT = text(
+    """
+    INSERT INTO metrics (trial_id, kind, total_batches, total_records, total_epochs, metrics,
+                         reported_at)
+    SELECT :trial_id, r.kind, r.total_batches, r.total_records, r.total_epochs, r.metrics,
+           r.reported_at
+    FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(
+        kind varchar, total_batches bigint, total_records bigint,
+        total_epochs double precision, metrics jsonb, reported_at timestamptz)
+    ON CONFLICT (trial_id, kind, total_batches) DO UPDATE SET
+        metrics = excluded.metrics,
+        total_records = excluded.total_records,
+        total_epochs = excluded.total_epochs,
+        reported_at = excluded.reported_at
+    """
+)
 
 
-def _pg_unnest_upsert() -> postgresql.Insert:
-    # INSERT ... SELECT FROM unnest(<one array per column>) ON CONFLICT DO UPDATE: the whole
-    # batch is one statement with seven parameters, ~1.5x faster than a pipelined executemany.
-    # JSON travels as text[] (cast to jsonb[] by the server).
-    arrays = [
-        cast(
-            bindparam(name, type_=ARRAY(Text() if name == "metrics" else type_)),
-            ARRAY(type_),
-        )
-        for name, type_ in _PG_ARRAY_TYPES.items()
+def _upsert_postgresql(session: Session, trial_id: int, values: list[dict[str, Any]]) -> None:
+    rows = [
+        {
+            "kind": MetricKind(row["kind"]).value,
+            "total_batches": row["total_batches"],
+            "total_records": row["total_records"],
+            "total_epochs": row["total_epochs"],
+            "metrics": row["metrics"],
+            "reported_at": as_utc(row["reported_at"]).isoformat(),
+        }
+        for row in values
     ]
-    source = func.unnest(*arrays).table_valued(*_COLUMNS).render_derived()
-    insert = postgresql.insert(_table()).from_select(
-        list(_COLUMNS), select(*[source.c[name] for name in _COLUMNS])
-    )
-    return insert.on_conflict_do_update(
-        index_elements=["trial_id", "kind", "total_batches"],
-        set_={name: insert.excluded[name] for name in _UPDATED},
-    )
-
-
-_PG_UPSERT = _pg_unnest_upsert()
-
-
-def _upsert_postgresql(session: Session, values: list[dict[str, Any]]) -> None:
-    params: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
-    for row in values:
-        params["trial_id"].append(row["trial_id"])
-        params["kind"].append(MetricKind(row["kind"]).value)
-        params["total_batches"].append(row["total_batches"])
-        params["total_records"].append(row["total_records"])
-        params["total_epochs"].append(row["total_epochs"])
-        params["metrics"].append(json.dumps(row["metrics"]))
-        params["reported_at"].append(as_utc(row["reported_at"]))
-    session.execute(_PG_UPSERT, params)
+    session.execute(_PG_UPSERT, {"trial_id": trial_id, "rows": json.dumps(rows)})
 
 
 def list_metrics(
