@@ -7,23 +7,23 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query, Request
 
 from pedl.master.api._auth import TrialAuth
 from pedl.master.api._convert import checkpoint_public
 from pedl.master.api._deps import (
-    DatabaseDep,
     Limit,
     Offset,
     ReadSession,
     TrialId,
     WriteSession,
 )
-from pedl.master.api._errors import AUTH_RESPONSES, ERROR_RESPONSES
+from pedl.master.api._errors import AUTH_RESPONSES, ERROR_RESPONSES, ApiError
 from pedl.master.api._schemas import (
     MAX_BIGINT,
     CheckpointCreate,
     CheckpointPublic,
+    ErrorResponse,
     LogLinePublic,
     LogsBatch,
     LogsIngested,
@@ -33,7 +33,7 @@ from pedl.master.api._schemas import (
     Page,
     TrialPublic,
 )
-from pedl.master.db import LogLine, MetricRow
+from pedl.master.db import IngestUnavailableError, LogLine, MetricIngestor, MetricRow
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import logs as logs_repo
 from pedl.master.db import metrics as metrics_repo
@@ -51,17 +51,35 @@ def get_trial(trial_id: TrialId, session: ReadSession) -> TrialPublic:
     return TrialPublic.model_validate(trials_repo.get_trial(session, trial_id))
 
 
-@router.post("/{trial_id}/metrics", responses=AUTH_RESPONSES)
+def get_metric_ingestor(request: Request) -> MetricIngestor:
+    """The app's metric writer (created by ``create_app``, running while the app is)."""
+    ingestor = request.app.state.metric_ingestor
+    assert isinstance(ingestor, MetricIngestor)
+    return ingestor
+
+
+MetricIngestorDep = Annotated[MetricIngestor, Depends(get_metric_ingestor)]
+
+
+@router.post(
+    "/{trial_id}/metrics",
+    responses={
+        **AUTH_RESPONSES,
+        503: {"model": ErrorResponse, "description": "The metric writer is stuck or stopped"},
+    },
+)
 def report_metrics(
-    trial_id: TrialId, auth: TrialAuth, body: MetricsBatch, database: DatabaseDep
+    trial_id: TrialId, auth: TrialAuth, body: MetricsBatch, ingestor: MetricIngestorDep
 ) -> MetricsIngested:
     """Store a batch of training/validation rows (idempotent upsert on
     ``(kind, total_batches)``: re-sending after a resume neither loses nor doubles a row).
 
-    The write transaction begins and commits inside this one call, i.e. in one worker thread.
-    (With a ``WriteSession`` dependency the commit runs in a later worker-thread call; under
-    load every worker can be waiting for SQLite's write lock while the holder waits for a free
-    worker to commit: all requests stall until the busy timeout.)"""
+    Answers only once the rows are committed. The rows go to the app's
+    :class:`~pedl.master.db.MetricIngestor`, which writes the reports of all concurrent
+    requests in one transaction (group commit); this worker thread just waits for it. 404 for
+    an unknown trial; 503 if the writer has not committed them within 30 s (the rows may
+    still be stored: re-sending is safe).
+    """
     rows = [
         MetricRow(
             kind=report.kind,
@@ -73,9 +91,10 @@ def report_metrics(
         )
         for report in body.rows
     ]
-    with database.session(write=True, serialize=True) as session:
-        trials_repo.get_trial(session, trial_id)
-        written = metrics_repo.upsert_metrics(session, trial_id, rows)
+    try:
+        written = ingestor.ingest(trial_id, rows)
+    except IngestUnavailableError as err:
+        raise ApiError(503, str(err)) from err
     return MetricsIngested(trial_id=trial_id, rows=written)
 
 

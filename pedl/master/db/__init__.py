@@ -5,12 +5,14 @@ Every query lives in a repository module (:mod:`~pedl.master.db.experiments`,
 :mod:`~pedl.master.db.checkpoints`, :mod:`~pedl.master.db.logs`,
 :mod:`~pedl.master.db.searcher`); each function takes a :class:`~sqlalchemy.orm.Session` from
 :meth:`Database.session` and never commits (the caller's ``with`` block does).
+:class:`MetricIngestor` group-commits concurrent metric reports through one writer thread.
 """
 
 from pedl.master.db import checkpoints, experiments, logs, metrics, searcher, trials
 from pedl.master.db._database import Database
 from pedl.master.db._engine import WRITE_OPTION, make_engine, normalize_url
 from pedl.master.db._errors import ConflictError, NotFoundError
+from pedl.master.db._ingest import IngestUnavailableError, MetricIngestor
 from pedl.master.db._migrate import current_revision, head_revision, upgrade
 from pedl.master.db._models import (
     Base,
@@ -33,8 +35,10 @@ __all__ = [
     "ConflictError",
     "Database",
     "Experiment",
+    "IngestUnavailableError",
     "LogLine",
     "Metric",
+    "MetricIngestor",
     "MetricRow",
     "ModelDefinition",
     "NotFoundError",

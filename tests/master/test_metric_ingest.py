@@ -1,0 +1,155 @@
+"""Group commit of metric reports: the MetricIngestor directly and through the HTTP route."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from pedl.master.db import (
+    Database,
+    IngestUnavailableError,
+    Metric,
+    MetricIngestor,
+    MetricRow,
+    NotFoundError,
+)
+from pedl.master.states import MetricKind
+
+from .helpers import bearer, create_experiment, create_trial
+
+
+def _count(database: Database, trial_id: int, batches: list[int] | None = None) -> int:
+    query = select(func.count()).where(Metric.trial_id == trial_id)
+    if batches is not None:
+        query = query.where(Metric.total_batches.in_(batches))
+    with database.session() as session:
+        return session.scalar(query) or 0
+
+
+def _rows(batches: list[int], kind: Any = MetricKind.TRAINING) -> list[MetricRow]:
+    return [MetricRow(kind=kind, total_batches=b, metrics={"loss": 1.0 / b}) for b in batches]
+
+
+def _trials(client: httpx.Client, database: Database, count: int) -> list[tuple[int, str]]:
+    experiment_id = create_experiment(client)["id"]
+    return [create_trial(database, experiment_id) for _ in range(count)]
+
+
+def test_concurrent_posts_are_stored_once_and_visible_when_answered(
+    client: httpx.Client, database: Database
+) -> None:
+    trials = _trials(client, database, 4)
+    threads, per_thread = 12, 8
+    failures: list[str] = []
+    expected: dict[int, set[int]] = {trial_id: set() for trial_id, _ in trials}
+    lock = threading.Lock()
+
+    def worker(worker_id: int) -> None:
+        trial_id, token = trials[worker_id % len(trials)]
+        with httpx.Client(base_url=str(client.base_url), timeout=30) as http:
+            for i in range(per_thread):
+                # Distinct keys per (worker, request); i + 1 of them, the first one sent twice.
+                base = (worker_id * per_thread + i) * 100
+                batches = [base + k + 1 for k in range(i + 1)]
+                rows = [{"kind": "training", "total_batches": b, "metrics": {}} for b in batches]
+                rows.append(dict(rows[0], metrics={"loss": 0.5}))
+                response = http.post(
+                    f"/trials/{trial_id}/metrics", json={"rows": rows}, headers=bearer(token)
+                )
+                stored = _count(database, trial_id, batches)
+                with lock:
+                    expected[trial_id].update(batches)
+                    if response.status_code != 200:
+                        failures.append(f"{response.status_code} {response.text}")
+                    elif response.json() != {"trial_id": trial_id, "rows": len(batches)}:
+                        failures.append(f"wrong answer {response.json()} for {len(batches)}")
+                    elif stored != len(batches):
+                        failures.append(f"answered before commit: {stored}/{len(batches)}")
+
+    pool = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join(timeout=60)
+    assert failures == []
+    for trial_id, batches in expected.items():
+        assert _count(database, trial_id) == len(batches) > 0
+    with database.session() as session:
+        loss = session.scalar(
+            select(Metric.metrics).where(Metric.trial_id == trials[0][0], Metric.total_batches == 1)
+        )
+    assert loss == {"loss": 0.5}  # the last row for a key wins
+
+
+def test_unknown_trial_in_a_batch_fails_alone(client: httpx.Client, database: Database) -> None:
+    (first, _), (second, _) = _trials(client, database, 2)
+    ingestor = MetricIngestor(database)
+    # Queued before start: the writer takes all three in one batch.
+    futures = [
+        ingestor.submit(first, _rows([1, 2, 3])),
+        ingestor.submit(987_654, _rows([1])),
+        ingestor.submit(second, _rows([5, 5, 6])),
+    ]
+    ingestor.start()
+    try:
+        assert futures[0].result(timeout=30) == 3
+        with pytest.raises(NotFoundError):
+            futures[1].result(timeout=30)
+        assert futures[2].result(timeout=30) == 2
+    finally:
+        ingestor.stop()
+    assert (_count(database, first), _count(database, second)) == (3, 2)
+
+
+def test_a_failing_request_is_retried_alone(client: httpx.Client, database: Database) -> None:
+    (trial_id, _), (other, _) = _trials(client, database, 2)
+    ingestor = MetricIngestor(database)
+    good = ingestor.submit(trial_id, _rows([10, 20]))
+    bad = ingestor.submit(other, _rows([30], kind="no-such-kind"))  # fails inside the upsert
+    later = ingestor.submit(other, _rows([40]))
+    ingestor.start()
+    try:
+        assert good.result(timeout=30) == 2
+        with pytest.raises(ValueError):
+            bad.result(timeout=30)
+        assert later.result(timeout=30) == 1
+    finally:
+        ingestor.stop()
+    assert (_count(database, trial_id), _count(database, other)) == (2, 1)
+
+
+def test_stop_drains_the_queue_then_refuses(client: httpx.Client, database: Database) -> None:
+    (trial_id, _), (other, _) = _trials(client, database, 2)
+    ingestor = MetricIngestor(database, max_requests=7)
+    ingestor.start()
+    futures: list[Future[int]] = [
+        ingestor.submit((trial_id, other)[n % 2], _rows([n + 1])) for n in range(60)
+    ]
+    ingestor.stop()
+    assert all(future.done() for future in futures)
+    assert [future.result() for future in futures] == [1] * 60
+    assert _count(database, trial_id) + _count(database, other) == 60
+    with pytest.raises(IngestUnavailableError):
+        ingestor.ingest(trial_id, _rows([999]))
+
+
+def test_timeout_drops_a_queued_request(client: httpx.Client, database: Database) -> None:
+    (trial_id, _), *_ = _trials(client, database, 1)
+    ingestor = MetricIngestor(database)  # not started: the writer looks stuck
+    with pytest.raises(IngestUnavailableError, match="did not commit"):
+        ingestor.ingest(trial_id, _rows([1]), timeout=0.05)
+    ingestor.start()
+    try:
+        assert ingestor.ingest(trial_id, _rows([2])) == 1
+    finally:
+        ingestor.stop()
+    with database.session() as session:
+        stored = session.scalars(
+            select(Metric.total_batches).where(Metric.trial_id == trial_id)
+        ).all()
+    assert list(stored) == [2]
