@@ -1,6 +1,6 @@
 """P1 summary: per-pair PEDL/plain ratios from a driver's JSON-lines file, three ways.
 
-    .venv/bin/python bench/p1_summary.py bench/results/p1_large.jsonl
+    .venv/bin/python bench/p1_summary.py bench/results/p1_large.jsonl [MORE.jsonl ...]
 
 - ``window``: samples/s over the whole timed window (the result the goal refers to);
 - ``chunk``: from the median 100-batch chunk time of each run (robust to bursts of load,
@@ -28,9 +28,9 @@ STATISTICS = {
 
 
 def pair_ratios(rows: list[dict[str, Any]], key: str) -> list[float]:
-    pairs: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+    pairs: dict[tuple[str, int], dict[str, dict[str, Any]]] = defaultdict(dict)
     for row in rows:
-        pairs[row["pair"]][row["mode"]] = row
+        pairs[row["file"], row["pair"]][row["mode"]] = row
     return [
         runs["plain"][key] / runs["pedl"][key]
         for _, runs in sorted(pairs.items())
@@ -40,9 +40,14 @@ def pair_ratios(rows: list[dict[str, Any]], key: str) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", type=Path)
+    parser.add_argument("results", type=Path, nargs="+")
     args = parser.parse_args()
-    rows = [json.loads(line) for line in args.results.read_text().splitlines() if line]
+    rows = [
+        {"file": str(path), **json.loads(line)}
+        for path in args.results
+        for line in path.read_text().splitlines()
+        if line
+    ]
     for name, key in STATISTICS.items():
         ratios = pair_ratios(rows, key)
         if ratios:
