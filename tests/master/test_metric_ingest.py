@@ -17,6 +17,7 @@ from pedl.master.db import (
     MetricIngestor,
     MetricRow,
     NotFoundError,
+    TrialTokenError,
 )
 from pedl.master.states import MetricKind
 
@@ -153,3 +154,24 @@ def test_timeout_drops_a_queued_request(client: httpx.Client, database: Database
             select(Metric.total_batches).where(Metric.trial_id == trial_id)
         ).all()
     assert list(stored) == [2]
+
+
+def test_tokens_are_checked_in_the_batch(client: httpx.Client, database: Database) -> None:
+    (first, first_token), (second, second_token) = _trials(client, database, 2)
+    ingestor = MetricIngestor(database)
+    good = ingestor.submit(first, _rows([1]), token=first_token)
+    foreign = ingestor.submit(first, _rows([2]), token=second_token)
+    bogus = ingestor.submit(second, _rows([3]), token="not-a-token")
+    unknown = ingestor.submit(987_654, _rows([4]), token=second_token)
+    ingestor.start()
+    try:
+        assert good.result(timeout=30) == 1
+        owners = []
+        for future in (foreign, bogus, unknown):
+            with pytest.raises(TrialTokenError) as caught:
+                future.result(timeout=30)
+            owners.append(caught.value.owner)
+        assert owners == [second, None, second]
+    finally:
+        ingestor.stop()
+    assert (_count(database, first), _count(database, second)) == (1, 0)

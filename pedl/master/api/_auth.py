@@ -2,7 +2,9 @@
 
 Trial-side writes depend on :data:`TrialAuth`, which requires ``Authorization: Bearer
 <token>`` where the token was issued for the trial named in the path (401 without a valid
-token, 403 with another trial's). User-facing routes depend on :data:`CurrentUser`; until
+token, 403 with another trial's). A route that checks the token later itself (the metrics
+route, in the metric writer's transaction) depends on :data:`BearerToken` and answers a
+mismatch with :func:`token_error`. User-facing routes depend on :data:`CurrentUser`; until
 user accounts exist every caller is the default user, and that dependency is where user
 authentication will slot in.
 """
@@ -43,22 +45,34 @@ class UserPrincipal:
     username: str
 
 
-def require_trial(
-    trial_id: TrialId,
-    database: DatabaseDep,
+def bearer_token(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> TrialPrincipal:
-    """Check the bearer token against the trial in the path."""
+) -> str:
+    """The request's bearer token, not yet checked (401 when there is none)."""
     if credentials is None:
         raise ApiError(
             401, "missing bearer token of the trial", field="Authorization", headers=_CHALLENGE
         )
-    with database.session() as session:
-        owner = trials_repo.trial_id_for_token(session, credentials.credentials)
+    return credentials.credentials
+
+
+def token_error(owner: int | None, trial_id: int) -> ApiError:
+    """The error for a token that does not belong to ``trial_id``: 401 when it belongs to no
+    trial (``owner`` is ``None``), 403 when it is another trial's."""
     if owner is None:
-        raise ApiError(401, "invalid trial token", field="Authorization", headers=_CHALLENGE)
+        return ApiError(401, "invalid trial token", field="Authorization", headers=_CHALLENGE)
+    return ApiError(403, f"this token is not valid for trial {trial_id}", field="Authorization")
+
+
+BearerToken = Annotated[str, Depends(bearer_token)]
+
+
+def require_trial(trial_id: TrialId, database: DatabaseDep, token: BearerToken) -> TrialPrincipal:
+    """Check the bearer token against the trial in the path."""
+    with database.session() as session:
+        owner = trials_repo.trial_id_for_token(session, token)
     if owner != trial_id:
-        raise ApiError(403, f"this token is not valid for trial {trial_id}", field="Authorization")
+        raise token_error(owner, trial_id)
     return TrialPrincipal(trial_id=trial_id)
 
 

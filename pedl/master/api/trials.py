@@ -9,7 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from pedl.master.api._auth import TrialAuth
+from pedl.master.api._auth import BearerToken, TrialAuth, token_error
 from pedl.master.api._convert import checkpoint_public
 from pedl.master.api._deps import (
     Limit,
@@ -33,7 +33,13 @@ from pedl.master.api._schemas import (
     Page,
     TrialPublic,
 )
-from pedl.master.db import IngestUnavailableError, LogLine, MetricIngestor, MetricRow
+from pedl.master.db import (
+    IngestUnavailableError,
+    LogLine,
+    MetricIngestor,
+    MetricRow,
+    TrialTokenError,
+)
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import logs as logs_repo
 from pedl.master.db import metrics as metrics_repo
@@ -69,16 +75,18 @@ MetricIngestorDep = Annotated[MetricIngestor, Depends(get_metric_ingestor)]
     },
 )
 def report_metrics(
-    trial_id: TrialId, auth: TrialAuth, body: MetricsBatch, ingestor: MetricIngestorDep
+    trial_id: TrialId, token: BearerToken, body: MetricsBatch, ingestor: MetricIngestorDep
 ) -> MetricsIngested:
     """Store a batch of training/validation rows (idempotent upsert on
     ``(kind, total_batches)``: re-sending after a resume neither loses nor doubles a row).
 
     Answers only once the rows are committed. The rows go to the app's
     :class:`~pedl.master.db.MetricIngestor`, which writes the reports of all concurrent
-    requests in one transaction (group commit); this worker thread just waits for it. 404 for
-    an unknown trial; 503 if the writer has not committed them within 30 s (the rows may
-    still be stored: re-sending is safe).
+    requests in one transaction (group commit); this worker thread just waits for it. The
+    trial's token is checked in that transaction too, by the writer's one query for the whole
+    batch (no read of its own per request): 401/403 as for every trial write. 503 if the
+    writer has not committed the rows within 30 s (they may still be stored: re-sending is
+    safe).
     """
     rows = [
         MetricRow(
@@ -92,9 +100,11 @@ def report_metrics(
         for report in body.rows
     ]
     try:
-        written = ingestor.ingest(trial_id, rows)
+        written = ingestor.ingest(trial_id, rows, token=token)
     except IngestUnavailableError as err:
         raise ApiError(503, str(err)) from err
+    except TrialTokenError as err:
+        raise token_error(err.owner, trial_id) from err
     return MetricsIngested(trial_id=trial_id, rows=written)
 
 

@@ -10,6 +10,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
@@ -28,10 +29,21 @@ class IngestUnavailableError(RuntimeError):
     committed within the caller's timeout."""
 
 
-@dataclass
+class TrialTokenError(PermissionError):
+    """A request's token does not belong to its trial; ``owner`` is the trial it belongs
+    to, ``None`` if none."""
+
+    def __init__(self, trial_id: int, owner: int | None) -> None:
+        super().__init__(f"the token is not valid for trial {trial_id}")
+        self.trial_id = trial_id
+        self.owner = owner
+
+
+@dataclass(eq=False)
 class _Request:
     trial_id: int
     rows: Sequence[MetricRow]
+    token_hash: str | None
     future: Future[int] = field(default_factory=Future)
 
     @property
@@ -48,17 +60,20 @@ class MetricIngestor:
     :meth:`ingest` (any thread) queues one request's rows and blocks until they are committed.
     The writer takes the oldest queued request plus everything queued behind it, up to
     ``max_requests`` requests or ``max_rows`` rows, and writes that batch in ONE transaction:
-    one existence query for all its trials, then :func:`~pedl.master.db.metrics.upsert_metrics`
-    once per trial with that trial's rows in arrival order (same idempotent upsert: the last
-    row for a ``(kind, total_batches)`` wins); it commits once, then answers every request.
+    one query checking all its trials (and tokens), then
+    :func:`~pedl.master.db.metrics.upsert_metrics` once per trial with that trial's rows in
+    arrival order (same idempotent upsert: the last row for a ``(kind, total_batches)`` wins);
+    it commits once, then answers every request.
 
     Contract:
 
     - A request is answered only after its rows are committed (or with its error). Its rows
       are always written in one transaction, never split.
     - Requests are applied in arrival (queue) order, within and across batches.
-    - A request for a trial that does not exist fails alone with
-      :class:`~pedl.master.db.NotFoundError`; the rest of its batch is stored. If the batch
+    - A request with a token that is not its trial's fails alone with
+      :class:`TrialTokenError`, one without a token for a trial that does not exist with
+      :class:`~pedl.master.db.NotFoundError`; the rest of its batch is stored. The check is
+      made in the batch's transaction, by one query for all its trials. If the batch
       transaction fails for any other reason (e.g. a trial deleted concurrently), each of
       its requests is retried in its own transaction and gets its own result or error.
     - A request still queued when its caller times out is dropped (never written); one
@@ -104,12 +119,17 @@ class MetricIngestor:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def submit(self, trial_id: int, rows: Sequence[MetricRow]) -> Future[int]:
+    def submit(
+        self, trial_id: int, rows: Sequence[MetricRow], *, token: str | None = None
+    ) -> Future[int]:
         """Queue ``rows`` of one trial; the future resolves to the number of distinct
         ``(kind, total_batches)`` keys written once they are committed, or raises the
-        request's error. Raises :class:`IngestUnavailableError` once :meth:`stop` was called
-        (before :meth:`start`, requests wait in the queue)."""
-        request = _Request(trial_id, list(rows))
+        request's error. With ``token`` the writer first checks, in the same transaction, that
+        it is the trial's token (else :class:`TrialTokenError`, also for an unknown trial).
+        Raises :class:`IngestUnavailableError` once :meth:`stop` was called (before
+        :meth:`start`, requests wait in the queue)."""
+        token_hash = None if token is None else trials_repo.hash_token(token)
+        request = _Request(trial_id, list(rows), token_hash)
         with self._lock:
             if self._stopped:
                 raise IngestUnavailableError("the metric writer is stopped")
@@ -117,14 +137,20 @@ class MetricIngestor:
         return request.future
 
     def ingest(
-        self, trial_id: int, rows: Sequence[MetricRow], *, timeout: float = DEFAULT_TIMEOUT_S
+        self,
+        trial_id: int,
+        rows: Sequence[MetricRow],
+        *,
+        token: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
     ) -> int:
         """:meth:`submit` and wait: the number of distinct keys written, once committed.
 
-        Raises the request's own error (:class:`~pedl.master.db.NotFoundError` for an unknown
-        trial, a database error otherwise), or :class:`IngestUnavailableError` if the writer
-        is not running or has not committed the request within ``timeout`` seconds."""
-        future = self.submit(trial_id, rows)
+        Raises the request's own error (:class:`TrialTokenError` for a wrong ``token``,
+        :class:`~pedl.master.db.NotFoundError` for an unknown trial when no token is given, a
+        database error otherwise), or :class:`IngestUnavailableError` if the writer is stopped
+        or has not committed the request within ``timeout`` seconds."""
+        future = self.submit(trial_id, rows, token=token)
         try:
             return future.result(timeout=timeout)
         except TimeoutError:
@@ -159,38 +185,70 @@ class MetricIngestor:
 
     def _write(self, batch: list[_Request]) -> None:
         try:
-            missing = self._write_batch(batch)
+            refused = self._write_batch(batch)
         except Exception:
             logger.info("metric batch of %d requests failed; retrying one by one", len(batch))
             for request in batch:
                 self._write_one(request)
             return
         for request in batch:
-            if request.trial_id in missing:
-                request.future.set_exception(NotFoundError("trial", request.trial_id))
+            if request in refused:
+                request.future.set_exception(refused[request])
             else:
                 request.future.set_result(request.distinct_keys)
 
-    def _write_batch(self, batch: list[_Request]) -> set[int]:
-        """Write the batch in one transaction; returns the ids of trials that do not exist
-        (their requests are skipped)."""
-        trial_ids = {request.trial_id for request in batch}
-        by_trial: dict[int, list[MetricRow]] = {}
+    def _write_batch(self, batch: list[_Request]) -> dict[_Request, Exception]:
+        """Write the batch in one transaction, skipping the requests refused (unknown trial,
+        wrong token); returns those with their errors."""
         with self.database.session(write=True, serialize=True) as session:
-            found = set(session.scalars(select(Trial.id).where(Trial.id.in_(trial_ids))))
+            refused = _refused(session, batch)
+            by_trial: dict[int, list[MetricRow]] = {}
             for request in batch:
-                if request.trial_id in found:
+                if request not in refused:
                     by_trial.setdefault(request.trial_id, []).extend(request.rows)
             for trial_id, rows in by_trial.items():
                 metrics_repo.upsert_metrics(session, trial_id, rows)
-        return trial_ids - found
+        return refused
 
     def _write_one(self, request: _Request) -> None:
         try:
             with self.database.session(write=True, serialize=True) as session:
-                trials_repo.get_trial(session, request.trial_id)
+                refused = _refused(session, [request])
+                if request in refused:
+                    raise refused[request]
                 written = metrics_repo.upsert_metrics(session, request.trial_id, request.rows)
         except Exception as err:  # answered to the request, never kills the writer
             request.future.set_exception(err)
         else:
             request.future.set_result(written)
+
+
+def _refused(session: Session, requests: list[_Request]) -> dict[_Request, Exception]:
+    """The requests that must not be written, with their errors: one query for all trials
+    (plus one for the owners of wrong tokens, if any)."""
+    ids = {request.trial_id for request in requests}
+    stored = {
+        trial_id: token_hash
+        for trial_id, token_hash in session.execute(
+            select(Trial.id, Trial.token_hash).where(Trial.id.in_(ids))
+        )
+    }
+    refused: dict[_Request, Exception] = {}
+    wrong: list[_Request] = []
+    for request in requests:
+        if request.token_hash is None:
+            if request.trial_id not in stored:
+                refused[request] = NotFoundError("trial", request.trial_id)
+        elif stored.get(request.trial_id) != request.token_hash:
+            wrong.append(request)
+    if wrong:
+        hashes = {request.token_hash for request in wrong}
+        owners: dict[str | None, int] = {
+            token_hash: trial_id
+            for token_hash, trial_id in session.execute(
+                select(Trial.token_hash, Trial.id).where(Trial.token_hash.in_(hashes))
+            )
+        }
+        for request in wrong:
+            refused[request] = TrialTokenError(request.trial_id, owners.get(request.token_hash))
+    return refused
