@@ -38,7 +38,7 @@ WINDOW_START = 100
 EPOCHS = {"tiny": 40, "large": 3}
 
 
-class BatchClock(keras.callbacks.Callback):  # type: ignore[misc]
+class BatchClock(keras.callbacks.Callback):
     """Records when each batch in ``marks`` (1-based count over all epochs) ended."""
 
     def __init__(self, marks: set[int]) -> None:
