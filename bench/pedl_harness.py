@@ -105,12 +105,11 @@ def make_controller(
         code_dir=CODE_DIR,
         latest_checkpoint=latest_checkpoint,
     )
-    context = core.Context(
-        info=info,
-        distributed=core.DistributedContext.single(),
-        train=core.TrainContext(recorder),
-        checkpoint=core.CheckpointContext(SharedFSStorage(storage_dir), recorder),
-        searcher=core.SearcherContext(Session(batches), "batches"),
-        preempt=core.PreemptContext(lambda: False),
+    context = core.build_context(
+        info,
+        metrics=recorder,
+        checkpoints=recorder,
+        storage=SharedFSStorage(storage_dir),
+        searcher=Session(batches),
     )
     return TFKerasTrialController(bench_trials.BenchTrial, context)

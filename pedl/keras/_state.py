@@ -41,7 +41,7 @@ def save_variables(variables: Sequence[Any], directory: Path) -> None:
     offset = 0
     with open(directory / VARIABLES_FILE, "wb") as f:
         for v in variables:
-            array = np.asarray(keras.ops.convert_to_numpy(v))
+            array = np.asarray(v.value.numpy())  # ~10x faster than keras.ops.convert_to_numpy
             f.write(np.ascontiguousarray(array.reshape(-1)).data.cast("B"))
             index.append(
                 {
@@ -63,7 +63,11 @@ def restore_variables(variables: Sequence[Any], directory: Path) -> None:
             f"the checkpoint holds {len(index)} variables but the model and optimizer have "
             f"{len(variables)}: was the model definition or its hyperparameters changed?"
         )
-    blob = np.fromfile(directory / VARIABLES_FILE, dtype=np.uint8)
+    path = directory / VARIABLES_FILE
+    # Mapped, not read into a fresh buffer: each slice is copied once, straight into TF.
+    blob = (
+        np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else np.zeros(0, np.uint8)
+    )
     for variable, entry in zip(variables, index, strict=True):
         shape = tuple(entry["shape"])
         if tuple(variable.shape) != shape:
@@ -72,7 +76,7 @@ def restore_variables(variables: Sequence[Any], directory: Path) -> None:
                 f"{shape} in the checkpoint ({entry['path']})"
             )
         raw = blob[entry["offset"] : entry["offset"] + entry["nbytes"]]
-        variable.assign(raw.view(np.dtype(entry["dtype"])).reshape(shape))
+        variable.value.assign(raw.view(np.dtype(entry["dtype"])).reshape(shape))
 
 
 def save_rng(directory: Path) -> None:
