@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import socket
-import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 
 from pedl.master import MasterSettings, create_app
 from pedl.master.db import Database
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import trials as trials_repo
 from pedl.master.states import ExperimentState, TrialState
+from tests.master.helpers import LiveServer
 
 CONFIG_YAML = """\
 name: sdk-test
@@ -39,26 +37,16 @@ class LiveMaster:
 
     def __init__(self, home: Path) -> None:
         self.db_url = f"sqlite:///{home / 'pedl.db'}"
-        app = create_app(MasterSettings(home=home, db_url=self.db_url))
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, name="test-master", daemon=True)
+        self.server = LiveServer(create_app(MasterSettings(home=home, db_url=self.db_url)))
         self.url = ""
         self.database = Database(self.db_url)
 
     def start(self) -> None:
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the test master did not start")
-            time.sleep(0.01)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
+        self.server.start()
+        self.url = self.server.url
 
     def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=20)
+        self.server.stop()
         self.database.dispose()
 
     def create_trial(self, experiment_id: int, **hparams: Any) -> tuple[int, str]:
