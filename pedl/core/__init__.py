@@ -5,6 +5,7 @@ from pedl.core._context import Context, TrialInfo, build_context
 from pedl.core._detached import detached_context
 from pedl.core._distributed import DistributedContext
 from pedl.core._master_client import MasterClient, MasterError
+from pedl.core._memory import FixedLengths, MemoryRecorder
 from pedl.core._preempt import PreemptContext, SignalPreemption
 from pedl.core._rest import (
     RestCheckpointRegistry,
@@ -21,8 +22,10 @@ __all__ = [
     "CheckpointRegistry",
     "Context",
     "DistributedContext",
+    "FixedLengths",
     "MasterClient",
     "MasterError",
+    "MemoryRecorder",
     "MetricKind",
     "MetricsWriter",
     "PreemptContext",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import tempfile
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,44 +34,6 @@ class SmokeStep:
     name: str
     ok: bool
     detail: str = ""
-
-
-class _Session:
-    """Searcher stand-in: one operation to a fixed number of batches."""
-
-    def __init__(self, length: int) -> None:
-        self._lengths = [length]
-        self.metric: float | None = None
-
-    def next_length(self) -> int | None:
-        return self._lengths[0] if self._lengths else None
-
-    def complete(self, length: int, searcher_metric: float) -> None:
-        self._lengths.clear()
-        self.metric = searcher_metric
-
-    def exit_early(self, reason: str) -> None:
-        self._lengths.clear()
-
-
-class _Records:
-    def __init__(self) -> None:
-        self.metrics: dict[tuple[str, int], dict[str, float]] = {}
-        self.checkpoints: list[str] = []
-
-    def write_metrics(
-        self, kind: core.MetricKind, total_batches: int, metrics: Mapping[str, float]
-    ) -> None:
-        self.metrics[(kind, total_batches)] = dict(metrics)
-
-    def register_checkpoint(
-        self,
-        storage_id: str,
-        total_batches: int,
-        metadata: Mapping[str, Any],
-        resources: Mapping[str, int],
-    ) -> None:
-        self.checkpoints.append(storage_id)
 
 
 def smoke_test(
@@ -100,8 +62,8 @@ def smoke_test(
         test_config = _short_config(config)
         hparams = _first_hparams(config)
         storage = SharedFSStorage(Path(tmp) / "checkpoints")
-        records = _Records()
-        first = _Session(TRAIN_BATCHES)
+        records = core.MemoryRecorder()
+        first = core.FixedLengths([TRAIN_BATCHES])
         try:
             _run(definition, test_config, hparams, code_dir, storage, records, first, None)
         except Exception as e:
@@ -115,12 +77,12 @@ def smoke_test(
             SmokeStep(
                 f"train {TRAIN_BATCHES} batches, validate and checkpoint",
                 True,
-                f"{config.searcher.metric} = {first.metric:.4g}"
-                if first.metric is not None
+                f"{config.searcher.metric} = {first.completed[-1][1]:.4g}"
+                if first.completed
                 else "",
             )
         )
-        second = _Session(TRAIN_BATCHES + 1)
+        second = core.FixedLengths([TRAIN_BATCHES + 1])
         try:
             definition = model_def.load(code_dir, config.entrypoint)
             _run(
@@ -131,7 +93,7 @@ def smoke_test(
                 storage,
                 records,
                 second,
-                records.checkpoints[-1],
+                records.checkpoints[-1][0],
             )
         except Exception as e:
             steps.append(SmokeStep("restore the checkpoint and train on", False, _explain(e)))
@@ -146,8 +108,8 @@ def _run(
     hparams: dict[str, Any],
     code_dir: Path,
     storage: SharedFSStorage,
-    records: _Records,
-    session: _Session,
+    records: core.MemoryRecorder,
+    session: core.FixedLengths,
     latest_checkpoint: str | None,
 ) -> TrialOutcome:
     assert definition.trial_class is not None

@@ -133,3 +133,27 @@ def test_signal_preemption_asks_to_stop_and_a_second_sigint_interrupts() -> None
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGINT)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_memory_stand_ins_keep_what_a_trial_reports() -> None:
+    recorder = core.MemoryRecorder()
+    recorder.write_metrics("training", 10, {"loss": 1.0})
+    recorder.write_metrics("training", 10, {"loss": 0.5})
+    recorder.write_metrics("validation", 10, {"val_loss": 0.7})
+    assert recorder.metrics[("training", 10)] == {"loss": 0.5}  # upsert, like the stores
+    assert recorder.writes == [("training", 10), ("training", 10), ("validation", 10)]
+    assert recorder.batches("training") == [10]
+    recorder.register_checkpoint("abc", 10, {}, {})
+    assert recorder.checkpoints == [("abc", 10)]
+
+    searcher = core.FixedLengths([5, 9])
+    assert searcher.next_length() == 5
+    with pytest.raises(ValueError, match="completed length 9, but the next one is"):
+        searcher.complete(9, 0.1)
+    searcher.complete(5, 0.2)
+    searcher.exit_early("user_requested_stop")
+    assert (searcher.next_length(), searcher.completed, searcher.exits) == (
+        None,
+        [(5, 0.2)],
+        ["user_requested_stop"],
+    )
