@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +50,15 @@ class RawClient:
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
-    async def post(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+    async def post(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
+        """Send one POST and read its answer; after a failure the next call reconnects."""
+        try:
+            return await self._post(path, body, headers)
+        except (OSError, asyncio.IncompleteReadError):
+            await self.close()
+            raise
+
+    async def _post(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
         assert self.reader is not None
@@ -64,63 +74,22 @@ class RawClient:
         for line in raw.split(b"\r\n")[1:]:
             if line.lower().startswith(b"content-length:"):
                 length = int(line.split(b":", 1)[1])
-        return status, await self.reader.readexactly(length)
+        answer = await self.reader.readexactly(length)
+        return status, answer.decode(errors="replace")
 
     async def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+        self.reader = self.writer = None
 
 
-async def raw_trial_loop(
-    url: str,
-    trial_id: int,
-    token: str,
-    *,
-    start: float,
-    phase: float,
-    period: float,
-    seconds: float,
-    recorder: Recorder,
-) -> None:
-    host, port = url.removeprefix("http://").split(":")
-    client = RawClient(host, int(port))
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    due = start + phase
-    batches = 0
-    sent = 0
-    try:
-        while due < start + seconds:
-            delay = due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            rows = 1 + sent % 5
-            body = p5_master.rows_body(batches, rows, seed=trial_id)
-            sent_at = time.perf_counter()
-            try:
-                status, answer = await client.post(
-                    f"/api/v1/trials/{trial_id}/metrics", body, headers
-                )
-                if status != 200:
-                    recorder.errors.append(f"{status} {answer[:200]!r}")
-            except (OSError, asyncio.IncompleteReadError) as err:
-                recorder.errors.append(repr(err))
-                await client.close()
-                client = RawClient(host, int(port))
-            done = time.perf_counter()
-            recorder.samples.append((sent_at - start, done - sent_at))
-            batches += rows
-            sent += 1
-            if done > due + period:
-                recorder.late += 1
-            due = max(due + period, done)
-    finally:
-        await client.close()
+Post = Callable[[str, bytes], Awaitable[tuple[int, str]]]
+"""Send one metrics POST (path, body) for a trial; answer (status, body text)."""
 
 
 async def trial_loop(
-    http: httpx.AsyncClient,
+    post: Post,
     trial_id: int,
-    token: str,
     *,
     start: float,
     phase: float,
@@ -128,7 +97,6 @@ async def trial_loop(
     seconds: float,
     recorder: Recorder,
 ) -> None:
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     due = start + phase
     batches = 0
     sent = 0
@@ -140,12 +108,10 @@ async def trial_loop(
         body = p5_master.rows_body(batches, rows, seed=trial_id)
         sent_at = time.perf_counter()
         try:
-            response = await http.post(
-                f"/api/v1/trials/{trial_id}/metrics", content=body, headers=headers
-            )
-            if response.status_code != 200:
-                recorder.errors.append(f"{response.status_code} {response.text[:200]}")
-        except httpx.HTTPError as err:
+            status, answer = await post(f"/api/v1/trials/{trial_id}/metrics", body)
+            if status != 200:
+                recorder.errors.append(f"{status} {answer[:200]}")
+        except (httpx.HTTPError, OSError, asyncio.IncompleteReadError) as err:
             recorder.errors.append(repr(err))
         done = time.perf_counter()
         recorder.samples.append((sent_at - start, done - sent_at))
@@ -170,51 +136,64 @@ def stats(latencies: list[float], window: float) -> dict[str, Any]:
     }
 
 
-async def load_raw(
-    url: str, trials: list[tuple[int, str]], period: float, seconds: float
-) -> tuple[Recorder, float]:
-    recorder = Recorder()
-    start = time.perf_counter() + 0.5
-    loops = [
-        raw_trial_loop(
-            url,
-            trial_id,
-            token,
-            start=start,
-            phase=period * i / len(trials),
-            period=period,
-            seconds=seconds,
-            recorder=recorder,
-        )
-        for i, (trial_id, token) in enumerate(trials)
-    ]
-    await asyncio.gather(*loops)
-    return recorder, time.perf_counter() - start
+def _headers(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
 
 async def load(
-    url: str, trials: list[tuple[int, str]], period: float, seconds: float
+    url: str, trials: list[tuple[int, str]], period: float, seconds: float, client: str
 ) -> tuple[Recorder, float]:
+    """Run every trial's loop with the chosen client; return the samples and the wall time."""
     recorder = Recorder()
-    limits = httpx.Limits(max_connections=len(trials) + 10, max_keepalive_connections=len(trials))
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
-        start = time.perf_counter() + 0.5
-        loops = [
-            trial_loop(
-                http,
-                trial_id,
-                token,
-                start=start,
-                phase=period * i / len(trials),
-                period=period,
-                seconds=seconds,
-                recorder=recorder,
+    posts: list[Post] = []
+    closers: list[Callable[[], Awaitable[None]]] = []
+    if client == "raw":
+        host, port = url.removeprefix("http://").split(":")
+        for _, token in trials:
+            raw = RawClient(host, int(port))
+            posts.append(functools.partial(_raw_post, raw, _headers(token)))
+            closers.append(raw.close)
+    else:
+        limits = httpx.Limits(
+            max_connections=len(trials) + 10, max_keepalive_connections=len(trials)
+        )
+        http = httpx.AsyncClient(base_url=url, timeout=60, limits=limits)
+        posts = [functools.partial(_httpx_post, http, _headers(token)) for _, token in trials]
+        closers.append(http.aclose)
+    start = time.perf_counter() + 0.5
+    try:
+        await asyncio.gather(
+            *(
+                trial_loop(
+                    post,
+                    trial_id,
+                    start=start,
+                    phase=period * i / len(trials),
+                    period=period,
+                    seconds=seconds,
+                    recorder=recorder,
+                )
+                for i, (post, (trial_id, _)) in enumerate(zip(posts, trials, strict=True))
             )
-            for i, (trial_id, token) in enumerate(trials)
-        ]
-        await asyncio.gather(*loops)
+        )
         wall = time.perf_counter() - start
+    finally:
+        for close in closers:
+            await close()
     return recorder, wall
+
+
+async def _raw_post(
+    raw: RawClient, headers: dict[str, str], path: str, body: bytes
+) -> tuple[int, str]:
+    return await raw.post(path, body, headers)
+
+
+async def _httpx_post(
+    http: httpx.AsyncClient, headers: dict[str, str], path: str, body: bytes
+) -> tuple[int, str]:
+    response = await http.post(path, content=body, headers=headers)
+    return response.status_code, response.text
 
 
 def main() -> None:
@@ -240,8 +219,9 @@ def main() -> None:
             cpu_before = p5_master.cpu_seconds(master.pid)
             pg_before = p5_master.postgres_cpu_seconds()
             client_before = time.process_time()
-            generator = load_raw if args.client == "raw" else load
-            recorder, wall = asyncio.run(generator(master.url, trials, args.period, args.seconds))
+            recorder, wall = asyncio.run(
+                load(master.url, trials, args.period, args.seconds, args.client)
+            )
             master_cpu = p5_master.cpu_seconds(master.pid) - cpu_before
             pg_cpu = p5_master.postgres_cpu_seconds() - pg_before
             client_cpu = time.process_time() - client_before
