@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import enum
 from typing import Any, ClassVar, Protocol
 
-
-class TrialOutcome(enum.Enum):
-    """How a trial process's run ended (short of an exception)."""
-
-    COMPLETED = "completed"  # the searcher has no more work for the trial
-    PREEMPTED = "preempted"  # asked to stop (pause, kill, shutdown): checkpointed, to be resumed
-    STOPPED_BY_USER = "stopped_by_user"  # the model asked to stop training (model.stop_training)
+from pedl.engine import TrialOutcome
 
 
 class TrialController(Protocol):
@@ -22,7 +15,13 @@ class TrialController(Protocol):
     trains until the searcher closes the trial, a preemption, or the model stops itself.
     """
 
-    def run(self) -> TrialOutcome: ...
+    progressed: bool
+    """True once a training batch completed in this run: an error before that (import,
+    ``__init__``, ``build_model``, data loaders, the first batch) would recur on a restart."""
+
+    def run(self) -> TrialOutcome:
+        """Train; return COMPLETED, PREEMPTED or STOPPED_EARLY (or raise)."""
+        ...
 
 
 class Trial:

@@ -14,7 +14,8 @@ from pedl.core._rest import (
     RestSearcherSession,
 )
 from pedl.core._searcher import SearcherContext, SearcherOperation, SearcherSession, Unit
-from pedl.core._train import MetricKind, MetricsWriter, TrainContext
+from pedl.core._train import MetricsWriter, TrainContext
+from pedl.engine import MetricKind
 
 __all__ = [
     "METADATA_FILE",

@@ -9,7 +9,7 @@ from typing import Any
 
 from pedl.config import ExperimentConfig, parse_config
 from pedl.core._context import Context, TrialInfo, build_context
-from pedl.core._train import MetricKind
+from pedl.engine import MetricKind
 from pedl.storage import SharedFSStorage
 
 

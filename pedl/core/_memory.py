@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pedl.core._train import MetricKind
+from pedl.engine import MetricKind
 
 
 class MemoryRecorder:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pedl.core._master_client import MasterClient
-from pedl.core._train import MetricKind
+from pedl.engine import MetricKind
 
 
 def _json_safe(value: Any) -> Any:

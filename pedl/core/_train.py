@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal, Protocol
+from typing import Protocol
 
-MetricKind = Literal["training", "validation"]
+from pedl.engine import MetricKind
 
 
 class MetricsWriter(Protocol):
@@ -30,11 +30,11 @@ class TrainContext:
 
     def report_training_metrics(self, steps_completed: int, metrics: Mapping[str, float]) -> None:
         """Report metrics averaged over the batches since the previous report."""
-        self._report("training", steps_completed, metrics)
+        self._report(MetricKind.TRAINING, steps_completed, metrics)
 
     def report_validation_metrics(self, steps_completed: int, metrics: Mapping[str, float]) -> None:
         """Report the metrics of a validation run after ``steps_completed`` batches."""
-        self._report("validation", steps_completed, metrics)
+        self._report(MetricKind.VALIDATION, steps_completed, metrics)
 
     def _report(self, kind: MetricKind, steps_completed: int, metrics: Mapping[str, float]) -> None:
         if not self._is_chief:

@@ -250,7 +250,7 @@ class TFKerasTrialController:
         if self._op is None:
             return self._stop(TrialOutcome.COMPLETED)
         if getattr(self.model, "stop_training", False):
-            return self._stop(TrialOutcome.STOPPED_BY_USER)
+            return self._stop(TrialOutcome.STOPPED_EARLY)
         if self._core.preempt.should_preempt():
             return self._stop(TrialOutcome.PREEMPTED)
         self._next_boundary = self._compute_next_boundary()
@@ -258,7 +258,7 @@ class TFKerasTrialController:
 
     def _stop(self, outcome: TrialOutcome) -> bool:
         p = self.progress
-        if outcome is TrialOutcome.STOPPED_BY_USER:
+        if outcome is TrialOutcome.STOPPED_EARLY:
             if p.last_validation != p.batches:
                 self._validate()
             self._core.searcher.exit_early("user_requested_stop")

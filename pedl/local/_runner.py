@@ -292,7 +292,7 @@ class LocalExperiment:
             break
         if outcome is TrialOutcome.PREEMPTED:
             self.store.set_trial_state(trial.id, "PAUSED")
-        elif outcome is TrialOutcome.STOPPED_BY_USER or trial.request_id in self.closed:
+        elif outcome is TrialOutcome.STOPPED_EARLY or trial.request_id in self.closed:
             self._finish(trial, "COMPLETED")
         else:
             self.store.set_trial_state(trial.id, "ACTIVE")  # waits for more searcher work
@@ -400,7 +400,7 @@ class LocalExperiment:
         for t in self.store.trials():
             values = [
                 row.metrics[searcher.metric]
-                for row in self.store.metrics(t.id, "validation")
+                for row in self.store.metrics(t.id, core.MetricKind.VALIDATION)
                 if searcher.metric in row.metrics
             ]
             best = min(values, key=lambda v: sign * v) if values else None

@@ -1,5 +1,5 @@
 """The PEDL master: settings, persistence (:mod:`pedl.master.db`), lifecycle rules
-(:mod:`pedl.master.states`), the REST API (:mod:`pedl.master.api`), and the engine that runs
+(:mod:`pedl.engine`), the REST API (:mod:`pedl.master.api`), and the engine that runs
 experiments (:mod:`pedl.master.orchestrator`, :mod:`pedl.master.scheduler`,
 :mod:`pedl.master.rm`). :func:`serve` runs it all (``pedl master``).
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 
 from pedl.cli import cli
 from pedl.client import Client, Experiment
-from pedl.master.states import ExperimentState, TrialState
+from pedl.engine import ExperimentState, TrialState
 from tests.client.helpers import CONFIG_YAML, LiveMaster, report, store_checkpoint, unused_port
 
 

@@ -14,7 +14,7 @@ import yaml
 
 import pedl.client
 from pedl.client import Client, Experiment, PEDLError
-from pedl.master.states import ExperimentState
+from pedl.engine import ExperimentState
 
 from .helpers import LiveMaster
 

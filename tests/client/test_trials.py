@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pedl.client import Client, Experiment, PEDLError, Trial
-from pedl.master.states import TrialState
+from pedl.engine import TrialState
 
 from .helpers import LiveMaster, report, store_checkpoint
 

@@ -189,7 +189,7 @@ def test_stop_training_from_a_callback_ends_the_trial_gracefully(tmp_path: Path)
             return [StopAt7()]
 
     run = make_run(tmp_path, overrides=("searcher.max_length.batches=50", "scheduling_unit=5"))
-    assert train(Stopping, run) is TrialOutcome.STOPPED_BY_USER
+    assert train(Stopping, run) is TrialOutcome.STOPPED_EARLY
     assert run.recorder.batches("training") == [5, 7]
     assert run.recorder.batches("validation") == [7]
     assert run.recorder.checkpoints[-1][1] == 7

@@ -29,7 +29,7 @@ def test_early_stopping_checks_after_each_validation(tmp_path: Path) -> None:
     # min_delta so large that no validation counts as an improvement after the first.
     trial = with_callbacks(lambda: EarlyStopping(monitor="val_loss", min_delta=100.0, patience=1))
     run = make_run(tmp_path, overrides=("searcher.max_length.batches=40", *VALIDATE_EVERY_2))
-    assert train(trial, run) is TrialOutcome.STOPPED_BY_USER
+    assert train(trial, run) is TrialOutcome.STOPPED_EARLY
     # The best is at 2; 4 brings no improvement, so wait reaches patience (1): stop at 4.
     assert run.recorder.batches("validation") == [2, 4]
     assert run.session.exits == ["user_requested_stop"]
@@ -52,7 +52,7 @@ def test_early_stopping_state_survives_a_pause(tmp_path: Path) -> None:
         latest_checkpoint=first.recorder.checkpoints[-1][0],
         recorder=first.recorder,
     )
-    assert train(with_callbacks(make), second) is TrialOutcome.STOPPED_BY_USER
+    assert train(with_callbacks(make), second) is TrialOutcome.STOPPED_EARLY
     # Best at 2, wait 1 at 4 (then the pause), wait 2 at 6: stop. Without the restored state
     # the resumed run would start counting again and stop only at 10.
     assert first.recorder.batches("validation") == [2, 4, 6]

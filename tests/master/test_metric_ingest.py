@@ -19,7 +19,7 @@ from pedl.master.db import (
     NotFoundError,
     TrialTokenError,
 )
-from pedl.master.states import MetricKind
+from pedl.engine import MetricKind
 
 from .helpers import bearer, create_experiment, create_trial
 

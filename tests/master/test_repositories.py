@@ -28,7 +28,7 @@ from pedl.master.db import (
     searcher,
     trials,
 )
-from pedl.master.states import (
+from pedl.engine import (
     CheckpointState,
     ExperimentAction,
     ExperimentState,

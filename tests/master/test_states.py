@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pedl.master.states import (
+from pedl.engine import (
     EXPERIMENT_TRANSITIONS,
     TRIAL_TRANSITIONS,
     ExperimentAction,

@@ -17,9 +17,9 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from pedl.engine import IllegalTransitionError
 from pedl.master.api._schemas import ErrorBody, ErrorIssue, ErrorResponse
 from pedl.master.db import ConflictError, NotFoundError
-from pedl.master.states import IllegalTransitionError
 
 logger = logging.getLogger("pedl.master.api")
 

@@ -18,7 +18,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from pedl.master.states import CheckpointState, ExperimentState, MetricKind, TrialState
+from pedl.engine import CheckpointState, ExperimentState, MetricKind, TrialState
 
 MAX_BIGINT = 2**63 - 1
 MAX_MODEL_DEFINITION_BYTES = 96 * 1024 * 1024

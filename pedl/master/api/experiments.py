@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
+from pedl.engine import CheckpointState, ExperimentAction, ExperimentState, TrialState
 from pedl.master.api._auth import CurrentUser
 from pedl.master.api._config import validate_experiment_config
 from pedl.master.api._convert import checkpoint_public
@@ -26,7 +27,6 @@ from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
 from pedl.master.orchestrator import Orchestrator
-from pedl.master.states import CheckpointState, ExperimentAction, ExperimentState, TrialState
 
 router = APIRouter(prefix="/experiments", tags=["experiments"], responses=ERROR_RESPONSES)
 

@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from pedl.engine import CheckpointState, MetricKind
 from pedl.master.api._auth import BearerToken, TrialAuth, token_error
 from pedl.master.api._convert import checkpoint_public
 from pedl.master.api._deps import (
@@ -44,7 +45,6 @@ from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import logs as logs_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
-from pedl.master.states import CheckpointState, MetricKind
 
 router = APIRouter(prefix="/trials", tags=["trials"], responses=ERROR_RESPONSES)
 

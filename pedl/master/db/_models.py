@@ -26,8 +26,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from pedl.engine import CheckpointState, ExperimentState, MetricKind, TrialState
 from pedl.master.db._types import BigIntPK, JSONType, UTCDateTime, utcnow
-from pedl.master.states import CheckpointState, ExperimentState, MetricKind, TrialState
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",

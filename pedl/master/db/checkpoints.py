@@ -8,11 +8,11 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from pedl.engine import CheckpointState
 from pedl.master.db import trials as trials_repo
 from pedl.master.db._errors import ConflictError, NotFoundError
 from pedl.master.db._models import Checkpoint, Trial
 from pedl.master.db._types import utcnow
-from pedl.master.states import CheckpointState
 
 
 def register_checkpoint(

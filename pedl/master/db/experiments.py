@@ -9,15 +9,15 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from pedl.master.db._errors import ConflictError, NotFoundError
-from pedl.master.db._models import Experiment, ModelDefinition
-from pedl.master.db._types import utcnow
-from pedl.master.states import (
+from pedl.engine import (
     ExperimentAction,
     ExperimentState,
     check_experiment_transition,
     experiment_action_target,
 )
+from pedl.master.db._errors import ConflictError, NotFoundError
+from pedl.master.db._models import Experiment, ModelDefinition
+from pedl.master.db._types import utcnow
 
 
 def create_experiment(
@@ -97,7 +97,7 @@ def apply_experiment_action(
 ) -> Experiment:
     """Carry out a user's pause / activate / cancel / kill on the stored state.
 
-    Raises :class:`NotFoundError`, or ``IllegalTransitionError`` (from ``pedl.master.states``)
+    Raises :class:`NotFoundError`, or ``IllegalTransitionError`` (from ``pedl.engine``)
     when the action is not allowed in the current state. A no-op action changes nothing.
     """
     experiment = get_experiment(session, experiment_id, for_update=True)

@@ -12,10 +12,10 @@ from typing import Any
 from sqlalchemy import TextClause, select, text, update
 from sqlalchemy.orm import Session
 
+from pedl.engine import MetricKind
 from pedl.master.db import trials as trials_repo
 from pedl.master.db._models import Metric, Trial
 from pedl.master.db._types import as_utc, utcnow
-from pedl.master.states import MetricKind
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from pedl.engine import CheckpointState, MetricKind, TrialState, check_trial_transition
 from pedl.master.db._errors import NotFoundError
 from pedl.master.db._models import Checkpoint, Experiment, Metric, Trial
 from pedl.master.db._types import utcnow
-from pedl.master.states import CheckpointState, MetricKind, TrialState, check_trial_transition
 
 
 def hash_token(token: str) -> str:

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pedl.config import ExperimentConfig, Length
+from pedl.engine import ExperimentState
 from pedl.master.db import Database
 from pedl.master.db import searcher as searcher_repo
 from pedl.master.db import trials as trials_repo
-from pedl.master.states import ExperimentState
 from pedl.searcher import (
     Close,
     Create,

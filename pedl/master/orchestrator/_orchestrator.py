@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pedl.config import ConfigError, ExperimentConfig, parse_config
+from pedl.engine import CheckpointState, ExperimentState, TrialState
 from pedl.exec import EXIT_MASTER_GONE, is_permanent_failure
 from pedl.master._settings import MasterSettings
 from pedl.master.db import Database, Trial
@@ -41,7 +42,6 @@ from pedl.master.scheduler import (
     never_fits,
     schedule,
 )
-from pedl.master.states import CheckpointState, ExperimentState, TrialState
 from pedl.searcher import ExitedReason, SearcherError
 from pedl.storage import CheckpointSummary, checkpoints_to_delete, make_storage
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import StrEnum
 
-from pedl.master.states._states import ExperimentState, TrialState
+from pedl.engine._states import ExperimentState, TrialState
 
 
 class ExperimentAction(StrEnum):
