@@ -9,11 +9,11 @@ from typing import Any
 
 import httpx
 
+from pedl.engine import ExperimentState, TrialState
 from pedl.master import MasterSettings, create_app
 from pedl.master.db import Database
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import trials as trials_repo
-from pedl.engine import ExperimentState, TrialState
 from tests.master.helpers import LiveServer
 
 CONFIG_YAML = """\

@@ -10,10 +10,10 @@ import uuid
 import httpx
 import pytest
 
+from pedl.engine import ExperimentState
 from pedl.master.db import Database
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
-from pedl.engine import ExperimentState
 
 from .helpers import CONFIG_YAML, bearer, create_experiment, create_trial, experiment_body
 

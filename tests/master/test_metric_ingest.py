@@ -10,6 +10,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from pedl.engine import MetricKind
 from pedl.master.db import (
     Database,
     IngestUnavailableError,
@@ -19,7 +20,6 @@ from pedl.master.db import (
     NotFoundError,
     TrialTokenError,
 )
-from pedl.engine import MetricKind
 
 from .helpers import bearer, create_experiment, create_trial
 

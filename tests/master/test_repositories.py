@@ -10,6 +10,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import func, select
 
+from pedl.engine import (
+    CheckpointState,
+    ExperimentAction,
+    ExperimentState,
+    IllegalTransitionError,
+    MetricKind,
+    TrialState,
+)
 from pedl.master.db import (
     Checkpoint,
     ConflictError,
@@ -27,14 +35,6 @@ from pedl.master.db import (
     metrics,
     searcher,
     trials,
-)
-from pedl.engine import (
-    CheckpointState,
-    ExperimentAction,
-    ExperimentState,
-    IllegalTransitionError,
-    MetricKind,
-    TrialState,
 )
 
 from .helpers import make_archive
