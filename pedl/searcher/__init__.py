@@ -17,9 +17,10 @@ from pedl.searcher._random import RandomSearch
 from pedl.searcher._runner import EventSink, SearcherRunner
 from pedl.searcher._search_method import SearchMethod
 from pedl.searcher._single import SingleSearch
-from pedl.searcher._trial_pool import TrialPoolSearch
+from pedl.searcher._trial_pool import MAX_INVALID_REPLACEMENTS, TrialPoolSearch
 
 __all__ = [
+    "MAX_INVALID_REPLACEMENTS",
     "Close",
     "Create",
     "EventSink",

@@ -14,3 +14,5 @@ class ExitedReason(enum.StrEnum):
     """A user killed or cancelled the trial."""
     INVALID_HP = "INVALID_HP"
     """The trial's code rejected its hyperparameters (``pedl.InvalidHP``)."""
+    USER_REQUESTED_STOP = "USER_REQUESTED_STOP"
+    """The trial's code stopped training itself (``model.stop_training``, a stop request)."""

@@ -14,8 +14,12 @@ class RandomSearch(TrialPoolSearch):
     searcher's ``random.Random(seed)``, each trained to ``max_length``.
 
     ``sample(rng)`` must draw only from ``rng``, so that the draws (and the trial seeds drawn
-    between them) depend only on ``seed`` and the order trials are created.
+    between them) depend only on ``seed`` and the order trials are created. A trial whose
+    code raises ``pedl.InvalidHP`` is replaced by a new draw: the search ends with
+    ``max_trials`` trials that had valid hyperparameters.
     """
+
+    replace_invalid = True
 
     def __init__(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import random
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pedl.searcher._errors import SearcherError
 from pedl.searcher._exited_reason import ExitedReason
@@ -13,6 +13,7 @@ from pedl.searcher._operations import Close, Create, Operation, Shutdown, Valida
 from pedl.searcher._search_method import SearchMethod
 
 _SEED_BOUND = 2**31 - 1
+MAX_INVALID_REPLACEMENTS = 1000
 
 
 @dataclass
@@ -41,6 +42,11 @@ class TrialPoolSearch(SearchMethod):
     any randomness from ``self._rng`` (seeded with ``seed``). Each trial's seed is drawn from
     the same generator right after its hyperparameters. Request ids count up from 1.
     """
+
+    replace_invalid: ClassVar[bool] = False
+    """Whether a trial that exits with ``INVALID_HP`` is replaced by a new one (random search
+    draws another sample; a grid point stays invalid). At most :data:`MAX_INVALID_REPLACEMENTS`
+    replacements are made, so a model that rejects every sample still ends."""
 
     def __init__(
         self, *, num_trials: int, max_length: int, max_concurrent_trials: int, seed: int
@@ -149,11 +155,18 @@ class TrialPoolSearch(SearchMethod):
             trial.released = True
             ops = self._fill()
         all_closed = all(t.closed for t in self._trials.values())
-        if all_closed and len(self._trials) == self._num_trials and not self._shutdown:
+        if all_closed and self._counted() >= self._num_trials and not self._shutdown:
             self._shutdown = True
             failure = all(t.exited == ExitedReason.ERRORED for t in self._trials.values())
             ops.append(Shutdown(failure=failure))
         return ops
+
+    def _counted(self) -> int:
+        """Trials that count toward ``num_trials`` (replaced invalid ones do not)."""
+        if not self.replace_invalid:
+            return len(self._trials)
+        invalid = sum(1 for t in self._trials.values() if t.exited == ExitedReason.INVALID_HP)
+        return len(self._trials) - min(invalid, MAX_INVALID_REPLACEMENTS)
 
     def _fill(self) -> list[Operation]:
         ops: list[Operation] = []
@@ -161,7 +174,7 @@ class TrialPoolSearch(SearchMethod):
             self._shutdown = True
             return [Shutdown()]
         open_trials = sum(1 for t in self._trials.values() if not t.released)
-        while open_trials < self._limit and len(self._trials) < self._num_trials:
+        while open_trials < self._limit and self._counted() < self._num_trials:
             request_id = self._next_request_id
             self._next_request_id += 1
             index = len(self._trials)

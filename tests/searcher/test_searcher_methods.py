@@ -11,6 +11,7 @@ from searcher_sim import simulate
 
 from pedl.config import grid_hparams, parse_config, sample_hparams
 from pedl.searcher import (
+    MAX_INVALID_REPLACEMENTS,
     Close,
     Create,
     ExitedReason,
@@ -149,10 +150,26 @@ def test_early_exit_is_not_retried_and_frees_a_slot() -> None:
         sample=sample, max_trials=4, max_length=10, max_concurrent_trials=2, seed=0
     )
     transcript = simulate(searcher, exits={2: ExitedReason.INVALID_HP, 3: ExitedReason.ERRORED})
-    assert [c.request_id for c in transcript.creates] == [1, 2, 3, 4]
+    # The invalid draw (2) is replaced by a new sample (5); the errored trial (3) is not.
+    assert [c.request_id for c in transcript.creates] == [1, 2, 3, 4, 5]
     assert transcript.max_open == 2
     assert not any(isinstance(op, Close) and op.request_id in (2, 3) for op in transcript.all_ops)
     assert transcript.all_ops[-1] == Shutdown(failure=False)
+
+
+def test_grid_marks_an_invalid_point_and_completes() -> None:
+    searcher = GridSearch(points=[{"a": 1}, {"a": 2}, {"a": 3}], max_length=5, seed=0)
+    transcript = simulate(searcher, exits={2: ExitedReason.INVALID_HP})
+    assert [c.hparams for c in transcript.creates] == [{"a": 1}, {"a": 2}, {"a": 3}]
+    assert transcript.all_ops[-1] == Shutdown(failure=False)
+
+
+def test_random_search_gives_up_replacing_after_the_cap() -> None:
+    searcher = RandomSearch(sample=sample, max_trials=2, max_length=5, seed=0)
+    exits = {i: ExitedReason.INVALID_HP for i in range(1, MAX_INVALID_REPLACEMENTS + 10)}
+    transcript = simulate(searcher, exits=exits)
+    assert len(transcript.creates) == MAX_INVALID_REPLACEMENTS + 2
+    assert isinstance(transcript.all_ops[-1], Shutdown)
 
 
 def test_shutdown_is_a_failure_when_every_trial_errored() -> None:
