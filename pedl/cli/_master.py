@@ -9,6 +9,7 @@ import click
 from pydantic import ValidationError
 
 from pedl.master import MasterSettings, serve
+from pedl.master._serve import ListenError
 
 
 @click.command("master")
@@ -53,7 +54,11 @@ def master(
     }
     settings = master_settings(**given)
     click.echo(f"Starting the PEDL master (home {settings.home}, database {settings.db_url})")
-    serve(settings)
+    try:
+        serve(settings)
+    except ListenError as err:  # one line, no traceback: the usual case is a second master
+        click.echo(f"pedl master: {err}", err=True)
+        raise click.exceptions.Exit(1) from err
 
 
 def master_settings(**flags: Any) -> MasterSettings:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 
@@ -24,17 +25,33 @@ def master_url(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
+class ListenError(Exception):
+    """The master cannot listen on its address (port taken, no such address, no permission)."""
+
+    def __init__(self, host: str, port: int, error: OSError) -> None:
+        if error.errno == errno.EADDRINUSE:
+            reason = f"port {port} on {host} is already in use (another master?)"
+        else:
+            reason = f"cannot listen on {host} port {port}: {error.strerror or error}"
+        super().__init__(f"{reason}; choose another with --port")
+        self.host, self.port, self.error = host, port, error
+
+
 def serve(settings: MasterSettings) -> None:
     """Run the master until SIGINT/SIGTERM: bind ``settings.host:settings.port`` (port 0
     picks a free one; the chosen address is logged), apply migrations, start the orchestrator
     (which restores every unfinished experiment), and serve the REST API. On a graceful stop
     the trial processes are killed; they resume from their latest checkpoints next time.
+    Raises :class:`ListenError` when the address cannot be bound.
     """
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
-    sock = socket.create_server((settings.host, settings.port), family=family, backlog=2048)
+    try:
+        sock = socket.create_server((settings.host, settings.port), family=family, backlog=2048)
+    except OSError as err:
+        raise ListenError(settings.host, settings.port, err) from err
     # Accepted connections inherit TCP_NODELAY from the listening socket (Linux). asyncio sets
     # it only on sockets whose proto is IPPROTO_TCP, and create_server's sockets have proto 0:
     # without this, a response written as headers then body waits ~40 ms for the client's

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -68,3 +69,24 @@ def test_pedl_master_serves_the_api(tmp_path: Path) -> None:
             output = process.communicate(timeout=20)[0]
     assert "Starting the PEDL master" in output
     assert f"PEDL master listening on http://127.0.0.1:{port}" in output
+
+
+def test_port_in_use_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**os.environ, "PEDL_HOME": str(tmp_path / "home")}
+        result = subprocess.run(
+            [sys.executable, "-m", "pedl", "master", "--port", str(port)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1, result
+    assert result.stderr.splitlines() == [
+        f"pedl master: port {port} on 127.0.0.1 is already in use (another master?); "
+        "choose another with --port"
+    ]
+    assert "Traceback" not in result.stdout + result.stderr
