@@ -36,9 +36,29 @@ def current_client() -> Client:
     return click.get_current_context().ensure_object(CliContext).client
 
 
-def console() -> Console:
-    """The console commands print to (no wrapping of long lines: output stays greppable)."""
-    return Console(soft_wrap=True)
+PLAIN_WIDTH = 100_000
+"""The width of a console that is not a terminal: wide enough that no table wraps or cuts."""
+
+
+def console(*, stderr: bool = False) -> Console:
+    """The console commands print to (no wrapping of long lines: output stays greppable).
+
+    On a terminal: rich's colours (none with ``NO_COLOR`` set) and its width. Otherwise (a
+    pipe, a file; rich's ``FORCE_COLOR``/``TTY_COMPATIBLE`` say otherwise): plain text, no
+    escape codes, and tables as wide as their contents, so ids and UUIDs are never cut.
+    """
+    terminal = Console(soft_wrap=True, stderr=stderr)
+    if terminal.is_terminal:
+        return terminal
+    return Console(
+        soft_wrap=True,
+        stderr=stderr,
+        color_system=None,
+        no_color=True,
+        width=PLAIN_WIDTH,
+        highlight=False,
+        emoji=False,
+    )
 
 
 def print_json(data: Any) -> None:

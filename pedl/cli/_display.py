@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,6 +13,44 @@ from rich.table import Table
 
 from pedl.config import flatten_hparams
 from pedl.local import ExperimentSummary, TrialRecord
+
+SIGNIFICANT_DIGITS = 4
+NUMBER_WIDTH = 11
+"""The longest :func:`format_number` of a float: ``-1.235e+308``."""
+
+
+def format_number(value: Any) -> str:
+    """A hyperparameter or metric value for a table: floats with 4 significant digits
+    (``0.0001234``, ``0.1235``, ``1e-05``, ``1.235e+05``), ints and bools as themselves,
+    ``None`` as ``-``, anything else as its JSON (strings bare)."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool | int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        return f"{value:.{SIGNIFICANT_DIGITS}g}"
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def hparams_text(hparams: Mapping[str, Any]) -> str:
+    """Hyperparameters as ``name=value`` pairs, nested groups dotted, values by
+    :func:`format_number`, sorted by name."""
+    flat = flatten_hparams(hparams)
+    return " ".join(f"{k}={format_number(flat[k])}" for k in sorted(flat)) or "-"
+
+
+def metrics_text(metrics: Mapping[str, Any] | None) -> str:
+    """Metrics as ``name=value`` pairs sorted by name, values by :func:`format_number`."""
+    if not metrics:
+        return "-"
+    return " ".join(f"{k}={format_number(v)}" for k, v in sorted(metrics.items()))
 
 
 class RichTrialDisplay:
@@ -45,7 +84,7 @@ class RichTrialDisplay:
             return
         self._metrics[trial.id] = {}
         self._tasks[trial.id] = self._progress.add_task(
-            "", total=target_batches, trial_id=trial.id, metrics=_hparams_text(trial.hparams)
+            "", total=target_batches, trial_id=trial.id, metrics=hparams_text(trial.hparams)
         )
 
     def trial_progress(self, trial_id: int, batches: int, metrics: Mapping[str, float]) -> None:
@@ -53,7 +92,7 @@ class RichTrialDisplay:
         if task is None:
             return
         self._metrics[trial_id].update(metrics)
-        shown = " ".join(f"{k}={v:.4g}" for k, v in sorted(self._metrics[trial_id].items()))
+        shown = metrics_text(self._metrics[trial_id])
         self._progress.update(task, completed=batches, metrics=shown)
 
     def trial_finished(self, trial: TrialRecord) -> None:
@@ -62,10 +101,6 @@ class RichTrialDisplay:
             total = self._progress.tasks[task].total
             if total is not None:
                 self._progress.update(task, completed=total)
-
-
-def _hparams_text(hparams: Mapping[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in flatten_hparams(hparams).items())
 
 
 def summary_table(summary: ExperimentSummary) -> Table:
@@ -81,8 +116,8 @@ def summary_table(summary: ExperimentSummary) -> Table:
         table.add_row(
             f"{t.trial_id}{mark}",
             t.state,
-            json.dumps(flatten_hparams(t.hparams), sort_keys=True),
-            "-" if t.best_metric is None else f"{t.best_metric:.4f}",
+            hparams_text(t.hparams),
+            format_number(t.best_metric),
             str(t.best_checkpoint or "-"),
         )
     return table

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from pedl.cli._display import format_number
 from pedl.client import TERMINAL_TRIAL_STATES, Experiment
 
 RUNNING_STATES = frozenset({"RUNNING", "STOPPING_CANCELED", "STOPPING_KILLED"})
@@ -44,7 +45,7 @@ class ExperimentProgress:
         best = "best -"
         if values and experiment.searcher_metric:
             value = min(values) if experiment.smaller_is_better else max(values)
-            best = f"best {experiment.searcher_metric}={value:.6g}"
+            best = f"best {experiment.searcher_metric}={format_number(value)}"
         trials_text = f"trials: {done} done, {running} running, {queued} queued"
         completed = 100 if experiment.state == "COMPLETED" else round(experiment.progress * 100)
         if self._task is None:

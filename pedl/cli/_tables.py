@@ -3,30 +3,24 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from rich.table import Table
 
+from pedl.cli._display import format_number, hparams_text, metrics_text
 from pedl.client import Checkpoint, Experiment, Trial
-from pedl.config import flatten_hparams
+
+UUID_WIDTH = 36
 
 
 def _when(value: datetime | None) -> str:
     return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _number(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return "-" if value is None else str(value)
-
-
-def _metrics(values: Mapping[str, Any] | None) -> str:
-    if not values:
-        return "-"
-    return " ".join(f"{k}={_number(v)}" for k, v in sorted(values.items()))
+def _uuid_column(table: Table, header: str) -> None:
+    """A column of checkpoint UUIDs, never wrapped or cut however narrow the terminal."""
+    table.add_column(header, no_wrap=True, min_width=UUID_WIDTH)
 
 
 def _size(size: int) -> str:
@@ -85,15 +79,15 @@ def trials_table(trials: Sequence[Trial], metric: str | None = None) -> Table:
     table.add_column("hyperparameters")
     table.add_column("batches", justify="right")
     table.add_column(f"best {metric}" if metric else "best validation", justify="right")
-    table.add_column("best checkpoint")
+    _uuid_column(table, "best checkpoint")
     table.add_column("restarts", justify="right")
     for t in trials:
         table.add_row(
             str(t.id),
             t.state,
-            json.dumps(flatten_hparams(t.hparams), sort_keys=True),
+            hparams_text(t.hparams),
             str(t.total_batches),
-            _number(t.best_validation),
+            format_number(t.best_validation),
             t.best_checkpoint_uuid or "-",
             str(t.restarts),
         )
@@ -103,15 +97,15 @@ def trials_table(trials: Sequence[Trial], metric: str | None = None) -> Table:
 def trial_table(t: Trial) -> Table:
     table = Table(title=f"Trial {t.id}", show_header=False)
     table.add_column("field", style="bold")
-    table.add_column("value")
+    table.add_column("value", min_width=UUID_WIDTH)  # the checkpoint UUIDs stay whole
     rows = {
         "experiment": str(t.experiment_id),
         "state": t.state,
-        "hyperparameters": json.dumps(flatten_hparams(t.hparams), sort_keys=True),
+        "hyperparameters": hparams_text(t.hparams),
         "seed": str(t.seed),
         "batches": str(t.total_batches),
         "restarts": str(t.restarts),
-        "best validation": _number(t.best_validation),
+        "best validation": format_number(t.best_validation),
         "best checkpoint": t.best_checkpoint_uuid or "-",
         "latest checkpoint": t.latest_checkpoint_uuid or "-",
         "created": _when(t.created_at),
@@ -124,7 +118,7 @@ def trial_table(t: Trial) -> Table:
 
 def checkpoints_table(checkpoints: Sequence[Checkpoint], title: str = "Checkpoints") -> Table:
     table = Table(title=title)
-    table.add_column("uuid")
+    _uuid_column(table, "uuid")
     table.add_column("trial", justify="right")
     table.add_column("batches", justify="right")
     table.add_column("state")
@@ -137,7 +131,7 @@ def checkpoints_table(checkpoints: Sequence[Checkpoint], title: str = "Checkpoin
             str(c.total_batches),
             c.state,
             _size(c.size),
-            _metrics(c.validation_metrics),
+            metrics_text(c.validation_metrics),
         )
     return table
 
@@ -152,7 +146,7 @@ def checkpoint_table(c: Checkpoint) -> Table:
         "batches": str(c.total_batches),
         "state": c.state,
         "size": f"{_size(c.size)} in {len(c.resources)} files",
-        "validation metrics": _metrics(c.validation_metrics),
+        "validation metrics": metrics_text(c.validation_metrics),
         "metadata": json.dumps(c.metadata, sort_keys=True) if c.metadata else "-",
         "created": _when(c.created_at),
     }
