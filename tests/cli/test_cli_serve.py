@@ -1,8 +1,10 @@
-"""``pedl master``: flags and environment map onto MasterSettings; the command serves the API."""
+"""``pedl master``: flags and environment map onto MasterSettings; the command serves the API,
+says in one line when its port is taken, and keeps TensorFlow's start-up noise out of trial logs."""
 
 from __future__ import annotations
 
 import os
+import queue
 import socket
 import subprocess
 import sys
@@ -14,6 +16,8 @@ import httpx
 import pytest
 
 from pedl.cli._master import master_settings
+from pedl.master.rm import LocalResourceManager, TrialLaunch
+from pedl.master.rm._local import is_tf_noise
 from tests.client.helpers import unused_port
 
 
@@ -90,3 +94,68 @@ def test_port_in_use_is_one_line_not_a_traceback(tmp_path: Path) -> None:
         "choose another with --port"
     ]
     assert "Traceback" not in result.stdout + result.stderr
+
+
+TF_STARTUP = [  # TensorFlow 2.21 on a CPU, TF_CPP_MIN_LOG_LEVEL=2 notwithstanding
+    "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+    "I0000 00:00:1795436155.711112    9806 port.cc:153] oneDNN custom operations are on. You may "
+    "see slightly different numerical results due to floating-point round-off errors from "
+    "different computation orders. To turn them off, set the environment variable "
+    "`TF_ENABLE_ONEDNN_OPTS=0`.",
+    "I0000 00:00:1795436156.134598    9806 cpu_feature_guard.cc:227] This TensorFlow binary is "
+    "optimized to use available CPU instructions in performance-critical operations.",
+    "To enable the following instructions: AVX2 AVX512F FMA, in other operations, rebuild "
+    "TensorFlow with the appropriate compiler flags.",
+    "W0000 00:00:1795436157.000001    9806 gpu_device.cc:2344] Cannot dlopen some GPU libraries.",
+    "E0000 00:00:1795436158.000001    9806 cuda_dnn.cc:8310] Unable to register cuDNN factory: "
+    "Attempting to register factory for plugin cuDNN when one has already been registered",
+    "2024-05-01 10:00:00.123456: I tensorflow/core/util/port.cc:113] oneDNN custom operations "
+    "are on.",
+]
+TRIAL_OUTPUT = [
+    "Epoch 1/5",
+    "loss: 0.1235 - accuracy: 0.9877",
+    "E0000 00:00:1795436158.000001    9806 some_op.cc:12] INVALID_ARGUMENT: a real error",
+    "WARNING:absl:You are saving your model as an HDF5 file",
+    "Traceback (most recent call last):",
+    '  File "model_def.py", line 3, in build_model',
+    "ValueError: To enable the following instructions is not a TF line here",
+]
+
+
+def test_tensorflow_start_up_noise_is_recognised() -> None:
+    assert [line for line in TF_STARTUP if not is_tf_noise(line)] == []
+    assert [line for line in TRIAL_OUTPUT if is_tf_noise(line)] == []
+
+
+FAKE_TF_TRIAL = """#!/bin/sh
+while IFS= read -r line; do echo "$line" >&2; done <<'EOF_NOISE'
+{lines}
+EOF_NOISE
+echo "tf=$TF_CPP_MIN_LOG_LEVEL"
+"""
+
+
+@pytest.mark.parametrize(("level", "dropped"), [(None, True), ("1", True), ("0", False)])
+def test_trial_logs_leave_out_tensorflow_noise(
+    tmp_path: Path, level: str | None, dropped: bool
+) -> None:
+    fake = tmp_path / "fake-python"
+    fake.write_text(FAKE_TF_TRIAL.format(lines="\n".join(TF_STARTUP + TRIAL_OUTPUT)))
+    fake.chmod(0o755)
+    lines: list[tuple[str, str]] = []
+    exits: queue.Queue[int] = queue.Queue()
+    rm = LocalResourceManager(
+        cpu_slots=1,
+        on_exit=lambda _, code: exits.put(code),
+        log_sink=lambda _, batch: lines.extend(batch),
+        gpus=[],
+        python=str(fake),
+    )
+    env = {} if level is None else {"TF_CPP_MIN_LOG_LEVEL": level}
+    rm.start(TrialLaunch(1, "http://127.0.0.1:1", "token", 1, env))
+    assert exits.get(timeout=20) == 0
+    rm.shutdown()
+    stderr = [text for stream, text in lines if stream == "stderr"]
+    assert stderr == (TRIAL_OUTPUT if dropped else TF_STARTUP + TRIAL_OUTPUT)
+    assert ("stdout", f"tf={level or '2'}") in lines

@@ -50,8 +50,10 @@ class LocalResourceManager(ResourceManager):
     Slots are the machine's GPUs (each process sees its own through
     ``CUDA_VISIBLE_DEVICES``) or, without GPUs, ``cpu_slots`` CPU slots. The child's stdout
     and stderr go, line by line, to ``log_sink``; when the process has exited and its output
-    is drained, ``on_exit(trial_id, returncode)`` is called. The environment is the master's
-    (HOME untouched) plus ``TF_CPP_MIN_LOG_LEVEL=2``, the launch's variables, and
+    is drained, ``on_exit(trial_id, returncode)`` is called; TensorFlow's start-up chatter
+    (:func:`is_tf_noise`) is dropped unless the trial's ``TF_CPP_MIN_LOG_LEVEL`` is ``0``. The
+    environment is the master's (HOME untouched) plus ``TF_CPP_MIN_LOG_LEVEL=2`` (unless the
+    experiment's environment variables set it), the launch's variables, and
     ``PEDL_MASTER_URL``, ``PEDL_TRIAL_ID``, ``PEDL_TRIAL_TOKEN``, ``PEDL_MASTER_PID`` (the
     child exits when its master dies: see :mod:`pedl.exec`).
     """
@@ -110,6 +112,8 @@ class LocalResourceManager(ResourceManager):
             }
             if self._gpus:
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+            # TF_CPP_MIN_LOG_LEVEL=0 in the experiment's environment asks for every C++ line
+            drop_tf_noise = env["TF_CPP_MIN_LOG_LEVEL"] != "0"
             try:
                 popen = subprocess.Popen(
                     [self._python, "-m", TRIAL_MODULE],
@@ -128,7 +132,7 @@ class LocalResourceManager(ResourceManager):
         readers = [
             threading.Thread(
                 target=_read_lines,
-                args=(stream, name, proc.lines),
+                args=(stream, name, proc.lines, drop_tf_noise),
                 name=f"pedl-trial-{launch.trial_id}-{name}",
                 daemon=True,
             )
@@ -204,12 +208,43 @@ class LocalResourceManager(ResourceManager):
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
+_TF_NOISE = re.compile(
+    "|".join(
+        [
+            # absl's info and warning lines (``I0000 00:00:1795436155.711112  9806 port.cc:153]
+            # ...``), which TensorFlow's C++ start-up writes before TF_CPP_MIN_LOG_LEVEL applies
+            r"^[IW]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] ",
+            # the same in TensorFlow's older format
+            r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] \S+:\d+\] ",
+            r"^WARNING: All log messages before absl::InitializeLog\(\) is called",
+            r"oneDNN custom operations are on",
+            r"This TensorFlow binary is optimized to use available CPU instructions",
+            r"^To enable the following instructions: .* rebuild TensorFlow",
+            r"Unable to register cu(DNN|FFT|BLAS) factory",
+            r"computation placer already registered",
+        ]
+    )
+)
 
-def _read_lines(stream: IO[bytes], name: str, out: queue.Queue[tuple[str, str] | None]) -> None:
+
+def is_tf_noise(line: str) -> bool:
+    """Whether a line of a trial's output is TensorFlow's C++ start-up chatter (absl info and
+    warning lines, oneDNN and CPU-instruction notices, duplicate CUDA plugin registrations),
+    which is dropped before it reaches the trial's logs."""
+    return _TF_NOISE.search(line) is not None
+
+
+def _read_lines(
+    stream: IO[bytes],
+    name: str,
+    out: queue.Queue[tuple[str, str] | None],
+    drop_tf_noise: bool = True,
+) -> None:
     try:
         for raw in iter(stream.readline, b""):
-            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            out.put((name, _ANSI.sub("", text)))
+            text = _ANSI.sub("", raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+            if not (drop_tf_noise and is_tf_noise(text)):
+                out.put((name, text))
     finally:
         stream.close()
         out.put(_EOF)
