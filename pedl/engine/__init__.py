@@ -5,8 +5,30 @@ and errors; the legal state changes) imports neither FastAPI nor TensorFlow, so 
 the client, the CLI, local mode and the harness all import it from here.
 """
 
-from pedl.engine._outcomes import InvalidHP, TrialError, TrialOutcome, user_location
+from pedl.engine._actions import (
+    Action,
+    AppendSearcherEvent,
+    CreateTrial,
+    DeleteCheckpoints,
+    KillTrial,
+    LogTrial,
+    SetExperimentState,
+    SetProgress,
+    SetTrialState,
+)
+from pedl.engine._defaults import with_default_storage
+from pedl.engine._driver import ExperimentDriver, OperationAnswer, TrialRecord
+from pedl.engine._outcomes import (
+    MAX_ERROR_MESSAGE,
+    MAX_TRACEBACK,
+    InvalidHP,
+    TrialError,
+    TrialOutcome,
+    searcher_metric_of,
+    user_location,
+)
 from pedl.engine._states import CheckpointState, ExperimentState, MetricKind, TrialState
+from pedl.engine._store import ExperimentStore, StoredExperiment
 from pedl.engine._transitions import (
     EXPERIMENT_TRANSITIONS,
     TRIAL_TRANSITIONS,
@@ -19,18 +41,36 @@ from pedl.engine._transitions import (
 
 __all__ = [
     "EXPERIMENT_TRANSITIONS",
+    "MAX_ERROR_MESSAGE",
+    "MAX_TRACEBACK",
     "TRIAL_TRANSITIONS",
+    "Action",
+    "AppendSearcherEvent",
     "CheckpointState",
+    "CreateTrial",
+    "DeleteCheckpoints",
     "ExperimentAction",
+    "ExperimentDriver",
     "ExperimentState",
+    "ExperimentStore",
     "IllegalTransitionError",
     "InvalidHP",
+    "KillTrial",
+    "LogTrial",
     "MetricKind",
+    "OperationAnswer",
+    "SetExperimentState",
+    "SetProgress",
+    "SetTrialState",
+    "StoredExperiment",
     "TrialError",
     "TrialOutcome",
+    "TrialRecord",
     "TrialState",
     "check_experiment_transition",
     "check_trial_transition",
     "experiment_action_target",
+    "searcher_metric_of",
     "user_location",
+    "with_default_storage",
 ]

@@ -117,3 +117,12 @@ def user_location(error: BaseException, code_dir: str | Path | None) -> str | No
                 break
         current = current.__cause__ or current.__context__
     return found
+
+
+def searcher_metric_of(metadata: Mapping[str, Any], metric: str) -> float | None:
+    """The searcher metric of the validation a checkpoint follows, from its metadata."""
+    validation = metadata.get("validation_metrics")
+    value = validation.get(metric) if isinstance(validation, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)

@@ -42,9 +42,7 @@ def test_orchestrator_routes_answer_409_without_an_orchestrator(
             json={"length": 5, "metric": 0.5},
             headers=headers,
         ),
-        client.post(
-            f"/trials/{trial_id}/searcher/exit_early", json={"reason": "x"}, headers=headers
-        ),
+        client.post(f"/trials/{trial_id}/exit", json={"outcome": "COMPLETED"}, headers=headers),
     ]
     for response in calls:
         assert response.status_code == 409, response.text
@@ -58,3 +56,12 @@ def test_orchestrator_routes_answer_409_without_an_orchestrator(
         headers=headers,
     )
     assert bad.status_code == 422
+    for body in (
+        {"outcome": "DONE"},
+        {"outcome": "ERRORED", "error": {"type": "E", "message": "x" * 4001}},
+        {"outcome": "ERRORED", "error": {"type": "", "message": "m"}},
+        {"outcome": "ERRORED", "error": {"type": "E", "message": "nul\u0000"}},
+        {"outcome": "ERRORED", "extra": 1},
+    ):
+        refused = client.post(f"/trials/{trial_id}/exit", json=body, headers=headers)
+        assert refused.status_code == 422, body

@@ -18,7 +18,15 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from pedl.engine import CheckpointState, ExperimentState, MetricKind, TrialState
+from pedl.engine import (
+    MAX_ERROR_MESSAGE,
+    MAX_TRACEBACK,
+    CheckpointState,
+    ExperimentState,
+    MetricKind,
+    TrialOutcome,
+    TrialState,
+)
 
 MAX_BIGINT = 2**63 - 1
 MAX_MODEL_DEFINITION_BYTES = 96 * 1024 * 1024
@@ -172,6 +180,9 @@ class ExperimentPublic(BaseModel):
     smaller_is_better: bool
     created_at: datetime
     ended_at: datetime | None
+    error: str | None = Field(
+        default=None, description="Why the experiment ended in ERROR, if it did."
+    )
 
 
 class TrialPublic(BaseModel):
@@ -190,6 +201,12 @@ class TrialPublic(BaseModel):
     latest_checkpoint_uuid: str | None
     best_checkpoint_uuid: str | None
     best_validation: float | None
+    outcome: TrialOutcome | None = Field(
+        default=None, description="How the trial's latest run ended (none while it runs)."
+    )
+    error: TrialErrorPublic | None = Field(
+        default=None, description="The trial's latest error, if it errored."
+    )
     created_at: datetime
     ended_at: datetime | None
 
@@ -353,12 +370,28 @@ class SearcherCompleted(BaseModel):
     metric: MetricValue = Field(description="The searcher metric at that length.")
 
 
-class SearcherExitEarly(BaseModel):
-    """Body of ``POST /trials/{id}/searcher/exit_early``."""
+class TrialErrorPublic(BaseModel):
+    """Why a trial errored: the error's type and message, the innermost frame of the user's
+    code (``file.py:LINE``), and whether it came before training progressed (then the trial
+    is not restarted: it would fail the same way)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    reason: Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_no_nul)]
+    type: Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_no_nul)]
+    message: Annotated[str, Field(max_length=MAX_ERROR_MESSAGE), AfterValidator(_no_nul)]
+    location: Annotated[str, Field(max_length=1024), AfterValidator(_no_nul)] | None = None
+    before_progress: bool = False
+    traceback: Annotated[str, Field(max_length=MAX_TRACEBACK), AfterValidator(_no_nul)] = ""
+
+
+class TrialExit(BaseModel):
+    """Body of ``POST /trials/{id}/exit``: how the process's run ended, sent just before it
+    exits (acted upon when the process has exited)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: TrialOutcome
+    error: TrialErrorPublic | None = None
 
 
 class PreemptPublic(BaseModel):

@@ -11,14 +11,15 @@ import math
 
 from fastapi import APIRouter, Request
 
+from pedl.engine import TrialError
 from pedl.master.api._auth import TrialAuth
 from pedl.master.api._deps import ReadSession, TrialId
 from pedl.master.api._errors import AUTH_RESPONSES, ERROR_RESPONSES, ApiError
 from pedl.master.api._schemas import (
     PreemptPublic,
     SearcherCompleted,
-    SearcherExitEarly,
     SearcherOperationPublic,
+    TrialExit,
     TrialPublic,
     TrialSchedulingPublic,
     TrialStartInfo,
@@ -73,12 +74,14 @@ def complete_searcher_operation(
     _orchestrator(request).complete_operation(trial_id, body.length, metric)
 
 
-@router.post("/{trial_id}/searcher/exit_early", status_code=204, responses=AUTH_RESPONSES)
-def exit_searcher_early(
-    trial_id: TrialId, auth: TrialAuth, body: SearcherExitEarly, request: Request
+@router.post("/{trial_id}/exit", status_code=204, responses=AUTH_RESPONSES)
+def report_trial_exit(
+    trial_id: TrialId, auth: TrialAuth, body: TrialExit, request: Request
 ) -> None:
-    """The trial stops before finishing its operations (e.g. the model stopped training)."""
-    _orchestrator(request).exit_early(trial_id, body.reason)
+    """How the trial process's run ended (completed, stopped early, invalid hyperparameters,
+    errored with its error, preempted); acted upon once the process has exited."""
+    error = TrialError.from_dict(body.error.model_dump()) if body.error else None
+    _orchestrator(request).report_exit(trial_id, body.outcome, error)
 
 
 @router.get("/{trial_id}/preempt", responses=AUTH_RESPONSES)

@@ -12,6 +12,7 @@ from pedl.master.db import checkpoints, experiments, logs, metrics, searcher, tr
 from pedl.master.db._database import Database
 from pedl.master.db._engine import WRITE_OPTION, make_engine, normalize_url
 from pedl.master.db._errors import ConflictError, NotFoundError
+from pedl.master.db._experiment_store import SQLExperimentStore
 from pedl.master.db._ingest import IngestUnavailableError, MetricIngestor, TrialTokenError
 from pedl.master.db._migrate import current_revision, head_revision, upgrade
 from pedl.master.db._models import (
@@ -42,6 +43,7 @@ __all__ = [
     "MetricRow",
     "ModelDefinition",
     "NotFoundError",
+    "SQLExperimentStore",
     "SearcherEvent",
     "SearcherSnapshot",
     "Trial",

@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from pedl.engine import CheckpointState, ExperimentState, MetricKind, TrialState
+from pedl.engine import CheckpointState, ExperimentState, MetricKind, TrialOutcome, TrialState
 from pedl.master.db._types import BigIntPK, JSONType, UTCDateTime, utcnow
 
 NAMING_CONVENTION = {
@@ -77,6 +77,8 @@ class Experiment(Base):
     smaller_is_better: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     ended_at: Mapped[datetime | None]
+    error: Mapped[str | None] = mapped_column(Text)
+    """Why the experiment ended in ERROR (which trials failed how, or the searcher's error)."""
 
     model_definition: Mapped[ModelDefinition] = relationship(
         back_populates="experiment", cascade="all, delete-orphan", passive_deletes=True
@@ -120,6 +122,10 @@ class Trial(Base):
     best_checkpoint_uuid: Mapped[str | None] = mapped_column(String(36))
     best_validation: Mapped[float | None] = mapped_column(Float)
     """The best value of the searcher metric among this trial's validations."""
+    outcome: Mapped[TrialOutcome | None] = mapped_column(_state_enum(TrialOutcome, "trial_outcome"))
+    """How the trial's latest run ended (``None`` while it has not ended yet)."""
+    error: Mapped[dict[str, Any] | None]
+    """The latest error (:class:`pedl.engine.TrialError` as a document), if it errored."""
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     """SHA-256 (hex) of the trial's bearer token; the token itself is never stored."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,9 +1,9 @@
-"""The master's engine: runs each experiment's searcher, schedules trials onto slots, starts
-and stops their processes through a resource manager, and acts on pause/activate/cancel/kill.
+"""The master's shell around the engine: runs each experiment's driver, schedules trials onto
+slots, starts and stops their processes through a resource manager, and acts on
+pause/activate/cancel/kill.
 """
 
-from pedl.master.orchestrator._experiment import ExperimentActor, OperationAnswer
 from pedl.master.orchestrator._log_writer import TrialLogWriter
-from pedl.master.orchestrator._orchestrator import Orchestrator
+from pedl.master.orchestrator._orchestrator import Orchestrator, describe_exit
 
-__all__ = ["ExperimentActor", "OperationAnswer", "Orchestrator", "TrialLogWriter"]
+__all__ = ["Orchestrator", "TrialLogWriter", "describe_exit"]

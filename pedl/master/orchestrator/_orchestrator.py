@@ -1,16 +1,27 @@
-"""The orchestrator: experiments' searchers, the scheduler and the resource manager together.
+"""The orchestrator: the master's shell around the engine.
 
-One thread (started by :meth:`Orchestrator.start`, living as long as the master) ticks a few
-times a second and on every event: it reads the experiments' states from the database (so a
-pause/activate/cancel/kill from the API, or from another process, is acted upon), handles
-trial process exits, and schedules queued trials. The trial-side API calls
-(:meth:`next_operation`, :meth:`complete_operation`, :meth:`exit_early`,
-:meth:`should_preempt`) are served from the same in-memory state under one lock.
+Each live experiment is an :class:`_Actor`: an :class:`~pedl.engine.ExperimentDriver` (the
+rules, no I/O) plus the queue of actions it returned. The orchestrator feeds the drivers
+events (user actions read from the database, trial processes starting, reporting and exiting)
+and carries their actions out: record changes through :class:`SQLExperimentStore` (one
+transaction per event), process kills through the resource manager, checkpoint deletion on a
+background thread, log lines through :class:`TrialLogWriter`.
 
-Durability: everything needed to continue is in the database. After a crash the searchers are
-restored from their event logs, trials that were RUNNING or QUEUED are requeued and start again
-from their latest checkpoint (their old processes died with the master, and each start rotates
-the trial's token, so a straggler can no longer write).
+Locks: a driver's lock is held only while the driver computes (no I/O), so the trial side's
+questions (:meth:`next_operation`, :meth:`should_preempt`) never wait for the database. Actions
+are applied in the order the driver returned them by whichever thread holds the actor's
+apply lock (the others' actions are carried out by it: flat combining), and a trial's report
+is answered only once its actions are recorded. Process starts and file deletion happen
+outside every lock.
+
+One thread (started by :meth:`Orchestrator.start`) ticks a few times a second and on every
+event: it reads the live experiments' states (so a pause/activate/cancel/kill from the API is
+acted upon), handles trial process exits and kill requests, and schedules runnable trials.
+
+Durability: everything needed to continue is in the database. After a crash each driver is
+rebuilt from its experiment's record; trials that were RUNNING or QUEUED start again from
+their latest checkpoint (their old processes died with the master, and each start rotates the
+trial's token, so a straggler can no longer write).
 """
 
 from __future__ import annotations
@@ -20,18 +31,32 @@ import queue
 import signal
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
 
-from pedl.config import ConfigError, ExperimentConfig, parse_config
-from pedl.engine import CheckpointState, ExperimentState, TrialState
-from pedl.exec import EXIT_MASTER_GONE, is_permanent_failure
+from sqlalchemy import select
+
+from pedl.config import ExperimentConfig, parse_config
+from pedl.engine import (
+    Action,
+    DeleteCheckpoints,
+    ExperimentDriver,
+    ExperimentState,
+    KillTrial,
+    LogTrial,
+    OperationAnswer,
+    SetExperimentState,
+    TrialError,
+    TrialOutcome,
+    searcher_metric_of,
+)
+from pedl.exec import EXIT_MASTER_GONE, EXIT_MODEL_DEF_ERROR
 from pedl.master._settings import MasterSettings
-from pedl.master.db import Database, Trial
+from pedl.master.db import Database, Experiment, SQLExperimentStore
 from pedl.master.db import checkpoints as checkpoints_repo
-from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import trials as trials_repo
-from pedl.master.orchestrator._experiment import ExperimentActor, OperationAnswer
 from pedl.master.orchestrator._log_writer import TrialLogWriter
 from pedl.master.rm import LocalResourceManager, ResourceManager, TrialLaunch
 from pedl.master.scheduler import (
@@ -42,8 +67,7 @@ from pedl.master.scheduler import (
     never_fits,
     schedule,
 )
-from pedl.searcher import ExitedReason, SearcherError
-from pedl.storage import CheckpointSummary, checkpoints_to_delete, make_storage
+from pedl.storage import CheckpointSummary, make_storage
 
 logger = logging.getLogger("pedl.master")
 
@@ -55,24 +79,8 @@ _LIVE_EXPERIMENT_STATES = [
     ExperimentState.STOPPING_CANCELED,
     ExperimentState.STOPPING_KILLED,
 ]
-_WAITING = (TrialState.ACTIVE, TrialState.QUEUED)
-_EXIT_REASONS = {
-    "errored": ExitedReason.ERRORED,
-    "invalid_hp": ExitedReason.INVALID_HP,
-}
 
 ResourceManagerFactory = Callable[..., ResourceManager]
-
-
-@dataclass
-class _Run:
-    """A trial process the orchestrator started and has not seen exit."""
-
-    trial_id: int
-    experiment_id: int
-    slots: int
-    process_done: int
-    kill_requested: bool = False
 
 
 def describe_exit(returncode: int) -> str:
@@ -83,6 +91,28 @@ def describe_exit(returncode: int) -> str:
         except ValueError:
             return f"signal {-returncode}"
     return f"exit code {returncode}"
+
+
+@dataclass
+class _Actor:
+    """One live experiment: its driver and the actions waiting to be carried out."""
+
+    experiment_id: int
+    driver: ExperimentDriver
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    changed: threading.Condition = field(init=False)
+    apply_lock: threading.Lock = field(default_factory=threading.Lock)
+    pending: list[tuple[int, Action]] = field(default_factory=list)
+    issued: int = 0
+    applied: int = 0
+    broken: bool = False
+
+    def __post_init__(self) -> None:
+        self.changed = threading.Condition(self.lock)
+
+    @property
+    def config(self) -> ExperimentConfig:
+        return self.driver.config
 
 
 class Orchestrator:
@@ -103,6 +133,7 @@ class Orchestrator:
         resource_manager: ResourceManagerFactory | None = None,
     ) -> None:
         self._db = database
+        self._store = SQLExperimentStore(database)
         self._settings = settings
         self._master_url = master_url
         self.logs = TrialLogWriter(database)
@@ -110,15 +141,15 @@ class Orchestrator:
             lambda **kw: LocalResourceManager(cpu_slots=settings.cpu_slots, **kw)
         )
         self._rm = factory(on_exit=self._on_exit, log_sink=self.logs.write)
-        self._lock = threading.RLock()
-        self._changed = threading.Condition(self._lock)
-        self._actors: dict[int, ExperimentActor] = {}
-        self._broken: set[int] = set()
-        self._running: dict[int, _Run] = {}
+        self._lock = threading.Lock()  # guards the maps below; never held across I/O
+        self._actors: dict[int, _Actor] = {}
+        self._experiment_of: dict[int, int] = {}
+        self._running_slots: dict[int, int] = {}
         self._reasons: dict[int, str] = {}
-        self._progress: dict[int, float] = {}
+        self._reported: dict[int, tuple[TrialOutcome, TrialError | None]] = {}
         self._exits: queue.Queue[tuple[int, int]] = queue.Queue()
-        self._kill_requests: set[int] = set()
+        self._kill_requests: queue.Queue[int] = queue.Queue()
+        self._deleter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pedl-gc")
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -130,9 +161,8 @@ class Orchestrator:
         return self._rm.total_slots
 
     def start(self) -> None:
-        """Recover from the database and start the orchestrator's thread."""
-        with self._lock:
-            self._recover()
+        """Adopt the live experiments and start the orchestrator's thread."""
+        self._sync_experiments()
         self._thread = threading.Thread(target=self._loop, name="pedl-orchestrator", daemon=True)
         self._thread.start()
 
@@ -144,194 +174,254 @@ class Orchestrator:
         if self._thread is not None:
             self._thread.join(timeout=30)
         self._rm.shutdown()
+        self._deleter.shutdown(wait=True)
 
     def _loop(self) -> None:
         while not self._stopping.is_set():
             try:
-                with self._lock:
-                    self._tick()
-                    self._changed.notify_all()
+                self._tick()
             except Exception:
                 logger.exception("orchestrator tick failed; retrying")
             self._wake.wait(TICK_SECONDS)
             self._wake.clear()
 
-    def _recover(self) -> None:
-        """Requeue the trials a previous master left RUNNING or QUEUED."""
-        with self._db.session(write=True) as session:
-            experiments, _ = experiments_repo.list_experiments(
-                session, states=_LIVE_EXPERIMENT_STATES, limit=2**31 - 1
-            )
-            for experiment in experiments:
-                trials, _ = trials_repo.list_trials(
-                    session,
-                    experiment.id,
-                    states=[TrialState.RUNNING, TrialState.QUEUED],
-                    limit=2**31 - 1,
-                )
-                for trial in trials:
-                    trials_repo.set_trial_state(session, trial.id, TrialState.ACTIVE)
-
-    # the tick ------------------------------------------------------------------------------
-
     def _tick(self) -> None:
-        for trial_id in sorted(self._kill_requests):
-            self._kill_trial_now(trial_id)
-        self._kill_requests.clear()
+        while True:
+            try:
+                trial_id = self._kill_requests.get_nowait()
+            except queue.Empty:
+                break
+            actor = self._actor_of(trial_id)
+            if actor is not None:
+                self._event(actor, partial(ExperimentDriver.kill_trial, trial_id=trial_id))
         while True:
             try:
                 trial_id, returncode = self._exits.get_nowait()
             except queue.Empty:
                 break
             self._handle_exit(trial_id, returncode)
-        with self._db.session() as session:
-            rows, _ = experiments_repo.list_experiments(
-                session, states=_LIVE_EXPERIMENT_STATES, limit=2**31 - 1
-            )
-            live = {row.id: (row.state, row.config) for row in rows}
-        for experiment_id in list(self._actors):
-            if experiment_id not in live:
-                del self._actors[experiment_id]
-        for experiment_id in sorted(live):
-            state, document = live[experiment_id]
-            actor = self._actors.get(experiment_id) or self._adopt(experiment_id, document)
-            if actor is not None:
-                actor.state = state
-                self._step(actor)
+        with self._lock:
+            actors = list(self._actors.values())
+        for actor in actors:
+            self._drain(actor, actor.issued)
+        self._sync_experiments()
         self._schedule()
 
-    def _adopt(self, experiment_id: int, document: dict[str, object]) -> ExperimentActor | None:
-        if experiment_id in self._broken:
-            return None
-        try:
-            config = parse_config(dict(document))
-            actor = ExperimentActor(self._db, experiment_id, config)
-        except (ConfigError, SearcherError, ValueError) as err:
-            logger.error("experiment %d cannot run: %s", experiment_id, err)
-            self._broken.add(experiment_id)
-            with self._db.session(write=True) as session:
-                experiments_repo.set_experiment_state(session, experiment_id, ExperimentState.ERROR)
-            return None
-        self._actors[experiment_id] = actor
-        return actor
+    # experiments ---------------------------------------------------------------------------
 
-    def _trials(self, experiment_id: int, states: list[TrialState] | None = None) -> list[Trial]:
+    def _sync_experiments(self) -> None:
+        """Adopt new live experiments, pass user state changes on, drop ended ones."""
         with self._db.session() as session:
-            rows, _ = trials_repo.list_trials(
-                session, experiment_id, states=states, limit=2**31 - 1
+            live = dict(
+                session.execute(
+                    select(Experiment.id, Experiment.state).where(
+                        Experiment.state.in_(_LIVE_EXPERIMENT_STATES)
+                    )
+                ).all()
             )
-        return rows
+        with self._lock:
+            actors = dict(self._actors)
+        for experiment_id, actor in actors.items():
+            if experiment_id not in live or actor.broken:
+                self._drop(actor)
+        for experiment_id, state in sorted(live.items()):
+            known = self._actors.get(experiment_id)
+            if known is None:
+                self._adopt(experiment_id)
+            elif state != known.driver.state and not known.driver.finished:
+                self._event(known, partial(ExperimentDriver.set_experiment_state, state=state))
 
-    def _step(self, actor: ExperimentActor) -> None:
-        """Bring the experiment's trials in line with its state; end it when it is done."""
-        state = actor.state
-        live = [t for t in self._trials(actor.experiment_id) if t.state.is_live]
-        idle = [t for t in live if t.id not in self._running]
-        if state == ExperimentState.ACTIVE:
-            for trial in idle:
-                if actor.request_id_of(trial.id) is None:
-                    continue
-                if actor.is_closed(trial.id):
-                    final = TrialState.ERROR if actor.errored(trial.id) else TrialState.COMPLETED
-                    self._set_trial_state(trial.id, final)
-                elif trial.state == TrialState.PAUSED:
-                    self._set_trial_state(trial.id, TrialState.ACTIVE)
-            self._update_progress(actor)
-            if actor.shutdown is not None and not any(
-                t.state.is_live for t in self._trials(actor.experiment_id)
-            ):
-                ended = (
-                    ExperimentState.ERROR if actor.shutdown.failure else ExperimentState.COMPLETED
-                )
-                self._set_experiment_state(actor.experiment_id, ended)
-                del self._actors[actor.experiment_id]
-        elif state == ExperimentState.PAUSED:
-            for trial in idle:
-                if trial.state in _WAITING:
-                    self._set_trial_state(trial.id, TrialState.PAUSED)
-        else:  # stopping
-            killing = state == ExperimentState.STOPPING_KILLED
-            for trial in idle:
-                self._set_trial_state(trial.id, TrialState.CANCELED)
-            runs = [r for r in self._running.values() if r.experiment_id == actor.experiment_id]
-            for run in runs:
-                if killing and not run.kill_requested:
-                    run.kill_requested = True
-                    self._log(run.trial_id, "killing the trial process (experiment killed)")
-                    self._rm.kill(run.trial_id)
-            if not runs:
-                self._set_experiment_state(actor.experiment_id, ExperimentState.CANCELED)
-                del self._actors[actor.experiment_id]
-
-    def _update_progress(self, actor: ExperimentActor) -> None:
-        progress = actor.progress()
-        if self._progress.get(actor.experiment_id) == progress:
+    def _adopt(self, experiment_id: int) -> None:
+        try:
+            stored = self._store.load(experiment_id)
+            config = parse_config(stored.config)
+            driver = ExperimentDriver(
+                config,
+                state=stored.state,
+                events=stored.events,
+                trials=stored.trials,
+                checkpoints=stored.checkpoints,
+            )
+        except Exception as err:  # a config or searcher this version cannot run
+            reason = f"the experiment cannot run: {type(err).__name__}: {err}"
+            logger.error("experiment %d: %s", experiment_id, reason)
+            self._store.apply(experiment_id, [SetExperimentState(ExperimentState.ERROR, reason)])
             return
-        with self._db.session(write=True) as session:
-            experiments_repo.set_experiment_progress(session, actor.experiment_id, progress)
-        self._progress[actor.experiment_id] = progress
+        actor = _Actor(experiment_id, driver)
+        with self._lock:
+            self._actors[experiment_id] = actor
+            for trial in stored.trials:
+                self._experiment_of[trial.trial_id] = experiment_id
+            running = [t.trial_id for t in stored.trials if t.trial_id in self._running_slots]
+        for trial_id in running:  # a rebuilt actor whose trials' processes still run
+            self._event(actor, partial(ExperimentDriver.trial_started, trial_id=trial_id))
+        self._event(actor, lambda d: d.start())
+
+    def _drop(self, actor: _Actor) -> None:
+        with self._lock:
+            if self._actors.get(actor.experiment_id) is actor:
+                del self._actors[actor.experiment_id]
+        with actor.changed:
+            actor.changed.notify_all()
+
+    def _actor_of(self, trial_id: int) -> _Actor | None:
+        with self._lock:
+            experiment_id = self._experiment_of.get(trial_id)
+            return self._actors.get(experiment_id) if experiment_id is not None else None
+
+    # events and actions ----------------------------------------------------------------------
+
+    def _event(
+        self,
+        actor: _Actor,
+        handle: Callable[[ExperimentDriver], list[Action]],
+        *,
+        wait: bool = True,
+    ) -> None:
+        """Feed the driver one event and return once its actions are carried out (with
+        ``wait=False``, at once: the orchestrator's thread carries them out)."""
+        with actor.changed:
+            actions = handle(actor.driver)
+            for action in actions:
+                actor.issued += 1
+                actor.pending.append((actor.issued, action))
+            ticket = actor.issued
+            actor.changed.notify_all()
+        if wait:
+            self._drain(actor, ticket)
+        self._wake.set()
+
+    def _drain(self, actor: _Actor, ticket: int) -> None:
+        """Carry out the actor's pending actions in order, at least up to ``ticket``."""
+        while not actor.broken:
+            with actor.apply_lock:
+                with actor.lock:
+                    batch, actor.pending = actor.pending, []
+                if batch:
+                    try:
+                        self._apply(actor, [a for _, a in batch])
+                    except Exception:
+                        # The record is the truth: drop this actor; the next tick rebuilds it.
+                        logger.exception(
+                            "experiment %d: could not record the engine's actions; reloading it",
+                            actor.experiment_id,
+                        )
+                        actor.broken = True
+                        self._wake.set()
+                        return
+                    actor.applied = batch[-1][0]
+            with actor.lock:
+                if actor.applied >= ticket and not actor.pending:
+                    return
+
+    def _apply(self, actor: _Actor, actions: Sequence[Action]) -> None:
+        created = self._store.apply(actor.experiment_id, actions)
+        for action in actions:
+            if isinstance(action, KillTrial):
+                self._rm.kill(action.trial_id)
+            elif isinstance(action, DeleteCheckpoints):
+                self._deleter.submit(self._delete, actor.config, action.storage_ids)
+            elif isinstance(action, LogTrial):
+                self._log(action.trial_id, action.message)
+            elif isinstance(action, SetExperimentState):
+                logger.info("experiment %d is %s", actor.experiment_id, action.state.value)
+        for request_id, trial_id in created:
+            with self._lock:
+                self._experiment_of[trial_id] = actor.experiment_id
+            logger.info("experiment %d: created trial %d", actor.experiment_id, trial_id)
+            with actor.changed:
+                for action in actor.driver.trial_created(request_id, trial_id):
+                    actor.issued += 1
+                    actor.pending.append((actor.issued, action))
+
+    def _delete(self, config: ExperimentConfig, storage_ids: Sequence[str]) -> None:
+        try:
+            storage = make_storage(config.checkpoint_storage)
+            for storage_id in storage_ids:
+                storage.delete(storage_id)
+            self._store.mark_checkpoints_deleted(storage_ids)
+        except Exception as err:
+            logger.warning("checkpoints %s not deleted: %s", ", ".join(storage_ids), err)
+
+    def _log(self, trial_id: int, message: str) -> None:
+        try:
+            self.logs.write(trial_id, [(MASTER_STREAM, f"[master] {message}")])
+        except Exception:
+            logger.exception("could not write to the logs of trial %d", trial_id)
 
     # scheduling ------------------------------------------------------------------------------
 
     def _schedule(self) -> None:
         total = self._rm.total_slots
-        queued: list[TrialRequest] = []
+        requests: list[TrialRequest] = []
         limits: dict[int, ExperimentLimits] = {}
-        for actor in self._actors.values():
-            if actor.state != ExperimentState.ACTIVE:
+        with self._lock:
+            actors = list(self._actors.values())
+            running = [
+                RunningTrial(t, self._experiment_of[t], slots)
+                for t, slots in self._running_slots.items()
+            ]
+        for actor in actors:
+            with actor.lock:
+                runnable = actor.driver.runnable_trials()
+            if not runnable:
                 continue
             resources = actor.config.resources
-            slots = resources.slots_per_trial
             limits[actor.experiment_id] = ExperimentLimits(
                 priority=resources.priority or DEFAULT_PRIORITY,
                 weight=resources.weight,
                 max_slots=resources.max_slots,
                 max_concurrent_trials=getattr(actor.config.searcher, "max_concurrent_trials", 0),
             )
-            for trial in self._trials(actor.experiment_id, list(_WAITING)):
-                if trial.id in self._running or actor.request_id_of(trial.id) is None:
-                    continue
-                impossible = never_fits(slots, total, resources.max_slots)
+            impossible = never_fits(resources.slots_per_trial, total, resources.max_slots)
+            for trial_id in runnable:
                 if impossible is not None:
-                    self._log(trial.id, f"the trial can never be scheduled: {impossible}")
-                    self._error_trial(actor, trial.id)
+                    error = TrialError(
+                        "SchedulingError",
+                        f"the trial can never be scheduled: {impossible}",
+                        before_progress=True,
+                    )
+                    exited = partial(
+                        ExperimentDriver.trial_exited,
+                        trial_id=trial_id,
+                        outcome=TrialOutcome.ERRORED,
+                        error=error,
+                    )
+                    self._event(actor, exited)
                     continue
-                queued.append(TrialRequest(trial.id, actor.experiment_id, slots, trial.id))
-        running = [
-            RunningTrial(r.trial_id, r.experiment_id, r.slots) for r in self._running.values()
-        ]
-        placement = schedule(total, running, queued, limits)
+                requests.append(
+                    TrialRequest(trial_id, actor.experiment_id, resources.slots_per_trial, trial_id)
+                )
+        placement = schedule(total, running, requests, limits)
         for trial_id in placement.start:
             self._reasons.pop(trial_id, None)
             self._launch(trial_id)
         for trial_id, reason in placement.waiting.items():
-            with self._db.session(write=True) as session:
-                trial = trials_repo.get_trial(session, trial_id)
-                if trial.state == TrialState.ACTIVE:
-                    trials_repo.set_trial_state(session, trial_id, TrialState.QUEUED)
+            waiting = self._actor_of(trial_id)
+            if waiting is not None:
+                self._event(waiting, partial(ExperimentDriver.trial_queued, trial_id=trial_id))
             if self._reasons.get(trial_id) != reason:
                 self._reasons[trial_id] = reason
                 self._log(trial_id, f"queued: {reason}")
 
     def _launch(self, trial_id: int) -> None:
-        with self._db.session(write=True) as session:
-            trial = trials_repo.set_trial_state(session, trial_id, TrialState.RUNNING)
+        actor = self._actor_of(trial_id)
+        if actor is None:
+            return
+        with self._db.session(write=True, serialize=True) as session:
+            trial = trials_repo.get_trial(session, trial_id)
             token = trials_repo.rotate_trial_token(session, trial_id)
             checkpoint_batches = None
             if trial.latest_checkpoint_uuid:
                 checkpoint_batches = checkpoints_repo.get_checkpoint(
                     session, trial.latest_checkpoint_uuid
                 ).total_batches
-            experiment_id, restarts = trial.experiment_id, trial.restarts
-        actor = self._actors[experiment_id]
-        config = actor.config
-        run = _Run(
-            trial_id=trial_id,
-            experiment_id=experiment_id,
-            slots=config.resources.slots_per_trial,
-            process_done=actor.resume_point(trial_id, checkpoint_batches),
-        )
-        self._running[trial_id] = run
+            restarts = trial.restarts
+        slots = actor.config.resources.slots_per_trial
+        with self._lock:
+            self._running_slots[trial_id] = slots
+            self._reported.pop(trial_id, None)
+        self._event(actor, lambda d: d.trial_started(trial_id))
         where = (
             f"from the checkpoint at batch {checkpoint_batches}"
             if checkpoint_batches is not None
@@ -344,14 +434,19 @@ class Orchestrator:
                     trial_id=trial_id,
                     master_url=self._master_url,
                     token=token,
-                    slots=run.slots,
-                    env=config.environment.env_dict(self._rm.uses_gpus),
+                    slots=slots,
+                    env=actor.config.environment.env_dict(self._rm.uses_gpus),
                 )
             )
         except Exception as err:
-            del self._running[trial_id]
-            self._log(trial_id, f"the trial process could not be started: {err}")
-            self._error_trial(actor, trial_id)
+            with self._lock:
+                self._running_slots.pop(trial_id, None)
+            error = TrialError(
+                type(err).__name__,
+                f"the trial process could not be started: {err}",
+                before_progress=True,
+            )
+            self._event(actor, lambda d: d.trial_exited(trial_id, TrialOutcome.ERRORED, error))
 
     # exits ---------------------------------------------------------------------------------------
 
@@ -361,149 +456,35 @@ class Orchestrator:
         self._wake.set()
 
     def _handle_exit(self, trial_id: int, returncode: int) -> None:
-        run = self._running.pop(trial_id, None)
-        if run is None or self._stopping.is_set():
+        with self._lock:
+            started = self._running_slots.pop(trial_id, None) is not None
+            reported = self._reported.pop(trial_id, None)
+        if not started or self._stopping.is_set():
             return
-        actor = self._actors.get(run.experiment_id)
+        actor = self._actor_of(trial_id)
         if actor is None:
             return
-        with self._db.session() as session:
-            trial = trials_repo.get_trial(session, trial_id)
-        if trial.state.is_terminal:
-            return
-        state = actor.state
-        if run.kill_requested or state == ExperimentState.STOPPING_KILLED:
-            self._log(trial_id, f"the trial process was killed ({describe_exit(returncode)})")
-            self._set_trial_state(trial_id, TrialState.CANCELED)
-            return
-        if returncode == 0:
-            if actor.done_with_searcher(trial_id) and not actor.has_work_after(
-                trial_id, run.process_done
-            ):
-                self._log(trial_id, "the trial completed")
-                self._set_trial_state(trial_id, TrialState.COMPLETED)
-                actor.close(trial_id)
-            elif state == ExperimentState.STOPPING_CANCELED:
-                self._set_trial_state(trial_id, TrialState.CANCELED)
-            elif state == ExperimentState.PAUSED:
-                self._set_trial_state(trial_id, TrialState.PAUSED)
-            else:
-                self._set_trial_state(trial_id, TrialState.ACTIVE)
-            return
-        self._log(trial_id, f"the trial process failed ({describe_exit(returncode)})")
-        if is_permanent_failure(returncode):
-            self._error_trial(actor, trial_id)
-            return
-        if state == ExperimentState.STOPPING_CANCELED:
-            self._set_trial_state(trial_id, TrialState.CANCELED)
-            return
-        if returncode == EXIT_MASTER_GONE and self._stopping.is_set():
-            return
-        limit = actor.config.max_restarts
-        if trial.restarts >= limit:
-            self._log(trial_id, f"max_restarts ({limit}) exhausted: the trial errors")
-            self._error_trial(actor, trial_id)
-            return
-        with self._db.session(write=True) as session:
-            restarts = trials_repo.record_trial_restart(session, trial_id).restarts
-        self._log(
-            trial_id,
-            f"restarting from the latest checkpoint (restart {restarts} of {limit})",
-        )
-        paused = state == ExperimentState.PAUSED
-        self._set_trial_state(trial_id, TrialState.PAUSED if paused else TrialState.ACTIVE)
-
-    def _kill_trial_now(self, trial_id: int) -> None:
-        with self._db.session() as session:
-            trial = trials_repo.get_trial(session, trial_id)
-        if trial.state.is_terminal:
-            return
-        run = self._running.get(trial_id)
-        if run is not None:
-            run.kill_requested = True
-            self._log(trial_id, "killing the trial process (trial killed)")
-            self._rm.kill(trial_id)
-        else:
-            self._log(trial_id, "the trial was killed")
-            self._set_trial_state(trial_id, TrialState.CANCELED)
-        actor = self._actors.get(trial.experiment_id)
-        if actor is not None and actor.request_id_of(trial_id) is not None:
-            actor.exit_early(trial_id, ExitedReason.USER_CANCELED)
-            actor.close(trial_id)
-
-    def _error_trial(self, actor: ExperimentActor, trial_id: int) -> None:
-        self._set_trial_state(trial_id, TrialState.ERROR)
-        actor.exit_early(trial_id, ExitedReason.ERRORED)
-        actor.close(trial_id)
-
-    # small helpers -------------------------------------------------------------------------------
-
-    def _set_trial_state(self, trial_id: int, state: TrialState) -> None:
-        with self._db.session(write=True) as session:
-            trial = trials_repo.set_trial_state(session, trial_id, state)
-            experiment_id = trial.experiment_id
-        if not state.is_live:
-            self._reasons.pop(trial_id, None)
-        if state.is_terminal:
-            self._collect_garbage(experiment_id)
-
-    def _collect_garbage(self, experiment_id: int) -> None:
-        """Delete the checkpoints no retention rule of the experiment keeps (Determined's
-        save_trial_latest / save_trial_best / save_experiment_best); the latest checkpoint of
-        every trial that may still run is always kept."""
-        actor = self._actors.get(experiment_id)
-        if actor is None:
-            return
-        config = actor.config
-        with self._db.session() as session:
-            rows, _ = checkpoints_repo.list_checkpoints(
-                session,
-                experiment_id=experiment_id,
-                states=[CheckpointState.COMPLETED],
-                limit=2**31 - 1,
+        if reported is not None:
+            outcome, error = reported
+        elif returncode == 0:
+            outcome, error = TrialOutcome.PREEMPTED, None  # ended without a report: runnable again
+        elif returncode == EXIT_MODEL_DEF_ERROR:
+            outcome = TrialOutcome.ERRORED
+            error = TrialError(
+                "ModelDefError",
+                "the model definition cannot be loaded (its traceback is in the trial's logs)",
+                before_progress=True,
             )
-            live = trials_repo.list_trials(session, experiment_id, limit=2**31 - 1)[0]
-            keep = [t.latest_checkpoint_uuid for t in live if t.state.is_live]
-            summaries = [
-                CheckpointSummary(
-                    storage_id=c.uuid,
-                    trial_id=c.trial_id,
-                    total_batches=c.total_batches,
-                    metric=_searcher_metric(c.metadata_, config.searcher.metric),
-                )
-                for c, _ in rows
-            ]
-        storage_config = config.checkpoint_storage
-        doomed = checkpoints_to_delete(
-            summaries,
-            smaller_is_better=config.searcher.smaller_is_better,
-            save_trial_latest=storage_config.save_trial_latest,
-            save_trial_best=storage_config.save_trial_best,
-            save_experiment_best=storage_config.save_experiment_best,
-            keep=[uuid for uuid in keep if uuid],
-        )
-        if not doomed:
-            return
-        try:
-            storage = make_storage(storage_config)
-            for uuid in sorted(doomed):
-                storage.delete(uuid)
-        except (OSError, ValueError) as err:
-            logger.warning("experiment %d: checkpoints not deleted: %s", experiment_id, err)
-            return
-        with self._db.session(write=True) as session:
-            checkpoints_repo.mark_checkpoints_deleted(session, doomed)
-
-    def _set_experiment_state(self, experiment_id: int, state: ExperimentState) -> None:
-        with self._db.session(write=True) as session:
-            experiments_repo.set_experiment_state(session, experiment_id, state)
-        logger.info("experiment %d is %s", experiment_id, state.value)
-
-    def _log(self, trial_id: int, message: str) -> None:
-        try:
-            self.logs.write(trial_id, [(MASTER_STREAM, f"[master] {message}")])
-        except Exception:
-            logger.exception("could not write to the logs of trial %d", trial_id)
+        else:
+            outcome = TrialOutcome.ERRORED
+            gone = " (it lost its master)" if returncode == EXIT_MASTER_GONE else ""
+            error = TrialError(
+                "TrialProcessExited",
+                f"the trial process ended with {describe_exit(returncode)}{gone} without "
+                "reporting an error (see the trial's logs)",
+            )
+        self._log(trial_id, f"the trial process exited ({describe_exit(returncode)})")
+        self._event(actor, lambda d: d.trial_exited(trial_id, outcome, error))
 
     # the trial side --------------------------------------------------------------------------
 
@@ -511,69 +492,66 @@ class Orchestrator:
         """The trial process's next operation; waits up to ``wait_seconds`` for work to
         appear before answering ``wait``. A trial with no running process is told
         ``closed``."""
+        actor = self._actor_of(trial_id)
+        if actor is None:
+            return OperationAnswer("closed")
         deadline = time.monotonic() + wait_seconds
-        with self._changed:
+        with actor.changed:
             while True:
-                run = self._running.get(trial_id)
-                actor = self._actors.get(run.experiment_id) if run else None
-                if run is None or actor is None:
-                    return OperationAnswer("closed")
-                answer = actor.next_operation(trial_id, run.process_done)
+                answer = actor.driver.next_operation(trial_id)
                 remaining = deadline - time.monotonic()
-                if answer.status != "wait" or remaining <= 0:
+                if answer.status != "wait" or remaining <= 0 or actor.broken:
                     return answer
-                self._changed.wait(remaining)
+                actor.changed.wait(remaining)
 
     def complete_operation(self, trial_id: int, length: int, metric: float) -> None:
-        """The trial process trained to ``length`` and validated with ``metric``."""
-        with self._changed:
-            run = self._running.get(trial_id)
-            if run is None:
-                return
-            run.process_done = max(run.process_done, length)
-            actor = self._actors.get(run.experiment_id)
-            if actor is not None:
-                actor.complete(trial_id, length, metric)
-            self._changed.notify_all()
-        self._wake.set()
+        """The trial process trained to ``length`` and validated with ``metric``; returns
+        once the searcher's handling of it is recorded."""
+        actor = self._actor_of(trial_id)
+        if actor is not None:
+            self._event(actor, lambda d: d.validation_reported(trial_id, length, metric))
 
-    def exit_early(self, trial_id: int, reason: str) -> None:
-        """The trial stops before its lengths are done (e.g. the model stopped itself)."""
-        with self._changed:
-            run = self._running.get(trial_id)
-            actor = self._actors.get(run.experiment_id) if run else None
-            if actor is not None:
-                actor.exit_early(trial_id, _EXIT_REASONS.get(reason, ExitedReason.USER_CANCELED))
-            self._changed.notify_all()
-        self._wake.set()
+    def report_exit(self, trial_id: int, outcome: TrialOutcome, error: TrialError | None) -> None:
+        """The trial process says how its run ended; acted upon when the process exits."""
+        with self._lock:
+            if trial_id in self._running_slots:
+                self._reported[trial_id] = (outcome, error)
+
+    def checkpoint_completed(
+        self, trial_id: int, storage_id: str, total_batches: int, metadata: dict[str, object]
+    ) -> None:
+        """The trial registered a completed checkpoint."""
+        actor = self._actor_of(trial_id)
+        if actor is None:
+            return
+        summary = CheckpointSummary(
+            storage_id=storage_id,
+            trial_id=trial_id,
+            total_batches=total_batches,
+            metric=searcher_metric_of(metadata, actor.config.searcher.metric),
+        )
+        # Called inside the request's write transaction: the actions are left to the tick.
+        self._event(actor, lambda d: d.checkpoint_completed(summary), wait=False)
 
     def kill_trial(self, trial_id: int) -> None:
         """Stop one trial at once (on the next tick): its process is killed, the trial ends
         CANCELED, and the searcher hears that it exited early; the experiment goes on."""
-        with self._lock:
-            self._kill_requests.add(trial_id)
+        self._kill_requests.put(trial_id)
         self._wake.set()
 
     def should_preempt(self, trial_id: int) -> bool:
         """Whether the trial's process should checkpoint and exit now."""
-        with self._lock:
-            run = self._running.get(trial_id)
-            actor = self._actors.get(run.experiment_id) if run else None
-            return actor is None or actor.state != ExperimentState.ACTIVE
+        actor = self._actor_of(trial_id)
+        if actor is None:
+            return True
+        with actor.lock:
+            return actor.driver.should_preempt(trial_id)
 
     def queue_reason(self, trial_id: int) -> str | None:
         """Why the trial waits for slots, if it does."""
-        with self._lock:
-            return self._reasons.get(trial_id)
+        return self._reasons.get(trial_id)
 
     def impossible_placement(self, config: ExperimentConfig) -> str | None:
         """Why trials of ``config`` could never be placed on this cluster, if so."""
         resources = config.resources
         return never_fits(resources.slots_per_trial, self.total_slots, resources.max_slots)
-
-
-def _searcher_metric(metadata: dict[str, object], metric: str) -> float | None:
-    """The searcher metric of the validation a checkpoint follows (from its metadata)."""
-    validation = metadata.get("validation_metrics")
-    value = validation.get(metric) if isinstance(validation, dict) else None
-    return float(value) if isinstance(value, int | float) else None

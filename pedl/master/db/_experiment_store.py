@@ -1,0 +1,146 @@
+"""The engine's store on the master's schema: SQLite (local mode, a small master) or PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select
+
+from pedl.engine import (
+    Action,
+    AppendSearcherEvent,
+    CheckpointState,
+    CreateTrial,
+    ExperimentState,
+    SetExperimentState,
+    SetProgress,
+    SetTrialState,
+    StoredExperiment,
+    TrialRecord,
+    searcher_metric_of,
+)
+from pedl.master.db import checkpoints as checkpoints_repo
+from pedl.master.db import experiments as experiments_repo
+from pedl.master.db import searcher as searcher_repo
+from pedl.master.db import trials as trials_repo
+from pedl.master.db._database import Database
+from pedl.master.db._models import Checkpoint, Trial
+from pedl.storage import CheckpointSummary
+
+
+class SQLExperimentStore:
+    """:class:`pedl.engine.ExperimentStore` over a :class:`Database`.
+
+    One write transaction per :meth:`apply`; one read transaction per :meth:`load`.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def load(self, experiment_id: int) -> StoredExperiment:
+        with self._db.session() as session:
+            experiment = experiments_repo.get_experiment(session, experiment_id)
+            events = [
+                dict(row.event)
+                for row in searcher_repo.list_searcher_events(session, experiment_id)
+            ]
+            trials = list(
+                session.scalars(
+                    select(Trial).where(Trial.experiment_id == experiment_id).order_by(Trial.id)
+                )
+            )
+            rows = session.execute(
+                select(
+                    Checkpoint.uuid,
+                    Checkpoint.trial_id,
+                    Checkpoint.total_batches,
+                    Checkpoint.metadata_,
+                )
+                .join(Trial, Trial.id == Checkpoint.trial_id)
+                .where(
+                    Trial.experiment_id == experiment_id,
+                    Checkpoint.state == CheckpointState.COMPLETED,
+                )
+                .order_by(Checkpoint.id)
+            ).all()
+            metric = experiment.searcher_metric
+            checkpoints = [
+                CheckpointSummary(
+                    storage_id=uuid,
+                    trial_id=trial_id,
+                    total_batches=batches,
+                    metric=searcher_metric_of(metadata, metric) if metric else None,
+                )
+                for uuid, trial_id, batches, metadata in rows
+            ]
+            batches_of = {c.storage_id: c.total_batches for c in checkpoints}
+            records = [
+                TrialRecord(
+                    trial_id=t.id,
+                    request_id=int(t.request_id),
+                    hparams=dict(t.hparams),
+                    seed=t.seed,
+                    state=t.state,
+                    restarts=t.restarts,
+                    latest_checkpoint=t.latest_checkpoint_uuid,
+                    latest_checkpoint_batches=batches_of.get(t.latest_checkpoint_uuid or ""),
+                )
+                for t in trials
+                if t.request_id is not None and t.request_id.isdigit()
+            ]
+            return StoredExperiment(
+                experiment_id=experiment_id,
+                config=dict(experiment.config),
+                state=experiment.state,
+                events=events,
+                trials=records,
+                checkpoints=checkpoints,
+            )
+
+    def apply(self, experiment_id: int, actions: Sequence[Action]) -> list[tuple[int, int]]:
+        created: list[tuple[int, int]] = []
+        if not any(isinstance(a, _RECORDED) for a in actions):
+            return created
+        with self._db.session(write=True, serialize=True) as session:
+            events = [a.event for a in actions if isinstance(a, AppendSearcherEvent)]
+            if events:
+                searcher_repo.append_searcher_events(session, experiment_id, events)
+            for action in actions:
+                if isinstance(action, CreateTrial):
+                    trial = trials_repo.get_trial_by_request(
+                        session, experiment_id, str(action.request_id)
+                    )
+                    if trial is None:
+                        trial, _token = trials_repo.create_trial(
+                            session,
+                            experiment_id=experiment_id,
+                            hparams=action.hparams,
+                            seed=action.seed,
+                            request_id=str(action.request_id),
+                        )
+                    created.append((action.request_id, trial.id))
+                elif isinstance(action, SetTrialState):
+                    trial = trials_repo.set_trial_state(session, action.trial_id, action.state)
+                    if action.outcome is not None:
+                        trial.outcome = action.outcome
+                        trial.error = action.error.to_dict() if action.error else None
+                    if action.restarts is not None:
+                        trial.restarts = action.restarts
+                elif isinstance(action, SetExperimentState):
+                    experiment = experiments_repo.set_experiment_state(
+                        session, experiment_id, action.state
+                    )
+                    if action.state == ExperimentState.ERROR:
+                        experiment.error = action.error
+                elif isinstance(action, SetProgress):
+                    experiments_repo.set_experiment_progress(
+                        session, experiment_id, action.progress
+                    )
+        return created
+
+    def mark_checkpoints_deleted(self, storage_ids: Sequence[str]) -> None:
+        with self._db.session(write=True, serialize=True) as session:
+            checkpoints_repo.mark_checkpoints_deleted(session, list(storage_ids))
+
+
+_RECORDED = (AppendSearcherEvent, CreateTrial, SetTrialState, SetExperimentState, SetProgress)
