@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -10,7 +11,12 @@ from typing import Any
 import httpx
 
 API_PREFIX = "/api/v1"
-_RETRY_STATUS = frozenset({500, 502, 503, 504})
+DEFAULT_GIVE_UP_S = 300.0
+"""How long a trial keeps retrying one request (``PEDL_MASTER_GIVE_UP_SECONDS``)."""
+_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+_BACKOFF_FIRST_S = 0.1
+_BACKOFF_CAP_S = 5.0
+_RETRY_AFTER_CAP_S = 60.0
 
 
 class MasterError(RuntimeError):
@@ -24,11 +30,15 @@ class MasterError(RuntimeError):
 class MasterClient:
     """Requests of one trial to the master's REST API, authenticated by the trial's token.
 
-    Connection errors and 5xx answers are retried with backoff until the master has been
-    unreachable for ``give_up_after`` seconds, then :class:`MasterError` is raised (a trial
-    whose master is gone stops instead of training for nobody). A 4xx answer raises at once
-    (401: the token was revoked because another process of this trial was started).
-    Thread-safe (httpx clients are).
+    Connection errors, timeouts, 5xx and 429 answers are retried until the request has
+    failed for ``give_up_after`` seconds (default 300, ``PEDL_MASTER_GIVE_UP_SECONDS``), then
+    :class:`MasterError` is raised (a trial whose master is gone stops instead of training
+    for nobody). Between tries it waits a capped exponential backoff with jitter (0.1 s
+    doubling to 5 s, each wait drawn between half and all of it), or at least the
+    ``Retry-After`` of a 503/429 answer (capped at 60 s) plus up to a quarter more, never past
+    its patience. Retried POSTs are safe: the master stores metrics, logs and checkpoints
+    idempotently (same key, same row). A 4xx answer raises at once (401: the token was revoked
+    because another process of this trial was started). Thread-safe (httpx clients are).
     """
 
     def __init__(
@@ -37,7 +47,7 @@ class MasterClient:
         trial_id: int,
         token: str,
         *,
-        give_up_after: float = 60.0,
+        give_up_after: float = DEFAULT_GIVE_UP_S,
         timeout: float = 30.0,
     ) -> None:
         self.master_url = master_url.rstrip("/")
@@ -65,7 +75,7 @@ class MasterClient:
             env["PEDL_MASTER_URL"],
             int(env["PEDL_TRIAL_ID"]),
             env["PEDL_TRIAL_TOKEN"],
-            give_up_after=float(env.get("PEDL_MASTER_GIVE_UP_SECONDS", "60")),
+            give_up_after=float(env.get("PEDL_MASTER_GIVE_UP_SECONDS") or str(DEFAULT_GIVE_UP_S)),
         )
 
     @property
@@ -91,8 +101,9 @@ class MasterClient:
 
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         first_failure: float | None = None
-        delay = 0.1
+        backoff = _BACKOFF_FIRST_S
         while True:
+            retry_after: float | None = None
             try:
                 response = self._http.request(method, path, **kwargs)
             except httpx.TransportError as err:
@@ -106,15 +117,31 @@ class MasterClient:
                         status=response.status_code,
                     )
                 problem = f"{response.status_code} {_error_text(response)}"
+                if response.status_code in (429, 503):
+                    retry_after = _retry_after(response)
             now = time.monotonic()
             first_failure = now if first_failure is None else first_failure
-            if now - first_failure >= self._give_up_after:
+            left = self._give_up_after - (now - first_failure)
+            if left <= 0:
                 raise MasterError(
                     f"{method} {path}: the master at {self.master_url} has not answered for "
                     f"{self._give_up_after:.0f} s (last problem: {problem})"
                 )
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+            delay = random.uniform(backoff / 2, backoff)
+            if retry_after is not None:
+                delay = max(delay, retry_after * random.uniform(1.0, 1.25))
+            time.sleep(min(delay, left))
+            backoff = min(backoff * 2, _BACKOFF_CAP_S)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """The ``Retry-After`` seconds of an answer (capped), ``None`` if absent or a date."""
+    value = response.headers.get("Retry-After", "").strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return min(max(seconds, 0.0), _RETRY_AFTER_CAP_S)
 
 
 def _error_text(response: httpx.Response) -> str:

@@ -10,7 +10,7 @@ import uvicorn
 
 from pedl.master._settings import MasterSettings
 from pedl.master.api import create_app
-from pedl.master.db import Database
+from pedl.master.api._app import make_database
 from pedl.master.orchestrator import Orchestrator
 
 logger = logging.getLogger("pedl.master")
@@ -59,10 +59,16 @@ def serve(settings: MasterSettings) -> None:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     port = sock.getsockname()[1]
     url = master_url(settings.host, port)
-    database = Database(settings.db_url)
+    database = make_database(settings)
     orchestrator = Orchestrator(database, settings, master_url=url)
     app = create_app(settings, database=database, orchestrator=orchestrator)
-    logger.info("PEDL master listening on %s (%d slots)", url, orchestrator.total_slots)
+    logger.info(
+        "PEDL master listening on %s (%d slots; %d database connections, %d worker threads)",
+        url,
+        orchestrator.total_slots,
+        settings.db_connections,
+        settings.worker_threads,
+    )
     server = uvicorn.Server(
         uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=10)
     )

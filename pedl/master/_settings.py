@@ -18,6 +18,12 @@ from pydantic_settings import (
 DEFAULT_HOME = Path("~/.pedl")
 CONFIG_FILE_ENV = "PEDL_CONFIG_FILE"
 
+DEFAULT_DB_CONNECTIONS = {"sqlite": 16, "postgresql": 20}
+"""``max_db_connections`` when not set, by backend."""
+RESERVED_DB_CONNECTIONS = 4
+"""Connections kept out of the request threads' reach: the metric writer, the orchestrator,
+its log writer, and one spare."""
+
 
 def _default_cpu_slots() -> int:
     return max(1, (os.cpu_count() or 1) // 2)
@@ -80,6 +86,40 @@ class MasterSettings(BaseSettings):
         default=DEFAULT_HOME / "checkpoints",
         description="Default checkpoint storage directory; default <home>/checkpoints.",
     )
+    max_db_connections: int | None = Field(
+        default=None,
+        ge=RESERVED_DB_CONNECTIONS + 1,
+        description="Database connections the master may hold at once (the pool's hard cap, "
+        "no overflow); default 16 for SQLite, 20 for PostgreSQL.",
+    )
+    db_pool_timeout: float = Field(
+        default=2.0,
+        gt=0,
+        description="Seconds a request waits for a pooled connection before it is answered "
+        "503 (Retry-After).",
+    )
+    api_threads: int | None = Field(
+        default=None,
+        ge=1,
+        description="Worker threads running the blocking request handlers; default "
+        "max_db_connections - 4, so every thread can hold a connection while the metric "
+        "writer and the orchestrator keep theirs.",
+    )
+    max_requests_in_flight: int = Field(
+        default=1024,
+        ge=1,
+        description="Requests being served at once; one more is answered 503 (Retry-After) "
+        "at once.",
+    )
+    max_queued_reports: int = Field(
+        default=4096,
+        ge=1,
+        description="Metric reports waiting for the metric writer; one more is answered 503 "
+        "(Retry-After).",
+    )
+    retry_after_seconds: int = Field(
+        default=1, ge=1, description="The Retry-After header of 503 answers, in seconds."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -91,6 +131,26 @@ class MasterSettings(BaseSettings):
             if not data.get("checkpoint_dir"):
                 data["checkpoint_dir"] = home / "checkpoints"
         return data
+
+    @property
+    def db_backend(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``, from ``db_url``."""
+        scheme = self.db_url.split(":", 1)[0].split("+", 1)[0]
+        return "postgresql" if scheme in ("postgresql", "postgres") else scheme
+
+    @property
+    def db_connections(self) -> int:
+        """``max_db_connections``, or the default for the backend."""
+        if self.max_db_connections is not None:
+            return self.max_db_connections
+        return DEFAULT_DB_CONNECTIONS.get(self.db_backend, DEFAULT_DB_CONNECTIONS["sqlite"])
+
+    @property
+    def worker_threads(self) -> int:
+        """``api_threads``, or ``db_connections`` minus the reserved ones."""
+        if self.api_threads is not None:
+            return self.api_threads
+        return max(1, self.db_connections - RESERVED_DB_CONNECTIONS)
 
     @field_validator("home", "checkpoint_dir", "config_file")
     @classmethod

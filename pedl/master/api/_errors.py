@@ -2,7 +2,11 @@
 
 Bad input is always a 4xx: request validation -> 422, unknown ids -> 404, illegal state
 changes and conflicting writes -> 409, missing/invalid token -> 401, another trial's token ->
-403. Anything unexpected is a 500 in the same shape (and logged).
+403. Load the master sheds is a 503 with a ``Retry-After`` header: no free pooled connection
+within ``db_pool_timeout`` (``sqlalchemy.exc.TimeoutError``), SQLite's lock not granted
+within its busy timeout, PostgreSQL refusing connections (too many clients, restarting), the
+metric writer's queue full or stuck, too many requests in flight (see :mod:`._app`).
+Anything unexpected is a 500 in the same shape (and logged).
 """
 
 from __future__ import annotations
@@ -14,12 +18,13 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pedl.engine import IllegalTransitionError
 from pedl.master.api._schemas import ErrorBody, ErrorIssue, ErrorResponse
-from pedl.master.db import ConflictError, NotFoundError
+from pedl.master.db import ConflictError, IngestUnavailableError, NotFoundError
 
 logger = logging.getLogger("pedl.master.api")
 
@@ -50,6 +55,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (404, "Not found"),
         (409, "Conflicts with the current state"),
         (422, "Invalid request"),
+        (503, "Overloaded or briefly unavailable: retry after Retry-After seconds"),
     )
 }
 """The ``responses=`` documentation shared by the routes."""
@@ -60,6 +66,31 @@ AUTH_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
+DEFAULT_RETRY_AFTER_S = 1
+
+# Messages of database errors that are load or a passing outage, not a bug: answered 503.
+_TRANSIENT_DB_ERRORS = (
+    "database is locked",  # SQLite: the write lock was not granted within the busy timeout
+    "database is busy",
+    "database table is locked",
+    "too many clients",  # PostgreSQL: max_connections reached
+    "too many connections",
+    "remaining connection slots are reserved",
+    "the database system is starting up",
+    "the database system is shutting down",
+    "the database system is in recovery mode",
+    "connection refused",
+    "server closed the connection",
+    "terminating connection",
+)
+
+
+def retry_after(request: Request | None) -> int:
+    """The Retry-After seconds of this app's 503 answers (``settings.retry_after_seconds``)."""
+    settings = None if request is None else getattr(request.app.state, "settings", None)
+    return int(getattr(settings, "retry_after_seconds", DEFAULT_RETRY_AFTER_S))
+
+
 def error_response(
     status_code: int,
     message: str,
@@ -67,10 +98,27 @@ def error_response(
     field: str | None = None,
     issues: Sequence[ErrorIssue] = (),
     headers: dict[str, str] | None = None,
+    retry_after_s: int = DEFAULT_RETRY_AFTER_S,
 ) -> JSONResponse:
-    """A JSON response in the standard error shape."""
+    """A JSON response in the standard error shape; a 503 always carries ``Retry-After``
+    (``retry_after_s`` unless ``headers`` has one)."""
     body = ErrorResponse(error=ErrorBody(message=message, field=field, issues=list(issues)))
+    if status_code == 503 and not any(k.lower() == "retry-after" for k in headers or {}):
+        headers = {**(headers or {}), "Retry-After": str(retry_after_s)}
     return JSONResponse(body.model_dump(mode="json"), status_code=status_code, headers=headers)
+
+
+def is_transient_db_error(exc: BaseException) -> bool:
+    """Whether a database error is overload or a passing outage (lock wait, connection
+    limit, server restarting, connection lost) rather than a bug."""
+    if isinstance(exc, PoolTimeoutError):
+        return True
+    if isinstance(exc, DBAPIError):
+        if exc.connection_invalidated:
+            return True
+        text = str(exc.orig if exc.orig is not None else exc).lower()
+        return any(marker in text for marker in _TRANSIENT_DB_ERRORS)
+    return False
 
 
 def format_loc(loc: Sequence[int | str]) -> str:
@@ -103,10 +151,15 @@ def _summary(issues: Sequence[ErrorIssue]) -> str:
     return text
 
 
-async def _on_api_error(_request: Request, exc: Exception) -> JSONResponse:
+async def _on_api_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
     return error_response(
-        exc.status_code, exc.message, field=exc.field, issues=exc.issues, headers=exc.headers
+        exc.status_code,
+        exc.message,
+        field=exc.field,
+        issues=exc.issues,
+        headers=exc.headers,
+        retry_after_s=retry_after(request),
     )
 
 
@@ -138,13 +191,40 @@ async def _on_integrity_error(_request: Request, exc: Exception) -> JSONResponse
     return error_response(409, "the request conflicts with stored data")
 
 
-async def _on_http_exception(_request: Request, exc: Exception) -> JSONResponse:
+async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     headers = dict(exc.headers) if exc.headers else None
-    return error_response(exc.status_code, str(exc.detail), headers=headers)
+    return error_response(
+        exc.status_code, str(exc.detail), headers=headers, retry_after_s=retry_after(request)
+    )
 
 
-async def _on_unexpected(_request: Request, exc: Exception) -> JSONResponse:
+async def _on_ingest_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    return error_response(503, str(exc), retry_after_s=retry_after(request))
+
+
+def _overloaded(request: Request, exc: BaseException) -> JSONResponse:
+    logger.warning("shedding %s %s: %s", request.method, request.url.path, exc)
+    if isinstance(exc, PoolTimeoutError):
+        message = "the master is overloaded (no free database connection); retry later"
+    else:
+        message = "the database is busy or unavailable; retry later"
+    return error_response(503, message, retry_after_s=retry_after(request))
+
+
+async def _on_pool_timeout(request: Request, exc: Exception) -> JSONResponse:
+    return _overloaded(request, exc)
+
+
+async def _on_db_error(request: Request, exc: Exception) -> JSONResponse:
+    if is_transient_db_error(exc):
+        return _overloaded(request, exc)
+    return await _on_unexpected(request, exc)
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    if is_transient_db_error(exc):  # e.g. wrapped by a library: still load, not a bug
+        return _overloaded(request, exc)
     logger.exception("unhandled error", exc_info=exc)
     return error_response(500, "internal server error")
 
@@ -157,5 +237,8 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ConflictError, _on_conflict)
     app.add_exception_handler(IllegalTransitionError, _on_illegal_transition)
     app.add_exception_handler(IntegrityError, _on_integrity_error)
+    app.add_exception_handler(PoolTimeoutError, _on_pool_timeout)
+    app.add_exception_handler(DBAPIError, _on_db_error)
+    app.add_exception_handler(IngestUnavailableError, _on_ingest_unavailable)
     app.add_exception_handler(StarletteHTTPException, _on_http_exception)
     app.add_exception_handler(Exception, _on_unexpected)

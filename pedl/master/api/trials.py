@@ -5,12 +5,14 @@ The write routes are for the trial process and require its bearer token.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
+from fastapi.security import HTTPAuthorizationCredentials
 
 from pedl.engine import CheckpointState, MetricKind
-from pedl.master.api._auth import BearerToken, TrialAuth, token_error
+from pedl.master.api._auth import TrialAuth, _bearer, bearer_token, token_error
 from pedl.master.api._convert import checkpoint_public
 from pedl.master.api._deps import (
     Limit,
@@ -66,27 +68,43 @@ def get_metric_ingestor(request: Request) -> MetricIngestor:
 
 MetricIngestorDep = Annotated[MetricIngestor, Depends(get_metric_ingestor)]
 
+INGEST_TIMEOUT_S = 30.0
+
+
+async def report_token(
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> str:
+    """:func:`~pedl.master.api._auth.bearer_token` without a worker thread (it does no I/O)."""
+    return bearer_token(credentials)
+
 
 @router.post(
     "/{trial_id}/metrics",
     responses={
         **AUTH_RESPONSES,
-        503: {"model": ErrorResponse, "description": "The metric writer is stuck or stopped"},
+        503: {
+            "model": ErrorResponse,
+            "description": "The metric writer is overloaded, stuck or stopped (Retry-After)",
+        },
     },
 )
-def report_metrics(
-    trial_id: TrialId, token: BearerToken, body: MetricsBatch, ingestor: MetricIngestorDep
+async def report_metrics(
+    trial_id: TrialId,
+    token: Annotated[str, Depends(report_token)],
+    body: MetricsBatch,
+    ingestor: MetricIngestorDep,
 ) -> MetricsIngested:
     """Store a batch of training/validation rows (idempotent upsert on
     ``(kind, total_batches)``: re-sending after a resume neither loses nor doubles a row).
 
     Answers only once the rows are committed. The rows go to the app's
     :class:`~pedl.master.db.MetricIngestor`, which writes the reports of all concurrent
-    requests in one transaction (group commit); this worker thread just waits for it. The
-    trial's token is checked in that transaction too, by the writer's one query for the whole
-    batch (no read of its own per request): 401/403 as for every trial write. 503 if the
-    writer has not committed the rows within 30 s (they may still be stored: re-sending is
-    safe).
+    requests in one transaction (group commit); the route awaits it on the event loop (no
+    worker thread, no connection of its own). The trial's token is checked in that
+    transaction too, by the writer's one query for the whole batch (no read of its own per
+    request): 401/403 as for every trial write. 503 with Retry-After if the writer's queue is
+    full (``max_queued_reports``; nothing stored) or it has not committed the rows within 30 s
+    (they may still be stored: re-sending is safe).
     """
     rows = [
         MetricRow(
@@ -100,7 +118,14 @@ def report_metrics(
         for report in body.rows
     ]
     try:
-        written = ingestor.ingest(trial_id, rows, token=token)
+        future = ingestor.submit(trial_id, rows, token=token)
+        try:
+            written = await asyncio.wait_for(asyncio.wrap_future(future), INGEST_TIMEOUT_S)
+        except TimeoutError:
+            future.cancel()  # dropped if still queued; no effect once it is being written
+            raise IngestUnavailableError(
+                f"the metric writer did not commit within {INGEST_TIMEOUT_S:g} s"
+            ) from None
     except IngestUnavailableError as err:
         raise ApiError(503, str(err)) from err
     except TrialTokenError as err:
@@ -162,7 +187,11 @@ def get_logs(
 
 @router.post("/{trial_id}/checkpoints", status_code=201, responses=AUTH_RESPONSES)
 def register_checkpoint(
-    trial_id: TrialId, auth: TrialAuth, body: CheckpointCreate, session: WriteSession
+    trial_id: TrialId,
+    auth: TrialAuth,
+    body: CheckpointCreate,
+    session: WriteSession,
+    request: Request,
 ) -> CheckpointPublic:
     """Register a checkpoint the trial stored (again: update its state/metadata/resources).
 
@@ -178,6 +207,11 @@ def register_checkpoint(
         state=body.state,
     )
     trial = trials_repo.get_trial(session, trial_id)
+    orchestrator = getattr(request.app.state, "orchestrator", None)
+    if orchestrator is not None and checkpoint.state == CheckpointState.COMPLETED:
+        orchestrator.checkpoint_completed(
+            trial_id, checkpoint.uuid, checkpoint.total_batches, dict(checkpoint.metadata_)
+        )
     return checkpoint_public(
         checkpoint,
         trial.experiment_id,

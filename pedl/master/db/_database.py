@@ -16,14 +16,31 @@ from pedl.master.db._migrate import upgrade
 class Database:
     """The master's database: an engine plus read and write session factories.
 
-    Thread-safe; make one per process and share it (the API, the scheduler). Creating it opens
-    no connection; :meth:`upgrade` applies the migrations. Sessions do not expire objects on
-    commit, so rows stay readable after the ``with`` block.
+    Thread-safe; make one per process and share it (the API, the scheduler). ``pool_size``,
+    ``pool_timeout`` and (SQLite) ``busy_timeout`` bound its connections and lock waits (see
+    :func:`make_engine`; the master passes its settings' ``db_connections`` and
+    ``db_pool_timeout``). Creating it opens no connection; :meth:`upgrade` applies the
+    migrations. Sessions do not expire objects on commit, so rows stay readable after the
+    ``with`` block.
     """
 
-    def __init__(self, url: str, *, echo: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        echo: bool = False,
+        pool_size: int | None = None,
+        pool_timeout: float | None = None,
+        busy_timeout: float | None = None,
+    ) -> None:
         self.url = url
-        self.engine: Engine = make_engine(url, echo=echo)
+        self.engine: Engine = make_engine(
+            url,
+            echo=echo,
+            pool_size=pool_size,
+            pool_timeout=pool_timeout,
+            busy_timeout=busy_timeout,
+        )
         self._read = sessionmaker(self.engine, expire_on_commit=False)
         self._write = sessionmaker(
             self.engine.execution_options(**{WRITE_OPTION: True}), expire_on_commit=False

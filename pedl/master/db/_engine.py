@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ PostgreSQL ignores it.
 """
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+DEFAULT_POOL_SIZE = {"sqlite": 16, "postgresql": 20}
+DEFAULT_POOL_TIMEOUT_S = 2.0
 
 
 def normalize_url(url: str | URL) -> URL:
@@ -33,30 +36,51 @@ def normalize_url(url: str | URL) -> URL:
     return parsed
 
 
-def make_engine(url: str | URL, *, echo: bool = False) -> Engine:
+def make_engine(
+    url: str | URL,
+    *,
+    echo: bool = False,
+    pool_size: int | None = None,
+    pool_timeout: float | None = None,
+    busy_timeout: float | None = None,
+) -> Engine:
     """Create an engine for ``url`` (no connection is made yet).
 
+    The pool holds at most ``pool_size`` connections (no overflow: default 16 for SQLite, 20
+    for PostgreSQL) and a checkout waits at most ``pool_timeout`` seconds (default 2) before
+    raising ``sqlalchemy.exc.TimeoutError``, which the API answers with 503 + Retry-After.
     SQLite: every connection gets WAL journaling, ``synchronous=NORMAL``, foreign keys on and
-    a busy timeout; the directory of the database file is created if missing; transactions are
-    begun explicitly (see :data:`WRITE_OPTION`). PostgreSQL: psycopg 3 with pre-ping.
+    a busy timeout (``busy_timeout`` seconds, default 30: how long a write waits for the lock
+    before "database is locked", which the API answers 503); the directory of the database
+    file is created if missing; transactions are begun explicitly (see :data:`WRITE_OPTION`);
+    an in-memory database keeps SQLAlchemy's own pool. PostgreSQL: psycopg 3 with pre-ping.
     """
     parsed = normalize_url(url)
-    if parsed.get_backend_name() == "postgresql":
-        return create_engine(parsed, echo=echo, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    backend = parsed.get_backend_name()
+    pool: dict[str, Any] = {
+        "pool_size": DEFAULT_POOL_SIZE[backend] if pool_size is None else pool_size,
+        "max_overflow": 0,
+        "pool_timeout": DEFAULT_POOL_TIMEOUT_S if pool_timeout is None else pool_timeout,
+    }
+    if backend == "postgresql":
+        return create_engine(parsed, echo=echo, pool_pre_ping=True, **pool)
     database = parsed.database
-    if database and database != ":memory:" and not database.startswith("file:"):
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    on_disk = bool(database) and database != ":memory:" and not str(database).startswith("file:")
+    if on_disk:
+        Path(str(database)).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    busy_ms = SQLITE_BUSY_TIMEOUT_MS if busy_timeout is None else round(busy_timeout * 1000)
     engine = create_engine(
         parsed,
         echo=echo,
-        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+        connect_args={"timeout": busy_ms / 1000, "check_same_thread": False},
+        **(pool if on_disk else {}),
     )
-    event.listen(engine, "connect", _on_sqlite_connect)
+    event.listen(engine, "connect", functools.partial(_on_sqlite_connect, busy_ms))
     event.listen(engine, "begin", _on_sqlite_begin)
     return engine
 
 
-def _on_sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+def _on_sqlite_connect(busy_ms: int, dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
     # Hand transaction control to SQLAlchemy (the "begin" hook below) instead of the
     # sqlite3 module's implicit, DML-only transactions.
     dbapi_connection.isolation_level = None
@@ -65,7 +89,7 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> N
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
     finally:
         cursor.close()
 

@@ -29,6 +29,11 @@ class IngestUnavailableError(RuntimeError):
     committed within the caller's timeout."""
 
 
+class IngestOverloadedError(IngestUnavailableError):
+    """More requests are queued than the writer's ``max_queued``: this one was refused at once
+    (nothing was written; re-send it later)."""
+
+
 class TrialTokenError(PermissionError):
     """A request's token does not belong to its trial; ``owner`` is the trial it belongs
     to, ``None`` if none."""
@@ -82,17 +87,26 @@ class MetricIngestor:
     - :meth:`stop` drains: every request queued before it is written and answered, then
       the thread exits; later calls to :meth:`ingest` raise :class:`IngestUnavailableError`.
       Requests queued before :meth:`start` wait and are written first.
+    - With ``max_queued``, a request that finds that many requests already queued is refused
+      at once with :class:`IngestOverloadedError` (load shedding: the API answers 503 with
+      Retry-After and the trial re-sends).
 
     On SQLite the writer takes the :class:`Database`'s writer lock like any other serialized
     writer of this process.
     """
 
     def __init__(
-        self, database: Database, *, max_rows: int = 5_000, max_requests: int = 256
+        self,
+        database: Database,
+        *,
+        max_rows: int = 5_000,
+        max_requests: int = 256,
+        max_queued: int | None = None,
     ) -> None:
         self.database = database
         self.max_rows = max_rows
         self.max_requests = max_requests
+        self.max_queued = max_queued
         self._queue: queue.SimpleQueue[_Request | object] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._stopped = False
@@ -127,12 +141,17 @@ class MetricIngestor:
         request's error. With ``token`` the writer first checks, in the same transaction, that
         it is the trial's token (else :class:`TrialTokenError`, also for an unknown trial).
         Raises :class:`IngestUnavailableError` once :meth:`stop` was called (before
-        :meth:`start`, requests wait in the queue)."""
+        :meth:`start`, requests wait in the queue), :class:`IngestOverloadedError` when
+        ``max_queued`` requests are already waiting."""
         token_hash = None if token is None else trials_repo.hash_token(token)
         request = _Request(trial_id, list(rows), token_hash)
         with self._lock:
             if self._stopped:
                 raise IngestUnavailableError("the metric writer is stopped")
+            if self.max_queued is not None and self._queue.qsize() >= self.max_queued:
+                raise IngestOverloadedError(
+                    f"the metric writer has {self.max_queued} reports queued; retry later"
+                )
             self._queue.put(request)
         return request.future
 
@@ -158,6 +177,11 @@ class MetricIngestor:
             raise IngestUnavailableError(
                 f"the metric writer did not commit within {timeout:g} s"
             ) from None
+
+    @property
+    def queued(self) -> int:
+        """Requests waiting for the writer now (approximate)."""
+        return self._queue.qsize()
 
     def _run(self) -> None:
         stopping = False
