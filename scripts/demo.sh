@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: start an embedded master (SQLite) in the background if none is running, submit
 # the digits random search to it, follow it to the end, and leave the master running.
+# If the master dies (at start: port taken, bad database; or later), say so at once, with
+# the end of its log, and exit non-zero.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +11,8 @@ PY=.venv/bin/python
 DEMO_HOME=${PEDL_DEMO_HOME:-$PWD/.pedl-demo}
 PORT=${PEDL_DEMO_PORT:-8080}
 URL=http://127.0.0.1:$PORT
+LOG=$DEMO_HOME/master.log
+PIDFILE=$DEMO_HOME/master.pid
 mkdir -p "$DEMO_HOME"
 
 healthy() {
@@ -16,21 +20,98 @@ healthy() {
     >/dev/null 2>&1
 }
 
-if healthy; then
-  echo "Using the master already running at $URL"
-else
-  echo "Starting a master at $URL (home: $DEMO_HOME, database: SQLite)"
-  nohup "$PEDL" master --home "$DEMO_HOME" --port "$PORT" >"$DEMO_HOME/master.log" 2>&1 &
-  echo $! >"$DEMO_HOME/master.pid"
-  for _ in $(seq 1 60); do healthy && break; sleep 0.5; done
-  healthy || { echo "The master did not start; see $DEMO_HOME/master.log" >&2; exit 1; }
+# A live process (a zombie, dead but not yet reaped, does not count).
+alive() {
+  kill -0 "$1" 2>/dev/null || return 1
+  if [ -r "/proc/$1/stat" ]; then
+    [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
+  fi
+}
+
+# master_died WHEN: the reason, the end of the master's log, exit 1.
+master_died() {
+  local status=""
+  if [ "$STARTED_HERE" = 1 ]; then
+    wait "$MASTER_PID" 2>/dev/null && status=0 || status=$?
+  fi
+  rm -f "$PIDFILE"
+  echo >&2
+  echo "The PEDL master (pid $MASTER_PID${status:+, exit status $status}) died $1." >&2
+  if [ -s "$LOG" ]; then
+    echo "Last lines of $LOG:" >&2
+    tail -n 15 "$LOG" | sed 's/^/  | /' >&2
+  fi
+  if grep -q "already in use" "$LOG" 2>/dev/null; then
+    echo "Port $PORT is taken by another program: run with PEDL_DEMO_PORT=<another port>." >&2
+  fi
+  exit 1
+}
+
+MASTER_PID=""
+STARTED_HERE=0
+if [ -f "$PIDFILE" ] && ! alive "$(cat "$PIDFILE")"; then
+  rm -f "$PIDFILE"  # left by a master that is gone
 fi
 
-"$PEDL" --master "$URL" experiment create examples/digits_keras/random.yaml examples/digits_keras --follow
+if healthy; then
+  echo "Using the master already running at $URL"
+  if [ -f "$PIDFILE" ]; then MASTER_PID=$(cat "$PIDFILE"); fi
+else
+  echo "Starting a master at $URL (home: $DEMO_HOME, database: SQLite)"
+  nohup "$PEDL" master --home "$DEMO_HOME" --port "$PORT" >"$LOG" 2>&1 &
+  MASTER_PID=$!
+  STARTED_HERE=1
+  echo "$MASTER_PID" >"$PIDFILE"
+  for _ in $(seq 1 240); do
+    healthy && break
+    alive "$MASTER_PID" || master_died "while starting"
+    sleep 0.25
+  done
+  if ! healthy; then
+    alive "$MASTER_PID" || master_died "while starting"
+    echo "The master (pid $MASTER_PID) did not answer at $URL within 60 s; see $LOG" >&2
+    exit 1
+  fi
+fi
+
+# Follow the experiment in the background and watch the master meanwhile: if it goes, stop
+# following and say why. (A background job ignores Ctrl-C, so the trap passes it on.)
+"$PEDL" --master "$URL" experiment create examples/digits_keras/random.yaml examples/digits_keras --follow &
+FOLLOW_PID=$!
+trap 'kill -TERM "$FOLLOW_PID" 2>/dev/null; echo; echo "Stopped following; the experiment goes on at $URL."; exit 130' INT TERM
+misses=0
+while alive "$FOLLOW_PID"; do
+  if [ -n "$MASTER_PID" ]; then
+    if ! alive "$MASTER_PID"; then
+      kill -TERM "$FOLLOW_PID" 2>/dev/null || true
+      wait "$FOLLOW_PID" 2>/dev/null || true
+      master_died "while the experiment ran"
+    fi
+    sleep 0.5
+  else  # a master this script did not start: no pid to watch, ask it
+    if healthy; then misses=0; else misses=$((misses + 1)); fi
+    if [ "$misses" -ge 3 ]; then
+      kill -TERM "$FOLLOW_PID" 2>/dev/null || true
+      echo "The master at $URL stopped answering while the experiment ran." >&2
+      exit 1
+    fi
+    sleep 2
+  fi
+done
+trap - INT TERM
+follow_status=0
+wait "$FOLLOW_PID" || follow_status=$?
+if [ "$follow_status" -ne 0 ]; then
+  if [ -n "$MASTER_PID" ] && ! alive "$MASTER_PID"; then
+    master_died "while the experiment ran"
+  fi
+  echo "The experiment did not complete (exit status $follow_status); the master's log is $LOG." >&2
+  exit "$follow_status"
+fi
 
 echo
-echo "The master is still running at $URL (REST API docs: $URL/docs); its log is $DEMO_HOME/master.log."
+echo "The master is still running at $URL (REST API docs: $URL/docs); its log is $LOG."
 echo "Look around:  $PEDL -m $URL experiment list   |   $PEDL -m $URL experiment describe 1"
-if [ -f "$DEMO_HOME/master.pid" ]; then
-  echo "Stop it with: kill $(cat "$DEMO_HOME/master.pid")   (or: make demo-stop)"
+if [ -f "$PIDFILE" ]; then
+  echo "Stop it with: kill $(cat "$PIDFILE")   (or: make demo-stop)"
 fi
