@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import click
+from rich.markup import escape
 
 from pedl.cli._context import console, current_client, json_option, print_json
+from pedl.cli._failures import trial_failure_lines
 from pedl.cli._tables import checkpoints_table, trial_table
 
 TRIAL_ID = click.argument("trial_id", type=click.IntRange(min=1))
@@ -32,6 +34,8 @@ def describe(trial_id: int, show_metrics: bool, as_json: bool) -> None:
         return
     out = console()
     out.print(trial_table(t))
+    for line in trial_failure_lines([t]):
+        out.print(f"[red]{escape(line)}[/red]")
     out.print(checkpoints_table(checkpoints, f"Checkpoints of trial {t.id}"))
     for row in rows:
         values = " ".join(f"{k}={v}" for k, v in sorted(row.metrics.items()))

@@ -12,8 +12,9 @@ from pydantic import BaseModel, ConfigDict
 from pedl.client._checkpoint import Checkpoint, best_checkpoints, resolve_sort
 from pedl.client._session import Session
 from pedl.client._trial import Trial
+from pedl.engine import ExperimentState
 
-TERMINAL_EXPERIMENT_STATES = frozenset({"CANCELED", "COMPLETED", "ERROR"})
+TERMINAL_EXPERIMENT_STATES = frozenset(s for s in ExperimentState if s.is_terminal)
 """Experiment states nothing ever leaves."""
 
 
@@ -23,13 +24,14 @@ class _ExperimentFields(BaseModel):
     id: int
     name: str | None = None
     owner: str
-    state: str
+    state: ExperimentState
     progress: float
     config: dict[str, Any]
     searcher_metric: str | None = None
     smaller_is_better: bool = True
     created_at: datetime
     ended_at: datetime | None = None
+    error: str | None = None
 
 
 class Experiment:
@@ -37,7 +39,8 @@ class Experiment:
 
     Attributes mirror the API's ``ExperimentPublic``: ``id``, ``name``, ``owner``, ``state``,
     ``progress`` (0..1), ``config`` (validated, defaults filled), ``searcher_metric``,
-    ``smaller_is_better``, ``created_at``, ``ended_at``. The actions update ``state`` from
+    ``smaller_is_better``, ``created_at``, ``ended_at``, and ``error`` (why it ended in
+    ``ERROR``: which trials failed how, or the searcher's error). The actions update ``state`` from
     the master's answer.
     """
 
@@ -58,9 +61,10 @@ class Experiment:
         self.smaller_is_better = fields.smaller_is_better
         self.created_at = fields.created_at
         self.ended_at = fields.ended_at
+        self.error = fields.error
 
     def __repr__(self) -> str:
-        return f"Experiment(id={self.id}, name={self.name!r}, state={self.state!r})"
+        return f"Experiment(id={self.id}, name={self.name!r}, state={self.state.value!r})"
 
     def to_dict(self) -> dict[str, Any]:
         """The API's JSON record as last fetched."""

@@ -11,8 +11,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from pedl.client._checkpoint import Checkpoint, best_checkpoints, resolve_sort
 from pedl.client._session import Session
+from pedl.engine import TrialError, TrialOutcome, TrialState
 
-TERMINAL_TRIAL_STATES = frozenset({"CANCELED", "COMPLETED", "ERROR"})
+TERMINAL_TRIAL_STATES = frozenset(s for s in TrialState if s.is_terminal)
 """Trial states nothing ever leaves."""
 
 _NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
@@ -60,12 +61,14 @@ class _TrialFields(BaseModel):
     request_id: str | None = None
     hparams: dict[str, Any]
     seed: int
-    state: str
+    state: TrialState
     restarts: int
     total_batches: int
     latest_checkpoint_uuid: str | None = None
     best_checkpoint_uuid: str | None = None
     best_validation: float | None = None
+    outcome: TrialOutcome | None = None
+    error: dict[str, Any] | None = None
     created_at: datetime
     ended_at: datetime | None = None
 
@@ -75,7 +78,10 @@ class Trial:
 
     Attributes mirror the API's ``TrialPublic``: ``id``, ``experiment_id``, ``hparams``,
     ``seed``, ``state``, ``restarts``, ``total_batches``, ``latest_checkpoint_uuid``,
-    ``best_checkpoint_uuid``, ``best_validation``, ``created_at``, ``ended_at``.
+    ``best_checkpoint_uuid``, ``best_validation``, ``created_at``, ``ended_at``; ``outcome``
+    (how its latest run ended: :class:`pedl.engine.TrialOutcome`) and ``error`` (why it
+    errored: :class:`pedl.engine.TrialError`, with type, message, user-code location and
+    traceback), both ``None`` until a run ends.
     """
 
     def __init__(self, session: Session, data: Mapping[str, Any]) -> None:
@@ -96,11 +102,13 @@ class Trial:
         self.latest_checkpoint_uuid = fields.latest_checkpoint_uuid
         self.best_checkpoint_uuid = fields.best_checkpoint_uuid
         self.best_validation = fields.best_validation
+        self.outcome = fields.outcome
+        self.error = TrialError.from_dict(fields.error) if fields.error else None
         self.created_at = fields.created_at
         self.ended_at = fields.ended_at
 
     def __repr__(self) -> str:
-        return f"Trial(id={self.id}, experiment_id={self.experiment_id}, state={self.state!r})"
+        return f"Trial(id={self.id}, experiment_id={self.experiment_id}, state={self.state.value!r})"
 
     def to_dict(self) -> dict[str, Any]:
         """The API's JSON record as last fetched."""
