@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from pedl.config import flatten_hparams
-from pedl.local import ExperimentSummary, TrialRecord
+from pedl.local import ExperimentSummary, LocalTrial
 
 SIGNIFICANT_DIGITS = 4
 NUMBER_WIDTH = 11
@@ -78,7 +78,7 @@ class RichTrialDisplay:
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
-    def trial_started(self, trial: TrialRecord, target_batches: int | None) -> None:
+    def trial_started(self, trial: LocalTrial, target_batches: int | None) -> None:
         if trial.id in self._tasks:
             self._progress.update(self._tasks[trial.id], total=target_batches)
             return
@@ -95,7 +95,7 @@ class RichTrialDisplay:
         shown = metrics_text(self._metrics[trial_id])
         self._progress.update(task, completed=batches, metrics=shown)
 
-    def trial_finished(self, trial: TrialRecord) -> None:
+    def trial_finished(self, trial: LocalTrial) -> None:
         task = self._tasks.get(trial.id)
         if task is not None and trial.state == "COMPLETED":
             total = self._progress.tasks[task].total

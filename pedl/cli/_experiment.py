@@ -9,7 +9,8 @@ import click
 from rich.console import Console
 
 from pedl.cli._context import console, current_client, json_option, print_json
-from pedl.cli._display import RichTrialDisplay, summary_table
+from pedl.cli._display import RichTrialDisplay, format_number, summary_table
+from pedl.cli._failures import print_failures
 from pedl.cli._progress import ExperimentProgress
 from pedl.cli._tables import (
     checkpoints_table,
@@ -19,7 +20,8 @@ from pedl.cli._tables import (
 )
 from pedl.client import Experiment
 from pedl.config import ConfigError
-from pedl.local import ExperimentSummary, LocalExperiment, smoke_test
+from pedl.engine import ExperimentState, TrialOutcome
+from pedl.local import ExperimentSummary, LocalExperiment, NotARunDirectoryError, smoke_test
 from pedl.model_def import ModelDefError
 
 
@@ -74,12 +76,12 @@ def create(
 
     Without --local (or --test) the experiment is submitted to the master.
     """
-    console = Console(soft_wrap=True)
+    out = console()
     if test_mode:
-        _run_smoke_test(console, config_file, model_dir, overrides)
+        _run_smoke_test(out, config_file, model_dir, overrides)
         return
     if not local:
-        _create_on_master(console, config_file, model_dir, overrides, paused, follow)
+        _create_on_master(out, config_file, model_dir, overrides, paused, follow)
         return
     if paused or follow:
         raise click.UsageError("--paused and --follow apply to experiments on a master")
@@ -87,18 +89,21 @@ def create(
         exp = LocalExperiment.create(config_file, model_dir, output_dir, overrides=overrides)
     except (ConfigError, ModelDefError) as e:
         raise click.ClickException(str(e)) from e
-    console.print(f"Created local experiment in [bold]{exp.directory}[/bold]")
-    _run_local(console, exp)
+    out.print(f"Created local experiment in [bold]{exp.directory}[/bold]")
+    _run_local(out, exp)
 
 
 @experiment.command("resume")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def resume(directory: Path) -> None:
     """Continue an interrupted local experiment from its latest checkpoints."""
-    console = Console(soft_wrap=True)
-    exp = LocalExperiment(directory)
-    console.print(f"Resuming local experiment in [bold]{exp.directory}[/bold]")
-    _run_local(console, exp)
+    out = console()
+    try:
+        exp = LocalExperiment(directory)
+    except NotARunDirectoryError as e:
+        raise click.ClickException(str(e)) from e
+    out.print(f"Resuming local experiment in [bold]{exp.directory}[/bold]")
+    _run_local(out, exp)
 
 
 def _run_local(console: Console, exp: LocalExperiment) -> None:
@@ -107,24 +112,28 @@ def _run_local(console: Console, exp: LocalExperiment) -> None:
         summary = exp.run()
     exp.close()
     _print_summary(console, summary)
-    if summary.state == "PAUSED":
+    if summary.state == ExperimentState.PAUSED:
         console.print(
             f"Interrupted. Continue with: [bold]pedl experiment resume {summary.directory}[/bold]"
         )
         sys.exit(130)
-    if summary.state == "ERROR":
+    if summary.state == ExperimentState.ERROR:
+        console.print(f"[red]The experiment failed:[/red] {summary.error}", highlight=False)
         sys.exit(1)
 
 
 def _print_summary(console: Console, summary: ExperimentSummary) -> None:
     console.print(summary_table(summary))
     for t in summary.trials:
-        if t.state == "ERROR" and t.error:
-            console.print(f"[red]Trial {t.trial_id} failed:[/red]\n{t.error}")
+        if t.error is not None and t.outcome in (TrialOutcome.ERRORED, TrialOutcome.INVALID_HP):
+            what = "failed" if t.outcome == TrialOutcome.ERRORED else "rejected its hyperparameters"
+            console.print(
+                f"[red]Trial {t.trial_id} {what}:[/red] {t.error.summary()}", highlight=False
+            )
     best = summary.best_trial
     if best is not None:
         console.print(
-            f"Best trial: {best.trial_id} ({summary.metric} = {best.best_metric:.4f}), "
+            f"Best trial: {best.trial_id} ({summary.metric} = {format_number(best.best_metric)}), "
             f"checkpoint: {best.best_checkpoint}"
         )
 
@@ -168,11 +177,12 @@ def _follow(console: Console, exp: Experiment, *, interval: float) -> None:
     with ExperimentProgress(console) as bar:
         state = exp.wait(interval=interval, on_poll=bar.update)
     console.print(f"Experiment {exp.id} ended: {state}")
+    print_failures(console, exp, exp.list_trials())
     best = exp.top_checkpoint()
     if best is not None:
         console.print(
             f"Best trial: {best.trial_id} ({exp.searcher_metric} = "
-            f"{best.metric(exp.searcher_metric or ''):.6g}), checkpoint: {best.uuid}"
+            f"{format_number(best.metric(exp.searcher_metric or ''))}), checkpoint: {best.uuid}"
         )
     if state != "COMPLETED":
         sys.exit(1)
@@ -208,6 +218,7 @@ def describe(experiment_id: int, as_json: bool) -> None:
     out = console()
     out.print(experiment_table(exp))
     out.print(trials_table(trials, exp.searcher_metric))
+    print_failures(out, exp, trials)
 
 
 def _action_command(action: str, help_text: str) -> None:

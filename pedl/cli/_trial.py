@@ -6,6 +6,7 @@ import click
 from rich.markup import escape
 
 from pedl.cli._context import console, current_client, json_option, print_json
+from pedl.cli._display import metrics_text
 from pedl.cli._failures import trial_failure_lines
 from pedl.cli._tables import checkpoints_table, trial_table
 
@@ -38,8 +39,7 @@ def describe(trial_id: int, show_metrics: bool, as_json: bool) -> None:
         out.print(f"[red]{escape(line)}[/red]")
     out.print(checkpoints_table(checkpoints, f"Checkpoints of trial {t.id}"))
     for row in rows:
-        values = " ".join(f"{k}={v}" for k, v in sorted(row.metrics.items()))
-        out.print(f"{row.kind:<10} {row.total_batches:>8}  {values}")
+        out.print(f"{row.kind:<10} {row.total_batches:>8}  {metrics_text(row.metrics)}")
 
 
 @trial.command("logs")

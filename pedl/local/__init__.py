@@ -3,21 +3,20 @@
 from pedl.local._runner import (
     ExperimentSummary,
     LocalExperiment,
+    LocalTrial,
+    NotARunDirectoryError,
     TrialDisplay,
     TrialSummary,
 )
 from pedl.local._smoke import SmokeStep, smoke_test
-from pedl.local._store import CheckpointRecord, LocalStore, MetricRow, TrialRecord
 
 __all__ = [
-    "CheckpointRecord",
     "ExperimentSummary",
     "LocalExperiment",
-    "LocalStore",
-    "MetricRow",
+    "LocalTrial",
+    "NotARunDirectoryError",
     "SmokeStep",
     "TrialDisplay",
-    "TrialRecord",
     "TrialSummary",
     "smoke_test",
 ]

@@ -1,20 +1,21 @@
 """Local mode: an experiment run in this process, with no master.
 
-The searcher runs in-process behind its event log (kept in the experiment's SQLite file);
-trials run one after another through the same controllers and core context as on the
-cluster, with local stand-ins for the context parts. A killed run resumes with
-``pedl experiment resume DIR``: the searcher is rebuilt from its log and every unfinished
-trial continues from its latest checkpoint.
+Local mode is the engine (:class:`pedl.engine.ExperimentDriver`) with an in-process launcher:
+trials run one after another, through the same :func:`pedl.exec.run_attempt`, controllers
+and core context as on the cluster, with local stand-ins for the context parts. The record
+is the master's schema on a SQLite file in the run's directory (``experiment.db``), written
+through the same store as the master's, so ``pedl master --db-url sqlite:///DIR/experiment.db``
+can open a local run. A killed run resumes with ``pedl experiment resume DIR``: the engine is
+rebuilt from that record and every unfinished trial continues from its latest checkpoint.
 """
 
 from __future__ import annotations
 
 import contextlib
+import getpass
 import logging
 import os
 import shutil
-import traceback
-from collections import defaultdict, deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,52 +24,70 @@ from typing import Any, Protocol
 import yaml
 
 from pedl import core, model_def
-from pedl._trial import TrialOutcome
-from pedl.config import ExperimentConfig, Length, load_config, parse_config
-from pedl.local._store import LocalStore, TrialRecord
-from pedl.searcher import (
-    Close,
-    Create,
-    ExitedReason,
-    Operation,
-    SearcherRunner,
-    Shutdown,
-    ValidateAfter,
-    make_search_method,
+from pedl.config import ExperimentConfig, load_config, parse_config
+from pedl.engine import (
+    Action,
+    DeleteCheckpoints,
+    ExperimentDriver,
+    ExperimentState,
+    LogTrial,
+    MetricKind,
+    TrialError,
+    TrialOutcome,
+    TrialState,
+    searcher_metric_of,
+    with_default_storage,
 )
-from pedl.storage import (
-    CheckpointSummary,
-    SharedFSStorage,
-    checkpoints_to_delete,
-    make_storage,
-)
+from pedl.exec import run_attempt
+from pedl.master.db import Database, MetricRow, SQLExperimentStore
+from pedl.master.db import checkpoints as checkpoints_repo
+from pedl.master.db import experiments as experiments_repo
+from pedl.master.db import metrics as metrics_repo
+from pedl.master.db import trials as trials_repo
+from pedl.storage import CheckpointSummary, SharedFSStorage, make_storage
 
 logger = logging.getLogger("pedl.local")
 
 CONFIG_FILE = "experiment.yaml"
 STORE_FILE = "experiment.db"
 CODE_DIR = "model_def"
-EXPERIMENT_ID = 1
+CHECKPOINT_DIR = "checkpoints"
+
+
+class NotARunDirectoryError(ValueError):
+    """The directory given to ``resume`` is not a local experiment's directory."""
+
+
+@dataclass(frozen=True)
+class LocalTrial:
+    """A trial of a local experiment, as the display and the summary see it."""
+
+    id: int
+    hparams: dict[str, Any]
+    state: TrialState
+    restarts: int
+    outcome: TrialOutcome | None
+    error: TrialError | None
 
 
 class TrialDisplay(Protocol):
     """What the runner tells whoever shows progress (a terminal, or nothing in tests)."""
 
-    def trial_started(self, trial: TrialRecord, target_batches: int | None) -> None: ...
+    def trial_started(self, trial: LocalTrial, target_batches: int | None) -> None: ...
 
     def trial_progress(self, trial_id: int, batches: int, metrics: Mapping[str, float]) -> None: ...
 
-    def trial_finished(self, trial: TrialRecord) -> None: ...
+    def trial_finished(self, trial: LocalTrial) -> None: ...
 
 
 class _NoDisplay:
-    def trial_started(self, trial: TrialRecord, target_batches: int | None) -> None:
+    def trial_started(self, trial: LocalTrial, target_batches: int | None) -> None:
         pass
 
     def trial_progress(self, trial_id: int, batches: int, metrics: Mapping[str, float]) -> None:
         pass
 
-    def trial_finished(self, trial: TrialRecord) -> None:
+    def trial_finished(self, trial: LocalTrial) -> None:
         pass
 
 
@@ -76,16 +95,18 @@ class _NoDisplay:
 class TrialSummary:
     trial_id: int
     hparams: dict[str, Any]
-    state: str
+    state: TrialState
+    outcome: TrialOutcome | None
     best_metric: float | None
     best_checkpoint: Path | None
-    error: str | None
+    error: TrialError | None
 
 
 @dataclass(frozen=True)
 class ExperimentSummary:
     directory: Path
-    state: str  # COMPLETED, PAUSED (interrupted, resumable), ERROR (every trial failed)
+    state: ExperimentState  # COMPLETED, PAUSED (interrupted, resumable), ERROR, CANCELED
+    error: str | None
     metric: str
     smaller_is_better: bool
     trials: list[TrialSummary]
@@ -99,82 +120,43 @@ class ExperimentSummary:
         return min(scored, key=lambda t: sign * (t.best_metric or 0.0))
 
 
-class _Recorder:
-    """The local stand-in for the train and checkpoint parts: writes to the store."""
-
-    def __init__(self, store: LocalStore, trial_id: int, display: TrialDisplay) -> None:
-        self._store = store
-        self._trial_id = trial_id
-        self._display = display
-
-    def write_metrics(
-        self, kind: core.MetricKind, total_batches: int, metrics: Mapping[str, float]
-    ) -> None:
-        self._store.write_metrics(self._trial_id, kind, total_batches, metrics)
-        self._display.trial_progress(self._trial_id, total_batches, metrics)
-
-    def register_checkpoint(
-        self,
-        storage_id: str,
-        total_batches: int,
-        metadata: Mapping[str, Any],
-        resources: Mapping[str, int],
-    ) -> None:
-        self._store.register_checkpoint(
-            self._trial_id, storage_id, total_batches, metadata, resources
-        )
-
-
-class _SearcherSession:
-    """The local stand-in for the searcher part: the in-process searcher's queue."""
-
-    def __init__(self, experiment: LocalExperiment, request_id: int) -> None:
-        self._experiment = experiment
-        self._request_id = request_id
-
-    def next_length(self) -> int | None:
-        pending = self._experiment.pending[self._request_id]
-        return pending[0] if pending else None
-
-    def complete(self, length: int, searcher_metric: float) -> None:
-        pending = self._experiment.pending[self._request_id]
-        if pending and pending[0] == length:
-            pending.popleft()
-        self._experiment.handle(
-            self._experiment.searcher.on_validation_completed(
-                self._request_id, searcher_metric, length
-            )
-        )
-
-    def exit_early(self, reason: str) -> None:
-        self._experiment.exit_early(self._request_id, ExitedReason.USER_CANCELED)
-
-
 class LocalExperiment:
     """A local experiment directory: its config, code, record, and checkpoints."""
 
-    def __init__(self, directory: Path, *, display: TrialDisplay | None = None) -> None:
-        self.directory = directory
-        self.config: ExperimentConfig = load_config(directory / CONFIG_FILE)
-        self.code_dir = directory / CODE_DIR
-        self.store = LocalStore(directory / STORE_FILE)
-        self.storage = make_storage(self.config.checkpoint_storage)
+    def __init__(self, directory: str | Path, *, display: TrialDisplay | None = None) -> None:
+        self.directory = Path(directory)
+        if (
+            not (self.directory / CONFIG_FILE).is_file()
+            or not (self.directory / STORE_FILE).is_file()
+        ):
+            raise NotARunDirectoryError(
+                f"{self.directory} is not a local experiment's directory (it has no "
+                f"{CONFIG_FILE} and {STORE_FILE}); local runs are made by "
+                "`pedl experiment create --local` under pedl-local/exp-N"
+            )
+        self.code_dir = self.directory / CODE_DIR
         self.display: TrialDisplay = display or _NoDisplay()
-        self.pending: dict[int, deque[int]] = defaultdict(deque)
-        self.closed: set[int] = set()
-        self.shutdown = False
-        self.searcher = SearcherRunner.restore(
-            make_search_method(self.config),
-            self.store.searcher_events(),
-            event_sink=self.store.append_searcher_event,
+        self.database = Database(f"sqlite:///{(self.directory / STORE_FILE).resolve()}")
+        self.database.upgrade()
+        self.store = SQLExperimentStore(self.database)
+        self.experiment_id = _the_experiment(self.database)
+        with self.database.session(write=True, serialize=True) as session:
+            experiment = experiments_repo.get_experiment(session, self.experiment_id)
+            if experiment.state == ExperimentState.PAUSED:  # interrupted before: go on
+                experiments_repo.set_experiment_state(
+                    session, self.experiment_id, ExperimentState.ACTIVE
+                )
+        stored = self.store.load(self.experiment_id)
+        self.config: ExperimentConfig = parse_config(stored.config)
+        self.storage = make_storage(self.config.checkpoint_storage)
+        self.driver = ExperimentDriver(
+            self.config,
+            state=stored.state,
+            events=stored.events,
+            trials=stored.trials,
+            checkpoints=stored.checkpoints,
         )
-        self._closed_acknowledged = {
-            e["request_id"] for e in self.searcher.events if e["kind"] == "trial_closed"
-        }
-        if self.store.searcher_events():
-            self._rebuild_pending()
-        else:
-            self.handle(self.searcher.initial_operations())
+        self._apply(self.driver.start())
 
     @classmethod
     def create(
@@ -188,252 +170,243 @@ class LocalExperiment:
     ) -> LocalExperiment:
         """Validate the config and model directory and lay out a new experiment directory."""
         config = load_config(config_path, overrides)
+        archive = model_def.package(Path(model_dir))
         output = Path(output_dir)
         output.mkdir(parents=True, exist_ok=True)
         directory = _next_directory(output)
-        if "checkpoint_storage" not in config.model_fields_set:
-            # Without a storage of its own, a local experiment keeps its checkpoints inside it.
-            checkpoints = {
-                "type": "shared_fs",
-                "host_path": str(directory.resolve() / "checkpoints"),
-            }
-            config = parse_config({**config.as_dict(), "checkpoint_storage": checkpoints})
+        config = with_default_storage(config, directory / CHECKPOINT_DIR)
         staging = output / f".creating-{directory.name}"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
         model_def.copy_tree(model_dir, staging / CODE_DIR)
-        (staging / CONFIG_FILE).write_text(yaml.safe_dump(config.as_dict(), sort_keys=False))
+        text = yaml.safe_dump(config.as_dict(), sort_keys=False)
+        (staging / CONFIG_FILE).write_text(text)
+        database = Database(f"sqlite:///{(staging / STORE_FILE).resolve()}")
+        database.upgrade()
+        with database.session(write=True) as session:
+            experiments_repo.create_experiment(
+                session,
+                config=config.as_dict(),
+                config_text=Path(config_path).read_text(),
+                model_definition=archive,
+                owner=_user(),
+                name=config.name,
+                searcher_metric=config.searcher.metric,
+                smaller_is_better=config.searcher.smaller_is_better,
+            )
+        database.dispose()
         staging.rename(directory)
         return cls(directory, display=display)
-
-    # searcher ------------------------------------------------------------------------------
-
-    def handle(self, operations: Sequence[Operation]) -> None:
-        """Act on searcher operations (possibly producing more, handled in turn)."""
-        queue = deque(operations)
-        while queue:
-            op = queue.popleft()
-            if isinstance(op, Create):
-                if self.store.trial_by_request(op.request_id) is None:
-                    self.store.create_trial(op.request_id, op.hparams, op.trial_seed)
-                queue.extend(self.searcher.on_trial_created(op.request_id))
-            elif isinstance(op, ValidateAfter):
-                self.pending[op.request_id].append(op.length)
-            elif isinstance(op, Close):
-                self.closed.add(op.request_id)
-            elif isinstance(op, Shutdown):
-                self.shutdown = True
-
-    def _rebuild_pending(self) -> None:
-        created = {t.request_id for t in self.store.trials()}
-        for op in self.searcher.outstanding_operations:
-            if isinstance(op, Create) and op.request_id not in created:
-                self.handle([op])
-            elif isinstance(op, ValidateAfter):
-                self.pending[op.request_id].append(op.length)
-            elif isinstance(op, Close):
-                self.closed.add(op.request_id)
-            elif isinstance(op, Shutdown):
-                self.shutdown = True
-
-    def exit_early(self, request_id: int, reason: ExitedReason) -> None:
-        self.pending[request_id].clear()
-        self.handle(self.searcher.on_trial_exited_early(request_id, reason))
 
     # running -------------------------------------------------------------------------------
 
     def run(self) -> ExperimentSummary:
         """Run trials until the search is done or a SIGINT/SIGTERM asks to stop."""
         with core.SignalPreemption() as preemption:
-            while not preemption.requested():
-                trial = self._next_trial()
-                if trial is None:
+            while not preemption.requested() and not self.driver.finished:
+                runnable = self.driver.runnable_trials()
+                if not runnable:
+                    logger.error("no trial can run, yet the search is not done")
                     break
-                self._run_trial(trial, preemption)
-        interrupted = preemption.requested() and self._next_trial() is not None
-        self._collect_garbage()
-        state = "PAUSED" if interrupted else self._final_state()
-        self.store.set_value("state", state)
-        return self.summary(state)
+                self._run_trial(runnable[0], preemption)
+        if not self.driver.finished:
+            with self.database.session(write=True, serialize=True) as session:
+                experiments_repo.set_experiment_state(
+                    session, self.experiment_id, ExperimentState.PAUSED
+                )
+            self._apply(self.driver.set_experiment_state(ExperimentState.PAUSED))
+        return self.summary()
 
-    def _next_trial(self) -> TrialRecord | None:
-        for trial in self.store.trials():
-            if trial.state in ("COMPLETED", "ERROR", "CANCELED"):
-                continue
-            if self.pending[trial.request_id]:
-                return trial
-            if trial.request_id in self.closed | self._closed_acknowledged:
-                self._finish(trial, "COMPLETED")
-        return None
-
-    def _run_trial(self, trial: TrialRecord, preemption: core.SignalPreemption) -> None:
-        self.store.set_trial_state(trial.id, "RUNNING")
-        self.display.trial_started(trial, self._target_batches(trial))
-        while True:
-            trial = self.store.trial(trial.id)
-            try:
-                outcome = self._train(trial, preemption)
-            except Exception:
-                error = traceback.format_exc()
-                logger.error("trial %d failed:\n%s", trial.id, error)
-                self.store.set_trial_state(trial.id, "RUNNING", error=error)
-                restarts = self.store.add_restart(trial.id)
-                if restarts <= self.config.max_restarts and not preemption.requested():
-                    logger.warning(
-                        "restarting trial %d from its latest checkpoint (restart %d of %d)",
-                        trial.id,
-                        restarts,
-                        self.config.max_restarts,
-                    )
-                    continue
-                self.exit_early(trial.request_id, ExitedReason.ERRORED)
-                self._finish(trial, "ERROR")
-                return
-            break
-        if outcome is TrialOutcome.PREEMPTED:
-            self.store.set_trial_state(trial.id, "PAUSED")
-        elif outcome is TrialOutcome.STOPPED_EARLY or trial.request_id in self.closed:
-            self._finish(trial, "COMPLETED")
-        else:
-            self.store.set_trial_state(trial.id, "ACTIVE")  # waits for more searcher work
-        self.display.trial_finished(self.store.trial(trial.id))
-
-    def _finish(self, trial: TrialRecord, state: str) -> None:
-        """Record the trial's final state and tell the searcher it is closed."""
-        self.store.set_trial_state(trial.id, state)
-        if trial.request_id not in self._closed_acknowledged:
-            self._closed_acknowledged.add(trial.request_id)
-            self.handle(self.searcher.on_trial_closed(trial.request_id))
-
-    def _train(self, trial: TrialRecord, preemption: core.SignalPreemption) -> TrialOutcome:
-        definition = model_def.load(self.code_dir, self.config.entrypoint)
-        if definition.trial_class is None:
-            raise model_def.ModelDefError(
-                "local mode runs Trial classes; this model definition has none"
+    def _run_trial(self, trial_id: int, preemption: core.SignalPreemption) -> None:
+        self._apply(self.driver.trial_started(trial_id))
+        trial = self.trial(trial_id)
+        target = self.driver.target_length(trial_id)
+        batches = self.driver.to_batches(trial_id, target) if target is not None else None
+        self.display.trial_started(trial, batches)
+        with _environment(self.config.environment.env_dict(gpu=False)):
+            result = run_attempt(
+                self.code_dir,
+                self.config.entrypoint,
+                lambda: self._context(trial_id, preemption),
             )
-        recorder = _Recorder(self.store, trial.id, self.display)
+        if result.error is not None and result.outcome == TrialOutcome.ERRORED:
+            logger.error(
+                "trial %d failed: %s\n%s", trial_id, result.error.summary(), result.error.traceback
+            )
+        self._apply(self.driver.trial_exited(trial_id, result.outcome, result.error))
+        self.display.trial_finished(self.trial(trial_id))
+
+    def _context(self, trial_id: int, preemption: core.SignalPreemption) -> core.Context:
+        with self.database.session() as session:
+            row = trials_repo.get_trial(session, trial_id)
+        recorder = _Recorder(self, trial_id)
         info = core.TrialInfo(
-            trial_id=trial.id,
-            experiment_id=EXPERIMENT_ID,
-            hparams=trial.hparams,
-            trial_seed=trial.seed,
+            trial_id=trial_id,
+            experiment_id=self.experiment_id,
+            hparams=dict(row.hparams),
+            trial_seed=row.seed,
             config=self.config,
             code_dir=self.code_dir,
-            latest_checkpoint=trial.latest_checkpoint,
-            extra={"tensorboard_dir": str(self.directory / "tensorboard" / f"trial_{trial.id}")},
+            latest_checkpoint=row.latest_checkpoint_uuid,
+            extra={"tensorboard_dir": str(self.directory / "tensorboard" / f"trial_{trial_id}")},
         )
-        context = core.build_context(
+        return core.build_context(
             info,
             metrics=recorder,
             checkpoints=recorder,
             storage=self.storage,
-            searcher=_SearcherSession(self, trial.request_id),
-            should_preempt=preemption.requested,
+            searcher=_DriverSession(self, trial_id),
+            should_preempt=lambda: preemption.requested() or self.driver.should_preempt(trial_id),
         )
-        with _environment(self.config.environment.env_dict(gpu=False)):
-            controller = definition.trial_class.trial_controller_class.from_definition(
-                definition, context
-            )
-            outcome: TrialOutcome = controller.run()
-        return outcome
 
-    def _target_batches(self, trial: TrialRecord) -> int | None:
-        pending = self.pending[trial.request_id]
-        if not pending:
-            return None
-        length = Length(unit=self.config.searcher_unit, value=pending[-1])
-        if length.unit == "batches":
-            return length.value
-        batch_size = trial.hparams.get("global_batch_size")
-        if not isinstance(batch_size, int) or batch_size <= 0:
-            return None
-        return length.to_batches(batch_size, self.config.records_per_epoch)
+    def _apply(self, actions: Sequence[Action]) -> None:
+        """Carry out the engine's actions: the record in one transaction, then the rest."""
+        created = self.store.apply(self.experiment_id, actions)
+        for action in actions:
+            if isinstance(action, DeleteCheckpoints):
+                for storage_id in action.storage_ids:
+                    self.storage.delete(storage_id)
+                self.store.mark_checkpoints_deleted(action.storage_ids)
+            elif isinstance(action, LogTrial):
+                logger.info("trial %d: %s", action.trial_id, action.message)
+        for request_id, trial_id in created:
+            self._apply(self.driver.trial_created(request_id, trial_id))
 
-    def _final_state(self) -> str:
-        trials = self.store.trials()
-        if trials and all(t.state == "ERROR" for t in trials):
-            return "ERROR"
-        return "COMPLETED"
+    # the record --------------------------------------------------------------------------
 
-    # checkpoints and results -------------------------------------------------------------
+    def trial(self, trial_id: int) -> LocalTrial:
+        with self.database.session() as session:
+            return _local_trial(trials_repo.get_trial(session, trial_id))
 
-    def _checkpoint_summaries(self) -> list[CheckpointSummary]:
-        metric = self.config.searcher.metric
-        return [
-            CheckpointSummary(
-                storage_id=c.uuid,
-                trial_id=c.trial_id,
-                total_batches=c.total_batches,
-                metric=c.metadata.get("validation_metrics", {}).get(metric),
-            )
-            for c in self.store.checkpoints()
-        ]
-
-    def _collect_garbage(self) -> None:
-        storage_config = self.config.checkpoint_storage
-        unfinished = [
-            t.latest_checkpoint
-            for t in self.store.trials()
-            if t.state not in ("COMPLETED", "ERROR", "CANCELED") and t.latest_checkpoint
-        ]
-        doomed = checkpoints_to_delete(
-            self._checkpoint_summaries(),
-            smaller_is_better=self.config.searcher.smaller_is_better,
-            save_trial_latest=storage_config.save_trial_latest,
-            save_trial_best=storage_config.save_trial_best,
-            save_experiment_best=storage_config.save_experiment_best,
-            keep=[c for c in unfinished if c],
-        )
-        for storage_id in sorted(doomed):
-            self.storage.delete(storage_id)
-            self.store.mark_checkpoint_deleted(storage_id)
+    def trials(self) -> list[LocalTrial]:
+        with self.database.session() as session:
+            rows, _ = trials_repo.list_trials(session, self.experiment_id, limit=1_000_000)
+            return [_local_trial(t) for t in rows]
 
     def checkpoint_path(self, storage_id: str) -> Path | None:
         if isinstance(self.storage, SharedFSStorage):
             return self.storage.path_of(storage_id)
         return None
 
-    def summary(self, state: str | None = None) -> ExperimentSummary:
+    def summary(self) -> ExperimentSummary:
         searcher = self.config.searcher
-        sign = 1.0 if searcher.smaller_is_better else -1.0
         trials = []
-        for t in self.store.trials():
-            values = [
-                row.metrics[searcher.metric]
-                for row in self.store.metrics(t.id, core.MetricKind.VALIDATION)
-                if searcher.metric in row.metrics
-            ]
-            best = min(values, key=lambda v: sign * v) if values else None
-            scored = [
-                c
-                for c in self._checkpoint_summaries()
-                if c.trial_id == t.id and c.metric is not None
-            ]
-            best_checkpoint = (
-                min(scored, key=lambda c: sign * (c.metric or 0.0)).storage_id if scored else None
-            )
-            trials.append(
-                TrialSummary(
-                    trial_id=t.id,
-                    hparams=t.hparams,
-                    state=t.state,
-                    best_metric=best,
-                    best_checkpoint=self.checkpoint_path(best_checkpoint)
-                    if best_checkpoint
-                    else None,
-                    error=t.error,
+        with self.database.session() as session:
+            experiment = experiments_repo.get_experiment(session, self.experiment_id)
+            rows, _ = trials_repo.list_trials(session, self.experiment_id, limit=1_000_000)
+            for t in rows:
+                best = t.best_checkpoint_uuid
+                trials.append(
+                    TrialSummary(
+                        trial_id=t.id,
+                        hparams=dict(t.hparams),
+                        state=t.state,
+                        outcome=t.outcome,
+                        best_metric=t.best_validation,
+                        best_checkpoint=self.checkpoint_path(best) if best else None,
+                        error=TrialError.from_dict(t.error) if t.error else None,
+                    )
                 )
-            )
         return ExperimentSummary(
             directory=self.directory,
-            state=state or self.store.get_value("state", "ACTIVE"),
+            state=experiment.state,
+            error=experiment.error,
             metric=searcher.metric,
             smaller_is_better=searcher.smaller_is_better,
             trials=trials,
         )
 
     def close(self) -> None:
-        self.store.close()
+        self.database.dispose()
+
+
+class _Recorder:
+    """The local stand-in for the train and checkpoint parts: writes to the record."""
+
+    def __init__(self, experiment: LocalExperiment, trial_id: int) -> None:
+        self._experiment = experiment
+        self._trial_id = trial_id
+
+    def write_metrics(
+        self, kind: MetricKind, total_batches: int, metrics: Mapping[str, float]
+    ) -> None:
+        row = MetricRow(kind=MetricKind(kind), total_batches=total_batches, metrics=dict(metrics))
+        with self._experiment.database.session(write=True, serialize=True) as session:
+            metrics_repo.upsert_metrics(session, self._trial_id, [row])
+            if kind == MetricKind.VALIDATION:
+                trials_repo.refresh_trial_best(session, self._trial_id)
+        self._experiment.display.trial_progress(self._trial_id, total_batches, metrics)
+
+    def register_checkpoint(
+        self,
+        storage_id: str,
+        total_batches: int,
+        metadata: Mapping[str, Any],
+        resources: Mapping[str, int],
+    ) -> None:
+        experiment = self._experiment
+        with experiment.database.session(write=True, serialize=True) as session:
+            checkpoints_repo.register_checkpoint(
+                session,
+                self._trial_id,
+                uuid=storage_id,
+                total_batches=total_batches,
+                metadata=metadata,
+                resources=resources,
+            )
+        summary = CheckpointSummary(
+            storage_id=storage_id,
+            trial_id=self._trial_id,
+            total_batches=total_batches,
+            metric=searcher_metric_of(metadata, experiment.config.searcher.metric),
+        )
+        experiment._apply(experiment.driver.checkpoint_completed(summary))
+
+
+class _DriverSession:
+    """The local stand-in for the searcher part: the engine's answers, in process."""
+
+    def __init__(self, experiment: LocalExperiment, trial_id: int) -> None:
+        self._experiment = experiment
+        self._trial_id = trial_id
+
+    def next_length(self) -> int | None:
+        answer = self._experiment.driver.next_operation(self._trial_id)
+        # "wait": trials run one at a time here, so this one stops for now; the engine makes
+        # it runnable again when the searcher gives it more work.
+        return answer.length if answer.status == "train" else None
+
+    def complete(self, length: int, searcher_metric: float) -> None:
+        experiment = self._experiment
+        experiment._apply(
+            experiment.driver.validation_reported(self._trial_id, length, searcher_metric)
+        )
+
+
+def _local_trial(row: Any) -> LocalTrial:
+    return LocalTrial(
+        id=row.id,
+        hparams=dict(row.hparams),
+        state=row.state,
+        restarts=row.restarts,
+        outcome=row.outcome,
+        error=TrialError.from_dict(row.error) if row.error else None,
+    )
+
+
+def _the_experiment(database: Database) -> int:
+    with database.session() as session:
+        rows, _ = experiments_repo.list_experiments(session, limit=1)
+    if not rows:
+        raise NotARunDirectoryError("the run's record holds no experiment")
+    return rows[0].id
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "local"
 
 
 @contextlib.contextmanager

@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pedl.local import LocalExperiment, LocalStore
+from pedl.engine import CheckpointState, MetricKind, TrialOutcome
+from pedl.local import LocalExperiment
+from pedl.master.db import checkpoints as checkpoints_repo
+from pedl.master.db import metrics as metrics_repo
+from pedl.master.db import trials as trials_repo
 
 MODEL = """
 import os
@@ -104,16 +109,26 @@ def test_grid_search_runs_every_point_and_summarises(tmp_path: Path) -> None:
     assert os.environ.pop("PEDL_TEST_SEEN_ENV") == "from-config"
     assert "PEDL_TEST_ENV" not in os.environ
     # Retention: per trial, the latest and the best checkpoint survive (one or two).
-    store = LocalStore(exp.directory / "experiment.db")
-    for trial in store.trials():
-        kept = store.checkpoints(trial.id)
-        assert 1 <= len(kept) <= 2
-        assert trial.latest_checkpoint in {c.uuid for c in kept}
-        assert [r.total_batches for r in store.metrics(trial.id, "validation")] == [4, 8]
-    deleted = store.checkpoints(state="DELETED")
-    assert deleted and not any(exp.storage.exists(c.uuid) for c in deleted)
-    store.close()
+    # The record is the master's schema: read it with the master's repositories.
+    with exp.database.session() as session:
+        for trial in trials_repo.list_trials(session, exp.experiment_id)[0]:
+            kept = [c.uuid for c, _ in _checkpoints(session, trial.id, CheckpointState.COMPLETED)]
+            assert 1 <= len(kept) <= 2
+            assert trial.latest_checkpoint_uuid in kept
+            rows = metrics_repo.list_metrics(session, trial.id, kind=MetricKind.VALIDATION)
+            assert [r.total_batches for r in rows] == [4, 8]
+            assert trial.outcome == TrialOutcome.COMPLETED
+        deleted = [
+            c.uuid
+            for t in trials_repo.list_trials(session, exp.experiment_id)[0]
+            for c, _ in _checkpoints(session, t.id, CheckpointState.DELETED)
+        ]
+    assert deleted and not any(exp.storage.exists(uuid) for uuid in deleted)
     exp.close()
+
+
+def _checkpoints(session: Any, trial_id: int, state: CheckpointState) -> list[Any]:
+    return checkpoints_repo.list_checkpoints(session, trial_id=trial_id, states=[state])[0]
 
 
 def test_a_second_experiment_gets_its_own_directory(tmp_path: Path) -> None:
@@ -161,13 +176,15 @@ def test_a_failing_trial_errors_with_its_traceback_and_the_search_goes_on(tmp_pa
     failed, ok = by_units[0], by_units[4]
     assert failed.state == "ERROR"
     assert failed.error is not None
-    assert "Traceback" in failed.error and "ValueError: units must be positive" in failed.error
-    assert "build_model" in failed.error
+    assert (failed.error.type, failed.error.message) == ("ValueError", "units must be positive")
+    line = MODEL.splitlines().index('            raise ValueError("units must be positive")') + 1
+    assert failed.error.location == f"__init__.py:{line}"
+    assert "build_model" in failed.error.traceback
+    # Before training progressed: the same error would recur, so it is not restarted.
+    assert failed.error.before_progress
     assert ok.state == "COMPLETED"
     assert summary.state == "COMPLETED"
-    store = LocalStore(exp.directory / "experiment.db")
-    assert {t.id: t.restarts for t in store.trials()}[failed.trial_id] == 2  # 1 + max_restarts
-    store.close()
+    assert exp.trial(failed.trial_id).restarts == 0
     exp.close()
 
 
@@ -185,7 +202,10 @@ def test_a_broken_model_definition_errors_every_trial(
     exp = LocalExperiment.create(config, model, tmp_path / "out")
     summary = exp.run()
     assert summary.state == "ERROR"
-    assert all(t.state == "ERROR" and message in (t.error or "") for t in summary.trials)
+    assert all(
+        t.state == "ERROR" and t.error and message in t.error.summary() for t in summary.trials
+    )
+    assert summary.error is not None and "every trial failed" in summary.error
     exp.close()
 
 

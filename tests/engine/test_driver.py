@@ -1,0 +1,316 @@
+"""The experiment driver: pure rules, checked with an in-memory shell and hypothesis."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pedl.config import parse_config
+from pedl.engine import (
+    Action,
+    AppendSearcherEvent,
+    CreateTrial,
+    DeleteCheckpoints,
+    ExperimentDriver,
+    ExperimentState,
+    KillTrial,
+    SetExperimentState,
+    SetTrialState,
+    TrialError,
+    TrialOutcome,
+    TrialRecord,
+    TrialState,
+)
+from pedl.searcher import GridSearch
+from pedl.storage import CheckpointSummary
+
+
+def config(searcher: dict[str, Any], *, max_restarts: int = 2, units: list[int] | None = None):
+    return parse_config(
+        {
+            "name": "driver",
+            "hyperparameters": {
+                "global_batch_size": 4,
+                "units": {"type": "categorical", "vals": units or [1, 2, 3]},
+            },
+            "searcher": {
+                "metric": "loss",
+                "smaller_is_better": True,
+                "max_length": {"batches": 10},
+                **searcher,
+            },
+            "max_restarts": max_restarts,
+            "checkpoint_storage": {
+                "type": "shared_fs",
+                "host_path": "/tmp/unused",
+                "save_trial_latest": 1,
+                "save_trial_best": 0,
+                "save_experiment_best": 0,
+            },
+        }
+    )
+
+
+GRID = {"name": "grid"}
+
+
+@dataclass
+class Shell:
+    """A store and launcher in memory: applies actions as a real store does."""
+
+    driver: ExperimentDriver
+    events: list[dict[str, Any]] = field(default_factory=list)
+    trials: dict[int, TrialRecord] = field(default_factory=dict)
+    experiment: ExperimentState = ExperimentState.ACTIVE
+    error: str | None = None
+    outcomes: dict[int, TrialOutcome | None] = field(default_factory=dict)
+    errors: dict[int, TrialError | None] = field(default_factory=dict)
+    killed: list[int] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    checkpoints: dict[str, CheckpointSummary] = field(default_factory=dict)
+    next_id: int = 100
+
+    def apply(self, actions: list[Action]) -> None:
+        created = []
+        for action in actions:
+            if isinstance(action, AppendSearcherEvent):
+                self.events.append(action.event)
+            elif isinstance(action, CreateTrial):
+                self.next_id += 1
+                self.trials[self.next_id] = TrialRecord(
+                    self.next_id, action.request_id, action.hparams, action.seed, TrialState.ACTIVE
+                )
+                created.append((action.request_id, self.next_id))
+            elif isinstance(action, SetTrialState):
+                old = self.trials[action.trial_id]
+                self.trials[action.trial_id] = TrialRecord(
+                    old.trial_id,
+                    old.request_id,
+                    old.hparams,
+                    old.seed,
+                    action.state,
+                    action.restarts if action.restarts is not None else old.restarts,
+                    old.latest_checkpoint,
+                    old.latest_checkpoint_batches,
+                )
+                if action.outcome is not None:
+                    self.outcomes[action.trial_id] = action.outcome
+                    self.errors[action.trial_id] = action.error
+            elif isinstance(action, SetExperimentState):
+                self.experiment = action.state
+                self.error = action.error
+            elif isinstance(action, KillTrial):
+                self.killed.append(action.trial_id)
+            elif isinstance(action, DeleteCheckpoints):
+                self.deleted.extend(action.storage_ids)
+                for storage_id in action.storage_ids:
+                    del self.checkpoints[storage_id]
+        for request_id, trial_id in created:
+            self.apply(self.driver.trial_created(request_id, trial_id))
+
+    def user(self, state: ExperimentState) -> None:
+        """A user's pause/activate/cancel/kill: the API records it, then the driver hears it."""
+        self.experiment = state
+        self.apply(self.driver.set_experiment_state(state))
+
+    def checkpoint(self, trial_id: int, batches: int) -> None:
+        storage_id = f"ckpt-{trial_id}-{batches}"
+        summary = CheckpointSummary(storage_id, trial_id, batches, float(batches))
+        self.checkpoints[storage_id] = summary
+        old = self.trials[trial_id]
+        self.trials[trial_id] = TrialRecord(
+            old.trial_id, old.request_id, old.hparams, old.seed, old.state, old.restarts,
+            storage_id, batches,
+        )  # fmt: skip
+        self.apply(self.driver.checkpoint_completed(summary))
+
+    def rebuilt(self) -> ExperimentDriver:
+        return ExperimentDriver(
+            self.driver.config,
+            state=self.experiment,
+            events=self.events,
+            trials=self.trials.values(),
+            checkpoints=self.checkpoints.values(),
+        )
+
+
+def start(cfg: Any) -> Shell:
+    shell = Shell(ExperimentDriver(cfg))
+    shell.apply(shell.driver.start())
+    return shell
+
+
+def run_attempt(shell: Shell, trial_id: int, outcome: TrialOutcome, error: TrialError | None):
+    """One process of the trial: trains through its lengths (checkpointing after each), then
+    ends with ``outcome`` (ERRORED/INVALID_HP/STOPPED_EARLY before reporting anything)."""
+    shell.apply(shell.driver.trial_started(trial_id))
+    if outcome in (TrialOutcome.COMPLETED, TrialOutcome.PREEMPTED):
+        while (answer := shell.driver.next_operation(trial_id)).status == "train":
+            assert answer.length is not None
+            shell.checkpoint(trial_id, answer.length)
+            shell.apply(shell.driver.validation_reported(trial_id, answer.length, 1.0))
+            if outcome == TrialOutcome.PREEMPTED:
+                break
+    shell.apply(shell.driver.trial_exited(trial_id, outcome, error))
+
+
+ATTEMPTS = st.sampled_from(
+    [
+        (TrialOutcome.COMPLETED, None),
+        (TrialOutcome.PREEMPTED, None),
+        (TrialOutcome.STOPPED_EARLY, None),
+        (TrialOutcome.INVALID_HP, TrialError("InvalidHP", "no")),
+        (TrialOutcome.ERRORED, TrialError("ValueError", "late", "m.py:3", before_progress=False)),
+        (TrialOutcome.ERRORED, TrialError("ImportError", "early", "m.py:1", before_progress=True)),
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    searcher=st.sampled_from([GRID, {"name": "random", "max_trials": 3}]),
+    plan=st.lists(ATTEMPTS, min_size=1, max_size=40),
+    rebuild_every=st.integers(1, 5),
+)
+def test_any_sequence_of_outcomes_ends_the_experiment_by_the_rules(
+    searcher: dict[str, Any],
+    plan: list[tuple[TrialOutcome, TrialError | None]],
+    rebuild_every: int,
+) -> None:
+    shell = start(config(searcher))
+    attempts: dict[int, list[tuple[TrialOutcome, TrialError | None]]] = {}
+    step = 0
+    while not shell.driver.finished:
+        runnable = shell.driver.runnable_trials()
+        assert runnable, "a live experiment always has a trial to run"
+        trial_id = runnable[0]
+        outcome, error = plan[step % len(plan)] if step < 200 else (TrialOutcome.COMPLETED, None)
+        attempts.setdefault(trial_id, []).append((outcome, error))
+        run_attempt(shell, trial_id, outcome, error)
+        step += 1
+        if step % rebuild_every == 0 and not shell.driver.finished:
+            # What the store holds is enough to go on, as after a crash.
+            shell.driver = shell.rebuilt()
+            shell.apply(shell.driver.start())
+        assert step < 400
+    assert shell.experiment in (ExperimentState.COMPLETED, ExperimentState.ERROR)
+    for trial_id, record in shell.trials.items():
+        assert record.state.is_terminal
+        tried = attempts[trial_id]
+        errors = [e for o, e in tried if o == TrialOutcome.ERRORED]
+        assert len(errors) <= 1 + 2  # 1 + max_restarts
+        assert record.restarts == len(errors) - (record.state == TrialState.ERROR)
+        early = [i for i, (_, e) in enumerate(tried) if e is not None and e.before_progress]
+        if early:  # an error before progress is never retried: it was the last attempt
+            assert early == [len(tried) - 1]
+            assert record.state == TrialState.ERROR
+    errored = [t for t in shell.trials.values() if t.state == TrialState.ERROR]
+    valid = [
+        t
+        for t in shell.trials.values()
+        if shell.outcomes.get(t.trial_id) != TrialOutcome.INVALID_HP
+    ]
+    if shell.experiment == ExperimentState.ERROR:
+        assert shell.error and "every trial failed" in shell.error
+        assert len(errored) == len(shell.trials)
+    else:
+        assert len(errored) < len(shell.trials)
+    if searcher["name"] == "random":
+        # InvalidHP draws are replaced: three trials with valid hyperparameters.
+        assert len(valid) == 3
+    else:
+        assert sorted(t.hparams["units"] for t in shell.trials.values()) == [1, 2, 3]
+    # Garbage collection kept at most the latest checkpoint of each trial.
+    assert len(shell.checkpoints) <= len(shell.trials)
+
+
+def test_an_error_before_progress_ends_the_trial_after_one_attempt() -> None:
+    shell = start(config(GRID, units=[1]))
+    (trial_id,) = shell.driver.runnable_trials()
+    error = TrialError("NameError", "name 'x' is not defined", "model.py:7", before_progress=True)
+    run_attempt(shell, trial_id, TrialOutcome.ERRORED, error)
+    assert shell.trials[trial_id].state == TrialState.ERROR
+    assert shell.trials[trial_id].restarts == 0
+    assert shell.errors[trial_id] == error
+    assert shell.experiment == ExperimentState.ERROR
+    assert shell.error is not None
+    assert "trial 101: NameError: name 'x' is not defined (model.py:7)" in shell.error
+
+
+def test_an_error_after_progress_restarts_up_to_max_restarts() -> None:
+    shell = start(config(GRID, units=[1], max_restarts=2))
+    (trial_id,) = shell.driver.runnable_trials()
+    late = TrialError("ValueError", "nan loss", "model.py:9", before_progress=False)
+    for expected_restarts in (1, 2):
+        run_attempt(shell, trial_id, TrialOutcome.ERRORED, late)
+        assert shell.trials[trial_id].restarts == expected_restarts
+        assert shell.trials[trial_id].state == TrialState.ACTIVE
+        assert shell.driver.runnable_trials() == [trial_id]
+    run_attempt(shell, trial_id, TrialOutcome.ERRORED, late)
+    assert shell.trials[trial_id].state == TrialState.ERROR
+    assert shell.experiment == ExperimentState.ERROR
+
+
+def test_invalid_hp_in_a_grid_marks_the_point_and_completes() -> None:
+    shell = start(config(GRID))
+    first, second, third = shell.driver.runnable_trials()
+    run_attempt(shell, first, TrialOutcome.INVALID_HP, TrialError("InvalidHP", "units"))
+    run_attempt(shell, second, TrialOutcome.COMPLETED, None)
+    run_attempt(shell, third, TrialOutcome.COMPLETED, None)
+    assert shell.experiment == ExperimentState.COMPLETED
+    assert shell.outcomes[first] == TrialOutcome.INVALID_HP
+    assert shell.trials[first].state == TrialState.COMPLETED
+    assert {e["reason"] for e in shell.events if e["kind"] == "trial_exited_early"} == {
+        "INVALID_HP"
+    }
+
+
+def test_pause_preempts_running_trials_and_activate_resumes_them() -> None:
+    shell = start(config(GRID, units=[1]))
+    (trial_id,) = shell.driver.runnable_trials()
+    shell.apply(shell.driver.trial_started(trial_id))
+    assert not shell.driver.should_preempt(trial_id)
+    shell.user(ExperimentState.PAUSED)
+    assert shell.driver.should_preempt(trial_id)
+    shell.apply(shell.driver.trial_exited(trial_id, TrialOutcome.PREEMPTED))
+    assert shell.trials[trial_id].state == TrialState.PAUSED
+    assert shell.driver.runnable_trials() == []
+    shell.user(ExperimentState.ACTIVE)
+    assert shell.trials[trial_id].state == TrialState.ACTIVE
+    assert shell.driver.runnable_trials() == [trial_id]
+
+
+def test_kill_stops_the_running_process_and_cancels() -> None:
+    shell = start(config(GRID, units=[1, 2]))
+    first, second = shell.driver.runnable_trials()
+    shell.apply(shell.driver.trial_started(first))
+    shell.user(ExperimentState.STOPPING_KILLED)
+    assert shell.killed == [first]
+    assert shell.trials[second].state == TrialState.CANCELED
+    assert shell.experiment == ExperimentState.STOPPING_KILLED  # waits for the process
+    shell.apply(shell.driver.trial_exited(first, TrialOutcome.ERRORED, TrialError("Killed", "")))
+    assert shell.trials[first].state == TrialState.CANCELED
+    assert shell.outcomes[first] == TrialOutcome.KILLED
+    assert shell.experiment == ExperimentState.CANCELED
+
+
+class _FailingGrid(GridSearch):
+    def on_validation_completed(self, request_id: int, metric: float, length: int) -> list[Any]:
+        raise RuntimeError("searcher bug")
+
+
+def test_a_searcher_that_fails_ends_the_experiment_with_its_error() -> None:
+    cfg = config(GRID, units=[1])
+    failing = _FailingGrid(points=[{"global_batch_size": 4, "units": 1}], max_length=10, seed=0)
+    shell = Shell(ExperimentDriver(cfg, search_method=failing))
+    shell.apply(shell.driver.start())
+    (trial_id,) = shell.driver.runnable_trials()
+    shell.apply(shell.driver.trial_started(trial_id))
+    shell.apply(shell.driver.validation_reported(trial_id, 10, 0.5))
+    assert shell.experiment == ExperimentState.ERROR
+    assert shell.error == "the searcher failed: RuntimeError: searcher bug"
+    assert shell.killed == [trial_id]
+    assert shell.trials[trial_id].state == TrialState.CANCELED

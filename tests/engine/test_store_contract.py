@@ -1,0 +1,198 @@
+"""The engine's store contract, run over every store: local mode's (the master's schema on a
+SQLite file in the run's directory), the master on SQLite, the master on PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from sqlalchemy import func, select
+
+from pedl.config import parse_config
+from pedl.engine import (
+    AppendSearcherEvent,
+    CreateTrial,
+    ExperimentDriver,
+    ExperimentState,
+    SetExperimentState,
+    SetProgress,
+    SetTrialState,
+    TrialError,
+    TrialOutcome,
+    TrialState,
+)
+from pedl.local import LocalExperiment
+from pedl.master.db import Database, SearcherEvent, SQLExperimentStore
+from pedl.master.db import checkpoints as checkpoints_repo
+from pedl.master.db import experiments as experiments_repo
+from pedl.master.db import trials as trials_repo
+from tests.master.conftest import _create_pg_database, _drop_pg_database
+
+CONFIG: dict[str, Any] = {
+    "name": "contract",
+    "hyperparameters": {"global_batch_size": 4, "units": {"type": "categorical", "vals": [1, 2]}},
+    "searcher": {
+        "name": "grid",
+        "metric": "loss",
+        "smaller_is_better": True,
+        "max_length": {"batches": 8},
+    },
+    "checkpoint_storage": {"type": "shared_fs", "host_path": "/tmp/pedl-contract"},
+}
+
+
+@pytest.fixture(params=["local", "sqlite", "postgresql"])
+def store_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Database, int]]:
+    """A migrated database holding one experiment of :data:`CONFIG`, and that experiment."""
+    if request.param == "local":
+        (tmp_path / "model").mkdir()
+        (tmp_path / "model" / "__init__.py").write_text("")
+        config = tmp_path / "config.yaml"
+        config.write_text(yaml.safe_dump(CONFIG))
+        exp = LocalExperiment.create(config, tmp_path / "model", tmp_path / "out")
+        exp.close()
+        # The run's own record (its experiment already started); the tests use a second
+        # experiment in the same file, so each starts from an empty log.
+        database = Database(f"sqlite:///{exp.directory / 'experiment.db'}")
+        with database.session() as session:
+            assert session.scalar(select(func.count()).select_from(SearcherEvent)) > 0
+        name = None
+    elif request.param == "sqlite":
+        database = Database(f"sqlite:///{tmp_path / 'master.db'}")
+        name = None
+    else:
+        name, url = _create_pg_database()
+        database = Database(url)
+    database.upgrade()
+    with database.session(write=True) as session:
+        experiment = experiments_repo.create_experiment(
+            session,
+            config=parse_config(CONFIG).as_dict(),
+            config_text="{}",
+            model_definition=b"",
+            owner="test",
+            searcher_metric="loss",
+        )
+        experiment_id = experiment.id
+    try:
+        yield database, experiment_id
+    finally:
+        database.dispose()
+        if name is not None:
+            _drop_pg_database(name)
+
+
+def test_apply_then_load_round_trips(store_db: tuple[Database, int]) -> None:
+    database, experiment_id = store_db
+    store = SQLExperimentStore(database)
+    created = store.apply(
+        experiment_id,
+        [
+            AppendSearcherEvent({"seq": 0, "kind": "initial_operations"}),
+            CreateTrial(1, {"units": 1}, 11),
+            CreateTrial(2, {"units": 2}, 22),
+            AppendSearcherEvent({"seq": 1, "kind": "trial_created", "request_id": 1}),
+            SetProgress(0.25),
+        ],
+    )
+    assert [request for request, _ in created] == [1, 2]
+    first, second = (trial_id for _, trial_id in created)
+    error = TrialError("ValueError", "bad", "model.py:3", before_progress=True, traceback="tb")
+    store.apply(
+        experiment_id,
+        [
+            SetTrialState(first, TrialState.RUNNING),
+            SetTrialState(first, TrialState.ERROR, TrialOutcome.ERRORED, error),
+            SetTrialState(second, TrialState.ACTIVE, TrialOutcome.ERRORED, error, restarts=2),
+            SetExperimentState(ExperimentState.ERROR, "every trial failed"),
+        ],
+    )
+    loaded = store.load(experiment_id)
+    assert [e["kind"] for e in loaded.events] == ["initial_operations", "trial_created"]
+    by_id = {t.trial_id: t for t in loaded.trials}
+    assert by_id[first].state == TrialState.ERROR and by_id[first].hparams == {"units": 1}
+    assert by_id[second].restarts == 2 and by_id[second].seed == 22
+    assert loaded.state == ExperimentState.ERROR
+    with database.session() as session:
+        experiment = experiments_repo.get_experiment(session, experiment_id)
+        assert experiment.error == "every trial failed"
+        assert experiment.progress == 0.25
+        trial = trials_repo.get_trial(session, first)
+        assert trial.outcome == TrialOutcome.ERRORED
+        assert TrialError.from_dict(trial.error or {}) == error
+
+
+def test_one_event_is_all_or_nothing(store_db: tuple[Database, int]) -> None:
+    database, experiment_id = store_db
+    store = SQLExperimentStore(database)
+    ((_, trial_id),) = store.apply(experiment_id, [CreateTrial(1, {"units": 1}, 1)])
+    store.apply(experiment_id, [SetTrialState(trial_id, TrialState.COMPLETED)])
+    with pytest.raises(Exception, match="cannot go from COMPLETED to RUNNING"):
+        store.apply(
+            experiment_id,
+            [
+                AppendSearcherEvent({"seq": 0, "kind": "initial_operations"}),
+                CreateTrial(2, {"units": 2}, 2),
+                SetTrialState(trial_id, TrialState.RUNNING),
+            ],
+        )
+    loaded = store.load(experiment_id)
+    assert loaded.events == []
+    assert [t.request_id for t in loaded.trials] == [1]
+
+
+def test_checkpoints_load_with_their_metric_until_deleted(store_db: tuple[Database, int]) -> None:
+    database, experiment_id = store_db
+    store = SQLExperimentStore(database)
+    ((_, trial_id),) = store.apply(experiment_id, [CreateTrial(1, {"units": 1}, 1)])
+    with database.session(write=True) as session:
+        for batches, loss in ((4, 0.5), (8, 0.25)):
+            checkpoints_repo.register_checkpoint(
+                session,
+                trial_id,
+                uuid=f"00000000-0000-0000-0000-00000000000{batches}",
+                total_batches=batches,
+                metadata={"validation_metrics": {"loss": loss}},
+                resources={},
+            )
+    loaded = store.load(experiment_id)
+    assert [(c.total_batches, c.metric) for c in loaded.checkpoints] == [(4, 0.5), (8, 0.25)]
+    (trial,) = loaded.trials
+    assert trial.latest_checkpoint_batches == 8
+    store.mark_checkpoints_deleted([loaded.checkpoints[0].storage_id])
+    assert [c.total_batches for c in store.load(experiment_id).checkpoints] == [8]
+
+
+def test_a_driver_rebuilt_from_the_store_answers_alike(store_db: tuple[Database, int]) -> None:
+    database, experiment_id = store_db
+    store = SQLExperimentStore(database)
+    config = parse_config(CONFIG)
+    driver = ExperimentDriver(config)
+
+    def apply(actions: list[Any]) -> None:
+        for request_id, trial_id in store.apply(experiment_id, actions):
+            apply(driver.trial_created(request_id, trial_id))
+
+    apply(driver.start())
+    first, second = driver.runnable_trials()
+    apply(driver.trial_started(first))
+    apply(driver.validation_reported(first, 8, 0.1))
+    apply(driver.trial_exited(first, TrialOutcome.COMPLETED))
+    loaded = store.load(experiment_id)
+    rebuilt = ExperimentDriver(
+        config,
+        state=loaded.state,
+        events=loaded.events,
+        trials=loaded.trials,
+        checkpoints=loaded.checkpoints,
+    )
+    store.apply(experiment_id, rebuilt.start())
+    assert rebuilt.runnable_trials() == driver.runnable_trials() == [second]
+    assert rebuilt.progress() == driver.progress() == 0.5
+    assert {t.trial_id: t.state for t in store.load(experiment_id).trials} == {
+        first: TrialState.COMPLETED,
+        second: TrialState.ACTIVE,
+    }
