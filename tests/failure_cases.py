@@ -128,7 +128,7 @@ def _model(
     only_units: int | None = None,
 ) -> str:
     return (
-        f"WHERE = {where!r}\nFAIL_AT_BATCH = {fail_at_batch!r}\nRAISED = {raised}\n"
+        f"import pedl\nWHERE = {where!r}\nFAIL_AT_BATCH = {fail_at_batch!r}\nRAISED = {raised}\n"
         f"ONLY_UNITS = {only_units!r}\n" + textwrap.dedent(BASE)
     )
 
