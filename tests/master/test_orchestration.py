@@ -7,7 +7,6 @@ and the metric rows are exactly the same (none lost, none doubled).
 
 from __future__ import annotations
 
-import base64
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,10 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from pedl import model_def
-
 from .e2e import (
-    MODEL_DIR,
     MasterProcess,
     create_experiment,
     final_weights,
@@ -223,57 +219,6 @@ def test_killing_one_trial_leaves_the_rest_of_the_search_running(master: MasterP
     assert again.status_code == 409 and "already ended" in again.json()["error"]["message"]
 
 
-def _broken_model(tmp_path: Path, name: str, source: str) -> Path:
-    directory = tmp_path / name
-    directory.mkdir()
-    (directory / "__init__.py").write_text(source)
-    return directory
-
-
-def test_errors_stay_in_their_trials(master: MasterProcess, tmp_path: Path) -> None:
-    http = master.http
-    failing = create_experiment(
-        http,
-        config(
-            "fails",
-            hparams="{global_batch_size: 16, lr: 0.01, fail_in_build: true}",
-            max_restarts=1,
-        ),
-    )
-    syntax = create_experiment(
-        http, config("syntax"), _broken_model(tmp_path, "syntax", "def broken(:\n    pass\n")
-    )
-    missing = create_experiment(
-        http,
-        config("import"),
-        _broken_model(tmp_path, "import", "import pedl_no_such_module_here\n"),
-    )
-    too_big = http.post(
-        "/experiments",
-        json={
-            "config": config("big") + "resources: {slots_per_trial: 4}\n",
-            "model_definition": _archive_b64(),
-        },
-    )
-    assert too_big.status_code == 422, too_big.text
-    assert "needs 4 slots, the cluster has 2" in too_big.json()["error"]["message"]
-
-    expectations = {
-        failing: ("RuntimeError: build_model failed on purpose", 1),
-        syntax: ("SyntaxError", 0),
-        missing: ("No module named 'pedl_no_such_module_here'", 0),
-    }
-    for experiment_id, (needle, restarts) in expectations.items():
-        wait_for(http, experiment_id, {"ERROR"}, master=master)
-        (trial,) = trials(http, experiment_id)
-        assert trial["state"] == "ERROR"
-        assert trial["restarts"] == restarts
-        text = logs(http, trial["id"])
-        assert needle in text and "Traceback" in text, text
-    assert "max_restarts (1) exhausted" in logs(http, trials(http, failing)[0]["id"])
-    assert http.get("/health").json() == {"status": "ok"}
-
-
 def test_master_sigkilled_mid_search_gives_the_same_results(
     reference: dict[str, list[TrialResult]], tmp_path: Path
 ) -> None:
@@ -330,7 +275,3 @@ def _orphans(master_pid: int) -> list[int]:
         if needle in environ.split(b"\0"):
             found.append(int(entry.name))
     return found
-
-
-def _archive_b64() -> str:
-    return base64.b64encode(model_def.package(MODEL_DIR)).decode()
