@@ -36,9 +36,6 @@ class _Discard:
     def complete(self, length: int, searcher_metric: float) -> None:
         pass
 
-    def exit_early(self, reason: str) -> None:
-        pass
-
 
 def detached_context(
     config: ExperimentConfig | Mapping[str, Any],

@@ -44,14 +44,13 @@ class MemoryRecorder:
 class FixedLengths:
     """A searcher that hands out the given lengths in turn, then closes the trial.
 
-    ``completed`` lists ``(length, searcher_metric)`` as reported; ``exits`` the reasons of
-    early exits (an early exit drops the lengths not yet handed out).
+    ``completed`` lists ``(length, searcher_metric)`` as reported. A trial that stops early
+    says so in its outcome (``STOPPED_EARLY``), not here.
     """
 
     def __init__(self, lengths: Iterable[int]) -> None:
         self.lengths = list(lengths)
         self.completed: list[tuple[int, float]] = []
-        self.exits: list[str] = []
 
     def next_length(self) -> int | None:
         return self.lengths[0] if self.lengths else None
@@ -61,7 +60,3 @@ class FixedLengths:
             raise ValueError(f"completed length {length}, but the next one is {self.lengths[:1]}")
         self.lengths.pop(0)
         self.completed.append((length, searcher_metric))
-
-    def exit_early(self, reason: str) -> None:
-        self.lengths.clear()
-        self.exits.append(reason)

@@ -93,9 +93,6 @@ class RestSearcherSession:
             {"length": length, "metric": _json_safe(float(searcher_metric))},
         )
 
-    def exit_early(self, reason: str) -> None:
-        self._client.post(f"{self._client.trial_path}/searcher/exit_early", {"reason": reason})
-
 
 class RestPreemption:
     """``should_preempt`` asks ``GET /trials/{id}/preempt`` (pause, cancel, kill, drain)."""

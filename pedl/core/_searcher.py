@@ -20,8 +20,6 @@ class SearcherSession(Protocol):
 
     def complete(self, length: int, searcher_metric: float) -> None: ...
 
-    def exit_early(self, reason: str) -> None: ...
-
 
 class SearcherOperation:
     """Train to ``length`` (absolute, in ``unit``), validate, then ``report_completed``."""
@@ -52,10 +50,6 @@ class SearcherContext:
     def __init__(self, session: SearcherSession, unit: Unit) -> None:
         self._session = session
         self.unit: Unit = unit
-
-    def exit_early(self, reason: str) -> None:
-        """Tell the searcher this trial stops before finishing its operations."""
-        self._session.exit_early(reason)
 
     def operations(self) -> Iterator[SearcherOperation]:
         while True:

@@ -72,6 +72,7 @@ class TFKerasTrialContext:
         self.experimental = TFKerasExperimentalContext()
         self._fit_options: dict[str, Any] = {}
         self._wrapped = _Wrapped()
+        self._stop_requested = False
 
     # Trial information -------------------------------------------------------------------
 
@@ -127,6 +128,23 @@ class TFKerasTrialContext:
                 f"({slots})"
             )
         return global_size // slots
+
+    # Stopping early ----------------------------------------------------------------------
+
+    def set_stop_requested(self, stop_requested: bool) -> None:
+        """Ask PEDL to stop training this trial at the next batch boundary (after the current
+        batch): it validates and checkpoints, and the trial ends ``STOPPED_EARLY``; the
+        searcher is told the trial stopped itself. ``False`` withdraws a request not yet
+        acted upon."""
+        if not isinstance(stop_requested, bool):
+            raise TypeError(
+                f"set_stop_requested expects a bool, got {type(stop_requested).__name__}"
+            )
+        self._stop_requested = stop_requested
+
+    def get_stop_requested(self) -> bool:
+        """Whether the trial asked to stop early (:meth:`set_stop_requested`)."""
+        return self._stop_requested
 
     # Wrappers ----------------------------------------------------------------------------
 

@@ -107,6 +107,8 @@ class TFKerasTrialController:
     def __init__(
         self, trial_factory: Callable[[TFKerasTrialContext], TFKerasTrial], context: core.Context
     ) -> None:
+        self.progressed = False
+        """True once a training batch completed in this run (see pedl.TrialController)."""
         self._core = context
         self._info = context.info
         self._config = context.info.config
@@ -249,19 +251,26 @@ class TFKerasTrialController:
             self._op = next(self._ops, None)
         if self._op is None:
             return self._stop(TrialOutcome.COMPLETED)
-        if getattr(self.model, "stop_training", False):
+        if self.stop_requested():
             return self._stop(TrialOutcome.STOPPED_EARLY)
         if self._core.preempt.should_preempt():
             return self._stop(TrialOutcome.PREEMPTED)
         self._next_boundary = self._compute_next_boundary()
         return True
 
+    def stop_requested(self) -> bool:
+        """Whether the trial's code asked to stop: ``model.stop_training`` (a Keras callback)
+        or ``context.set_stop_requested(True)``."""
+        return bool(getattr(self.model, "stop_training", False)) or (
+            self.context.get_stop_requested()
+        )
+
     def _stop(self, outcome: TrialOutcome) -> bool:
+        """Validate (when stopping early) and checkpoint as due, and end with ``outcome``; the
+        engine tells the searcher from the reported outcome."""
         p = self.progress
-        if outcome is TrialOutcome.STOPPED_EARLY:
-            if p.last_validation != p.batches:
-                self._validate()
-            self._core.searcher.exit_early("user_requested_stop")
+        if outcome is TrialOutcome.STOPPED_EARLY and p.last_validation != p.batches:
+            self._validate()
         if p.last_checkpoint != p.batches:
             self._checkpoint()
         self._outcome = outcome
@@ -322,6 +331,8 @@ class TFKerasTrialController:
             verbose=0,
         )
         metrics = {f"val_{k}": float(v) for k, v in logs.items()}
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items())
+        logger.info("validation at batch %d: %s", p.batches, shown or "no metrics")
         self._core.train.report_validation_metrics(p.batches, metrics)
         self._last_validation_metrics = metrics
         p.last_validation = p.batches
@@ -460,7 +471,8 @@ class _PlatformCallback(keras.callbacks.Callback):
             if self._bpe and p.batches % self._bpe == 0:
                 self._epoch_open = False
                 self._user.on_epoch_end(p.batches // self._bpe - 1, {})
-        if p.batches == c._next_boundary or self.model.stop_training:
+        c.progressed = True
+        if p.batches == c._next_boundary or c.stop_requested():
             self._chunk_open = False
             if not c.on_chunk_end(dict(logs or {})):
                 self.model.stop_training = True

@@ -55,7 +55,6 @@ class Session:
     def __init__(self, lengths: list[int]) -> None:
         self.lengths = lengths
         self.done: list[tuple[int, float]] = []
-        self.exits: list[str] = []
 
     def next_length(self) -> int | None:
         return self.lengths[0] if self.lengths else None
@@ -63,9 +62,6 @@ class Session:
     def complete(self, length: int, searcher_metric: float) -> None:
         self.lengths.pop(0)
         self.done.append((length, searcher_metric))
-
-    def exit_early(self, reason: str) -> None:
-        self.exits.append(reason)
 
 
 def test_searcher_operations_must_be_completed_in_turn() -> None:
@@ -84,8 +80,6 @@ def test_searcher_operations_must_be_completed_in_turn() -> None:
     next(ops)
     with pytest.raises(RuntimeError, match="must be completed"):
         next(ops)
-    core.SearcherContext(session, "batches").exit_early("user_requested_stop")
-    assert session.exits == ["user_requested_stop"]
 
 
 class Registry:
@@ -151,9 +145,6 @@ def test_memory_stand_ins_keep_what_a_trial_reports() -> None:
     with pytest.raises(ValueError, match="completed length 9, but the next one is"):
         searcher.complete(9, 0.1)
     searcher.complete(5, 0.2)
-    searcher.exit_early("user_requested_stop")
-    assert (searcher.next_length(), searcher.completed, searcher.exits) == (
-        None,
-        [(5, 0.2)],
-        ["user_requested_stop"],
-    )
+    assert (searcher.next_length(), searcher.completed) == (9, [(5, 0.2)])
+    searcher.complete(9, 0.3)
+    assert (searcher.next_length(), searcher.completed) == (None, [(5, 0.2), (9, 0.3)])

@@ -32,7 +32,7 @@ def test_early_stopping_checks_after_each_validation(tmp_path: Path) -> None:
     assert train(trial, run) is TrialOutcome.STOPPED_EARLY
     # The best is at 2; 4 brings no improvement, so wait reaches patience (1): stop at 4.
     assert run.recorder.batches("validation") == [2, 4]
-    assert run.session.exits == ["user_requested_stop"]
+    assert (run.session.completed, run.session.lengths) == ([], [40])
 
 
 def test_early_stopping_state_survives_a_pause(tmp_path: Path) -> None:
