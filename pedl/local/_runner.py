@@ -278,11 +278,6 @@ class LocalExperiment:
         with self.database.session() as session:
             return _local_trial(trials_repo.get_trial(session, trial_id))
 
-    def trials(self) -> list[LocalTrial]:
-        with self.database.session() as session:
-            rows, _ = trials_repo.list_trials(session, self.experiment_id, limit=1_000_000)
-            return [_local_trial(t) for t in rows]
-
     def checkpoint_path(self, storage_id: str) -> Path | None:
         if isinstance(self.storage, SharedFSStorage):
             return self.storage.path_of(storage_id)
@@ -293,8 +288,7 @@ class LocalExperiment:
         trials = []
         with self.database.session() as session:
             experiment = experiments_repo.get_experiment(session, self.experiment_id)
-            rows, _ = trials_repo.list_trials(session, self.experiment_id, limit=1_000_000)
-            for t in rows:
+            for t in trials_repo.all_trials(session, self.experiment_id):
                 best = t.best_checkpoint_uuid
                 trials.append(
                     TrialSummary(

@@ -5,7 +5,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from pedl.local import LocalExperiment, LocalStore
+from pedl.engine import MetricKind
+from pedl.local import LocalExperiment
+from tests import local_record as record
 
 LEGACY_MODEL = """
 import json
@@ -102,11 +104,11 @@ def run(tmp_path: Path, validation: str) -> tuple[LocalExperiment, list[list[obj
 
 def test_legacy_trial_with_make_data_loaders_and_callbacks(tmp_path: Path) -> None:
     exp, events = run(tmp_path, "dataset")
-    store = LocalStore(exp.directory / "experiment.db")
     # max_steps 3 of batches_per_step 4 = 12 batches, in three steps.
-    assert [r.total_batches for r in store.metrics(1, "training")] == [4, 8, 12]
-    assert [r.total_batches for r in store.metrics(1, "validation")] == [12]
-    store.close()
+    training = record.metric_rows(exp.directory, 1, MetricKind.TRAINING)
+    assert [batches for _, batches, _ in training] == [4, 8, 12]
+    validation = record.metric_rows(exp.directory, 1, MetricKind.VALIDATION)
+    assert [batches for _, batches, _ in validation] == [12]
     assert events == [
         ["trial_begin"],
         ["train_step_begin", 1],
@@ -141,5 +143,6 @@ def test_legacy_trial_without_make_data_loaders_fails_clearly(tmp_path: Path) ->
     summary = exp.run()
     (trial,) = summary.trials
     assert trial.state == "ERROR"
-    assert "must also define make_data_loaders(experiment_config, hparams)" in (trial.error or "")
+    assert trial.error is not None and trial.error.before_progress
+    assert "must also define make_data_loaders(experiment_config, hparams)" in trial.error.message
     exp.close()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pedl.local import LocalStore
+from tests import local_record as record
 
 MODEL_DIR = Path(__file__).parent / "resume_model"
 TOTAL_BATCHES = 48
@@ -77,16 +77,12 @@ def create(
 
 
 def outcome(experiment: Path) -> tuple[bytes, list[tuple[str, int, dict[str, float]]]]:
-    store = LocalStore(experiment / "experiment.db")
-    try:
-        (trial,) = store.trials()
-        assert trial.state == "COMPLETED", trial.error
-        assert trial.latest_checkpoint is not None
-        rows = [(r.kind, r.total_batches, r.metrics) for r in store.metrics(trial.id)]
-        checkpoint = experiment / "checkpoints" / trial.latest_checkpoint
-        return (checkpoint / "state" / "variables.bin").read_bytes(), rows
-    finally:
-        store.close()
+    (trial,) = record.trials(experiment)
+    assert trial.state == "COMPLETED", trial.error
+    assert trial.latest_checkpoint_uuid is not None
+    rows = record.metric_rows(experiment, trial.id)
+    checkpoint = experiment / "checkpoints" / trial.latest_checkpoint_uuid
+    return (checkpoint / "state" / "variables.bin").read_bytes(), rows
 
 
 @pytest.mark.slow
@@ -126,9 +122,7 @@ def test_sigkill_while_writing_a_checkpoint_leaves_no_checkpoint(tmp_path: Path)
     assert code == -signal.SIGKILL, output
     # The second checkpoint (at batch 24) was cut off before it was complete: only the
     # first one is recorded, and the half-written one is not visible as a checkpoint.
-    store = LocalStore(experiment / "experiment.db")
-    assert [c.total_batches for c in store.checkpoints()] == [12]
-    store.close()
+    assert record.checkpoint_batches(experiment) == [12]
     visible = [p.name for p in (experiment / "checkpoints").iterdir() if not p.name.startswith(".")]
     assert len(visible) == 1
 

@@ -44,11 +44,7 @@ class SQLExperimentStore:
                 dict(row.event)
                 for row in searcher_repo.list_searcher_events(session, experiment_id)
             ]
-            trials = list(
-                session.scalars(
-                    select(Trial).where(Trial.experiment_id == experiment_id).order_by(Trial.id)
-                )
-            )
+            trials = trials_repo.all_trials(session, experiment_id)
             rows = session.execute(
                 select(
                     Checkpoint.uuid,

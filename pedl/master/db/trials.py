@@ -111,6 +111,13 @@ def list_trials(
     return list(rows), session.scalar(count) or 0
 
 
+def all_trials(session: Session, experiment_id: int) -> list[Trial]:
+    """Every trial of an experiment, in creation order (for small experiments and local runs;
+    the API pages with :func:`list_trials`)."""
+    query = select(Trial).where(Trial.experiment_id == experiment_id).order_by(Trial.id)
+    return list(session.scalars(query).all())
+
+
 def set_trial_state(session: Session, trial_id: int, state: TrialState) -> Trial:
     """Move a trial to ``state``; stamps ``ended_at`` on reaching a terminal state. Raises
     ``IllegalTransitionError`` for a forbidden move, :class:`NotFoundError` for a bad id."""
