@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import socket
+import sys
 
 import uvicorn
 
@@ -57,6 +59,11 @@ def serve(settings: MasterSettings) -> None:
     # without this, a response written as headers then body waits ~40 ms for the client's
     # delayed ACK (Nagle), on every keep-alive request.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    # The event loop shares the GIL with the worker threads (reads) and the metric writer.
+    # A thread that wants the GIL waits up to the switch interval (5 ms by default) for a
+    # CPU-bound holder: the event loop, which gives it up at every system call, paid that
+    # several times per request. 0.5 ms measured better in P5b (bench/RESULTS.md).
+    sys.setswitchinterval(float(os.environ.get("PEDL_SWITCH_INTERVAL", "0.0005")))
     port = sock.getsockname()[1]
     url = master_url(settings.host, port)
     database = make_database(settings)
@@ -70,7 +77,14 @@ def serve(settings: MasterSettings) -> None:
         settings.worker_threads,
     )
     server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=10)
+        uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=10,
+            access_log=False,
+            proxy_headers=False,
+        )
     )
     try:
         server.run(sockets=[sock])

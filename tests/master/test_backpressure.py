@@ -14,12 +14,15 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from pydantic import TypeAdapter
 from sqlalchemy import Connection, func, select
 
 from pedl.core import MasterClient
 from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
+from pedl.master.api._schemas import MetricPublic
 from pedl.master.db import Checkpoint, Database, Metric
+from pedl.master.db import metrics as metrics_repo
 
 from .e2e import free_port
 from .helpers import LiveServer, bearer, create_experiment, create_trial
@@ -307,3 +310,34 @@ def test_a_reporting_trial_loses_nothing_across_a_master_restart(
     finally:
         server.stop()
         database.dispose()
+
+
+def test_the_lean_metrics_read_has_the_public_shape(
+    client: httpx.Client, database: Database
+) -> None:
+    """GET /trials/{id}/metrics serializes plain rows itself: byte for byte what
+    MetricPublic gives for the ORM rows."""
+    experiment = create_experiment(client)
+    trial_id, token = create_trial(database, experiment["id"])
+    rows = [
+        {"kind": "training", "total_batches": 5, "metrics": {"loss": 0.5, "odd": "NaN"}},
+        {
+            "kind": "validation",
+            "total_batches": 5,
+            "total_records": 80,
+            "total_epochs": 1.5,
+            "metrics": {"val_loss": 0.25, "none": None},
+            "reported_at": "2026-01-02T03:04:05.678901+02:00",
+        },
+    ]
+    answer = client.post(f"/trials/{trial_id}/metrics", json={"rows": rows}, headers=bearer(token))
+    assert answer.status_code == 200, answer.text
+    got = client.get(f"/trials/{trial_id}/metrics")
+    assert got.status_code == 200 and got.headers["content-type"] == "application/json"
+    with database.session() as session:
+        orm_rows = metrics_repo.list_metrics(session, trial_id)
+        expected = TypeAdapter(list[MetricPublic]).dump_json(
+            [MetricPublic.model_validate(row) for row in orm_rows]
+        )
+    assert got.content == expected
+    assert client.get("/trials/999999/metrics").status_code == 404

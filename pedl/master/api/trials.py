@@ -6,15 +6,18 @@ The write routes are for the trial process and require its bearer token.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+import anyio.to_thread
+import pydantic_core
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials
 
 from pedl.engine import CheckpointState, MetricKind
 from pedl.master.api._auth import TrialAuth, _bearer, bearer_token, token_error
 from pedl.master.api._convert import checkpoint_public
 from pedl.master.api._deps import (
+    DatabaseDep,
     Limit,
     Offset,
     ReadSession,
@@ -54,9 +57,14 @@ Cursor = Annotated[int | None, Query(ge=-1, le=MAX_BIGINT)]
 
 
 @router.get("/{trial_id}")
-def get_trial(trial_id: TrialId, session: ReadSession) -> TrialPublic:
-    """One trial."""
-    return TrialPublic.model_validate(trials_repo.get_trial(session, trial_id))
+async def get_trial(trial_id: TrialId, database: DatabaseDep) -> TrialPublic:
+    """One trial (one worker-thread hop holding one short read session)."""
+
+    def read() -> TrialPublic:
+        with database.session() as session:
+            return TrialPublic.model_validate(trials_repo.get_trial(session, trial_id))
+
+    return await anyio.to_thread.run_sync(read)
 
 
 def get_metric_ingestor(request: Request) -> MetricIngestor:
@@ -106,7 +114,12 @@ async def report_metrics(
     full (``max_queued_reports``; nothing stored) or it has not committed the rows within 30 s
     (they may still be stored: re-sending is safe).
     """
-    rows = [
+    return await ingest_report(ingestor, trial_id, metric_rows(body), token)
+
+
+def metric_rows(body: MetricsBatch) -> list[MetricRow]:
+    """The rows of a validated ``POST /trials/{id}/metrics`` body."""
+    return [
         MetricRow(
             kind=report.kind,
             total_batches=report.total_batches,
@@ -117,6 +130,15 @@ async def report_metrics(
         )
         for report in body.rows
     ]
+
+
+async def ingest_report(
+    ingestor: MetricIngestor, trial_id: int, rows: list[MetricRow], token: str
+) -> MetricsIngested:
+    """Hand one report to the metric writer and await its commit (no worker thread); raises
+    :class:`ApiError` 401/403 (token), 503 (queue full, writer stuck or stopped), or the
+    writer's own error (404 unknown trial, a database error). Shared by the route and the
+    app's fast path (:class:`pedl.master.api._app.MetricReportFastPath`)."""
     try:
         future = ingestor.submit(trial_id, rows, token=token)
         try:
@@ -133,22 +155,30 @@ async def report_metrics(
     return MetricsIngested(trial_id=trial_id, rows=written)
 
 
-@router.get("/{trial_id}/metrics")
-def get_metrics(
+@router.get("/{trial_id}/metrics", response_model=list[MetricPublic])
+async def get_metrics(
     trial_id: TrialId,
-    session: ReadSession,
+    database: DatabaseDep,
     kind: MetricKind | None = None,
     after_batches: Annotated[
         Cursor, Query(description="Only rows with more batches than this.")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=100_000)] = 10_000,
-) -> list[MetricPublic]:
-    """A trial's metric rows ordered by kind, then batches."""
-    trials_repo.get_trial(session, trial_id)
-    rows = metrics_repo.list_metrics(
-        session, trial_id, kind=kind, after_batches=after_batches, limit=limit
-    )
-    return [MetricPublic.model_validate(row) for row in rows]
+) -> Any:
+    """A trial's metric rows ordered by kind, then batches.
+
+    Polled by dashboards while trials report, so it is cheap: one worker-thread hop holding
+    one short read session, plain rows (no ORM objects) serialized straight to JSON (their
+    keys and types are :class:`MetricPublic`'s; no second validation)."""
+
+    def read() -> bytes:
+        with database.session() as session:
+            rows = metrics_repo.list_metric_dicts(
+                session, trial_id, kind=kind, after_batches=after_batches, limit=limit
+            )
+        return pydantic_core.to_json(rows)
+
+    return Response(await anyio.to_thread.run_sync(read), media_type="application/json")
 
 
 @router.post("/{trial_id}/logs", responses=AUTH_RESPONSES)

@@ -66,9 +66,9 @@ class MetricIngestor:
     The writer takes the oldest queued request plus everything queued behind it, up to
     ``max_requests`` requests or ``max_rows`` rows, and writes that batch in ONE transaction:
     one query checking all its trials (and tokens), then
-    :func:`~pedl.master.db.metrics.upsert_metrics` once per trial with that trial's rows in
-    arrival order (same idempotent upsert: the last row for a ``(kind, total_batches)`` wins);
-    it commits once, then answers every request.
+    :func:`~pedl.master.db.metrics.upsert_metrics_of_trials` with each trial's rows in arrival
+    order (one statement for the whole batch; same idempotent upsert: the last row for a
+    ``(trial, kind, total_batches)`` wins); it commits once, then answers every request.
 
     Contract:
 
@@ -230,8 +230,7 @@ class MetricIngestor:
             for request in batch:
                 if request not in refused:
                     by_trial.setdefault(request.trial_id, []).extend(request.rows)
-            for trial_id, rows in by_trial.items():
-                metrics_repo.upsert_metrics(session, trial_id, rows)
+            metrics_repo.upsert_metrics_of_trials(session, by_trial)
         return refused
 
     def _write_one(self, request: _Request) -> None:

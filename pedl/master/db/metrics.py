@@ -7,13 +7,14 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import TextClause, select, text, update
+from sqlalchemy import Table, TextClause, bindparam, select, text, update
 from sqlalchemy.orm import Session
 
 from pedl.engine import MetricKind
 from pedl.master.db import trials as trials_repo
+from pedl.master.db._errors import NotFoundError
 from pedl.master.db._models import Metric, Trial
 from pedl.master.db._types import as_utc, utcnow
 
@@ -41,34 +42,59 @@ def upsert_metrics(session: Session, trial_id: int, rows: Sequence[MetricRow]) -
     (validation rows). Returns the number of distinct keys written. The trial must exist
     (the caller checks; a missing one violates the foreign key).
     """
-    if not rows:
-        return 0
+    return upsert_metrics_of_trials(session, {trial_id: rows})[trial_id]
+
+
+def upsert_metrics_of_trials(
+    session: Session, rows_by_trial: Mapping[int, Sequence[MetricRow]]
+) -> dict[int, int]:
+    """:func:`upsert_metrics` for several trials at once: ONE upsert statement for all their
+    rows and one executemany ``UPDATE`` of their ``total_batches`` (the metric writer's
+    batch), then a best-validation refresh per trial that reported validation rows. Returns
+    the number of distinct keys written per trial."""
     dialect = session.get_bind().dialect.name
     statement, stamp = _UPSERTS[dialect]
     now = stamp(utcnow())
-    latest: dict[tuple[MetricKind, int], dict[str, Any]] = {}
-    for row in rows:
-        latest[(row.kind, row.total_batches)] = {
-            "kind": MetricKind(row.kind).value,
-            "total_batches": row.total_batches,
-            "total_records": row.total_records,
-            "total_epochs": row.total_epochs,
-            "metrics": {name: _json_safe(value) for name, value in row.metrics.items()},
-            "reported_at": now if row.reported_at is None else stamp(row.reported_at),
-        }
-    session.execute(statement, {"trial_id": trial_id, "rows": json.dumps(list(latest.values()))})
-
-    training = [batches for kind, batches in latest if kind == MetricKind.TRAINING]
-    if training:
-        top = max(training)
+    latest: dict[tuple[int, MetricKind, int], dict[str, Any]] = {}
+    for trial_id, rows in rows_by_trial.items():
+        for row in rows:
+            kind = MetricKind(row.kind)
+            latest[(trial_id, kind, row.total_batches)] = {
+                "trial_id": trial_id,
+                "kind": kind.value,
+                "total_batches": row.total_batches,
+                "total_records": row.total_records,
+                "total_epochs": row.total_epochs,
+                "metrics": {name: _json_safe(value) for name, value in row.metrics.items()},
+                "reported_at": now if row.reported_at is None else stamp(row.reported_at),
+            }
+    written = dict.fromkeys(rows_by_trial, 0)
+    if not latest:
+        return written
+    session.execute(statement, {"rows": json.dumps(list(latest.values()))})
+    top: dict[int, int] = {}
+    validated: set[int] = set()
+    for trial_id, kind, batches in latest:
+        written[trial_id] += 1
+        if kind == MetricKind.TRAINING:
+            top[trial_id] = max(batches, top.get(trial_id, batches))
+        else:
+            validated.add(trial_id)
+    if top:
         session.execute(
-            update(Trial)
-            .where(Trial.id == trial_id, Trial.total_batches < top)
-            .values(total_batches=top)
+            _ADVANCE_TOTAL_BATCHES, [{"trial": t, "top": b} for t, b in sorted(top.items())]
         )
-    if any(kind == MetricKind.VALIDATION for kind, _ in latest):
+    for trial_id in sorted(validated):
         trials_repo.refresh_trial_best(session, trial_id)
-    return len(latest)
+    return written
+
+
+_trials = cast(Table, Trial.__table__)
+_ADVANCE_TOTAL_BATCHES = (
+    update(_trials)
+    .where(_trials.c.id == bindparam("trial"), _trials.c.total_batches < bindparam("top"))
+    .values(total_batches=bindparam("top"))
+)
 
 
 def _json_safe(value: Any) -> Any:
@@ -95,10 +121,10 @@ _COLUMNS = "trial_id, kind, total_batches, total_records, total_epochs, metrics,
 _POSTGRESQL_UPSERT = text(
     f"""
     INSERT INTO metrics ({_COLUMNS})
-    SELECT :trial_id, r.kind, r.total_batches, r.total_records, r.total_epochs, r.metrics,
+    SELECT r.trial_id, r.kind, r.total_batches, r.total_records, r.total_epochs, r.metrics,
            r.reported_at
     FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(
-        kind varchar, total_batches bigint, total_records bigint,
+        trial_id integer, kind varchar, total_batches bigint, total_records bigint,
         total_epochs double precision, metrics jsonb, reported_at timestamptz)
     {_SET_ON_CONFLICT}
     """
@@ -107,7 +133,8 @@ _POSTGRESQL_UPSERT = text(
 _SQLITE_UPSERT = text(
     f"""
     INSERT INTO metrics ({_COLUMNS})
-    SELECT :trial_id, json_extract(value, '$.kind'), json_extract(value, '$.total_batches'),
+    SELECT json_extract(value, '$.trial_id'), json_extract(value, '$.kind'),
+           json_extract(value, '$.total_batches'),
            json_extract(value, '$.total_records'), json_extract(value, '$.total_epochs'),
            json_extract(value, '$.metrics'), json_extract(value, '$.reported_at')
     FROM json_each(:rows) WHERE true
@@ -149,6 +176,35 @@ def list_metrics(
     if limit is not None:
         query = query.limit(limit)
     return list(session.scalars(query).all())
+
+
+def list_metric_dicts(
+    session: Session,
+    trial_id: int,
+    *,
+    kind: MetricKind | None = None,
+    after_batches: int | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`list_metrics` as plain dicts of the columns (no ORM objects: several times
+    cheaper for the API's polling readers). Raises :class:`NotFoundError` for an unknown
+    trial."""
+    table = Metric.__table__
+    if session.scalar(select(Trial.id).where(Trial.id == trial_id)) is None:
+        raise NotFoundError("trial", trial_id)
+    query = select(*(column for column in table.c if column.key != "id")).where(
+        table.c.trial_id == trial_id
+    )
+    if kind is not None:
+        query = query.where(table.c.kind == kind)
+    if after_batches is not None:
+        query = query.where(table.c.total_batches > after_batches)
+    query = query.order_by(table.c.kind, table.c.total_batches)
+    if limit is not None:
+        query = query.limit(limit)
+    result = session.execute(query)
+    keys = list(result.keys())
+    return [dict(zip(keys, row, strict=True)) for row in result]
 
 
 def validation_metrics_at(
