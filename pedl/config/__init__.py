@@ -1,7 +1,10 @@
 """Experiment configuration: Determined-format YAML loaded into typed, validated models.
 
 ``load_config``/``parse_config`` return an ``ExperimentConfig`` or raise one
-``ConfigError`` listing every problem with its dotted path and YAML line.
+``ConfigError`` listing every problem with its dotted path and YAML line; a config PEDL
+cannot run (a searcher or checkpoint storage it lacks, an impossible ``global_batch_size``,
+an oversized grid) is such a problem. ``config_warnings``/``unused_fields`` name the
+Determined fields a config sets that PEDL ignores.
 ``sample_hparams``/``grid_hparams``/``flatten_hparams`` work on hyperparameter spaces.
 """
 
@@ -21,7 +24,8 @@ from pedl.config._length import Length
 from pedl.config._load import load_config, parse_config
 from pedl.config._reproducibility import ReproducibilityConfig
 from pedl.config._resources import ResourcesConfig
-from pedl.config._sampling import flatten_hparams, grid_hparams, sample_hparams
+from pedl.config._runnable import MAX_GLOBAL_BATCH_SIZE, MAX_GRID_POINTS, runnable_searchers
+from pedl.config._sampling import flatten_hparams, grid_hparams, grid_size, sample_hparams
 from pedl.config._searcher import (
     AdaptiveASHASearcherConfig,
     AsyncHalvingSearcherConfig,
@@ -33,15 +37,21 @@ from pedl.config._searcher import (
 )
 from pedl.config._storage import (
     DEFAULT_HOST_PATH,
+    RUNNABLE_STORAGE_TYPES,
     CheckpointStorageConfig,
     DirectoryStorageConfig,
     GCSStorageConfig,
     S3StorageConfig,
     SharedFSStorageConfig,
 )
+from pedl.config._unused import UNUSED_FIELDS_WARNING, config_warnings, unused_fields
 
 __all__ = [
     "DEFAULT_HOST_PATH",
+    "MAX_GLOBAL_BATCH_SIZE",
+    "MAX_GRID_POINTS",
+    "RUNNABLE_STORAGE_TYPES",
+    "UNUSED_FIELDS_WARNING",
     "AdaptiveASHASearcherConfig",
     "AsyncHalvingSearcherConfig",
     "CategoricalHyperparameter",
@@ -69,9 +79,13 @@ __all__ = [
     "SearcherConfig",
     "SharedFSStorageConfig",
     "SingleSearcherConfig",
+    "config_warnings",
     "flatten_hparams",
     "grid_hparams",
+    "grid_size",
     "load_config",
     "parse_config",
+    "runnable_searchers",
     "sample_hparams",
+    "unused_fields",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError, PydanticUndefined
@@ -34,11 +34,15 @@ class ConfigModel(BaseModel):
     """Base of config sections: strict types, unknown keys rejected, immutable.
 
     ``null`` for a field that has a non-null default means "use the default", as in
-    Determined. Subclasses may list legacy or ignored keys in ``accepted_keys`` only via
-    real fields; there is no silent acceptance of unknown keys.
+    Determined. Determined keys that PEDL ignores are real fields, named in
+    ``ignored_fields``; there is no silent acceptance of unknown keys.
     """
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    ignored_fields: ClassVar[frozenset[str]] = frozenset()
+    """Fields accepted so that Determined configs load, which PEDL does not act on; a config
+    that sets one to a non-default value gets a warning (see ``unused_fields``)."""
 
     @model_validator(mode="before")
     @classmethod

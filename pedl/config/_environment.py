@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, Discriminator, Field, Tag
 
@@ -66,6 +66,21 @@ class EnvironmentConfig(ConfigModel):
     PEDL uses ``environment_variables``; Determined's container settings (``image``,
     ``pod_spec``, ``ports``, ``registry_auth``, ...) are accepted and ignored.
     """
+
+    ignored_fields: ClassVar[frozenset[str]] = frozenset(
+        {
+            "image",
+            "force_pull_image",
+            "pod_spec",
+            "ports",
+            "registry_auth",
+            "add_capabilities",
+            "drop_capabilities",
+            "proxy_ports",
+            "slurm",
+            "pbs",
+        }
+    )
 
     environment_variables: EnvironmentVariables = Field(default_factory=list)
     image: str | dict[str, Any] | None = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -56,6 +56,26 @@ class ExperimentConfig(ConfigModel):
     reproducibility: ReproducibilityConfig = Field(default_factory=ReproducibilityConfig)
 
     # Determined keys accepted so that its configs load; PEDL does not act on them.
+    ignored_fields: ClassVar[frozenset[str]] = frozenset(
+        {
+            "bind_mounts",
+            "optimizations",
+            "profiling",
+            "workspace",
+            "project",
+            "debug",
+            "internal",
+            "data_layer",
+            "security",
+            "tensorboard_storage",
+            "integrations",
+            "log_policies",
+            "retention_policy",
+            "preemption_timeout",
+            "slurm",
+            "pbs",
+        }
+    )
     bind_mounts: list[Any] = Field(default_factory=list)
     optimizations: dict[str, Any] = Field(default_factory=dict)
     profiling: dict[str, Any] = Field(default_factory=dict)

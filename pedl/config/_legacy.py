@@ -9,12 +9,18 @@ from pedl.config._issues import PathElement, Problem
 Aliases = dict[tuple[PathElement, ...], tuple[PathElement, ...]]
 """Canonical path -> the path the user actually wrote, for fields that were renamed."""
 
-_REMOVED_SEARCHERS = {
-    "adaptive": "searcher 'adaptive' is no longer supported; use 'adaptive_asha'",
-    "adaptive_simple": "searcher 'adaptive_simple' is no longer supported; use 'adaptive_asha'",
-    "sync_halving": "searcher 'sync_halving' is no longer supported; use 'async_halving'",
-    "pbt": "searcher 'pbt' is not supported by PEDL; use 'adaptive_asha' or 'random'",
+REMOVED_SEARCHERS: dict[str, str] = {
+    "adaptive": "Determined's removed 'adaptive' searcher (now 'adaptive_asha') is not supported",
+    "adaptive_simple": (
+        "Determined's removed 'adaptive_simple' searcher (now 'adaptive_asha') is not supported"
+    ),
+    "sync_halving": (
+        "Determined's removed 'sync_halving' searcher (now 'async_halving') is not supported"
+    ),
+    "pbt": "Determined's 'pbt' searcher is not supported",
 }
+"""Searcher names Determined no longer has -> what to tell the user (the config's
+runnability check adds the names PEDL can run)."""
 
 _STEP_LENGTHS = ("max_steps", "target_trial_steps")
 
@@ -57,8 +63,8 @@ def apply_legacy(data: dict[Any, Any]) -> tuple[list[Problem], Aliases]:
       units ("steps"): it becomes ``{batches: n * scheduling_unit}``;
     - ``searcher.max_steps`` (legacy PEDL) and ``searcher.target_trial_steps`` (old
       adaptive searchers) become ``max_length: {batches: n * scheduling_unit}``;
-    - ``searcher.step_budget`` and the removed searchers (adaptive, adaptive_simple,
-      sync_halving, pbt) are reported with the field or searcher to use instead.
+    - ``searcher.step_budget`` is reported with the fields to use instead (removed searcher
+      names are reported by the runnability check).
     """
     problems: list[Problem] = []
     aliases: Aliases = {}
@@ -87,9 +93,6 @@ def apply_legacy(data: dict[Any, Any]) -> tuple[list[Problem], Aliases]:
 def _apply_legacy_searcher(
     searcher: dict[Any, Any], unit: int, problems: list[Problem], aliases: Aliases
 ) -> None:
-    name = searcher.get("name")
-    if isinstance(name, str) and name in _REMOVED_SEARCHERS:
-        problems.append((("searcher", "name"), _REMOVED_SEARCHERS[name]))
     if "step_budget" in searcher:
         problems.append(
             (

@@ -23,6 +23,7 @@ from pedl.config._issues import (
 )
 from pedl.config._legacy import Aliases, apply_legacy
 from pedl.config._overrides import Overridden, apply_overrides
+from pedl.config._runnable import check_runnable, check_runnable_raw
 from pedl.config._translate import translate_errors
 from pedl.config._yaml import LineTable, load_yaml
 
@@ -46,9 +47,10 @@ def parse_config(
     """Validate an experiment config given as YAML text or an already-parsed mapping.
 
     ``overrides`` (``"dotted.key=yaml_value"``) are applied first, then legacy names are
-    translated, then the config is validated. Every problem found is raised at once as a
-    ConfigError naming ``name``, each with its dotted path, plain-words message and (for
-    YAML text) line. A mapping ``source`` is not modified.
+    translated, then the config is validated, including that PEDL can run it (a searcher,
+    storage type or hyperparameter setting the engine cannot carry out is a problem too).
+    Every problem found is raised at once as a ConfigError naming ``name``, each with its
+    dotted path, plain-words message and (for YAML text) line. A mapping ``source`` is not modified.
     """
     lines: LineTable = {}
     if isinstance(source, str):
@@ -77,9 +79,15 @@ def parse_config(
 
     override_problems, overridden = apply_overrides(data, overrides)
     legacy_problems, aliases = apply_legacy(data)
-    problems = list(legacy_problems)
-    problems += check_cross_field(data)
-    reported = [path for path, _ in legacy_problems]
+    runnable_problems = check_runnable_raw(data)
+    # A section whose searcher/storage PEDL lacks gets that one problem, not its fields'.
+    refused = [path[:-1] for path, _ in runnable_problems]
+    problems = runnable_problems + [
+        problem
+        for problem in legacy_problems + check_cross_field(data)
+        if not any(problem[0][: len(section)] == section for section in refused)
+    ]
+    reported = [path for path, _ in legacy_problems] + refused
 
     known_fields: dict[int, list[str]] = {}
     config: ExperimentConfig | None = None
@@ -92,6 +100,9 @@ def parse_config(
             user_path = _unalias(path, aliases)
             if not any(user_path[: len(done)] == done for done in reported):
                 problems.append((user_path, message))
+
+    if config is not None and not problems:
+        problems += check_runnable(config)
 
     if problems or override_problems:
         issues = [_to_issue(problem, lines, overridden) for problem in problems]

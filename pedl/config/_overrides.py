@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from pedl.config._issues import PathElement, Problem
+from pedl.config._yaml import load_value
 
 Overridden = dict[tuple[PathElement, ...], str]
 """Path set by an override -> the override's text."""
@@ -19,10 +20,10 @@ def apply_overrides(
     """Apply ``overrides`` to ``data`` in place, in order; return problems and what was set.
 
     ``"searcher.max_trials=4"`` sets ``data["searcher"]["max_trials"] = 4``; the value is
-    parsed as YAML (``"labels=[a, b]"`` gives a list, an empty value gives null, i.e. the
-    default). Missing intermediate mappings are created. A malformed override (no ``=``,
-    an empty key part, invalid YAML, a path through a non-mapping) is a problem and sets
-    nothing.
+    parsed as YAML 1.2 (``1e-4`` is a float, ``"labels=[a, b]"`` gives a list, an empty
+    value gives null, i.e. the default). Missing intermediate mappings are created. A
+    malformed override (no ``=``, an empty key part, invalid YAML, a path through a
+    non-mapping) is a problem and sets nothing.
     """
     problems: list[Problem] = []
     overridden: Overridden = {}
@@ -39,7 +40,7 @@ def apply_overrides(
             )
             continue
         try:
-            value = yaml.safe_load(raw_value)
+            value = load_value(raw_value)
         except yaml.YAMLError as exc:
             problem = getattr(exc, "problem", None) or "invalid YAML"
             message = f"malformed override '{text}': the value is not valid YAML ({problem})"

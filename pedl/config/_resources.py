@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -15,9 +15,21 @@ class ResourcesConfig(ConfigModel):
     ``slots_per_trial`` > 1 makes each trial a distributed job. ``max_slots`` caps the
     experiment's slots (``None``: no cap). ``priority`` (1..99, lower is more urgent) and
     ``weight`` (fair share) steer the scheduler. Determined's other keys are accepted so
-    that its configs load; PEDL ignores ``shm_size``, ``devices``, ``agent_label``,
-    ``native_parallel`` and ``is_single_node``.
+    that its configs load; PEDL ignores ``resource_pool``, ``slots``, ``shm_size``,
+    ``devices``, ``agent_label``, ``native_parallel`` and ``is_single_node``.
     """
+
+    ignored_fields: ClassVar[frozenset[str]] = frozenset(
+        {
+            "resource_pool",
+            "slots",
+            "shm_size",
+            "devices",
+            "agent_label",
+            "native_parallel",
+            "is_single_node",
+        }
+    )
 
     slots_per_trial: int = Field(default=1, ge=0)
     max_slots: int | None = Field(default=None, ge=1)

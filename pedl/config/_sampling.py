@@ -107,6 +107,39 @@ def _grid_axes(
     return axes
 
 
+def _axis_size(spec: Any) -> int | None:
+    if isinstance(spec, ConstHyperparameter):
+        return 1
+    if isinstance(spec, CategoricalHyperparameter):
+        return len(spec.vals)
+    if isinstance(spec, Mapping):
+        return _space_size(spec)
+    if spec.count is None:
+        return None
+    if isinstance(spec, IntHyperparameter):
+        return int(min(spec.count, spec.maxval - spec.minval + 1))
+    return int(spec.count)
+
+
+def _space_size(space: Mapping[str, Any]) -> int | None:
+    size = 1
+    for spec in space.values():
+        axis = _axis_size(spec)
+        if axis is None:
+            return None
+        size *= axis
+    return size
+
+
+def grid_size(space: Mapping[str, Any]) -> int | None:
+    """How many points ``grid_hparams(space)`` gives, computed without building them.
+
+    ``None`` when an int/double/log hyperparameter has no ``count``. Raises ConfigError for
+    an invalid space.
+    """
+    return _space_size(_validated(space))
+
+
 def grid_hparams(space: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every point of the hyperparameter grid, as Determined's grid searcher builds it.
 

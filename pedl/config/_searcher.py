@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
@@ -26,7 +26,12 @@ def _positive(length: Length | None) -> Length | None:
 
 
 class _SearcherBase(ConfigModel):
-    """Fields every searcher has: the metric to optimise and where to warm-start from."""
+    """Fields every searcher has: the metric to optimise and where to warm-start from
+    (warm starts, ``source_trial_id``/``source_checkpoint_uuid``, are not implemented)."""
+
+    ignored_fields: ClassVar[frozenset[str]] = frozenset(
+        {"source_trial_id", "source_checkpoint_uuid"}
+    )
 
     metric: str
     smaller_is_better: bool = True

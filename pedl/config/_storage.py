@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import posixpath
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
 from pedl.config._base import ConfigModel, config_error, tag_of
 
 STORAGE_TYPES: tuple[str, ...] = ("shared_fs", "directory", "s3", "gcs")
+"""Every ``checkpoint_storage.type`` the config format knows (Determined's)."""
+
+RUNNABLE_STORAGE_TYPES: tuple[str, ...] = ("shared_fs", "directory")
+"""The types ``pedl.storage.make_storage`` can store checkpoints in; validation refuses the
+others (keep in step with that factory)."""
 
 DEFAULT_HOST_PATH = "~/.pedl/checkpoints"
 """Where checkpoints go when a config has no ``checkpoint_storage``: a ``shared_fs``
@@ -27,8 +32,14 @@ class _StorageBase(ConfigModel):
 class SharedFSStorageConfig(_StorageBase):
     """``shared_fs``: a directory on a file system every node can reach (``host_path``).
 
-    ``storage_path`` is relative to ``host_path`` or an absolute path inside it.
+    ``storage_path`` is relative to ``host_path`` or an absolute path inside it. Determined's
+    container-mount keys (``propagation``, ``container_path``, ``checkpoint_path``,
+    ``tensorboard_path``) are accepted and ignored.
     """
+
+    ignored_fields: ClassVar[frozenset[str]] = frozenset(
+        {"propagation", "container_path", "checkpoint_path", "tensorboard_path"}
+    )
 
     type: Literal["shared_fs"]
     host_path: str

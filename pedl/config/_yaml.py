@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -12,8 +13,27 @@ LineTable = dict[tuple[PathElement, ...], int]
 """Maps a config path (tuple of keys and indices) to the 1-based line where it appears."""
 
 
-class _LineLoader(yaml.SafeLoader):
-    """A SafeLoader; lines are read off the composed node tree, not tracked during construction."""
+class ConfigLoader(yaml.SafeLoader):
+    """A SafeLoader that reads numbers as YAML 1.2 (and Determined) do.
+
+    PyYAML follows YAML 1.1, where a float needs a dot and a signed exponent, so ``1e-4``,
+    ``1E5`` and ``1.0e5`` would be strings. Here any YAML 1.2 float, exponent form
+    included, is a float; everything else resolves as in ``SafeLoader``.
+    """
+
+
+# Checked after SafeLoader's own resolvers, so it only decides what they leave a string.
+_YAML12_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+ConfigLoader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+.0123456789"))
+
+
+def load_value(text: str) -> Any:
+    """One YAML value (e.g. an override's right-hand side), numbers read as YAML 1.2."""
+    return yaml.load(text, Loader=ConfigLoader)  # a SafeLoader subclass
+
+
+class _LineLoader(ConfigLoader):
+    """A ConfigLoader; lines are read off the composed node tree, not during construction."""
 
 
 def _key_of(loader: _LineLoader, node: yaml.Node) -> PathElement | None:

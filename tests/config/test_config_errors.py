@@ -49,8 +49,7 @@ CASES = [
         HEAD.replace("name: random", "name: randon"),
         "searcher.name",
         5,
-        "must be one of single, grid, random, adaptive_asha, async_halving, custom; "
-        "got 'randon'; did you mean 'random'?",
+        "must be one of single, grid, random; got 'randon'; did you mean 'random'?",
     ),
     (
         "searcher-without-name",
@@ -234,14 +233,22 @@ CASES = [
         HEAD + "checkpoint_storage:\n  type: azur\n",
         "checkpoint_storage.type",
         11,
-        "must be one of shared_fs, directory, s3, gcs; got 'azur'",
+        "must be one of shared_fs, directory; got 'azur'",
     ),
     (
-        "s3-needs-bucket",
+        # Refused for its type alone: the missing bucket is not reported too.
+        "s3-not-runnable",
         HEAD + "checkpoint_storage:\n  type: s3\n  prefix: x\n",
-        "checkpoint_storage.bucket",
-        10,
-        "missing required field 'bucket'",
+        "checkpoint_storage.type",
+        11,
+        "PEDL cannot store checkpoints in 's3' yet; use one of shared_fs, directory",
+    ),
+    (
+        "gcs-not-runnable",
+        HEAD + "checkpoint_storage:\n  type: gcs\n  bucket: b\n",
+        "checkpoint_storage.type",
+        11,
+        "PEDL cannot store checkpoints in 'gcs' yet; use one of shared_fs, directory",
     ),
     (
         "storage-path-outside-host-path",
@@ -287,7 +294,7 @@ CASES = [
     ),
     (
         "legacy-step-budget",
-        HEAD.replace("name: random", "name: adaptive_asha") + "  step_budget: 1000\n",
+        HEAD + "  step_budget: 1000\n",
         "searcher.step_budget",
         10,
         "set 'max_trials'",
@@ -297,21 +304,46 @@ CASES = [
         HEAD.replace("name: random", "name: adaptive_simple"),
         "searcher.name",
         5,
-        "searcher 'adaptive_simple' is no longer supported; use 'adaptive_asha'",
+        "Determined's removed 'adaptive_simple' searcher (now 'adaptive_asha') is not "
+        "supported; use one of single, grid, random",
     ),
     (
-        "asha-needs-max-length",
+        # Refused for its name alone: the missing max_length is not reported too.
+        "asha-not-implemented",
         "searcher:\n  name: adaptive_asha\n  metric: m\n  max_trials: 3\n",
-        "searcher.max_length",
-        1,
-        "missing required field 'max_length' (or give both time_metric and max_time)",
+        "searcher.name",
+        2,
+        "PEDL does not implement Determined's 'adaptive_asha' searcher; use one of single, "
+        "grid, random",
     ),
     (
-        "async-halving-needs-num-rungs",
+        "async-halving-not-implemented",
         HEAD.replace("name: random", "name: async_halving"),
-        "searcher.num_rungs",
-        4,
-        "missing required field 'num_rungs'",
+        "searcher.name",
+        5,
+        "PEDL does not implement Determined's 'async_halving' searcher; use one of single, "
+        "grid, random",
+    ),
+    (
+        "custom-not-implemented",
+        HEAD.replace("name: random", "name: custom"),
+        "searcher.name",
+        5,
+        "PEDL does not implement Determined's 'custom' searcher",
+    ),
+    (
+        "searcher-name-not-a-string",
+        HEAD.replace("name: random", "name: 3"),
+        "searcher.name",
+        5,
+        "must be one of single, grid, random; got 3",
+    ),
+    (
+        "max-restarts-negative",
+        HEAD + "max_restarts: -1\n",
+        "max_restarts",
+        10,
+        "must be >= 0, got -1",
     ),
     (
         "seed-out-of-range",
@@ -440,3 +472,105 @@ def test_mapping_source_errors_have_no_line() -> None:
     )
     assert info.value.source == "<config>"
     assert str(info.value) == "1 problem in <config>:\n  searcher.metric: expected a string, got 3"
+
+
+def with_batch_size(spec: str, extra: str = "") -> str:
+    """HEAD with ``global_batch_size: <spec>`` on line 4 (the searcher moves down one line)."""
+    return HEAD.replace("  lr: 0.1\n", f"  lr: 0.1\n  global_batch_size: {spec}\n") + extra
+
+
+@pytest.mark.parametrize(
+    ("spec", "extra", "words"),
+    [
+        ("0", "", "must be a positive integer, got 0"),
+        ("-5", "", "must be a positive integer, got -5"),
+        ("8.5", "", "must be a positive integer, got 8.5"),
+        ("true", "", "must be a positive integer, got true"),
+        ("'32'", "", "must be a positive integer, got '32'"),
+        ("1000000000000", "", "must be at most 2**31 (2147483648), got 1000000000000"),
+        ("{type: const, val: 0}", "", "must be a positive integer, got 0"),
+        ("{type: categorical, vals: [32, 0]}", "", "must be a positive integer, got 0"),
+        ("{type: int, minval: 0, maxval: 64}", "", "must be a positive integer, got 0"),
+        ("{type: int, minval: 1, maxval: 4294967296}", "", "must be at most 2**31"),
+        ("{type: double, minval: 1, maxval: 64}", "", "a double hyperparameter gives fractional"),
+        ("{type: log, minval: 1, maxval: 3}", "", "a log hyperparameter gives fractional"),
+        ("{a: 1}", "", "must be a positive integer, got a nested group"),
+        (
+            "30",
+            "resources:\n  slots_per_trial: 4\n",
+            "30 is not divisible by resources.slots_per_trial (4)",
+        ),
+        (
+            "{type: categorical, vals: [32, 30]}",
+            "resources:\n  slots_per_trial: 4\n",
+            "30 is not divisible by resources.slots_per_trial (4)",
+        ),
+    ],
+)
+def test_unrunnable_global_batch_size(spec: str, extra: str, words: str) -> None:
+    issue = only_issue(with_batch_size(spec, extra))
+    assert issue.path == "hyperparameters.global_batch_size"
+    assert issue.line == 4
+    assert words in issue.message
+
+
+@pytest.mark.parametrize(
+    ("spec", "extra"),
+    [
+        ("64", ""),
+        ("2147483648", ""),
+        ("{type: int, minval: 1, maxval: 512}", ""),
+        ("{type: categorical, vals: [32, 64]}", "resources:\n  slots_per_trial: 4\n"),
+        # An int range is not checked for divisibility: some of its values may divide.
+        ("{type: int, minval: 8, maxval: 64}", "resources:\n  slots_per_trial: 4\n"),
+    ],
+)
+def test_runnable_global_batch_size(spec: str, extra: str) -> None:
+    parse_config(with_batch_size(spec, extra))
+
+
+def test_length_in_records_needs_global_batch_size() -> None:
+    text = HEAD.replace("    batches: 100\n", "    records: 6400\n")
+    issue = only_issue(text)
+    assert issue.path == "hyperparameters.global_batch_size"
+    assert issue.line == 2  # the missing key's section
+    assert "missing: searcher.max_length is in records" in issue.message
+    parse_config(with_batch_size("64").replace("    batches: 100\n", "    records: 6400\n"))
+    epochs = HEAD + "records_per_epoch: 100\nmin_validation_period:\n  epochs: 1\n"
+    assert "min_validation_period is in epochs" in only_issue(epochs).message
+
+
+def test_grid_over_the_point_limit() -> None:
+    text = (
+        "hyperparameters:\n"
+        "  a: {type: int, minval: 0, maxval: 10000, count: 1000}\n"
+        "  b: {type: double, minval: 0, maxval: 1, count: 1000}\n"
+        "  c: {type: categorical, vals: [x, y]}\n"
+        "searcher:\n  name: grid\n  metric: m\n  max_length: {batches: 1}\n"
+    )
+    issue = only_issue(text)
+    assert (issue.path, issue.line) == ("hyperparameters", 1)
+    assert "the grid has 2,000,000 points (one trial each), more than the limit of 100,000" in (
+        issue.message
+    )
+    # The same space is fine for the random searcher, and a grid at the limit is fine.
+    parse_config(text.replace("name: grid", "name: random\n  max_trials: 3"))
+    parse_config(text.replace("count: 1000}\n  c:", "count: 50}\n  c:"))
+    # int counts are capped at the number of integers in the range, as the grid does.
+    parse_config(text.replace("maxval: 10000, count: 1000", "maxval: 9, count: 1000"))
+
+
+def test_unrunnable_problems_come_with_the_others() -> None:
+    text = HEAD.replace("name: random", "name: adaptive_asha") + "max_restarts: -1\n"
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, name="bad.yaml")
+    assert [(i.path, i.line) for i in info.value.issues] == [
+        ("searcher.name", 5),
+        ("max_restarts", 10),
+    ]
+
+
+def test_unrunnable_searcher_set_by_override() -> None:
+    issue = only_issue(HEAD, overrides=("searcher.name=adaptive_asha",))
+    assert issue.path == "searcher.name" and issue.line is None
+    assert "(set by override 'searcher.name=adaptive_asha')" in issue.message

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from pedl.config import (
     DEFAULT_HOST_PATH,
@@ -30,6 +32,14 @@ from pedl.config import (
 )
 
 DATA = Path(__file__).parent / "data"
+
+
+def as_model(text: str) -> ExperimentConfig:
+    """The config's models without the runnability checks of ``parse_config``: Determined's
+    format (e.g. adaptive_asha, gcs) still loads as typed models."""
+    data: Any = yaml.safe_load(text)
+    return ExperimentConfig.model_validate(data)
+
 
 MINIMAL = """
 searcher:
@@ -103,17 +113,22 @@ def test_grid_random_asha_examples_load() -> None:
     assert isinstance(rnd.environment.environment_variables, EnvironmentVariablesMap)
     assert rnd.environment.env_dict(gpu=False) == {"OMP_NUM_THREADS": "4"}
     assert rnd.environment.env_dict(gpu=True) == {"NCCL_DEBUG": "INFO"}
-    assert isinstance(rnd.checkpoint_storage, S3StorageConfig)
-    assert rnd.checkpoint_storage.endpoint_url == "http://127.0.0.1:9000"
-    assert rnd.checkpoint_storage.access_key is None
+    assert isinstance(rnd.checkpoint_storage, SharedFSStorageConfig)
+    assert rnd.checkpoint_storage.storage_path == "mnist"
 
-    asha = load_config(DATA / "asha.yaml")
+    asha = as_model(load_text("asha.yaml"))
     s = asha.searcher
     assert isinstance(s, AdaptiveASHASearcherConfig)
     assert (s.max_trials, s.mode, s.divisor, s.max_rungs) == (100, "aggressive", 3.0, 4)
     assert (s.max_concurrent_trials, s.stop_once, s.smaller_is_better) == (8, True, False)
     assert isinstance(asha.checkpoint_storage, GCSStorageConfig)
     assert asha.checkpoint_storage.bucket == "my-bucket"
+    s3 = as_model(
+        "searcher: {name: single, metric: m, max_length: {batches: 1}}\n"
+        "checkpoint_storage: {type: s3, bucket: b, endpoint_url: 'http://127.0.0.1:9000'}\n"
+    ).checkpoint_storage
+    assert isinstance(s3, S3StorageConfig)
+    assert (s3.endpoint_url, s3.access_key) == ("http://127.0.0.1:9000", None)
 
 
 def test_defaults() -> None:
@@ -151,19 +166,19 @@ def test_searcher_defaults_follow_determined() -> None:
     assert isinstance(grid, GridSearcherConfig) and grid.max_concurrent_trials == 16
     rnd = parse_config(base % ("random", ", max_trials: 3")).searcher
     assert isinstance(rnd, RandomSearcherConfig) and rnd.max_concurrent_trials == 16
-    asha = parse_config(base % ("adaptive_asha", ", max_trials: 3")).searcher
+    asha = as_model(base % ("adaptive_asha", ", max_trials: 3")).searcher
     assert isinstance(asha, AdaptiveASHASearcherConfig)
     assert (asha.max_rungs, asha.divisor, asha.mode, asha.bracket_rungs) == (5, 4.0, "standard", [])
     assert (asha.stop_once, asha.max_concurrent_trials, asha.time_metric) == (False, 16, None)
-    halving = parse_config(base % ("async_halving", ", num_rungs: 3, max_trials: 9")).searcher
+    halving = as_model(base % ("async_halving", ", num_rungs: 3, max_trials: 9")).searcher
     assert (halving.divisor, halving.max_concurrent_trials, halving.stop_once) == (  # type: ignore[union-attr]
         4.0,
         16,
         False,
     )
-    custom = parse_config("searcher: {name: custom, metric: m}").searcher
+    custom = as_model("searcher: {name: custom, metric: m}").searcher
     assert isinstance(custom, CustomSearcherConfig) and custom.max_length is None
-    timed = parse_config(
+    timed = as_model(
         "searcher: {name: adaptive_asha, metric: m, max_trials: 2, time_metric: batches, "
         "max_time: 1000}"
     ).searcher
@@ -191,7 +206,7 @@ def test_legacy_names_are_translated() -> None:
     assert canonical.scheduling_unit == renamed.scheduling_unit == 20
 
     steps = parse_config(
-        "searcher: {name: adaptive_asha, metric: m, max_trials: 4, target_trial_steps: 3}"
+        "searcher: {name: random, metric: m, max_trials: 4, target_trial_steps: 3}"
     )
     assert steps.searcher.max_length == Length(unit="batches", value=300)  # type: ignore[union-attr]
 
@@ -251,9 +266,10 @@ def test_mapping_source_is_not_modified() -> None:
 
 @pytest.mark.parametrize("name", ["const.yaml", "grid.yaml", "random.yaml", "asha.yaml"])
 def test_as_dict_round_trips(name: str) -> None:
-    config = load_config(DATA / name)
+    runnable = name != "asha.yaml"
+    config = load_config(DATA / name) if runnable else as_model(load_text(name))
     as_dict = config.as_dict()
-    again = parse_config(as_dict)
+    again = parse_config(as_dict) if runnable else ExperimentConfig.model_validate(as_dict)
     assert again == config
     assert again.as_dict() == as_dict
     assert "batches_per_step" not in as_dict
@@ -310,3 +326,33 @@ def test_experiment_config_is_a_pydantic_model() -> None:
         {"searcher": {"name": "single", "metric": "l", "max_length": {"batches": 1}}}
     )
     assert config.searcher.max_length == Length.batches(1)  # type: ignore[union-attr]
+
+
+def test_exponent_floats_are_floats_as_in_yaml_1_2() -> None:
+    # PyYAML (YAML 1.1) reads 1e-4 as a string; Determined (YAML 1.2) as a float.
+    config = parse_config(
+        MINIMAL
+        + "hyperparameters:\n  lr: 1e-4\n  wd: 1E5\n  b: 1.0e5\n  c: .5e3\n  d: -2e+3\n"
+        + "  name: e5\n  version: 1e\n  n: 12\n  x: 1.5\n"
+    )
+    values = {name: spec.val for name, spec in config.hyperparameters.items()}  # type: ignore[union-attr]
+    assert values == {
+        "lr": 1e-4,
+        "wd": 1e5,
+        "b": 1e5,
+        "c": 500.0,
+        "d": -2000.0,
+        "name": "e5",
+        "version": "1e",
+        "n": 12,
+        "x": 1.5,
+    }
+    assert all(type(values[k]) is float for k in ("lr", "wd", "b", "c", "d", "x"))
+    space = parse_config(
+        MINIMAL + "hyperparameters:\n  lr: {type: double, minval: 1e-5, maxval: 1e-1}\n"
+    ).hyperparameters["lr"]
+    assert (space.minval, space.maxval) == (1e-5, 1e-1)  # type: ignore[union-attr]
+    overridden = parse_config(MINIMAL, overrides=["hyperparameters.lr=1e-4"])
+    assert overridden.hyperparameters["lr"] == ConstHyperparameter(type="const", val=1e-4)
+    # Only the config loader reads YAML 1.2 numbers; yaml.safe_load is left as it was.
+    assert yaml.safe_load("1e-4") == "1e-4"

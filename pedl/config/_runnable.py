@@ -1,0 +1,181 @@
+"""What PEDL can run: settings that are valid Determined config but that the engine cannot
+carry out are refused here, at validation, instead of the experiment ending in ERROR.
+
+Two passes. ``check_runnable_raw`` runs on the raw mapping beside field validation (so a
+searcher or storage PEDL lacks is reported once, without the noise of that section's other
+fields); ``check_runnable`` runs on the validated config.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+from pedl.config._experiment import ExperimentConfig
+from pedl.config._hyperparameters import (
+    CategoricalHyperparameter,
+    ConstHyperparameter,
+    DoubleHyperparameter,
+    IntHyperparameter,
+    LogHyperparameter,
+)
+from pedl.config._issues import PathElement, Problem, describe_value
+from pedl.config._legacy import REMOVED_SEARCHERS
+from pedl.config._length import Length
+from pedl.config._sampling import grid_size
+from pedl.config._searcher import SEARCHER_NAMES, GridSearcherConfig
+from pedl.config._storage import RUNNABLE_STORAGE_TYPES, STORAGE_TYPES
+
+MAX_GLOBAL_BATCH_SIZE = 2**31
+"""The largest ``global_batch_size`` hyperparameter value accepted."""
+
+MAX_GRID_POINTS = 100_000
+"""The most points (trials) a grid search may have."""
+
+BATCH_SIZE = "global_batch_size"
+_BATCH_SIZE_PATH: tuple[PathElement, ...] = ("hyperparameters", BATCH_SIZE)
+
+
+def runnable_searchers() -> tuple[str, ...]:
+    """The ``searcher.name`` values PEDL can run (those ``make_search_method`` builds)."""
+    # Imported here: pedl.searcher imports pedl.config.
+    from pedl.searcher._factory import RUNNABLE_SEARCHERS
+
+    return RUNNABLE_SEARCHERS
+
+
+def _did_you_mean(word: str, choices: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def check_runnable_raw(data: Mapping[Any, Any]) -> list[Problem]:
+    """Problems with ``searcher.name`` and ``checkpoint_storage.type`` on the raw config.
+
+    A name PEDL has no implementation of is refused with the names it has (a Determined
+    name is said to be one PEDL does not implement, a removed one says so, another name
+    gets a "did you mean"). The caller drops every other problem below a path reported here.
+    """
+    problems: list[Problem] = []
+    searcher = data.get("searcher")
+    if isinstance(searcher, Mapping):
+        name = searcher.get("name")
+        runnable = runnable_searchers()
+        if isinstance(name, str) and name not in runnable:
+            listing = ", ".join(runnable)
+            if name in REMOVED_SEARCHERS:
+                message = f"{REMOVED_SEARCHERS[name]}; use one of {listing}"
+            elif name in SEARCHER_NAMES:
+                message = (
+                    f"PEDL does not implement Determined's '{name}' searcher; use one of {listing}"
+                )
+            else:
+                message = f"must be one of {listing}; got '{name}'{_did_you_mean(name, runnable)}"
+            problems.append((("searcher", "name"), message))
+    storage = data.get("checkpoint_storage")
+    if isinstance(storage, Mapping):
+        kind = storage.get("type")
+        if isinstance(kind, str) and kind not in RUNNABLE_STORAGE_TYPES:
+            listing = ", ".join(RUNNABLE_STORAGE_TYPES)
+            if kind in STORAGE_TYPES:
+                message = f"PEDL cannot store checkpoints in '{kind}' yet; use one of {listing}"
+            else:
+                message = (
+                    f"must be one of {listing}; got '{kind}'"
+                    f"{_did_you_mean(kind, RUNNABLE_STORAGE_TYPES)}"
+                )
+            problems.append((("checkpoint_storage", "type"), message))
+    return problems
+
+
+def check_runnable(config: ExperimentConfig) -> list[Problem]:
+    """Problems of a validated config that would only surface once trials run.
+
+    - the ``global_batch_size`` hyperparameter, where its values are known up front (const,
+      int, categorical), must be an integer in ``1..2**31`` and, with
+      ``resources.slots_per_trial > 1``, divisible by it; a double or log one is refused;
+    - a length in records or epochs needs a ``global_batch_size`` hyperparameter;
+    - a grid search may have at most ``MAX_GRID_POINTS`` points.
+    """
+    problems = _check_batch_size(config)
+    if isinstance(config.searcher, GridSearcherConfig):
+        points = grid_size(config.hyperparameters)
+        if points is not None and points > MAX_GRID_POINTS:
+            problems.append(
+                (
+                    ("hyperparameters",),
+                    f"the grid has {points:,} points (one trial each), more than the limit of "
+                    f"{MAX_GRID_POINTS:,}; lower the counts or the number of categorical values",
+                )
+            )
+    return problems
+
+
+def _lengths(config: ExperimentConfig) -> list[tuple[str, Length]]:
+    lengths = [
+        ("min_validation_period", config.min_validation_period),
+        ("min_checkpoint_period", config.min_checkpoint_period),
+    ]
+    if config.searcher.max_length is not None:
+        lengths.insert(0, ("searcher.max_length", config.searcher.max_length))
+    return lengths
+
+
+def _bad_batch_size(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"must be a positive integer, got {describe_value(value)}"
+    if value < 1:
+        return f"must be a positive integer, got {value}"
+    if value > MAX_GLOBAL_BATCH_SIZE:
+        return f"must be at most 2**31 ({MAX_GLOBAL_BATCH_SIZE}), got {value}"
+    return None
+
+
+def _check_batch_size(config: ExperimentConfig) -> list[Problem]:
+    spec = config.hyperparameters.get(BATCH_SIZE)
+    if spec is None:
+        for where, length in _lengths(config):
+            if length.unit != "batches" and length.value > 0:
+                return [
+                    (
+                        _BATCH_SIZE_PATH,
+                        f"missing: {where} is in {length.unit}, which PEDL converts to batches "
+                        "with the global_batch_size hyperparameter (records per batch); add it "
+                        "under hyperparameters",
+                    )
+                ]
+        return []
+    values: list[Any]
+    if isinstance(spec, ConstHyperparameter):
+        values = [spec.val]
+    elif isinstance(spec, CategoricalHyperparameter):
+        values = list(spec.vals)
+    elif isinstance(spec, IntHyperparameter):
+        values = [spec.minval, spec.maxval]
+    elif isinstance(spec, DoubleHyperparameter | LogHyperparameter):
+        return [
+            (
+                _BATCH_SIZE_PATH,
+                f"must be a positive integer; a {spec.type} hyperparameter gives fractional "
+                "values (use int, categorical or a constant)",
+            )
+        ]
+    else:
+        return [(_BATCH_SIZE_PATH, "must be a positive integer, got a nested group")]
+    for value in values:
+        problem = _bad_batch_size(value)
+        if problem is not None:
+            return [(_BATCH_SIZE_PATH, problem)]
+    slots = config.resources.slots_per_trial
+    if slots > 1 and not isinstance(spec, IntHyperparameter):
+        for value in values:
+            if value % slots:
+                return [
+                    (
+                        _BATCH_SIZE_PATH,
+                        f"{value} is not divisible by resources.slots_per_trial ({slots}); "
+                        "each slot trains on global_batch_size / slots_per_trial records",
+                    )
+                ]
+    return []
