@@ -185,6 +185,18 @@ class ExperimentPublic(BaseModel):
     )
 
 
+class ExperimentCreated(ExperimentPublic):
+    """The answer to creating an experiment: the experiment, and what to tell its submitter."""
+
+    warnings: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Things about the config worth knowing that did not stop it: at most one, listing "
+            "the Determined fields it sets that PEDL accepts and ignores."
+        ),
+    )
+
+
 class TrialPublic(BaseModel):
     """A trial as the API shows it (never its token)."""
 
