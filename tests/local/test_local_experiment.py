@@ -7,13 +7,16 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from pedl.engine import CheckpointState, MetricKind, TrialOutcome
 from pedl.local import LocalExperiment
+from pedl.master import MasterSettings, create_app
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
+from tests.master.helpers import LiveServer
 
 MODEL = """
 import os
@@ -214,3 +217,27 @@ def test_bad_config_is_refused_before_anything_is_created(tmp_path: Path) -> Non
     with pytest.raises(ValueError, match="did you mean 'max_length'"):
         LocalExperiment.create(config, model, tmp_path / "out")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_local_run_opens_in_the_master(tmp_path: Path) -> None:
+    config, model = write_experiment(
+        tmp_path,
+        GRID.replace("vals: [4, 8]", "vals: [4]").replace("vals: [0.01, 0.05]", "vals: [0.05]"),
+    )
+    exp = LocalExperiment.create(config, model, tmp_path / "out")
+    summary = exp.run()
+    exp.close()
+    url = f"sqlite:///{exp.directory / 'experiment.db'}"
+    server = LiveServer(create_app(MasterSettings(home=tmp_path / "home", db_url=url)))
+    server.start()
+    try:
+        with httpx.Client(base_url=server.url + "/api/v1") as http:
+            (experiment,) = http.get("/experiments").json()["items"]
+            assert experiment["state"] == "COMPLETED"
+            (trial,) = http.get(f"/experiments/{experiment['id']}/trials").json()["items"]
+            assert trial["outcome"] == "COMPLETED"
+            assert trial["best_validation"] == summary.trials[0].best_metric
+            archive = http.get(f"/experiments/{experiment['id']}/model_definition")
+            assert archive.status_code == 200 and archive.content
+    finally:
+        server.stop()
