@@ -24,6 +24,7 @@ def test_create_from_yaml_and_read_back(client: httpx.Client) -> None:
     assert created["name"] == "mnist" and created["searcher_metric"] == "val_loss"
     assert created["config"]["searcher"]["name"] == "single"
     assert created["config"]["hyperparameters"]["lr"] == {"type": "const", "val": 0.1}
+    assert created.pop("warnings") == []  # only the create answer has warnings
     got = client.get(f"/experiments/{created['id']}")
     assert got.status_code == 200 and got.json() == created
 
@@ -152,3 +153,76 @@ def test_config_is_stored_as_submitted(client: httpx.Client, database: Database)
     experiment_id = create_experiment(client)["id"]
     with database.session() as session:
         assert experiments_repo.get_experiment(session, experiment_id).config_text == CONFIG_YAML
+
+
+@pytest.mark.parametrize(
+    ("searcher", "name"),
+    [
+        (
+            "{name: adaptive_asha, metric: m, max_trials: 4, max_length: {batches: 8}}",
+            "adaptive_asha",
+        ),
+        ("{name: async_halving, metric: m, num_rungs: 2, max_trials: 4}", "async_halving"),
+        ("{name: custom, metric: m}", "custom"),
+    ],
+)
+def test_create_refuses_a_searcher_pedl_cannot_run(
+    client: httpx.Client, searcher: str, name: str
+) -> None:
+    config = f"name: x\nsearcher: {searcher}\n"
+    response = client.post("/experiments", json=experiment_body(config=config))
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["field"] == "config.searcher.name"
+    # Only the searcher's name is reported, not the fields that searcher would need.
+    assert error["issues"] == [
+        {
+            "field": "config.searcher.name",
+            "message": f"PEDL does not implement Determined's '{name}' searcher; use one of "
+            "single, grid, random",
+            "line": 2,
+        }
+    ]
+    assert error["message"].startswith("invalid experiment config (1 problem): config.searcher")
+    assert client.get("/experiments").json()["total"] == 0
+
+
+def test_create_refuses_an_impossible_batch_size_and_grid(client: httpx.Client) -> None:
+    config = CONFIG_YAML.replace("  lr: 0.1\n", "  lr: 0.1\n  global_batch_size: 8.5\n")
+    response = client.post("/experiments", json=experiment_body(config=config))
+    assert response.status_code == 422
+    issue = response.json()["error"]["issues"][0]
+    assert issue == {
+        "field": "config.hyperparameters.global_batch_size",
+        "message": "must be a positive integer, got 8.5",
+        "line": 5,
+    }
+    grid = {
+        "searcher": {"name": "grid", "metric": "m", "max_length": {"batches": 1}},
+        "hyperparameters": {
+            "a": {"type": "double", "minval": 0, "maxval": 1, "count": 1000},
+            "b": {"type": "double", "minval": 0, "maxval": 1, "count": 1000},
+        },
+    }
+    response = client.post("/experiments", json=experiment_body(config=grid))
+    assert response.status_code == 422
+    issue = response.json()["error"]["issues"][0]
+    assert issue["field"] == "config.hyperparameters" and issue["line"] is None
+    assert "the grid has 1,000,000 points" in issue["message"]
+
+
+def test_create_warns_once_about_ignored_determined_fields(client: httpx.Client) -> None:
+    config = CONFIG_YAML + (
+        "workspace: Uncategorized\n"
+        "bind_mounts: [{host_path: /data, container_path: /data}]\n"
+        "environment: {image: determinedai/environments:py-3.11, environment_variables: [A=1]}\n"
+        "resources: {resource_pool: default}\n"
+        "profiling: {enabled: true}\n"
+    )
+    created = create_experiment(client, config=config)
+    assert created["warnings"] == [
+        "these config fields are accepted for compatibility with Determined and ignored by "
+        "PEDL: bind_mounts, environment.image, profiling, resources.resource_pool, workspace"
+    ]
+    assert "warnings" not in client.get(f"/experiments/{created['id']}").json()
+    assert create_experiment(client)["warnings"] == []

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pedl.config import ConfigError, ExperimentConfig, parse_config
+from pedl.config import ConfigError, ExperimentConfig, config_warnings, parse_config
 from pedl.master.api._errors import ApiError
 from pedl.master.api._schemas import ErrorIssue
 
@@ -26,6 +26,8 @@ class ValidatedConfig:
     smaller_is_better: bool
     config: ExperimentConfig
     """The parsed config (with the master's defaults applied)."""
+    warnings: list[str] = field(default_factory=list)
+    """For the submitter: at most one, listing the Determined fields set that PEDL ignores."""
 
 
 def validate_experiment_config(
@@ -37,7 +39,8 @@ def validate_experiment_config(
     ``default_checkpoint_dir`` when one is given (the master's ``checkpoint_dir``).
 
     Raises :class:`ApiError` 422 listing every problem, each with the field path under
-    ``config`` (e.g. ``config.searcher.metric``) and the YAML line when known.
+    ``config`` (e.g. ``config.searcher.metric``) and the YAML line when known; that includes
+    settings PEDL cannot run (e.g. ``config.searcher.name: adaptive_asha``).
     """
     try:
         config = parse_config(source)
@@ -56,6 +59,7 @@ def validate_experiment_config(
         raise ApiError(
             422, f"{summary}: {first.field}: {first.message}", field=first.field, issues=issues
         ) from err
+    warnings = config_warnings(config)
     if default_checkpoint_dir is not None and "checkpoint_storage" not in config.model_fields_set:
         storage = {"type": "shared_fs", "host_path": str(default_checkpoint_dir)}
         config = parse_config({**config.as_dict(), "checkpoint_storage": storage})
@@ -67,4 +71,5 @@ def validate_experiment_config(
         searcher_metric=config.searcher.metric,
         smaller_is_better=config.searcher.smaller_is_better,
         config=config,
+        warnings=warnings,
     )

@@ -17,6 +17,7 @@ from pedl.master.api._schemas import (
     CheckpointPublic,
     ErrorIssue,
     ExperimentCreate,
+    ExperimentCreated,
     ExperimentPublic,
     Page,
     TrialPublic,
@@ -34,14 +35,15 @@ router = APIRouter(prefix="/experiments", tags=["experiments"], responses=ERROR_
 @router.post("", status_code=201)
 def create_experiment(
     body: ExperimentCreate, session: WriteSession, user: CurrentUser, request: Request
-) -> ExperimentPublic:
+) -> ExperimentCreated:
     """Validate the config and store a new experiment with its model definition.
 
     A config error answers 422 listing every problem (``error.issues``, each with its field
-    path under ``config`` and YAML line); so does a ``resources.slots_per_trial`` this
-    cluster can never provide. A config without ``checkpoint_storage`` gets the master's
-    ``checkpoint_dir`` (shared_fs). The experiment starts ACTIVE, or PAUSED when
-    ``activate`` is false.
+    path under ``config`` and YAML line), as does a setting PEDL cannot run (a searcher it
+    lacks, ...) or a ``resources.slots_per_trial`` this cluster can never provide. A config
+    without ``checkpoint_storage`` gets the master's ``checkpoint_dir`` (shared_fs). The
+    experiment starts ACTIVE, or PAUSED when ``activate`` is false. ``warnings`` lists, in
+    one message, the Determined fields the config sets that PEDL ignores.
     """
     config = validate_experiment_config(
         body.config, default_checkpoint_dir=request.app.state.settings.checkpoint_dir
@@ -66,7 +68,8 @@ def create_experiment(
         searcher_metric=config.searcher_metric,
         smaller_is_better=config.smaller_is_better,
     )
-    return ExperimentPublic.model_validate(experiment)
+    created = ExperimentCreated.model_validate(experiment)
+    return created.model_copy(update={"warnings": config.warnings})
 
 
 @router.get("")
