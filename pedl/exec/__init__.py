@@ -1,5 +1,7 @@
-"""Entry points of trial processes (``python -m pedl.exec.trial``), and their exit codes."""
+"""Entry points of trial processes (``python -m pedl.exec.trial``), their exit codes, and
+:func:`run_attempt`, the one way a trial is run (by the trial process and by local mode)."""
 
+from pedl.exec._attempt import AttemptResult, classify_failure, run_attempt
 from pedl.exec._exit_codes import (
     EXIT_ERROR,
     EXIT_MASTER_GONE,
@@ -14,7 +16,10 @@ __all__ = [
     "EXIT_MASTER_GONE",
     "EXIT_MODEL_DEF_ERROR",
     "EXIT_OK",
+    "AttemptResult",
+    "classify_failure",
     "die_with_master",
     "is_permanent_failure",
+    "run_attempt",
     "run_trial",
 ]

@@ -17,10 +17,12 @@ import threading
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 from pedl import core, model_def
-from pedl._trial import TrialOutcome
 from pedl.config import parse_config
+from pedl.engine import TrialOutcome
+from pedl.exec._attempt import AttemptResult, classify_failure, run_attempt
 from pedl.exec._exit_codes import EXIT_ERROR, EXIT_MASTER_GONE, EXIT_MODEL_DEF_ERROR, EXIT_OK
 from pedl.storage import make_storage
 
@@ -28,6 +30,7 @@ logger = logging.getLogger("pedl.exec")
 
 _PR_SET_PDEATHSIG = 1
 _WATCHDOG_SECONDS = 2.0
+_WORKDIR_PREFIX = "pedl-trial-"
 
 
 def die_with_master(master_pid: int | None = None) -> None:
@@ -64,11 +67,13 @@ def die_with_master(master_pid: int | None = None) -> None:
 def run_trial() -> int:
     """Run one trial process for the master (environment as set by the resource manager).
 
-    Returns the exit status: 0 when the controller returns (completed, preempted or stopped
-    by the model), :data:`EXIT_MODEL_DEF_ERROR` when the model definition cannot be loaded,
-    :data:`EXIT_ERROR` when the trial raises, :data:`EXIT_MASTER_GONE` when the master is
-    unreachable or revoked this process. Every failure prints its traceback to stderr, which
-    the resource manager ships into the trial's logs.
+    The attempt's result (:func:`pedl.exec.run_attempt`) is reported to the master
+    (``POST /trials/{id}/exit``) before the process exits. Returns the exit status:
+    :data:`EXIT_OK` when the trial completed, was preempted, stopped itself or rejected its
+    hyperparameters; :data:`EXIT_MODEL_DEF_ERROR` when the model definition cannot be
+    loaded; :data:`EXIT_ERROR` when the trial raised; :data:`EXIT_MASTER_GONE` when the
+    master is unreachable or revoked this process. An error's traceback is printed to stderr
+    once, which the resource manager ships into the trial's logs.
     """
     die_with_master()
     logging.basicConfig(
@@ -82,7 +87,7 @@ def run_trial() -> int:
     except (core.MasterError, ValueError) as err:
         print(f"pedl trial: {err}", file=sys.stderr)
         return EXIT_MASTER_GONE
-    workdir = Path(tempfile.mkdtemp(prefix=f"pedl-trial-{client.trial_id}-"))
+    workdir = make_workdir(client.trial_id)
     try:
         return _run(client, workdir)
     except core.MasterError:
@@ -93,6 +98,46 @@ def run_trial() -> int:
         client.close()
 
 
+def make_workdir(trial_id: int, base: str | Path | None = None) -> Path:
+    """A fresh work directory for this process: ``pedl-trial-{trial_id}-{pid}-*`` under
+    ``base`` (default ``PEDL_TRIAL_WORKDIR``, else the system's temporary directory).
+
+    A process that is SIGKILLed cannot remove its work directory, so first the work
+    directories of processes that no longer exist are removed (their pid is in the name).
+    """
+    if base is None:
+        base = os.environ.get("PEDL_TRIAL_WORKDIR") or tempfile.gettempdir()
+    root = Path(base)
+    root.mkdir(parents=True, exist_ok=True)
+    remove_stale_workdirs(root)
+    return Path(tempfile.mkdtemp(prefix=f"{_WORKDIR_PREFIX}{trial_id}-{os.getpid()}-", dir=root))
+
+
+def remove_stale_workdirs(root: Path) -> list[Path]:
+    """Remove the trial work directories under ``root`` whose process is gone; return them."""
+    removed = []
+    for path in root.glob(f"{_WORKDIR_PREFIX}*"):
+        parts = path.name[len(_WORKDIR_PREFIX) :].split("-")
+        if len(parts) < 3 or not parts[1].isdigit() or not path.is_dir():
+            continue
+        pid = int(parts[1])
+        if pid == os.getpid() or _alive(pid):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # e.g. another user's process
+    return True
+
+
 def _run(client: core.MasterClient, workdir: Path) -> int:
     start = client.get(f"{client.trial_path}/start")
     experiment_id = int(start["experiment_id"])
@@ -101,18 +146,10 @@ def _run(client: core.MasterClient, workdir: Path) -> int:
         archive = client.get_bytes(f"/experiments/{experiment_id}/model_definition")
         model_def.extract(archive, code_dir)
         config = parse_config(start["config"])
-        definition = model_def.load(code_dir, config.entrypoint)
-        if definition.trial_class is None:
-            raise model_def.ModelDefError(
-                "the cluster runs Trial classes; this model definition has none "
-                f"(entrypoint {config.entrypoint!r})"
-            )
     except core.MasterError:
         raise
-    except Exception:
-        print("pedl trial: the model definition cannot be loaded:", file=sys.stderr)
-        traceback.print_exc()
-        return EXIT_MODEL_DEF_ERROR
+    except Exception as err:
+        return _finish(client, classify_failure(err, code_dir=code_dir, stage="load"))
     logger.info(
         "trial %d (experiment %d), hparams %s, %s",
         client.trial_id,
@@ -123,32 +160,57 @@ def _run(client: core.MasterClient, workdir: Path) -> int:
         else "starting fresh",
     )
     os.chdir(code_dir)
-    info = core.TrialInfo(
-        trial_id=client.trial_id,
-        experiment_id=experiment_id,
-        hparams=dict(start["hparams"]),
-        trial_seed=int(start["seed"]),
-        config=config,
-        code_dir=code_dir,
-        latest_checkpoint=start.get("latest_checkpoint"),
-    )
-    context = core.build_context(
-        info,
-        metrics=core.RestMetricsWriter(client),
-        checkpoints=core.RestCheckpointRegistry(client),
-        storage=make_storage(config.checkpoint_storage),
-        searcher=core.RestSearcherSession(client),
-        should_preempt=core.RestPreemption(client).should_preempt,
-    )
-    try:
-        controller = definition.trial_class.trial_controller_class.from_definition(
-            definition, context
+
+    def build_context() -> core.Context:
+        info = core.TrialInfo(
+            trial_id=client.trial_id,
+            experiment_id=experiment_id,
+            hparams=dict(start["hparams"]),
+            trial_seed=int(start["seed"]),
+            config=config,
+            code_dir=code_dir,
+            latest_checkpoint=start.get("latest_checkpoint"),
         )
-        outcome: TrialOutcome = controller.run()
-    except core.MasterError:
-        raise
-    except Exception:
-        traceback.print_exc()
-        return EXIT_ERROR
-    logger.info("trial %d stopped: %s", client.trial_id, outcome.value)
-    return EXIT_OK
+        return core.build_context(
+            info,
+            metrics=core.RestMetricsWriter(client),
+            checkpoints=core.RestCheckpointRegistry(client),
+            storage=make_storage(config.checkpoint_storage),
+            searcher=core.RestSearcherSession(client),
+            should_preempt=core.RestPreemption(client).should_preempt,
+        )
+
+    return _finish(client, run_attempt(code_dir, config.entrypoint, build_context))
+
+
+def _finish(client: core.MasterClient, result: AttemptResult) -> int:
+    """Print an error once, report the result to the master, and return the exit status."""
+    error = result.error
+    if result.outcome is TrialOutcome.ERRORED and error is not None:
+        if result.stage == "load":
+            print("pedl trial: the model definition cannot be loaded:", file=sys.stderr)
+        print(error.traceback.rstrip() or error.summary(), file=sys.stderr)
+        if error.traceback and error.message not in error.traceback:
+            print(error.summary(), file=sys.stderr)  # e.g. what to install
+    elif error is not None:
+        logger.info("trial %d: %s: %s", client.trial_id, result.outcome.value, error.summary())
+    body = {
+        "outcome": result.outcome.value,
+        "error": _without_nul(error.to_dict()) if error is not None else None,
+    }
+    try:
+        client.post(f"{client.trial_path}/exit", body)
+    except core.MasterError as err:
+        if err.status is None or err.status == 401:
+            raise
+        # The master refused the report (e.g. an older master): it still sees the exit code.
+        logger.warning("the master did not take the trial's outcome: %s", err)
+    logger.info("trial %d stopped: %s", client.trial_id, result.outcome.value)
+    if result.outcome is not TrialOutcome.ERRORED:
+        return EXIT_OK
+    return EXIT_MODEL_DEF_ERROR if result.stage == "load" else EXIT_ERROR
+
+
+def _without_nul(data: dict[str, Any]) -> dict[str, Any]:
+    """The master refuses NUL characters in text; an error message may hold them."""
+    return {k: v.replace("\x00", "\\x00") if isinstance(v, str) else v for k, v in data.items()}

@@ -6,8 +6,12 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+import pytest
 
 from pedl.exec import EXIT_MASTER_GONE, EXIT_MODEL_DEF_ERROR, is_permanent_failure
+from pedl.exec._trial_process import make_workdir
 from tests.master.e2e import free_port
 
 
@@ -54,3 +58,26 @@ def test_only_model_definition_errors_are_permanent() -> None:
     assert is_permanent_failure(EXIT_MODEL_DEF_ERROR)
     assert not is_permanent_failure(1)
     assert not is_permanent_failure(-9)
+
+
+def test_work_directories_of_processes_that_are_gone_are_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A SIGKILLed trial process cannot remove its work directory; the next one does.
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    stale = tmp_path / f"pedl-trial-7-{int(gone.stdout)}-x1"
+    (stale / "code").mkdir(parents=True)
+    running = tmp_path / f"pedl-trial-8-{os.getppid()}-x2"
+    running.mkdir()
+    unknown = tmp_path / "pedl-trial-9-x3"  # not named by this version: left alone
+    unknown.mkdir()
+    monkeypatch.setenv("PEDL_TRIAL_WORKDIR", str(tmp_path))
+    workdir = make_workdir(5)
+    assert workdir.parent == tmp_path and workdir.is_dir()
+    assert workdir.name.startswith(f"pedl-trial-5-{os.getpid()}-")
+    assert (stale.exists(), running.exists(), unknown.exists()) == (False, True, True)
