@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import os
 import threading
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from pedl.client._errors import ErrorIssue, PEDLError
 from pedl.client._experiment import Experiment
 from pedl.client._session import Session
 from pedl.client._trial import Trial
-from pedl.config import ConfigError, parse_config
+from pedl.config import ConfigError, ConfigWarning, parse_config
 
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any]
 """An experiment config: a file path, YAML text, or a mapping."""
@@ -98,8 +99,13 @@ class Client:
         ``activate`` is false.
 
         An invalid config raises :class:`PEDLError` whose ``issues`` name every bad field
-        (``config.<path>``, with its YAML line). A model directory that cannot be packaged
-        raises :class:`pedl.model_def.ModelDefError`.
+        (``config.<path>``, with its YAML line); so does a config PEDL cannot run (e.g.
+        ``config.searcher.name``: a searcher PEDL does not implement). A model directory that
+        cannot be packaged raises :class:`pedl.model_def.ModelDefError`.
+
+        The master's warnings about an accepted config (one that lists the Determined
+        fields it sets that PEDL ignores) are issued as :class:`pedl.config.ConfigWarning`
+        with :func:`warnings.warn`, and kept in ``experiment.to_dict()["warnings"]``.
         """
         document = _config_document(config, overrides)
         archive = model_def.package(Path(model_dir))
@@ -108,7 +114,11 @@ class Client:
             "model_definition": base64.b64encode(archive).decode("ascii"),
             "activate": activate,
         }
-        return Experiment(self.session, self.session.post("/experiments", json=body))
+        record = self.session.post("/experiments", json=body)
+        experiment = Experiment(self.session, record)
+        for message in record.get("warnings") or ():
+            warnings.warn(str(message), ConfigWarning, stacklevel=2)
+        return experiment
 
     def get_experiment(self, experiment_id: int) -> Experiment:
         """The experiment with this id (:class:`NotFoundError` if none)."""

@@ -19,7 +19,7 @@ from pedl.config._hyperparameters import (
     IntHyperparameter,
     LogHyperparameter,
 )
-from pedl.config._issues import ConfigError, ConfigIssue
+from pedl.config._issues import ConfigError, ConfigIssue, ConfigWarning
 from pedl.config._length import Length
 from pedl.config._load import load_config, parse_config
 from pedl.config._reproducibility import ReproducibilityConfig
@@ -58,6 +58,7 @@ __all__ = [
     "CheckpointStorageConfig",
     "ConfigError",
     "ConfigIssue",
+    "ConfigWarning",
     "ConstHyperparameter",
     "CustomSearcherConfig",
     "DirectoryStorageConfig",

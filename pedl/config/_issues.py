@@ -100,5 +100,10 @@ class ConfigError(ValueError):
         return self._render()
 
 
+class ConfigWarning(UserWarning):
+    """A config was accepted, but something in it deserves the user's attention (e.g. it sets
+    Determined fields that PEDL ignores); the SDK issues these with ``warnings.warn``."""
+
+
 Problem = tuple[tuple[PathElement, ...], str]
 """A problem before it becomes a ConfigIssue: the path as a tuple, and the message."""

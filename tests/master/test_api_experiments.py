@@ -6,16 +6,27 @@ import base64
 import io
 import tarfile
 import uuid
+import warnings
+from pathlib import Path
 
 import httpx
 import pytest
 
+from pedl.client import Client, PEDLError
+from pedl.config import ConfigWarning
 from pedl.engine import ExperimentState
 from pedl.master.db import Database
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
 
-from .helpers import CONFIG_YAML, bearer, create_experiment, create_trial, experiment_body
+from .helpers import (
+    CONFIG_YAML,
+    LiveServer,
+    bearer,
+    create_experiment,
+    create_trial,
+    experiment_body,
+)
 
 
 def test_create_from_yaml_and_read_back(client: httpx.Client) -> None:
@@ -226,3 +237,27 @@ def test_create_warns_once_about_ignored_determined_fields(client: httpx.Client)
     ]
     assert "warnings" not in client.get(f"/experiments/{created['id']}").json()
     assert create_experiment(client)["warnings"] == []
+
+
+def test_sdk_surfaces_the_warning_and_the_refusal(
+    live_server: LiveServer, client: httpx.Client, tmp_path: Path
+) -> None:
+    (tmp_path / "model_def.py").write_text("class MyTrial:\n    pass\n")
+    config = CONFIG_YAML + "workspace: w\nbind_mounts: [{host_path: /a, container_path: /a}]\n"
+    expected = (
+        "these config fields are accepted for compatibility with Determined and ignored by "
+        "PEDL: bind_mounts, workspace"
+    )
+    with Client(live_server.url) as sdk:
+        with pytest.warns(ConfigWarning) as caught:
+            experiment = sdk.create_experiment(config, tmp_path)
+        assert [str(w.message) for w in caught] == [expected]
+        assert experiment.to_dict()["warnings"] == [expected]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            sdk.create_experiment(CONFIG_YAML, tmp_path)  # a clean config: no warning
+        asha = CONFIG_YAML.replace("name: single", "name: adaptive_asha")
+        with pytest.raises(PEDLError) as info:
+            sdk.create_experiment(asha, tmp_path)
+        assert info.value.field == "config.searcher.name"
+        assert "PEDL does not implement Determined's 'adaptive_asha' searcher" in str(info.value)
