@@ -29,7 +29,8 @@ class ExperimentConfig(ConfigModel):
     ``scheduling_unit``, ``searcher.max_steps`` becomes ``searcher.max_length``); the model
     itself only has the canonical names. Determined keys that PEDL does not use
     (``bind_mounts``, ``optimizations``, ``profiling``, ``workspace``, ``project``, ...)
-    are accepted and kept as given so that Determined configs load.
+    are accepted and kept as given so that Determined configs load; ``unused_fields``
+    lists those a config sets.
 
     Build one with ``parse_config``/``load_config``, which report all problems at once
     with YAML line numbers; direct ``model_validate`` works too but raises pydantic's
