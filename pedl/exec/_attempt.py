@@ -58,9 +58,8 @@ def run_attempt(
       package, no Trial class) is described by its underlying error; a missing framework
       (TensorFlow, Keras) says what to install.
 
-    :class:`pedl.core.MasterError` (the master is gone or revoked this process) and
-    ``BaseException``\\ s that are not ``Exception`` (KeyboardInterrupt, SystemExit)
-    propagate.
+    :class:`pedl.core.MasterError` (the master is gone or revoked this process),
+    ``KeyboardInterrupt`` and ``SystemExit`` propagate.
     """
     code_dir = Path(code_dir)
     user_dir = code_dir if code_dir.is_dir() else code_dir.parent
@@ -88,13 +87,13 @@ def run_attempt(
         context = build_context()
         controller = controller_class.from_definition(definition, context)
         stage = "train"
-        outcome = controller.run()
+        outcome = TrialOutcome(controller.run())
     except core.MasterError:
         raise
     except Exception as error:
         progressed = bool(getattr(controller, "progressed", False))
         return classify_failure(error, code_dir=user_dir, progressed=progressed, stage=stage)
-    return AttemptResult(TrialOutcome(outcome), None, stage)
+    return AttemptResult(outcome, None, stage)
 
 
 def classify_failure(
