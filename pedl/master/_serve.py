@@ -17,6 +17,8 @@ from pedl.master.orchestrator import Orchestrator
 
 logger = logging.getLogger("pedl.master")
 
+KEEP_ALIVE_S = 65
+
 
 def master_url(host: str, port: int) -> str:
     """The URL trial processes on this machine use to reach a master bound to host:port."""
@@ -84,6 +86,9 @@ def serve(settings: MasterSettings) -> None:
             timeout_graceful_shutdown=10,
             access_log=False,
             proxy_headers=False,
+            # Longer than clients keep idle connections (httpx: 5 s), so a client never sends
+            # a request on a connection the master is closing at that moment.
+            timeout_keep_alive=KEEP_ALIVE_S,
         )
     )
     try:

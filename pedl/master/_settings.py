@@ -105,6 +105,13 @@ class MasterSettings(BaseSettings):
         "max_db_connections - 4, so every thread can hold a connection while the metric "
         "writer and the orchestrator keep theirs.",
     )
+    max_user_requests: int | None = Field(
+        default=None,
+        ge=1,
+        description="Requests without a trial token (SDK, CLI, dashboards) served at once; "
+        "more wait their turn on the event loop, so the trials' requests always find a worker "
+        "thread soon. Default api_threads - 2 (at least 1).",
+    )
     max_requests_in_flight: int = Field(
         default=1024,
         ge=1,
@@ -151,6 +158,13 @@ class MasterSettings(BaseSettings):
         if self.api_threads is not None:
             return self.api_threads
         return max(1, self.db_connections - RESERVED_DB_CONNECTIONS)
+
+    @property
+    def user_request_slots(self) -> int:
+        """``max_user_requests``, or ``worker_threads - 2`` (at least 1)."""
+        if self.max_user_requests is not None:
+            return self.max_user_requests
+        return max(1, self.worker_threads - 2)
 
     @field_validator("home", "checkpoint_dir", "config_file")
     @classmethod

@@ -4,8 +4,11 @@ Sizing (from :class:`MasterSettings`): the database pool holds at most ``db_conn
 connections (``max_db_connections``; default 16 on SQLite, 20 on PostgreSQL; no overflow) and
 a checkout waits ``db_pool_timeout`` seconds; blocking handlers run on ``worker_threads``
 threads (``api_threads``; default ``db_connections - 4``, so every worker thread can hold a
-connection while the metric writer and the orchestrator keep theirs). Metric reports need no
-worker thread (the route awaits the group-commit writer).
+connection while the metric writer and the orchestrator keep theirs). Requests without a
+trial token run at most ``user_request_slots`` at a time (``max_user_requests``; default
+``worker_threads - 2``), the rest wait on the event loop: the trials' requests always find a
+worker thread soon. Metric reports need no worker thread (they await the group-commit
+writer), nor does the health check.
 
 Shedding, always 503 with ``Retry-After`` (``retry_after_seconds``) and the standard error
 body: more than ``max_requests_in_flight`` requests being served (:class:`InFlightLimit`),
@@ -15,6 +18,7 @@ no free connection within ``db_pool_timeout``, a database lock or connection ref
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -56,14 +60,20 @@ def _operation_id(route: APIRoute) -> str:
 class InFlightLimit:
     """ASGI middleware: at most ``limit`` HTTP requests are served at once; the next ones are
     answered 503 with ``Retry-After`` at once, without reading their bodies (the health check
-    is always served). A counter, no lock: the event loop is one thread."""
+    is always served). Of those, requests without a trial's bearer token (users, dashboards)
+    run at most ``user_slots`` at a time; the others wait their turn here, on the event loop,
+    in arrival order, so the worker threads never all queue behind readers and a trial's
+    request waits at most for ``user_slots`` of them. Counters, no lock: the event loop is
+    one thread."""
 
-    def __init__(self, app: ASGIApp, *, limit: int, retry_after_s: int) -> None:
+    def __init__(self, app: ASGIApp, *, limit: int, user_slots: int, retry_after_s: int) -> None:
         self.app = app
         self.limit = limit
+        self.user_slots = user_slots
         self.retry_after_s = retry_after_s
         self.in_flight = 0
         self.shed = 0
+        self._users: asyncio.Semaphore | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"].endswith("/health"):
@@ -80,9 +90,22 @@ class InFlightLimit:
             return
         self.in_flight += 1
         try:
-            await self.app(scope, receive, send)
+            if _has_bearer_token(scope):
+                await self.app(scope, receive, send)
+                return
+            if self._users is None:
+                self._users = asyncio.Semaphore(self.user_slots)
+            async with self._users:
+                await self.app(scope, receive, send)
         finally:
             self.in_flight -= 1
+
+
+def _has_bearer_token(scope: Scope) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            return value[:7].lower() == b"bearer "
+    return False
 
 
 _METRICS_PATH = re.compile(rf"^{API_PREFIX}/trials/([1-9][0-9]{{0,9}})/metrics$")
@@ -250,6 +273,7 @@ def create_app(
     app.add_middleware(  # outermost: sheds before any other work
         InFlightLimit,
         limit=settings.max_requests_in_flight,
+        user_slots=settings.user_request_slots,
         retry_after_s=settings.retry_after_seconds,
     )
     for module in (experiments, trials, trial_ops, checkpoints, downloads, health):

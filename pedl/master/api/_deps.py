@@ -2,13 +2,24 @@
 
 Sessions are function-scoped: the transaction commits after the handler returns and before
 the response is sent, so a client never sees a success that was not stored.
+
+A session holds its pooled connection from the handler's first query to its commit. The
+session is opened on the event loop (no I/O: the connection is checked out at the first
+query, in the handler's worker thread) and committed or rolled back on a small thread pool
+of its own (:data:`TEARDOWN_THREADS`), not the handlers' one: under load, hundreds of
+requests wait for a handler thread, and a finished handler must not wait behind them while
+it holds a connection (the pool would run dry) or, on SQLite, the write lock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from contextlib import ExitStack
 from typing import Annotated
 
+import anyio.to_thread
+from anyio import CapacityLimiter
+from anyio.lowlevel import RunVar
 from fastapi import Depends, Query, Request
 from fastapi import Path as PathParam
 from sqlalchemy.orm import Session
@@ -28,16 +39,49 @@ def get_database(request: Request) -> Database:
 DatabaseDep = Annotated[Database, Depends(get_database)]
 
 
-def read_session(database: DatabaseDep) -> Iterator[Session]:
+TEARDOWN_THREADS = 4
+"""Threads that commit or roll back request sessions (see the module's docstring)."""
+
+_teardown_limiter: RunVar[CapacityLimiter] = RunVar("pedl_session_teardown")
+
+
+def _teardown() -> CapacityLimiter:
+    try:
+        return _teardown_limiter.get()
+    except LookupError:
+        limiter = CapacityLimiter(TEARDOWN_THREADS)
+        _teardown_limiter.set(limiter)
+        return limiter
+
+
+async def _finish(stack: ExitStack, error: BaseException | None) -> None:
+    """Commit (``error`` is None) or roll back, and close, on the teardown threads."""
+    exc_info = (None, None, None) if error is None else (type(error), error, error.__traceback__)
+    await anyio.to_thread.run_sync(lambda: stack.__exit__(*exc_info), limiter=_teardown())
+
+
+async def read_session(database: DatabaseDep) -> AsyncIterator[Session]:
     """A session for reading."""
-    with database.session() as session:
+    stack = ExitStack()
+    session = stack.enter_context(database.session())  # no I/O until the first query
+    try:
         yield session
+    except BaseException as err:
+        await _finish(stack, err)
+        raise
+    await _finish(stack, None)
 
 
-def write_session(database: DatabaseDep) -> Iterator[Session]:
+async def write_session(database: DatabaseDep) -> AsyncIterator[Session]:
     """A session that writes; committed when the handler returns, rolled back if it raises."""
-    with database.session(write=True) as session:
+    stack = ExitStack()
+    session = stack.enter_context(database.session(write=True))  # no I/O until the first query
+    try:
         yield session
+    except BaseException as err:
+        await _finish(stack, err)
+        raise
+    await _finish(stack, None)
 
 
 ReadSession = Annotated[Session, Depends(read_session, scope="function")]
