@@ -315,8 +315,8 @@ def test_a_reporting_trial_loses_nothing_across_a_master_restart(
 def test_the_lean_metrics_read_has_the_public_shape(
     client: httpx.Client, database: Database
 ) -> None:
-    """GET /trials/{id}/metrics serializes plain rows itself: byte for byte what
-    MetricPublic gives for the ORM rows."""
+    """GET /trials/{id}/metrics builds its JSON itself: the same document MetricPublic
+    gives for the ORM rows."""
     experiment = create_experiment(client)
     trial_id, token = create_trial(database, experiment["id"])
     rows = [
@@ -336,8 +336,12 @@ def test_the_lean_metrics_read_has_the_public_shape(
     assert got.status_code == 200 and got.headers["content-type"] == "application/json"
     with database.session() as session:
         orm_rows = metrics_repo.list_metrics(session, trial_id)
-        expected = TypeAdapter(list[MetricPublic]).dump_json(
-            [MetricPublic.model_validate(row) for row in orm_rows]
+        expected = TypeAdapter(list[MetricPublic]).dump_python(
+            [MetricPublic.model_validate(row) for row in orm_rows], mode="json"
         )
-    assert got.content == expected
+    assert got.json() == expected
+    assert len(expected) == 2 and expected[0]["metrics"]["odd"] == "NaN"
+    filtered = client.get(f"/trials/{trial_id}/metrics", params={"kind": "validation"})
+    assert filtered.json() == expected[1:]
+    assert client.get(f"/trials/{trial_id}/metrics", params={"after_batches": 5}).json() == []
     assert client.get("/trials/999999/metrics").status_code == 404

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, TextClause, bindparam, select, text, update
+import pydantic_core
+from sqlalchemy import Table, Text, TextClause, bindparam, select, text, update
+from sqlalchemy import cast as sql_cast
 from sqlalchemy.orm import Session
 
 from pedl.engine import MetricKind
@@ -178,23 +180,29 @@ def list_metrics(
     return list(session.scalars(query).all())
 
 
-def list_metric_dicts(
+def metrics_json(
     session: Session,
     trial_id: int,
     *,
     kind: MetricKind | None = None,
     after_batches: int | None = None,
     limit: int | None = None,
-) -> list[dict[str, Any]]:
-    """:func:`list_metrics` as plain dicts of the columns (no ORM objects: several times
-    cheaper for the API's polling readers). Raises :class:`NotFoundError` for an unknown
-    trial."""
+) -> bytes:
+    """:func:`list_metrics` as the API's JSON array (the fields of ``MetricPublic``), built
+    from the stored JSON text of each row's metrics: no ORM objects, no decoding and
+    re-encoding of the metrics (several times cheaper for the API's polling readers).
+    Raises :class:`NotFoundError` for an unknown trial."""
     table = Metric.__table__
     if session.scalar(select(Trial.id).where(Trial.id == trial_id)) is None:
         raise NotFoundError("trial", trial_id)
-    query = select(*(column for column in table.c if column.key != "id")).where(
-        table.c.trial_id == trial_id
-    )
+    query = select(
+        table.c.kind,
+        table.c.total_batches,
+        table.c.total_records,
+        table.c.total_epochs,
+        sql_cast(table.c.metrics, Text),
+        table.c.reported_at,
+    ).where(table.c.trial_id == trial_id)
     if kind is not None:
         query = query.where(table.c.kind == kind)
     if after_batches is not None:
@@ -202,9 +210,18 @@ def list_metric_dicts(
     query = query.order_by(table.c.kind, table.c.total_batches)
     if limit is not None:
         query = query.limit(limit)
-    result = session.execute(query)
-    keys = list(result.keys())
-    return [dict(zip(keys, row, strict=True)) for row in result]
+    head = f'{{"trial_id":{int(trial_id)},"kind":'
+    parts = []
+    for row_kind, batches, records, epochs, values, reported_at in session.execute(query):
+        parts.append(
+            f"{head}{json.dumps(MetricKind(row_kind).value)},"
+            f'"total_batches":{int(batches)},'
+            f'"total_records":{"null" if records is None else int(records)},'
+            f'"total_epochs":{json.dumps(epochs)},'
+            f'"metrics":{values},'
+            f'"reported_at":{pydantic_core.to_json(reported_at).decode()}}}'
+        )
+    return ("[" + ",".join(parts) + "]").encode()
 
 
 def validation_metrics_at(
