@@ -135,6 +135,7 @@ class MetricReportFastPath:
             return
         headers = dict(scope["headers"])
         scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        token = token.strip()  # as HTTPBearer reads it
         length = headers.get(b"content-length", b"")
         if (
             scheme.lower() != "bearer"
@@ -151,7 +152,7 @@ class MetricReportFastPath:
         except (ValueError, ValidationError):
             await self.app(scope, _replay(body, receive), send)
             return
-        response = await self._ingest(int(match[1]), batch, token.strip())
+        response = await self._ingest(int(match[1]), batch, token)
         await response(scope, receive, send)
 
     async def _ingest(self, trial_id: int, batch: MetricsBatch, token: str) -> Response:
