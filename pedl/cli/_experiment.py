@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -19,7 +20,7 @@ from pedl.cli._tables import (
     trials_table,
 )
 from pedl.client import Experiment
-from pedl.config import ConfigError
+from pedl.config import ConfigError, ConfigWarning, config_warnings
 from pedl.engine import ExperimentState, TrialOutcome
 from pedl.local import ExperimentSummary, LocalExperiment, NotARunDirectoryError, smoke_test
 from pedl.model_def import ModelDefError
@@ -90,6 +91,7 @@ def create(
     except (ConfigError, ModelDefError) as e:
         raise click.ClickException(str(e)) from e
     out.print(f"Created local experiment in [bold]{exp.directory}[/bold]")
+    _print_warnings(out, config_warnings(exp.config))
     _run_local(out, exp)
 
 
@@ -104,6 +106,11 @@ def resume(directory: Path) -> None:
         raise click.ClickException(str(e)) from e
     out.print(f"Resuming local experiment in [bold]{exp.directory}[/bold]")
     _run_local(out, exp)
+
+
+def _print_warnings(console: Console, messages: list[str]) -> None:
+    for message in messages:
+        console.print(f"warning: {message}", style="yellow", markup=False, highlight=False)
 
 
 def _run_local(console: Console, exp: LocalExperiment) -> None:
@@ -161,11 +168,14 @@ def _create_on_master(
 ) -> None:
     client = current_client()
     try:
-        exp = client.create_experiment(
-            config_file, model_dir, overrides=overrides, activate=not paused
-        )
+        # Printed below from the master's answer, not a second time by Python's warnings.
+        with warnings.catch_warnings(action="ignore", category=ConfigWarning):
+            exp = client.create_experiment(
+                config_file, model_dir, overrides=overrides, activate=not paused
+            )
     except ModelDefError as e:
         raise click.ClickException(str(e)) from e
+    _print_warnings(console, exp.to_dict().get("warnings", []))
     console.print(f"Created experiment {exp.id} ({exp.state}) on {client.master}")
     if follow:
         _follow(console, exp, interval=2.0)

@@ -108,7 +108,8 @@ class Trial:
         self.ended_at = fields.ended_at
 
     def __repr__(self) -> str:
-        return f"Trial(id={self.id}, experiment_id={self.experiment_id}, state={self.state.value!r})"
+        state = self.state.value
+        return f"Trial(id={self.id}, experiment_id={self.experiment_id}, state={state!r})"
 
     def to_dict(self) -> dict[str, Any]:
         """The API's JSON record as last fetched."""

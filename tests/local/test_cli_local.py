@@ -90,3 +90,20 @@ def test_create_local_with_a_bad_config_names_the_field(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert "searcher.smaller_is_better" in result.output
+
+
+def test_create_local_warns_once_about_ignored_fields(tmp_path: Path) -> None:
+    config, model = write_experiment(
+        tmp_path,
+        GRID.replace("vals: [4, 8]", "vals: [4]").replace("vals: [0.01, 0.05]", "vals: [0.05]")
+        + "debug: true\nprofiling: {enabled: true}\n",
+    )
+    result = CliRunner().invoke(
+        cli,
+        ["experiment", "create", "--local", str(config), str(model),
+         "--output-dir", str(tmp_path / "o")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.output.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1
+    assert "debug" in warnings[0] and "profiling" in warnings[0]

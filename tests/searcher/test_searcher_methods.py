@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from searcher_sim import simulate
 
-from pedl.config import grid_hparams, parse_config, sample_hparams
+from pedl.config import ExperimentConfig, grid_hparams, sample_hparams
 from pedl.searcher import (
     MAX_INVALID_REPLACEMENTS,
     Close,
@@ -38,7 +38,7 @@ SPACE = {
 
 
 def config(searcher: dict[str, Any], seed: int = 7) -> Any:
-    return parse_config(
+    return ExperimentConfig.model_validate(
         {
             "searcher": {"metric": "loss", "max_length": {"batches": 100}, **searcher},
             "hyperparameters": SPACE,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from searcher_sim import Event, send, simulate
 
-from pedl.config import parse_config
+from pedl.config import ExperimentConfig
 from pedl.searcher import (
     Close,
     Create,
@@ -32,7 +32,7 @@ SEARCHERS = [
 
 
 def config(searcher: dict[str, Any]) -> Any:
-    return parse_config(
+    return ExperimentConfig.model_validate(
         {
             "searcher": {"metric": "loss", "max_length": {"epochs": 3}, **searcher},
             "records_per_epoch": 64,

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
-from pedl.config import parse_config
+from pedl.config import ExperimentConfig
 from pedl.storage import (
     CheckpointSummary,
     SharedFSStorage,
@@ -59,9 +60,11 @@ def test_ids_are_checked(tmp_path: Path) -> None:
 
 
 def config_with(storage: str) -> object:
-    return parse_config(
-        "searcher: {name: single, metric: loss, max_length: {batches: 1}}\n"
-        f"checkpoint_storage: {storage}\n"
+    return ExperimentConfig.model_validate(
+        yaml.safe_load(
+            "searcher: {name: single, metric: loss, max_length: {batches: 1}}\n"
+            f"checkpoint_storage: {storage}\n"
+        )
     ).checkpoint_storage
 
 

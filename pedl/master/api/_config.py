@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pedl.config import ConfigError, ExperimentConfig, config_warnings, parse_config
+from pedl.engine import with_default_storage
 from pedl.master.api._errors import ApiError
 from pedl.master.api._schemas import ErrorIssue
 
@@ -60,9 +61,8 @@ def validate_experiment_config(
             422, f"{summary}: {first.field}: {first.message}", field=first.field, issues=issues
         ) from err
     warnings = config_warnings(config)
-    if default_checkpoint_dir is not None and "checkpoint_storage" not in config.model_fields_set:
-        storage = {"type": "shared_fs", "host_path": str(default_checkpoint_dir)}
-        config = parse_config({**config.as_dict(), "checkpoint_storage": storage})
+    if default_checkpoint_dir is not None:
+        config = with_default_storage(config, default_checkpoint_dir)
     text = source if isinstance(source, str) else json.dumps(dict(source), indent=2)
     return ValidatedConfig(
         document=config.as_dict(),
