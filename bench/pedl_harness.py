@@ -37,9 +37,6 @@ class Session:
     def complete(self, length: int, searcher_metric: float) -> None:
         self._lengths.clear()
 
-    def exit_early(self, reason: str) -> None:
-        self._lengths.clear()
-
 
 class Recorder:
     """Metrics writer and checkpoint registry.

@@ -466,9 +466,7 @@ class ExperimentDriver:
         """End the trial: record it, tell the searcher (once), collect garbage."""
         trial.error = error
         self._set_state(trial, state, outcome, error)
-        reason = _EXIT_REASONS.get(outcome) if state != TrialState.COMPLETED else None
-        if outcome in (TrialOutcome.INVALID_HP, TrialOutcome.STOPPED_EARLY):
-            reason = _EXIT_REASONS[outcome]
+        reason = _EXIT_REASONS.get(outcome)  # None for COMPLETED and PREEMPTED
         if reason is not None and trial.exit_reason is None and not trial.searcher_closed:
             trial.exit_reason = reason
             self._handle(self._runner.on_trial_exited_early(trial.request_id, reason))
