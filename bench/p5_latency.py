@@ -52,30 +52,35 @@ class RawClient:
 
     async def post(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
         """Send one POST and read its answer; after a failure the next call reconnects."""
-        try:
-            return await self._post(path, body, headers)
-        except (OSError, asyncio.IncompleteReadError):
-            await self.close()
-            raise
-
-    async def _post(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-        assert self.reader is not None
         head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-        self.writer.write(
+        return await self.request(
             f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\n{head}"
             f"Content-Length: {len(body)}\r\n\r\n".encode()
             + body
         )
-        raw = await self.reader.readuntil(b"\r\n\r\n")
-        status = int(raw.split(b" ", 2)[1])
-        length = 0
-        for line in raw.split(b"\r\n")[1:]:
-            if line.lower().startswith(b"content-length:"):
-                length = int(line.split(b":", 1)[1])
-        answer = await self.reader.readexactly(length)
-        return status, answer.decode(errors="replace")
+
+    async def get(self, path: str) -> tuple[int, str]:
+        """Send one GET and read its answer; after a failure the next call reconnects."""
+        return await self.request(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n\r\n".encode())
+
+    async def request(self, message: bytes) -> tuple[int, str]:
+        """Send one raw request and read its answer (status, body text)."""
+        try:
+            if self.writer is None:
+                self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            assert self.reader is not None
+            self.writer.write(message)
+            raw = await self.reader.readuntil(b"\r\n\r\n")
+            status = int(raw.split(b" ", 2)[1])
+            length = 0
+            for line in raw.split(b"\r\n")[1:]:
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":", 1)[1])
+            answer = await self.reader.readexactly(length)
+            return status, answer.decode(errors="replace")
+        except (OSError, asyncio.IncompleteReadError):
+            await self.close()
+            raise
 
     async def close(self) -> None:
         if self.writer is not None:

@@ -40,30 +40,8 @@ import p5_master
 WARMUP_S = p5_latency.WARMUP_S
 
 
-class RawReader(p5_latency.RawClient):
-    """The raw keep-alive client with a GET."""
-
-    async def get(self, path: str) -> tuple[int, str]:
-        try:
-            if self.writer is None:
-                self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-            assert self.reader is not None
-            self.writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n\r\n".encode())
-            raw = await self.reader.readuntil(b"\r\n\r\n")
-            status = int(raw.split(b" ", 2)[1])
-            length = 0
-            for line in raw.split(b"\r\n")[1:]:
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":", 1)[1])
-            answer = await self.reader.readexactly(length)
-            return status, answer.decode(errors="replace")
-        except (OSError, asyncio.IncompleteReadError):
-            await self.close()
-            raise
-
-
 async def reader_loop(
-    raw: RawReader,
+    raw: p5_latency.RawClient,
     paths: list[str],
     *,
     start: float,
@@ -125,7 +103,7 @@ async def run_load(
     paths = [f"/api/v1/experiments/{experiment_id}/trials"]
     paths += [f"/api/v1/trials/{trial_id}/metrics" for trial_id, _ in trials]
     for i in range(args.readers):
-        reader = RawReader(host, int(port))
+        reader = p5_latency.RawClient(host, int(port))
         clients.append(reader)
         tasks.append(
             reader_loop(
