@@ -134,7 +134,6 @@ class ExperimentDriver:
     ) -> None:
         self.config = config
         self.state = state
-        self.error: str | None = None
         self._actions: list[Action] = []
         self._trials: dict[int, _Trial] = {}
         self._request_of: dict[int, int] = {}
@@ -526,7 +525,6 @@ class ExperimentDriver:
         return "; ".join(lines)
 
     def _fail(self, reason: str) -> None:
-        self.error = reason
         for trial in self._live():
             if trial.running:
                 trial.kill_requested = True
@@ -537,7 +535,6 @@ class ExperimentDriver:
 
     def _end(self, state: ExperimentState, error: str | None = None) -> None:
         self.state = state
-        self.error = error
         self._collect_garbage()
         self._emit(SetExperimentState(state, error))
 

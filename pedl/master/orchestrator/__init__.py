@@ -4,6 +4,6 @@ pause/activate/cancel/kill.
 """
 
 from pedl.master.orchestrator._log_writer import TrialLogWriter
-from pedl.master.orchestrator._orchestrator import Orchestrator, describe_exit
+from pedl.master.orchestrator._orchestrator import Orchestrator
 
-__all__ = ["Orchestrator", "TrialLogWriter", "describe_exit"]
+__all__ = ["Orchestrator", "TrialLogWriter"]

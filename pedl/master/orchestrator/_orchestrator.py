@@ -134,7 +134,6 @@ class Orchestrator:
     ) -> None:
         self._db = database
         self._store = SQLExperimentStore(database)
-        self._settings = settings
         self._master_url = master_url
         self.logs = TrialLogWriter(database)
         factory: ResourceManagerFactory = resource_manager or (
