@@ -121,3 +121,9 @@ class ExperimentConfig(ConfigModel):
         """The unit of the searcher's lengths: that of ``searcher.max_length`` (else batches)."""
         length = self.searcher.max_length
         return length.unit if length is not None else "batches"
+
+    @property
+    def searcher_max_length(self) -> int | None:
+        """``searcher.max_length`` in :attr:`searcher_unit`, or ``None`` where there is none."""
+        length = self.searcher.max_length
+        return length.value if length is not None else None

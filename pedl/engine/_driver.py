@@ -43,14 +43,14 @@ from pedl.engine._actions import (
 from pedl.engine._outcomes import TrialError, TrialOutcome
 from pedl.engine._states import ExperimentState, TrialState
 from pedl.searcher import (
-    Close,
-    Create,
+    CloseTrial,
     ExitedReason,
-    Operation,
+    NewTrial,
     SearcherRunner,
     SearchMethod,
     Shutdown,
-    ValidateAfter,
+    TrainTrial,
+    TrialOperation,
     make_search_method,
 )
 from pedl.storage import CheckpointSummary, checkpoints_to_delete
@@ -156,7 +156,11 @@ class ExperimentDriver:
             self._request_of[record.trial_id] = record.request_id
         method = search_method or make_search_method(config)
         self._runner = SearcherRunner.restore(
-            method, [dict(e) for e in events], event_sink=self._record_event
+            method,
+            [dict(e) for e in events],
+            seed=config.reproducibility.experiment_seed,
+            max_length=config.searcher_max_length,
+            event_sink=self._record_event,
         )
         for event in events:
             self._replay(event)
@@ -370,20 +374,20 @@ class ExperimentDriver:
         elif kind == "trial_closed":
             trial.searcher_closed = True
 
-    def _handle(self, operations: Sequence[Operation]) -> None:
+    def _handle(self, operations: Sequence[TrialOperation]) -> None:
         queue = list(operations)
         while queue:
             op = queue.pop(0)
-            if isinstance(op, Create):
+            if isinstance(op, NewTrial):
                 if op.request_id not in self._trials:
                     self._trials[op.request_id] = _Trial(
                         op.request_id, dict(op.hparams), op.trial_seed
                     )
                     self._emit(CreateTrial(op.request_id, dict(op.hparams), op.trial_seed))
                 queue.extend(self._runner.on_trial_created(op.request_id))
-            elif isinstance(op, ValidateAfter):
+            elif isinstance(op, TrainTrial):
                 self._issue(self._trials[op.request_id], op.length)
-            elif isinstance(op, Close):
+            elif isinstance(op, CloseTrial):
                 self._trials[op.request_id].close_requested = True
             elif isinstance(op, Shutdown):
                 self._shutdown = op

@@ -1,41 +1,61 @@
-"""Searchers: pure hyperparameter-search logic (events in, operations out, JSON state)."""
+"""Search methods: hyperparameter-search logic (events in, operations out), with Determined's
+interface (:class:`SearchMethod`, :class:`SearcherState`, the operations), and the runner
+that drives one behind an event log."""
 
 from pedl.searcher._errors import SearcherError
 from pedl.searcher._exited_reason import ExitedReason
-from pedl.searcher._factory import make_search_method
+from pedl.searcher._factory import RUNNABLE_SEARCHERS, make_search_method
 from pedl.searcher._grid import GridSearch
 from pedl.searcher._operations import (
     Close,
     Create,
     Operation,
+    Progress,
     Shutdown,
     ValidateAfter,
     operation_from_dict,
     operation_to_dict,
 )
 from pedl.searcher._random import RandomSearch
-from pedl.searcher._runner import EventSink, SearcherRunner
-from pedl.searcher._search_method import SearchMethod
+from pedl.searcher._runner import (
+    CloseTrial,
+    EventSink,
+    NewTrial,
+    SearcherRunner,
+    TrainTrial,
+    TrialOperation,
+    trial_seed_for,
+)
+from pedl.searcher._search_method import JSONStateSearchMethod, SearcherState, SearchMethod
 from pedl.searcher._single import SingleSearch
 from pedl.searcher._trial_pool import MAX_INVALID_REPLACEMENTS, TrialPoolSearch
 
 __all__ = [
     "MAX_INVALID_REPLACEMENTS",
+    "RUNNABLE_SEARCHERS",
     "Close",
+    "CloseTrial",
     "Create",
     "EventSink",
     "ExitedReason",
     "GridSearch",
+    "JSONStateSearchMethod",
+    "NewTrial",
     "Operation",
+    "Progress",
     "RandomSearch",
     "SearchMethod",
     "SearcherError",
     "SearcherRunner",
+    "SearcherState",
     "Shutdown",
     "SingleSearch",
+    "TrainTrial",
+    "TrialOperation",
     "TrialPoolSearch",
     "ValidateAfter",
     "make_search_method",
     "operation_from_dict",
     "operation_to_dict",
+    "trial_seed_for",
 ]

@@ -1,7 +1,9 @@
-"""The operations a searcher asks for, and their JSON form."""
+"""The operations a search method asks for (Determined's names and signatures), and their
+JSON form."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,61 +12,84 @@ from pedl.searcher._errors import SearcherError
 
 @dataclass(frozen=True)
 class Create:
-    """Create a trial with these hyperparameters and this seed, known as ``request_id``."""
+    """Create a trial with these hyperparameters, known to the search method as
+    ``request_id``.
 
-    request_id: int
+    ``checkpoint``: start the trial from this checkpoint's weights (a warm start): a
+    checkpoint's uuid, or any object with a ``uuid`` attribute (such as the SDK's
+    ``Checkpoint``, or Determined's). ``None``: from scratch.
+    """
+
+    request_id: uuid.UUID
     hparams: dict[str, Any] = field(hash=False)
-    trial_seed: int
+    checkpoint: Any = field(default=None, hash=False)
+
+    @property
+    def checkpoint_uuid(self) -> str | None:
+        """The uuid of :attr:`checkpoint` as a string, or ``None``."""
+        if self.checkpoint is None:
+            return None
+        return str(getattr(self.checkpoint, "uuid", self.checkpoint))
 
 
 @dataclass(frozen=True)
 class ValidateAfter:
     """Train trial ``request_id`` to the ABSOLUTE ``length``, then validate it.
 
-    ``length`` is counted in the unit of ``config.searcher.max_length`` (batches, records or
-    epochs). The searcher hears of the result through ``on_validation_completed``.
+    ``length`` is counted in the searcher's unit (``max_length``'s: batches, records or
+    epochs). The search method hears of the result through ``on_validation_completed``.
     """
 
-    request_id: int
+    request_id: uuid.UUID
     length: int
 
 
 @dataclass(frozen=True)
 class Close:
-    """The searcher has no more work for trial ``request_id``: stop it once its queued
-    operations are done, and report ``on_trial_closed``."""
+    """No more work for trial ``request_id``: stop it once its queued operations are done;
+    ``on_trial_closed`` follows."""
 
-    request_id: int
+    request_id: uuid.UUID
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Report the search's progress (0.0 to 1.0) ahead of the next :meth:`progress` call."""
+
+    progress: float
 
 
 @dataclass(frozen=True)
 class Shutdown:
-    """The search is over. ``failure``: every trial errored; ``cancel``: the search was
-    cancelled rather than completed."""
+    """The search is over. ``failure``: it failed (e.g. every trial errored); ``cancel``: it
+    was cancelled rather than completed."""
 
-    failure: bool = False
     cancel: bool = False
+    failure: bool = False
 
 
-Operation = Create | ValidateAfter | Close | Shutdown
+Operation = Create | ValidateAfter | Close | Progress | Shutdown
 
 
 def operation_to_dict(op: Operation) -> dict[str, Any]:
-    """Return a JSON-able record of ``op``; :func:`operation_from_dict` inverts it."""
+    """Return a JSON-able record of ``op``; :func:`operation_from_dict` inverts it (a
+    ``Create``'s checkpoint becomes its uuid)."""
     match op:
         case Create():
             return {
                 "type": "create",
-                "request_id": op.request_id,
+                "request_id": str(op.request_id),
                 "hparams": op.hparams,
-                "trial_seed": op.trial_seed,
+                "checkpoint": op.checkpoint_uuid,
             }
         case ValidateAfter():
-            return {"type": "validate_after", "request_id": op.request_id, "length": op.length}
+            return {"type": "validate_after", "request_id": str(op.request_id), "length": op.length}
         case Close():
-            return {"type": "close", "request_id": op.request_id}
+            return {"type": "close", "request_id": str(op.request_id)}
+        case Progress():
+            return {"type": "progress", "progress": op.progress}
         case Shutdown():
-            return {"type": "shutdown", "failure": op.failure, "cancel": op.cancel}
+            return {"type": "shutdown", "cancel": op.cancel, "failure": op.failure}
     raise SearcherError(f"Not a searcher operation: {op!r}")
 
 
@@ -74,14 +99,18 @@ def operation_from_dict(record: dict[str, Any]) -> Operation:
     try:
         if kind == "create":
             return Create(
-                int(record["request_id"]), dict(record["hparams"]), int(record["trial_seed"])
+                uuid.UUID(str(record["request_id"])),
+                dict(record["hparams"]),
+                record.get("checkpoint"),
             )
         if kind == "validate_after":
-            return ValidateAfter(int(record["request_id"]), int(record["length"]))
+            return ValidateAfter(uuid.UUID(str(record["request_id"])), int(record["length"]))
         if kind == "close":
-            return Close(int(record["request_id"]))
+            return Close(uuid.UUID(str(record["request_id"])))
+        if kind == "progress":
+            return Progress(float(record["progress"]))
         if kind == "shutdown":
-            return Shutdown(bool(record["failure"]), bool(record["cancel"]))
+            return Shutdown(bool(record["cancel"]), bool(record["failure"]))
     except (KeyError, TypeError, ValueError) as e:
         raise SearcherError(f"Malformed operation record {record!r}: {e}") from e
     raise SearcherError(f"Unknown operation type {kind!r} in {record!r}")

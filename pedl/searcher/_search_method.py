@@ -1,69 +1,172 @@
-"""The interface every searcher implements."""
+"""The interface every search method implements, built-in or custom (Determined's names and
+signatures: a Determined custom searcher runs once its import says ``pedl``)."""
 
 from __future__ import annotations
 
 import abc
+import json
+import pathlib
+import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 from pedl.searcher._exited_reason import ExitedReason
 from pedl.searcher._operations import Operation
 
+STATE_FILE = "state"
+"""The file, in the directory given to :meth:`SearchMethod.save`, holding the searcher state."""
+
+METHOD_STATE_FILE = "method_state.json"
+"""The file built-in search methods keep their own state in (:meth:`save_method_state`)."""
+
+
+@dataclass
+class SearcherState:
+    """What the runner knows of the search, passed to every event handler; read-only for
+    search methods (keep your own state in your method).
+
+    ``trials_created``/``trials_closed``: request ids of trials that exist / are closed;
+    ``failures``: trials that exited early with an error; ``trial_progress``: each trial's
+    progress from 0.0 to 1.0 (length validated ÷ ``max_length``, when the config has one);
+    ``last_event_id``: how many events the runner has handled; ``experiment_completed``:
+    the search has shut down.
+    """
+
+    failures: set[uuid.UUID] = field(default_factory=set)
+    trial_progress: dict[uuid.UUID, float] = field(default_factory=dict)
+    trials_closed: set[uuid.UUID] = field(default_factory=set)
+    trials_created: set[uuid.UUID] = field(default_factory=set)
+    last_event_id: int = 0
+    experiment_completed: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON data (Determined's key names)."""
+        return {
+            "failures": sorted(str(f) for f in self.failures),
+            "trialProgress": {str(k): v for k, v in self.trial_progress.items()},
+            "trialsClosed": sorted(str(t) for t in self.trials_closed),
+            "trialsCreated": sorted(str(t) for t in self.trials_created),
+            "lastEventId": self.last_event_id,
+            "experimentCompleted": self.experiment_completed,
+        }
+
+    def from_dict(self, d: dict[str, Any]) -> None:
+        """Load :meth:`to_dict`'s data into this state."""
+        self.failures = {uuid.UUID(f) for f in d.get("failures", [])}
+        progress = d.get("trialProgress", {})
+        self.trial_progress = {uuid.UUID(k): float(v) for k, v in progress.items()}
+        self.trials_closed = {uuid.UUID(t) for t in d.get("trialsClosed", [])}
+        self.trials_created = {uuid.UUID(t) for t in d.get("trialsCreated", [])}
+        self.last_event_id = int(d.get("lastEventId", 0))
+        self.experiment_completed = bool(d.get("experimentCompleted", False))
+
 
 class SearchMethod(abc.ABC):
     """A hyperparameter search algorithm: events in, operations out.
 
-    Contract:
+    Subclass it and override the event handlers; each returns the operations to carry out
+    next (``Create``, ``ValidateAfter``, ``Close``, ``Progress``, ``Shutdown``), in order.
 
-    - **Pure.** No I/O, no clocks, no global randomness: all randomness comes from a
-      ``random.Random`` seeded in the constructor and kept in the state. Given the same
-      constructor arguments and the same sequence of calls, a searcher returns the same
-      operations and reaches the same :meth:`state_dict`.
-    - **Call order.** The caller calls :meth:`initial_operations` exactly once, first; then
-      one method per event, in the order the events happened, one at a time (no method is
-      re-entered; a searcher needs no locking). Events only name request ids the searcher
-      created. Every created trial is eventually closed: :meth:`on_trial_closed` follows
-      :meth:`on_trial_exited_early` for the same trial, and may also come without a ``Close``
-      having been asked for.
-    - **Operations.** Each call returns the operations to carry out next, in order. The
-      operations for one request id are carried out in the order returned: ``Create``, then
-      ``ValidateAfter`` with increasing absolute lengths, then ``Close``. ``Shutdown`` ends
-      the search and is returned once.
-    - **State.** :meth:`state_dict` returns plain JSON data (dicts with str keys, lists, str,
-      int, float, bool, None) with ``json.loads(json.dumps(s)) == s``;
-      :meth:`load_state_dict` on a searcher built with the same constructor arguments
-      restores it so that every later call behaves as it would have on the original.
+    Contract (what the runner guarantees and expects):
+
+    - **Call order.** :meth:`initial_operations` once, first; then one handler per event, in
+      the order the events happened, one at a time (no handler is re-entered: no locking is
+      needed). Events only name request ids the method created. Every created trial is
+      eventually closed: :meth:`on_trial_closed` follows :meth:`on_trial_exited_early` for
+      the same trial, and may also come without a ``Close`` having been asked for.
+    - **Operations** for one request id are carried out in the order returned: ``Create``,
+      then ``ValidateAfter`` with increasing absolute lengths, then ``Close``. ``Shutdown``
+      ends the search and is returned once.
+    - **Restarts.** After a master restart the runner rebuilds the method by constructing it
+      again and replaying every event in order; a method whose answers depend only on its
+      constructor arguments and the events (randomness from a seeded ``random.Random``) is
+      restored exactly. Request ids may differ between replays (``uuid.uuid4()``): the runner
+      matches trials by the order of their ``Create`` operations. A custom method that keeps
+      state the events do not determine saves it in :meth:`save_method_state` and reloads it
+      in :meth:`load_method_state`.
     """
 
     @abc.abstractmethod
-    def initial_operations(self) -> list[Operation]:
+    def initial_operations(self, searcher_state: SearcherState) -> list[Operation]:
         """Return the operations that start the search (usually ``Create`` operations)."""
 
     @abc.abstractmethod
-    def on_trial_created(self, request_id: int) -> list[Operation]:
+    def on_trial_created(
+        self, searcher_state: SearcherState, request_id: uuid.UUID
+    ) -> list[Operation]:
         """A ``Create`` was carried out: the trial exists."""
 
     @abc.abstractmethod
     def on_validation_completed(
-        self, request_id: int, metric: float, length: int
+        self,
+        searcher_state: SearcherState,
+        request_id: uuid.UUID,
+        metric: float,
+        train_length: int,
     ) -> list[Operation]:
-        """A ``ValidateAfter`` finished: the trial, trained to ``length``, scored ``metric``."""
+        """The trial, trained to ``train_length``, validated with the searcher ``metric``."""
 
     @abc.abstractmethod
-    def on_trial_exited_early(self, request_id: int, reason: ExitedReason) -> list[Operation]:
-        """The trial stopped before being closed (errored, cancelled, or invalid hparams)."""
-
-    @abc.abstractmethod
-    def on_trial_closed(self, request_id: int) -> list[Operation]:
+    def on_trial_closed(
+        self, searcher_state: SearcherState, request_id: uuid.UUID
+    ) -> list[Operation]:
         """The trial is closed (after a ``Close``, or after it exited early)."""
 
     @abc.abstractmethod
-    def progress(self) -> float:
-        """Return how far the search is, from 0.0 to 1.0 (1.0 once it has shut down)."""
+    def on_trial_exited_early(
+        self,
+        searcher_state: SearcherState,
+        request_id: uuid.UUID,
+        exited_reason: ExitedReason,
+    ) -> list[Operation]:
+        """The trial stopped before being closed (errored, cancelled, invalid hyperparameters,
+        or stopped by its own code)."""
+
+    @abc.abstractmethod
+    def progress(self, searcher_state: SearcherState) -> float:
+        """How far the search is, from 0.0 to 1.0."""
+
+    def save_method_state(self, path: pathlib.Path) -> None:
+        """Save the method's own state into the directory ``path`` (default: nothing)."""
+        return None
+
+    def load_method_state(self, path: pathlib.Path) -> None:
+        """Load what :meth:`save_method_state` saved in ``path`` (default: nothing)."""
+        return None
+
+    def save(self, searcher_state: SearcherState, path: pathlib.Path) -> None:
+        """Save the searcher state and the method's state into the directory ``path``."""
+        path.mkdir(parents=True, exist_ok=True)
+        (path / STATE_FILE).write_text(json.dumps(searcher_state.to_dict()))
+        self.save_method_state(path)
+
+    def load(self, path: pathlib.Path) -> SearcherState:
+        """Load what :meth:`save` saved; return the searcher state."""
+        state = SearcherState()
+        state.from_dict(json.loads((path / STATE_FILE).read_text()))
+        self.load_method_state(path)
+        return state
+
+
+class JSONStateSearchMethod(SearchMethod):
+    """A search method whose whole state is JSON data (every built-in one).
+
+    :meth:`state_dict` returns plain JSON data with ``json.loads(json.dumps(s)) == s``;
+    :meth:`load_state_dict`, on a method built with the same constructor arguments, restores
+    it so that every later call behaves as it would have on the original. Saving and
+    loading the method state go through them.
+    """
 
     @abc.abstractmethod
     def state_dict(self) -> dict[str, Any]:
-        """Return the searcher's whole state as JSON data."""
+        """The method's whole state as JSON data."""
 
     @abc.abstractmethod
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore the state returned by :meth:`state_dict`."""
+
+    def save_method_state(self, path: pathlib.Path) -> None:
+        (path / METHOD_STATE_FILE).write_text(json.dumps(self.state_dict()))
+
+    def load_method_state(self, path: pathlib.Path) -> None:
+        self.load_state_dict(json.loads((path / METHOD_STATE_FILE).read_text()))

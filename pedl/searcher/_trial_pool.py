@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import abc
 import random
+import uuid
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 from pedl.searcher._errors import SearcherError
 from pedl.searcher._exited_reason import ExitedReason
 from pedl.searcher._operations import Close, Create, Operation, Shutdown, ValidateAfter
-from pedl.searcher._search_method import SearchMethod
+from pedl.searcher._search_method import JSONStateSearchMethod, SearcherState
 
-_SEED_BOUND = 2**31 - 1
 MAX_INVALID_REPLACEMENTS = 1000
 
 
 @dataclass
 class _Trial:
-    request_id: int
+    request_id: str
     index: int
     created: bool = False
     validated_length: int = 0
@@ -28,7 +28,7 @@ class _Trial:
     released: bool = False
 
 
-class TrialPoolSearch(SearchMethod):
+class TrialPoolSearch(JSONStateSearchMethod):
     """Runs ``num_trials`` trials, each trained to ``max_length`` and validated once.
 
     At most ``max_concurrent_trials`` trials (0: no limit) are open at once; when one is
@@ -39,8 +39,8 @@ class TrialPoolSearch(SearchMethod):
     trial errored.
 
     Subclasses say which hyperparameters the n-th trial gets (:meth:`_hparams_for`), drawing
-    any randomness from ``self._rng`` (seeded with ``seed``). Each trial's seed is drawn from
-    the same generator right after its hyperparameters. Request ids count up from 1.
+    any randomness from ``self._rng`` (seeded with ``seed``). Request ids are
+    ``uuid.UUID(int=n)``, n counting up from 1.
     """
 
     replace_invalid: ClassVar[bool] = False
@@ -62,7 +62,7 @@ class TrialPoolSearch(SearchMethod):
         self._limit = max_concurrent_trials or max(num_trials, 1)
         self._rng = random.Random(seed)
         self._next_request_id = 1
-        self._trials: dict[int, _Trial] = {}
+        self._trials: dict[str, _Trial] = {}
         self._started = False
         self._shutdown = False
 
@@ -70,37 +70,50 @@ class TrialPoolSearch(SearchMethod):
     def _hparams_for(self, index: int) -> dict[str, Any]:
         """Return the hyperparameters of the ``index``-th trial (0-based, in creation order)."""
 
-    def initial_operations(self) -> list[Operation]:
+    def initial_operations(self, searcher_state: SearcherState) -> list[Operation]:
         if self._started:
             raise SearcherError("initial_operations() was already called.")
         self._started = True
         return self._fill()
 
-    def on_trial_created(self, request_id: int) -> list[Operation]:
+    def on_trial_created(
+        self, searcher_state: SearcherState, request_id: uuid.UUID
+    ) -> list[Operation]:
         self._trial(request_id).created = True
         return []
 
     def on_validation_completed(
-        self, request_id: int, metric: float, length: int
+        self,
+        searcher_state: SearcherState,
+        request_id: uuid.UUID,
+        metric: float,
+        train_length: int,
     ) -> list[Operation]:
         trial = self._trial(request_id)
-        trial.validated_length = max(trial.validated_length, length)
-        if length >= self._max_length and not trial.close_requested and not trial.released:
+        trial.validated_length = max(trial.validated_length, train_length)
+        if train_length >= self._max_length and not trial.close_requested and not trial.released:
             trial.close_requested = True
             return [Close(request_id)]
         return []
 
-    def on_trial_exited_early(self, request_id: int, reason: ExitedReason) -> list[Operation]:
+    def on_trial_exited_early(
+        self,
+        searcher_state: SearcherState,
+        request_id: uuid.UUID,
+        exited_reason: ExitedReason,
+    ) -> list[Operation]:
         trial = self._trial(request_id)
-        trial.exited = ExitedReason(reason).value
+        trial.exited = ExitedReason(exited_reason).value
         return self._release(trial)
 
-    def on_trial_closed(self, request_id: int) -> list[Operation]:
+    def on_trial_closed(
+        self, searcher_state: SearcherState, request_id: uuid.UUID
+    ) -> list[Operation]:
         trial = self._trial(request_id)
         trial.closed = True
         return self._release(trial)
 
-    def progress(self) -> float:
+    def progress(self, searcher_state: SearcherState) -> float:
         if self._shutdown or self._num_trials == 0:
             return 1.0
         done = sum(
@@ -141,8 +154,8 @@ class TrialPoolSearch(SearchMethod):
             raise SearcherError(f"Malformed searcher state: {e}") from e
         self._trials = {t.request_id: t for t in trials}
 
-    def _trial(self, request_id: int) -> _Trial:
-        trial = self._trials.get(request_id)
+    def _trial(self, request_id: uuid.UUID) -> _Trial:
+        trial = self._trials.get(str(request_id))
         if trial is None:
             raise SearcherError(f"Unknown trial request id {request_id}.")
         return trial
@@ -175,17 +188,16 @@ class TrialPoolSearch(SearchMethod):
             return [Shutdown()]
         open_trials = sum(1 for t in self._trials.values() if not t.released)
         while open_trials < self._limit and self._counted() < self._num_trials:
-            request_id = self._next_request_id
+            request_id = uuid.UUID(int=self._next_request_id)
             self._next_request_id += 1
             index = len(self._trials)
             hparams = self._hparams_for(index)
-            trial_seed = self._rng.randint(0, _SEED_BOUND)
-            self._trials[request_id] = _Trial(request_id=request_id, index=index)
-            ops.append(Create(request_id, hparams, trial_seed))
+            self._trials[str(request_id)] = _Trial(request_id=str(request_id), index=index)
+            ops.append(Create(request_id, hparams))
             ops.append(ValidateAfter(request_id, self._max_length))
             open_trials += 1
         return ops
 
 
 def _by_id(trial: _Trial) -> int:
-    return trial.request_id
+    return uuid.UUID(trial.request_id).int

@@ -298,7 +298,9 @@ def test_kill_stops_the_running_process_and_cancels() -> None:
 
 
 class _FailingGrid(GridSearch):
-    def on_validation_completed(self, request_id: int, metric: float, length: int) -> list[Any]:
+    def on_validation_completed(
+        self, searcher_state: Any, request_id: Any, metric: float, train_length: int
+    ) -> list[Any]:
         raise RuntimeError("searcher bug")
 
 

@@ -1,13 +1,27 @@
-"""A tiny pure stand-in for the master: drives a searcher through simulated events."""
+"""A tiny pure stand-in for the master: drives a search method (through a
+:class:`~pedl.searcher.SearcherRunner`, as the engine does) through simulated events."""
 
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pedl.searcher import Close, Create, ExitedReason, Operation, Shutdown, ValidateAfter
+from pedl.searcher import (
+    CloseTrial,
+    ExitedReason,
+    NewTrial,
+    SearcherRunner,
+    SearcherState,
+    SearchMethod,
+    Shutdown,
+    TrainTrial,
+    TrialOperation,
+)
+
+Operation = TrialOperation
 
 Event = tuple[Any, ...]
 """("initial",) | ("created", rid) | ("validated", rid, metric, length)
@@ -41,6 +55,26 @@ def send(handler: Handler, event: Event) -> list[Operation]:
     raise AssertionError(f"unknown event {event!r}")
 
 
+def send_to_method(method: SearchMethod, event: Event) -> list[Any]:
+    """Deliver one event straight to a search method, request id n as ``uuid.UUID(int=n)``
+    (the built-in methods' ids), with an empty searcher state."""
+    state = SearcherState()
+    kind, args = event[0], list(event[1:])
+    if args:
+        args[0] = uuid.UUID(int=args[0])
+    if kind == "initial":
+        return method.initial_operations(state)
+    if kind == "created":
+        return method.on_trial_created(state, *args)
+    if kind == "validated":
+        return method.on_validation_completed(state, *args)
+    if kind == "exited":
+        return method.on_trial_exited_early(state, *args)
+    if kind == "closed":
+        return method.on_trial_closed(state, *args)
+    raise AssertionError(f"unknown event {event!r}")
+
+
 @dataclass
 class Transcript:
     events: list[Event] = field(default_factory=list)
@@ -49,8 +83,8 @@ class Transcript:
     max_open: int = 0
 
     @property
-    def creates(self) -> list[Create]:
-        return [op for ops in self.ops for op in ops if isinstance(op, Create)]
+    def creates(self) -> list[NewTrial]:
+        return [op for ops in self.ops for op in ops if isinstance(op, NewTrial)]
 
     @property
     def all_ops(self) -> list[Operation]:
@@ -61,8 +95,15 @@ def default_metric(hparams: dict[str, Any]) -> float:
     return float(len(repr(sorted(hparams.items()))))
 
 
+def runner_of(handler: Handler | SearchMethod, seed: int = 0) -> Handler:
+    """``handler`` itself, or a runner around the search method ``handler``."""
+    if isinstance(handler, SearchMethod):
+        return SearcherRunner(handler, seed=seed)
+    return handler
+
+
 def simulate(
-    handler: Handler,
+    handler: Handler | SearchMethod,
     *,
     exits: dict[int, ExitedReason] | None = None,
     order_seed: int | None = None,
@@ -75,6 +116,7 @@ def simulate(
     or in an order shuffled by ``random.Random(order_seed)``. A trial in ``exits`` exits
     early (then is closed) when its ``ValidateAfter`` would run.
     """
+    handler = runner_of(handler)
     exits = exits or {}
     pick = random.Random(order_seed) if order_seed is not None else None
     transcript = Transcript()
@@ -102,12 +144,12 @@ def simulate(
                 seen.add(op.request_id)
         index = heads[0] if pick is None else pick.choice(heads)
         op = pending.pop(index)
-        if isinstance(op, Create):
+        if isinstance(op, NewTrial):
             hparams[op.request_id] = op.hparams
             open_trials.add(op.request_id)
             transcript.max_open = max(transcript.max_open, len(open_trials))
             deliver(("created", op.request_id))
-        elif isinstance(op, ValidateAfter):
+        elif isinstance(op, TrainTrial):
             if op.request_id in exits:
                 pending[:] = [
                     p for p in pending if isinstance(p, Shutdown) or p.request_id != op.request_id
@@ -117,7 +159,7 @@ def simulate(
                 deliver(("closed", op.request_id))
             else:
                 deliver(("validated", op.request_id, metric(hparams[op.request_id]), op.length))
-        elif isinstance(op, Close):
+        elif isinstance(op, CloseTrial):
             open_trials.discard(op.request_id)
             deliver(("closed", op.request_id))
     assert open_trials == set()

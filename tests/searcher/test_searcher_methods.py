@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import uuid
 from typing import Any
 
 import pytest
@@ -12,16 +13,20 @@ from searcher_sim import simulate
 from pedl.config import ExperimentConfig, grid_hparams, sample_hparams
 from pedl.searcher import (
     MAX_INVALID_REPLACEMENTS,
-    Close,
-    Create,
+    CloseTrial,
     ExitedReason,
     GridSearch,
+    JSONStateSearchMethod,
+    NewTrial,
     RandomSearch,
     SearcherError,
+    SearcherRunner,
+    SearcherState,
     Shutdown,
     SingleSearch,
-    ValidateAfter,
+    TrainTrial,
     make_search_method,
+    trial_seed_for,
 )
 
 
@@ -48,19 +53,18 @@ def config(searcher: dict[str, Any], seed: int = 7) -> Any:
 
 
 def test_single_operations_in_order() -> None:
-    searcher = SingleSearch(sample=sample, max_length=50, seed=3)
-    rng = random.Random(3)
-    expected_hparams = sample(rng)
-    expected_seed = rng.randint(0, 2**31 - 1)
+    method = SingleSearch(sample=sample, max_length=50, seed=3)
+    searcher = SearcherRunner(method, seed=5)
+    expected_hparams = sample(random.Random(3))
     ops = searcher.initial_operations()
-    assert ops == [Create(1, expected_hparams, expected_seed), ValidateAfter(1, 50)]
+    assert ops == [NewTrial(1, expected_hparams, trial_seed_for(5, 1)), TrainTrial(1, 50)]
     assert searcher.progress() == 0.0
     assert searcher.on_trial_created(1) == []
-    assert searcher.on_validation_completed(1, 0.5, 50) == [Close(1)]
+    assert searcher.on_validation_completed(1, 0.5, 50) == [CloseTrial(1)]
     assert searcher.progress() == 1.0
     assert searcher.on_trial_closed(1) == [Shutdown(failure=False)]
     with pytest.raises(SearcherError, match="already called"):
-        searcher.initial_operations()
+        method.initial_operations(SearcherState())
 
 
 def test_single_from_config_trains_to_max_length() -> None:
@@ -68,9 +72,7 @@ def test_single_from_config_trains_to_max_length() -> None:
     (create,) = transcript.creates
     assert create.hparams["optimizer"] == "adam"
     assert create.hparams["layers"] in (1, 2)
-    assert [op for op in transcript.all_ops if isinstance(op, ValidateAfter)] == [
-        ValidateAfter(1, 100)
-    ]
+    assert [op for op in transcript.all_ops if isinstance(op, TrainTrial)] == [TrainTrial(1, 100)]
     assert transcript.all_ops[-1] == Shutdown()
 
 
@@ -81,28 +83,29 @@ def test_grid_visits_every_point_once_within_concurrency(
     cfg = config({"name": "grid", "max_concurrent_trials": limit})
     points = grid_hparams(cfg.hyperparameters)
     assert len(points) == 12
-    searcher = make_search_method(cfg)
-    initial = searcher.initial_operations()
-    assert sum(isinstance(op, Create) for op in initial) == expected_max_open
+    initial = SearcherRunner(make_search_method(cfg)).initial_operations()
+    assert sum(isinstance(op, NewTrial) for op in initial) == expected_max_open
     transcript = simulate(make_search_method(cfg), order_seed=1)
     assert [c.hparams for c in transcript.creates] == points
     assert [c.request_id for c in transcript.creates] == list(range(1, 13))
     assert transcript.max_open <= expected_max_open
     assert simulate(make_search_method(cfg)).max_open == expected_max_open  # FIFO order
-    lengths = {op.length for op in transcript.all_ops if isinstance(op, ValidateAfter)}
+    lengths = {op.length for op in transcript.all_ops if isinstance(op, TrainTrial)}
     assert lengths == {100}
-    closes = [op.request_id for op in transcript.all_ops if isinstance(op, Close)]
+    closes = [op.request_id for op in transcript.all_ops if isinstance(op, CloseTrial)]
     assert sorted(closes) == list(range(1, 13))
     assert transcript.all_ops[-1] == Shutdown()
     assert sum(isinstance(op, Shutdown) for op in transcript.all_ops) == 1
 
 
-def test_grid_trial_seeds_come_from_experiment_seed() -> None:
-    a = simulate(make_search_method(config({"name": "grid"}, seed=1)))
-    b = simulate(make_search_method(config({"name": "grid"}, seed=1)))
-    c = simulate(make_search_method(config({"name": "grid"}, seed=2)))
+def test_trial_seeds_come_from_experiment_seed() -> None:
+    def run(seed: int) -> Any:
+        return simulate(SearcherRunner(make_search_method(config({"name": "grid"})), seed=seed))
+
+    a, b, c = run(1), run(1), run(2)
     assert [x.trial_seed for x in a.creates] == [x.trial_seed for x in b.creates]
     assert [x.trial_seed for x in a.creates] != [x.trial_seed for x in c.creates]
+    assert len({x.trial_seed for x in a.creates}) == len(a.creates)
     assert [x.hparams for x in a.creates] == [x.hparams for x in c.creates]
 
 
@@ -110,11 +113,8 @@ def test_random_draws_from_seeded_rng_in_creation_order() -> None:
     cfg = config({"name": "random", "max_trials": 5, "max_concurrent_trials": 2})
     transcript = simulate(make_search_method(cfg), order_seed=4)
     rng = random.Random(7)
-    expected = []
-    for _ in range(5):
-        hparams = sample_hparams(cfg.hyperparameters, rng)
-        expected.append((hparams, rng.randint(0, 2**31 - 1)))
-    assert [(c.hparams, c.trial_seed) for c in transcript.creates] == expected
+    expected = [sample_hparams(cfg.hyperparameters, rng) for _ in range(5)]
+    assert [c.hparams for c in transcript.creates] == expected
     assert transcript.max_open == 2
     assert transcript.all_ops[-1] == Shutdown()
 
@@ -133,15 +133,15 @@ def test_random_is_deterministic_for_a_seed(order_seed: int | None) -> None:
 
 
 def test_concurrency_limit_creates_next_on_close() -> None:
-    searcher = RandomSearch(
-        sample=sample, max_trials=3, max_length=10, max_concurrent_trials=1, seed=0
+    searcher = SearcherRunner(
+        RandomSearch(sample=sample, max_trials=3, max_length=10, max_concurrent_trials=1, seed=0)
     )
     ops = searcher.initial_operations()
-    assert [type(op) for op in ops] == [Create, ValidateAfter]
+    assert [type(op) for op in ops] == [NewTrial, TrainTrial]
     assert searcher.on_trial_created(1) == []
-    assert searcher.on_validation_completed(1, 1.0, 10) == [Close(1)]
+    assert searcher.on_validation_completed(1, 1.0, 10) == [CloseTrial(1)]
     follow = searcher.on_trial_closed(1)
-    assert [type(op) for op in follow] == [Create, ValidateAfter]
+    assert [type(op) for op in follow] == [NewTrial, TrainTrial]
     assert follow[0].request_id == 2  # type: ignore[union-attr]
 
 
@@ -153,7 +153,9 @@ def test_early_exit_is_not_retried_and_frees_a_slot() -> None:
     # The invalid draw (2) is replaced by a new sample (5); the errored trial (3) is not.
     assert [c.request_id for c in transcript.creates] == [1, 2, 3, 4, 5]
     assert transcript.max_open == 2
-    assert not any(isinstance(op, Close) and op.request_id in (2, 3) for op in transcript.all_ops)
+    assert not any(
+        isinstance(op, CloseTrial) and op.request_id in (2, 3) for op in transcript.all_ops
+    )
     assert transcript.all_ops[-1] == Shutdown(failure=False)
 
 
@@ -182,13 +184,13 @@ def test_shutdown_is_a_failure_when_every_trial_errored() -> None:
 
 
 def test_exit_then_close_releases_the_slot_once() -> None:
-    searcher = RandomSearch(
-        sample=sample, max_trials=3, max_length=10, max_concurrent_trials=1, seed=0
+    searcher = SearcherRunner(
+        RandomSearch(sample=sample, max_trials=3, max_length=10, max_concurrent_trials=1, seed=0)
     )
     searcher.initial_operations()
     searcher.on_trial_created(1)
     created = searcher.on_trial_exited_early(1, ExitedReason.ERRORED)
-    assert [type(op) for op in created] == [Create, ValidateAfter]
+    assert [type(op) for op in created] == [NewTrial, TrainTrial]
     assert searcher.on_trial_closed(1) == []  # no second replacement
 
 
@@ -210,26 +212,27 @@ def test_progress_counts_finished_trials() -> None:
 
 
 def test_partial_validation_does_not_close() -> None:
-    searcher = SingleSearch(sample=sample, max_length=100, seed=0)
+    searcher = SearcherRunner(SingleSearch(sample=sample, max_length=100, seed=0))
     searcher.initial_operations()
     searcher.on_trial_created(1)
     assert searcher.on_validation_completed(1, 0.3, 40) == []
     assert searcher.progress() == pytest.approx(0.4)
-    assert searcher.on_validation_completed(1, 0.2, 100) == [Close(1)]
+    assert searcher.on_validation_completed(1, 0.2, 100) == [CloseTrial(1)]
 
 
 def test_empty_search_shuts_down_at_once() -> None:
-    assert GridSearch(points=[], max_length=5, seed=0).initial_operations() == [Shutdown()]
+    state = SearcherState()
+    assert GridSearch(points=[], max_length=5, seed=0).initial_operations(state) == [Shutdown()]
     random_search = RandomSearch(sample=sample, max_trials=0, max_length=5, seed=0)
-    assert random_search.initial_operations() == [Shutdown()]
-    assert random_search.progress() == 1.0
+    assert random_search.initial_operations(state) == [Shutdown()]
+    assert random_search.progress(state) == 1.0
 
 
 def test_unknown_request_id_and_bad_settings_refused() -> None:
     searcher = SingleSearch(sample=sample, max_length=5, seed=0)
-    searcher.initial_operations()
-    with pytest.raises(SearcherError, match="Unknown trial request id 9"):
-        searcher.on_trial_created(9)
+    searcher.initial_operations(SearcherState())
+    with pytest.raises(SearcherError, match="Unknown trial request id"):
+        searcher.on_trial_created(SearcherState(), uuid.UUID(int=9))
     with pytest.raises(SearcherError, match="max_length=0"):
         SingleSearch(sample=sample, max_length=0, seed=0)
 
@@ -250,13 +253,15 @@ def test_unsupported_searcher_name() -> None:
 )
 def test_state_dict_is_json(searcher: dict[str, Any]) -> None:
     method = make_search_method(config(searcher))
+    assert isinstance(method, JSONStateSearchMethod)
     simulate(method, exits={2: ExitedReason.ERRORED}, order_seed=3)
     state = method.state_dict()
     assert json.loads(json.dumps(state)) == state
     other = make_search_method(config(searcher))
+    assert isinstance(other, JSONStateSearchMethod)
     other.load_state_dict(json.loads(json.dumps(state)))
     assert other.state_dict() == state
-    assert other.progress() == method.progress() == 1.0
+    assert other.progress(SearcherState()) == method.progress(SearcherState()) == 1.0
 
 
 def test_state_of_another_searcher_refused() -> None:

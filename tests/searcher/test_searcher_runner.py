@@ -3,24 +3,34 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pytest
-from searcher_sim import Event, send, simulate
+from searcher_sim import Event, send, send_to_method, simulate
 
 from pedl.config import ExperimentConfig
 from pedl.searcher import (
     Close,
+    CloseTrial,
     Create,
     ExitedReason,
+    JSONStateSearchMethod,
+    NewTrial,
     Operation,
+    Progress,
     SearcherError,
     SearcherRunner,
+    SearcherState,
+    SearchMethod,
     Shutdown,
+    TrainTrial,
+    TrialOperation,
     ValidateAfter,
     make_search_method,
     operation_from_dict,
     operation_to_dict,
+    trial_seed_for,
 )
 
 SEARCHERS = [
@@ -46,10 +56,22 @@ def config(searcher: dict[str, Any]) -> Any:
     )
 
 
+def method_state(runner: SearcherRunner) -> dict[str, Any]:
+    method = runner.method
+    assert isinstance(method, JSONStateSearchMethod)
+    return method.state_dict()
+
+
+def json_method(cfg: Any) -> JSONStateSearchMethod:
+    method = make_search_method(cfg)
+    assert isinstance(method, JSONStateSearchMethod)
+    return method
+
+
 def run_recorded(searcher: dict[str, Any]) -> tuple[SearcherRunner, list[dict[str, Any]], Any]:
     """Drive a runner to the end; return it, the states after each event, and the transcript."""
     cfg = config(searcher)
-    runner = SearcherRunner(make_search_method(cfg))
+    runner = SearcherRunner(make_search_method(cfg), seed=42)
     states: list[dict[str, Any]] = []
 
     class Recording:
@@ -58,11 +80,11 @@ def run_recorded(searcher: dict[str, Any]) -> tuple[SearcherRunner, list[dict[st
             if not name.startswith("on_") and name != "initial_operations":
                 return method
 
-            def call(*args: Any) -> list[Operation]:
+            def call(*args: Any) -> list[TrialOperation]:
                 ops = method(*args)
                 states.append(
                     {
-                        "method": runner.method.state_dict(),
+                        "method": method_state(runner),
                         "outstanding": runner.outstanding_operations,
                     }
                 )
@@ -89,13 +111,13 @@ def test_replay_at_every_prefix_yields_identical_futures(searcher: dict[str, Any
         replayed = SearcherRunner.replay(config(searcher), json.loads(json.dumps(events[:k])))
         assert replayed.events == events[:k]
         if k > 0:
-            assert replayed.method.state_dict() == states[k - 1]["method"]
+            assert method_state(replayed) == states[k - 1]["method"]
             assert replayed.outstanding_operations == states[k - 1]["outstanding"]
         # The future: the same later events produce the same operations.
         future = [send(replayed, event) for event in transcript.events[k:]]
         assert future == transcript.ops[k:]
         assert replayed.events == events
-        assert replayed.method.state_dict() == runner.method.state_dict()
+        assert method_state(replayed) == method_state(runner)
         assert replayed.is_shut_down
 
 
@@ -103,19 +125,18 @@ def test_replay_at_every_prefix_yields_identical_futures(searcher: dict[str, Any
 def test_state_dict_round_trip_at_every_prefix(searcher: dict[str, Any]) -> None:
     _, _, transcript = run_recorded(searcher)
     events: list[Event] = transcript.events
-    complete = make_search_method(config(searcher))
-    for event in events:
-        send(complete, event)
+    complete = json_method(config(searcher))
+    complete_ops = [send_to_method(complete, event) for event in events]
     for k in range(len(events) + 1):
-        original = make_search_method(config(searcher))
+        original = json_method(config(searcher))
         for event in events[:k]:
-            send(original, event)
+            send_to_method(original, event)
         state = json.loads(json.dumps(original.state_dict()))
-        restored = make_search_method(config(searcher))
+        restored = json_method(config(searcher))
         restored.load_state_dict(state)
         assert restored.state_dict() == original.state_dict()
-        assert restored.progress() == original.progress()
-        assert [send(restored, e) for e in events[k:]] == transcript.ops[k:]
+        assert restored.progress(SearcherState()) == original.progress(SearcherState())
+        assert [send_to_method(restored, e) for e in events[k:]] == complete_ops[k:]
         assert restored.state_dict() == complete.state_dict()
 
 
@@ -124,12 +145,12 @@ def test_events_reach_the_sink_before_the_searcher_handles_them() -> None:
     seen: list[tuple[dict[str, Any], dict[str, Any]]] = []
 
     def sink(record: dict[str, Any]) -> None:
-        seen.append((record, runner.method.state_dict()))
+        seen.append((record, method_state(runner)))
 
     runner = SearcherRunner(make_search_method(cfg), event_sink=sink)
-    before = runner.method.state_dict()
+    before = method_state(runner)
     runner.initial_operations()
-    after_initial = runner.method.state_dict()
+    after_initial = method_state(runner)
     runner.on_trial_created(1)
     assert seen[0] == ({"seq": 0, "kind": "initial_operations"}, before)
     assert seen[1] == ({"seq": 1, "kind": "trial_created", "request_id": 1}, after_initial)
@@ -147,14 +168,14 @@ def test_events_reach_the_sink_before_the_searcher_handles_them() -> None:
 def test_outstanding_operations_follow_acknowledgements() -> None:
     runner = SearcherRunner(make_search_method(config({"name": "single"})))
     (create, validate) = runner.initial_operations()
-    assert isinstance(create, Create) and validate == ValidateAfter(1, 3)
+    assert isinstance(create, NewTrial) and validate == TrainTrial(1, 3)
     assert runner.outstanding_operations == [create, validate]
     runner.on_trial_created(1)
     assert runner.outstanding_operations == [validate]
     runner.on_validation_completed(1, 0.1, 2)  # a shorter validation acknowledges nothing
     assert runner.outstanding_operations == [validate]
-    assert runner.on_validation_completed(1, 0.1, 3) == [Close(1)]
-    assert runner.outstanding_operations == [Close(1)]
+    assert runner.on_validation_completed(1, 0.1, 3) == [CloseTrial(1)]
+    assert runner.outstanding_operations == [CloseTrial(1)]
     assert not runner.is_shut_down
     assert runner.on_trial_closed(1) == [Shutdown()]
     assert runner.outstanding_operations == [Shutdown()]
@@ -205,12 +226,17 @@ def test_malformed_log_refused_on_replay() -> None:
         )
 
 
+RID = uuid.UUID("3f1c1d2e-0000-4000-8000-000000000003")
+
+
 @pytest.mark.parametrize(
     "op",
     [
-        Create(3, {"lr": 0.1, "nested": {"a": [1, 2]}}, 12345),
-        ValidateAfter(3, 700),
-        Close(3),
+        Create(RID, {"lr": 0.1, "nested": {"a": [1, 2]}}),
+        Create(RID, {}, "0b8c5ad2-5bd4-4f3c-9a0e-7c1d2e3f4a5b"),
+        ValidateAfter(RID, 700),
+        Close(RID),
+        Progress(0.25),
         Shutdown(failure=True),
         Shutdown(cancel=True),
     ],
@@ -226,3 +252,98 @@ def test_bad_operation_record_refused() -> None:
         operation_from_dict({"type": "explode"})
     with pytest.raises(SearcherError, match="Malformed"):
         operation_from_dict({"type": "close"})
+
+
+class FromUUID4(SearchMethod):
+    """A Determined-style custom method: random uuid4 request ids, one trial per event."""
+
+    def __init__(self) -> None:
+        self.created: list[uuid.UUID] = []
+
+    def initial_operations(self, searcher_state: SearcherState) -> list[Operation]:
+        rid = uuid.uuid4()
+        self.created.append(rid)
+        return [Create(rid, {"i": 0}, None), ValidateAfter(rid, 4)]
+
+    def on_trial_created(
+        self, searcher_state: SearcherState, request_id: uuid.UUID
+    ) -> list[Operation]:
+        assert request_id in searcher_state.trials_created
+        return []
+
+    def on_validation_completed(
+        self,
+        searcher_state: SearcherState,
+        request_id: uuid.UUID,
+        metric: float,
+        train_length: int,
+    ) -> list[Operation]:
+        assert searcher_state.trial_progress[request_id] == train_length / 8
+        return [ValidateAfter(request_id, 8)] if train_length < 8 else [Close(request_id)]
+
+    def on_trial_closed(
+        self, searcher_state: SearcherState, request_id: uuid.UUID
+    ) -> list[Operation]:
+        assert request_id in searcher_state.trials_closed
+        if len(self.created) < 2:
+            rid = uuid.uuid4()
+            self.created.append(rid)
+            return [Create(rid, {"i": 1}, None), ValidateAfter(rid, 8)]
+        return [Progress(1.0), Shutdown()]
+
+    def on_trial_exited_early(
+        self, searcher_state: SearcherState, request_id: uuid.UUID, exited_reason: ExitedReason
+    ) -> list[Operation]:
+        return []
+
+    def progress(self, searcher_state: SearcherState) -> float:
+        return len(searcher_state.trials_closed) / 2
+
+
+def test_a_determined_style_method_gets_integer_trials_and_a_searcher_state() -> None:
+    runner = SearcherRunner(FromUUID4(), seed=9, max_length=8)
+    transcript = simulate(runner)
+    assert [c.request_id for c in transcript.creates] == [1, 2]
+    assert [c.trial_seed for c in transcript.creates] == [
+        trial_seed_for(9, 1),
+        trial_seed_for(9, 2),
+    ]
+    assert [op for op in transcript.all_ops if isinstance(op, TrainTrial)] == [
+        TrainTrial(1, 4),
+        TrainTrial(1, 8),
+        TrainTrial(2, 8),
+    ]
+    assert transcript.all_ops[-1] == Shutdown()
+    assert runner.searcher_state.experiment_completed and runner.progress() == 1.0
+    assert runner.searcher_state.last_event_id == len(runner.events)
+    # Replayed into a fresh method with new uuid4s: same trials, same operations.
+    replayed = SearcherRunner.restore(FromUUID4(), runner.events, seed=9, max_length=8)
+    assert replayed.outstanding_operations == runner.outstanding_operations
+    assert replayed.request_uuid(2) != runner.request_uuid(2)
+
+
+def test_operations_for_unknown_request_ids_are_refused() -> None:
+    class Stray(FromUUID4):
+        def on_trial_created(
+            self, searcher_state: SearcherState, request_id: uuid.UUID
+        ) -> list[Operation]:
+            return [Close(uuid.uuid4())]
+
+    runner = SearcherRunner(Stray())
+    runner.initial_operations()
+    with pytest.raises(SearcherError, match="no Create made"):
+        runner.on_trial_created(1)
+
+
+def test_searcher_state_and_method_state_save_and_load(tmp_path: Any) -> None:
+    cfg = config({"name": "random", "max_trials": 3, "max_concurrent_trials": 1})
+    runner = SearcherRunner(make_search_method(cfg), seed=42, max_length=3)
+    runner.initial_operations()
+    runner.on_trial_created(1)
+    runner.on_validation_completed(1, 0.5, 3)
+    runner.method.save(runner.searcher_state, tmp_path)
+    fresh = make_search_method(cfg)
+    state = fresh.load(tmp_path)
+    assert state == runner.searcher_state
+    assert state.trial_progress == {runner.request_uuid(1): 1.0}
+    assert method_state(SearcherRunner(fresh)) == method_state(runner)
