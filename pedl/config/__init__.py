@@ -30,10 +30,12 @@ from pedl.config._searcher import (
     AdaptiveASHASearcherConfig,
     AsyncHalvingSearcherConfig,
     CustomSearcherConfig,
+    GPSearcherConfig,
     GridSearcherConfig,
     RandomSearcherConfig,
     SearcherConfig,
     SingleSearcherConfig,
+    TPESearcherConfig,
 )
 from pedl.config._storage import (
     DEFAULT_HOST_PATH,
@@ -67,6 +69,7 @@ __all__ = [
     "EnvironmentVariablesMap",
     "ExperimentConfig",
     "GCSStorageConfig",
+    "GPSearcherConfig",
     "GridSearcherConfig",
     "Hyperparameter",
     "HyperparameterSpace",
@@ -80,6 +83,7 @@ __all__ = [
     "SearcherConfig",
     "SharedFSStorageConfig",
     "SingleSearcherConfig",
+    "TPESearcherConfig",
     "config_warnings",
     "flatten_hparams",
     "grid_hparams",

@@ -15,6 +15,8 @@ SEARCHER_NAMES: tuple[str, ...] = (
     "random",
     "adaptive_asha",
     "async_halving",
+    "tpe",
+    "gp",
     "custom",
 )
 
@@ -115,12 +117,38 @@ class AsyncHalvingSearcherConfig(_LengthSearcher):
     stop_once: bool = False
 
 
+class _BayesianSearcherConfig(_LengthSearcher):
+    max_trials: int = Field(ge=1)
+    max_concurrent_trials: int = Field(default=16, ge=0)
+    n_startup_trials: int = Field(default=10, ge=0)
+    """Trials drawn at random before the model of the metric guides the draws."""
+
+
+class TPESearcherConfig(_BayesianSearcherConfig):
+    """``tpe``: Bayesian search with Optuna's tree-structured Parzen estimator."""
+
+    name: Literal["tpe"]
+
+
+class GPSearcherConfig(_BayesianSearcherConfig):
+    """``gp``: Bayesian search with Optuna's Gaussian-process sampler."""
+
+    name: Literal["gp"]
+
+
 class CustomSearcherConfig(_SearcherBase):
-    """``custom``: a user-written searcher decides; ``max_length`` is optional."""
+    """``custom``: a user-written :class:`pedl.searcher.SearchMethod` decides, in a process
+    of its own; ``max_length`` is optional.
+
+    ``search_method``: ``"module:Class"`` in the model definition (``Class`` alone: in the
+    entrypoint's module); by default the one ``SearchMethod`` subclass that the entrypoint's
+    module defines.
+    """
 
     name: Literal["custom"]
     unit: Literal["batches", "records", "epochs"] | None = None
     max_length: Length | None = None
+    search_method: str | None = Field(default=None, min_length=1, max_length=500)
 
     @field_validator("max_length")
     @classmethod
@@ -134,6 +162,8 @@ SearcherConfig = Annotated[
     | Annotated[RandomSearcherConfig, Tag("searcher:random")]
     | Annotated[AdaptiveASHASearcherConfig, Tag("searcher:adaptive_asha")]
     | Annotated[AsyncHalvingSearcherConfig, Tag("searcher:async_halving")]
+    | Annotated[TPESearcherConfig, Tag("searcher:tpe")]
+    | Annotated[GPSearcherConfig, Tag("searcher:gp")]
     | Annotated[CustomSearcherConfig, Tag("searcher:custom")],
     Discriminator(tag_of("searcher", "name")),
 ]
