@@ -8,16 +8,19 @@ import tarfile
 import uuid
 import warnings
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from pedl.client import Client, PEDLError
 from pedl.config import ConfigWarning
-from pedl.engine import ExperimentState
+from pedl.engine import ExperimentState, TrialOutcome, TrialState
+from pedl.master.api._schemas import Page, TrialPublic
 from pedl.master.db import Database
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
+from pedl.master.db import trials as trials_repo
 
 from .helpers import (
     CONFIG_YAML,
@@ -261,3 +264,47 @@ def test_sdk_surfaces_the_warning_and_the_refusal(
             sdk.create_experiment(asha, tmp_path)
         assert info.value.field == "config.searcher.name"
         assert "PEDL does not implement Determined's 'adaptive_asha' searcher" in str(info.value)
+
+
+def test_the_lean_trials_page_has_the_public_shape(
+    client: httpx.Client, database: Database
+) -> None:
+    """GET /experiments/{id}/trials reads plain rows, not ORM objects: the same document
+    Page[TrialPublic] gives for the ORM rows, every field set or not, with paging and the
+    state filter."""
+    experiment_id = create_experiment(client)["id"]
+    plain = create_trial(database, experiment_id, seed=1)[0]
+    full = create_trial(database, experiment_id, seed=2, request_id="r-2", hparams={"x": 1e-5})[0]
+    create_trial(database, experiment_id, seed=3)
+    with database.session(write=True) as session:
+        trial = trials_repo.set_trial_state(session, full, TrialState.ERROR)
+        trial.outcome = TrialOutcome.ERRORED
+        trial.error = {"type": "ValueError", "message": "bad"}  # the other fields defaulted
+        trial.best_validation = 0.125
+        trial.latest_checkpoint_uuid = trial.best_checkpoint_uuid = str(uuid.uuid4())
+        trial.restarts, trial.total_batches = 2, 300
+
+    def expected(**params: Any) -> dict[str, Any]:
+        with database.session() as session:
+            rows, total = trials_repo.list_trials(session, experiment_id, **params)
+            page = Page[TrialPublic](
+                items=[TrialPublic.model_validate(row) for row in rows],
+                total=total,
+                offset=params.get("offset", 0),
+                limit=params.get("limit", 100),
+            )
+        return page.model_dump(mode="json")
+
+    got = client.get(f"/experiments/{experiment_id}/trials")
+    assert got.status_code == 200 and got.headers["content-type"] == "application/json"
+    assert got.json() == expected()
+    errored = got.json()["items"][1]
+    assert errored["id"] == full and errored["error"]["traceback"] == ""
+    assert errored["ended_at"] is not None and errored["hparams"] == {"x": 1e-5}
+    assert got.json()["items"][0]["id"] == plain and "token" not in got.text
+    paged = client.get(f"/experiments/{experiment_id}/trials", params={"limit": 1, "offset": 1})
+    assert paged.json() == expected(limit=1, offset=1)
+    live = client.get(f"/experiments/{experiment_id}/trials", params={"state": ["ACTIVE"]})
+    assert live.json() == expected(states=[TrialState.ACTIVE]) and live.json()["total"] == 2
+    assert client.get("/experiments/424242/trials").status_code == 404
+    assert client.get(f"/experiments/{experiment_id}/trials?limit=0").status_code == 422
