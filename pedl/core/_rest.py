@@ -8,7 +8,6 @@ Each is the REST counterpart of a local stand-in: :class:`RestMetricsWriter` (tr
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,24 +67,21 @@ class RestCheckpointRegistry:
 class RestSearcherSession:
     """The trial's searcher operations from the master.
 
-    ``next_length`` long-polls ``GET /trials/{id}/searcher/operation`` until the master
-    answers with a length or says the trial is closed (``wait`` answers are repeated after
-    ``poll_interval`` seconds).
+    ``next_length`` asks ``GET /trials/{id}/searcher/operation``, which long-polls on the
+    master: it answers with a length, says the trial is closed, or says ``wait`` (the
+    searcher has no work for the trial yet, e.g. an ASHA trial waiting for its rung to fill).
+    On ``wait`` the process stops for now (it checkpoints and exits, freeing its slot); the
+    master starts the trial again from that checkpoint when the searcher gives it more work.
     """
 
-    def __init__(self, client: MasterClient, *, poll_interval: float = 0.2) -> None:
+    def __init__(self, client: MasterClient) -> None:
         self._client = client
-        self._poll_interval = poll_interval
 
     def next_length(self) -> int | None:
-        while True:
-            answer = self._client.get(f"{self._client.trial_path}/searcher/operation")
-            status = answer.get("status")
-            if status == "train":
-                return int(answer["length"])
-            if status == "closed":
-                return None
-            time.sleep(self._poll_interval)
+        answer = self._client.get(f"{self._client.trial_path}/searcher/operation")
+        if answer.get("status") == "train":
+            return int(answer["length"])
+        return None
 
     def complete(self, length: int, searcher_metric: float) -> None:
         self._client.post(

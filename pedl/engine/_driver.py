@@ -424,7 +424,9 @@ class ExperimentDriver:
                 self._set_state(trial, self._waiting_state())
         elif self.state == ExperimentState.STOPPING_CANCELED:
             self._finish(trial, TrialState.CANCELED, TrialOutcome.PREEMPTED)
-        else:  # preempted, or completed what it had while the searcher has more to say
+        elif outcome == TrialOutcome.COMPLETED:  # done for now; the searcher has more to say
+            self._set_state(trial, self._waiting_state())
+        else:  # preempted
             self._set_state(trial, self._waiting_state(), outcome)
 
     def _errored(self, trial: _Trial, error: TrialError | None) -> None:

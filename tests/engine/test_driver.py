@@ -17,6 +17,7 @@ from pedl.engine import (
     ExperimentDriver,
     ExperimentState,
     KillTrial,
+    OperationAnswer,
     SetExperimentState,
     SetTrialState,
     TrialError,
@@ -24,7 +25,7 @@ from pedl.engine import (
     TrialRecord,
     TrialState,
 )
-from pedl.searcher import GridSearch
+from pedl.searcher import Close, GridSearch, ValidateAfter
 from pedl.storage import CheckpointSummary
 
 
@@ -316,3 +317,54 @@ def test_a_searcher_that_fails_ends_the_experiment_with_its_error() -> None:
     assert shell.error == "the searcher failed: RuntimeError: searcher bug"
     assert shell.killed == [trial_id]
     assert shell.trials[trial_id].state == TrialState.CANCELED
+
+
+class _PromoteLater(GridSearch):
+    """Two trials to 5; the first is promoted to 10 only once the second has validated."""
+
+    def __init__(self) -> None:
+        super().__init__(points=[{"global_batch_size": 4, "units": u} for u in (1, 2)],
+                         max_length=5, seed=0)  # fmt: skip
+        self.validated: list[Any] = []
+
+    def on_validation_completed(
+        self, searcher_state: Any, request_id: Any, metric: float, train_length: int
+    ) -> list[Any]:
+        self.validated.append(request_id)
+        if len(self.validated) == 2:
+            first = self.validated[0]
+            return [ValidateAfter(first, 10), Close(request_id)]
+        if len(self.validated) == 3:
+            return [Close(request_id)]
+        return []
+
+
+def test_a_waiting_trial_gives_up_its_process_and_resumes_from_its_checkpoint() -> None:
+    cfg = config(GRID, units=[1, 2])
+    shell = Shell(ExperimentDriver(cfg, search_method=_PromoteLater()))
+    shell.apply(shell.driver.start())
+    first, second = shell.driver.runnable_trials()
+    shell.apply(shell.driver.trial_started(first))
+    assert shell.driver.next_operation(first) == OperationAnswer("train", 5)
+    shell.apply(shell.driver.validation_reported(first, 5, 0.5))
+    shell.checkpoint(first, 5)
+    # Nothing to do until the searcher decides: the process is told to wait, and exits.
+    assert shell.driver.next_operation(first) == OperationAnswer("wait")
+    shell.apply(shell.driver.trial_exited(first, TrialOutcome.COMPLETED))
+    assert shell.trials[first].state == TrialState.ACTIVE
+    assert first not in shell.outcomes  # not finished: no outcome recorded
+    assert shell.driver.runnable_trials() == [second]
+    shell.apply(shell.driver.trial_started(second))
+    shell.apply(shell.driver.validation_reported(second, 5, 0.4))  # promotes the first
+    assert shell.driver.next_operation(second) == OperationAnswer("closed")
+    shell.apply(shell.driver.trial_exited(second, TrialOutcome.COMPLETED))
+    assert shell.trials[second].state == TrialState.COMPLETED
+    # The first is runnable again and resumes at its checkpoint: it trains 5 -> 10 only.
+    assert shell.driver.runnable_trials() == [first]
+    shell.apply(shell.driver.trial_started(first))
+    assert shell.driver.next_operation(first) == OperationAnswer("train", 10)
+    shell.apply(shell.driver.validation_reported(first, 10, 0.3))
+    assert shell.driver.next_operation(first) == OperationAnswer("closed")
+    shell.apply(shell.driver.trial_exited(first, TrialOutcome.COMPLETED))
+    assert shell.outcomes[first] == TrialOutcome.COMPLETED
+    assert shell.experiment == ExperimentState.COMPLETED

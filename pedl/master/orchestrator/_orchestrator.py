@@ -400,8 +400,8 @@ class Orchestrator:
             if waiting is not None:
                 self._event(waiting, partial(ExperimentDriver.trial_queued, trial_id=trial_id))
             if self._reasons.get(trial_id) != reason:
-                self._reasons[trial_id] = reason
                 self._log(trial_id, f"queued: {reason}")
+        self._reasons = dict(placement.waiting)
 
     def _launch(self, trial_id: int) -> None:
         actor = self._actor_of(trial_id)
@@ -488,9 +488,10 @@ class Orchestrator:
     # the trial side --------------------------------------------------------------------------
 
     def next_operation(self, trial_id: int, wait_seconds: float = 5.0) -> OperationAnswer:
-        """The trial process's next operation; waits up to ``wait_seconds`` for work to
-        appear before answering ``wait``. A trial with no running process is told
-        ``closed``."""
+        """The trial process's next operation. While the searcher has no work for the trial
+        yet, it keeps its slot up to ``wait_seconds`` in case work comes, but not while other
+        trials wait for slots; then it is told ``wait``, checkpoints and exits, and is started
+        again when work comes. A trial with no running process is told ``closed``."""
         actor = self._actor_of(trial_id)
         if actor is None:
             return OperationAnswer("closed")
@@ -499,9 +500,14 @@ class Orchestrator:
             while True:
                 answer = actor.driver.next_operation(trial_id)
                 remaining = deadline - time.monotonic()
-                if answer.status != "wait" or remaining <= 0 or actor.broken:
+                if (
+                    answer.status != "wait"
+                    or remaining <= 0
+                    or actor.broken
+                    or self._reasons  # trials are queued for slots: give this one up
+                ):
                     return answer
-                actor.changed.wait(remaining)
+                actor.changed.wait(min(remaining, 0.5))
 
     def complete_operation(self, trial_id: int, length: int, metric: float) -> None:
         """The trial process trained to ``length`` and validated with ``metric``; returns
