@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from pedl.config._base import ConfigModel, config_error, tag_of
-from pedl.config._length import Length
+from pedl.config._length import LENGTH_UNITS, Length
 
 SEARCHER_NAMES: tuple[str, ...] = (
     "single",
@@ -28,17 +28,17 @@ def _positive(length: Length | None) -> Length | None:
 
 
 class _SearcherBase(ConfigModel):
-    """Fields every searcher has: the metric to optimise and where to warm-start from
-    (warm starts, ``source_trial_id``/``source_checkpoint_uuid``, are not implemented)."""
+    """Fields every searcher has: the metric to optimise and where to warm-start from.
 
-    ignored_fields: ClassVar[frozenset[str]] = frozenset(
-        {"source_trial_id", "source_checkpoint_uuid"}
-    )
+    Warm start: every new trial starts from the weights of checkpoint
+    ``source_checkpoint_uuid``, or of the latest checkpoint of trial ``source_trial_id``
+    (resolved when the experiment is created), with its batch counters at 0.
+    """
 
     metric: str
     smaller_is_better: bool = True
-    source_trial_id: int | None = None
-    source_checkpoint_uuid: str | None = None
+    source_trial_id: int | None = Field(default=None, ge=1)
+    source_checkpoint_uuid: str | None = Field(default=None, pattern=r"^[0-9a-fA-F-]{1,36}$")
 
 
 class _LengthSearcher(_SearcherBase):
@@ -72,22 +72,24 @@ class RandomSearcherConfig(_LengthSearcher):
     max_concurrent_trials: int = Field(default=16, ge=0)
 
 
-class AdaptiveASHASearcherConfig(_SearcherBase):
-    """``adaptive_asha``: brackets of asynchronous successive halving.
+TIME_METRIC_UNITS: tuple[str, ...] = LENGTH_UNITS
+"""The ``time_metric`` values PEDL runs: its length units (the engine counts batches and
+converts records and epochs; any other metric is refused when an experiment is created)."""
 
-    ``max_length`` is required unless both ``time_metric`` and ``max_time`` are given
-    (Determined's newer time-based form).
+
+class _HalvingSearcherConfig(_SearcherBase):
+    """What ``adaptive_asha`` and ``async_halving`` share (Determined's names and defaults).
+
+    The maximum training length is either ``max_length`` (older configs) or ``max_time``
+    measured in ``time_metric`` (Determined 0.38's form, which wins when both are given, as
+    in Determined): see :attr:`length`.
     """
 
-    name: Literal["adaptive_asha"]
     max_length: Length | None = None
     max_trials: int = Field(ge=1)
-    max_rungs: int = Field(default=5, ge=1)
     divisor: float = Field(default=4.0, gt=1)
-    mode: Literal["aggressive", "standard", "conservative"] = "standard"
-    bracket_rungs: list[int] = Field(default_factory=list)
-    stop_once: bool = False
     max_concurrent_trials: int = Field(default=16, ge=0)
+    stop_once: bool = False
     time_metric: str | None = None
     max_time: int | None = Field(default=None, ge=1)
 
@@ -97,7 +99,7 @@ class AdaptiveASHASearcherConfig(_SearcherBase):
         return _positive(value)
 
     @model_validator(mode="after")
-    def _needs_a_budget(self) -> AdaptiveASHASearcherConfig:
+    def _needs_a_budget(self) -> _HalvingSearcherConfig:
         if self.max_length is None and (self.time_metric is None or self.max_time is None):
             raise config_error(
                 "missing required field 'max_length' (or give both time_metric and max_time)",
@@ -105,16 +107,39 @@ class AdaptiveASHASearcherConfig(_SearcherBase):
             )
         return self
 
+    @property
+    def length(self) -> Length | None:
+        """The maximum training length of a trial: ``max_time`` in the unit ``time_metric``
+        when both are given, else ``max_length``. ``None`` when ``time_metric`` is not one
+        of :data:`TIME_METRIC_UNITS` (such a config is refused when an experiment is
+        created, naming ``searcher.time_metric``)."""
+        if self.time_metric is not None and self.max_time is not None:
+            if self.time_metric not in TIME_METRIC_UNITS:
+                return None
+            return Length.model_validate({self.time_metric: self.max_time})
+        return self.max_length
 
-class AsyncHalvingSearcherConfig(_LengthSearcher):
-    """``async_halving``: one bracket of asynchronous successive halving."""
+
+class AdaptiveASHASearcherConfig(_HalvingSearcherConfig):
+    """``adaptive_asha``: brackets of asynchronous successive halving (see
+    :class:`pedl.searcher.AdaptiveASHASearch`).
+
+    ``max_length`` is required unless both ``time_metric`` and ``max_time`` are given
+    (Determined's newer time-based form).
+    """
+
+    name: Literal["adaptive_asha"]
+    max_rungs: int = Field(default=5, ge=1)
+    mode: Literal["aggressive", "standard", "conservative"] = "standard"
+    bracket_rungs: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+
+
+class AsyncHalvingSearcherConfig(_HalvingSearcherConfig):
+    """``async_halving``: one bracket of asynchronous successive halving with ``num_rungs``
+    rungs (see :class:`pedl.searcher.AsyncHalvingSearch`)."""
 
     name: Literal["async_halving"]
     num_rungs: int = Field(ge=1)
-    max_trials: int = Field(ge=1)
-    divisor: float = Field(default=4.0, gt=1)
-    max_concurrent_trials: int = Field(default=16, ge=0)
-    stop_once: bool = False
 
 
 class _BayesianSearcherConfig(_LengthSearcher):

@@ -27,6 +27,9 @@ class TrialInfo:
     config: ExperimentConfig
     code_dir: Path
     latest_checkpoint: str | None = None
+    warm_start_checkpoint: str | None = None
+    """A checkpoint (of another trial) whose weights the trial starts from, with its counters
+    at 0, when it has no checkpoint of its own (``searcher.source_checkpoint_uuid``)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -30,6 +30,9 @@ class CreateTrial:
     request_id: int
     hparams: dict[str, Any] = field(hash=False)
     seed: int
+    warm_start: str | None = None
+    """The checkpoint whose weights the trial starts from (``Create.checkpoint``, else
+    ``searcher.source_checkpoint_uuid``), or ``None``."""
 
 
 @dataclass(frozen=True)

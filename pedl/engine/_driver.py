@@ -383,7 +383,10 @@ class ExperimentDriver:
                     self._trials[op.request_id] = _Trial(
                         op.request_id, dict(op.hparams), op.trial_seed
                     )
-                    self._emit(CreateTrial(op.request_id, dict(op.hparams), op.trial_seed))
+                    warm_start = op.checkpoint or self.config.searcher.source_checkpoint_uuid
+                    self._emit(
+                        CreateTrial(op.request_id, dict(op.hparams), op.trial_seed, warm_start)
+                    )
                 queue.extend(self._runner.on_trial_created(op.request_id))
             elif isinstance(op, TrainTrial):
                 self._issue(self._trials[op.request_id], op.length)

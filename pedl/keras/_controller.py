@@ -208,6 +208,8 @@ class TFKerasTrialController:
         self.callbacks.set_params({"verbose": 0, "epochs": None, "steps": self.batches_per_epoch})
         if self._info.latest_checkpoint:
             self._restore(self._info.latest_checkpoint)
+        elif self._info.warm_start_checkpoint:
+            self._warm_start(self._info.warm_start_checkpoint)
         self._ops = self._core.searcher.operations()
         self._op = next(self._ops, None)
         self.callbacks.on_train_begin()
@@ -414,6 +416,18 @@ class TFKerasTrialController:
                 cb.load_state(cb_state)
             self._last_validation_metrics = metadata.get("validation_metrics", {})
         logger.info("resumed from checkpoint %s at batch %d", storage_id, self.progress.batches)
+
+    def _warm_start(self, storage_id: str) -> None:
+        """Start from another trial's checkpoint: its weights only, counters from 0."""
+        with self._core.checkpoint.restore_path(storage_id) as path:
+            metadata = json.loads((path / core.METADATA_FILE).read_text())
+            if metadata.get("format") != CHECKPOINT_FORMAT:
+                raise TrialError(
+                    f"the warm-start checkpoint {storage_id} has format "
+                    f"{metadata.get('format')!r}; this version of PEDL reads {CHECKPOINT_FORMAT!r}"
+                )
+            _state.restore_weights(self.model.weights, path / _STATE_DIR)
+        logger.info("warm start: weights from checkpoint %s", storage_id)
 
 
 class _PlatformCallback(keras.callbacks.Callback):

@@ -79,6 +79,36 @@ def restore_variables(variables: Sequence[Any], directory: Path) -> None:
         variable.value.assign(raw.view(np.dtype(entry["dtype"])).reshape(shape))
 
 
+def restore_weights(weights: Sequence[Any], directory: Path) -> None:
+    """Load ``weights`` (a model's ``weights``) from a checkpoint's variables, matched by
+    path: a warm start takes the weights and leaves the optimizer, the seed generators and
+    the counters as they are."""
+    index = json.loads((directory / VARIABLES_INDEX).read_text())
+    by_path: dict[str, dict[str, Any]] = {}
+    for entry in index:
+        by_path.setdefault(entry["path"], entry)  # the model's variables come first
+    missing = [w.path for w in weights if w.path not in by_path]
+    if missing:
+        raise CheckpointMismatchError(
+            f"the checkpoint has no weights named {', '.join(missing[:5])}"
+            f"{' ...' if len(missing) > 5 else ''}: is it from a different model?"
+        )
+    path = directory / VARIABLES_FILE
+    blob = (
+        np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else np.zeros(0, np.uint8)
+    )
+    for weight in weights:
+        entry = by_path[weight.path]
+        shape = tuple(entry["shape"])
+        if tuple(weight.shape) != shape:
+            raise CheckpointMismatchError(
+                f"weight {weight.path} has shape {tuple(weight.shape)} in the model but "
+                f"{shape} in the checkpoint"
+            )
+        raw = blob[entry["offset"] : entry["offset"] + entry["nbytes"]]
+        weight.value.assign(raw.view(np.dtype(entry["dtype"])).reshape(shape))
+
+
 def save_rng(directory: Path) -> None:
     state = {
         "python": random.getstate(),

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import yaml
 
 from pedl import core, model_def
-from pedl.config import ExperimentConfig, load_config, parse_config
+from pedl.config import ConfigError, ConfigIssue, ExperimentConfig, load_config, parse_config
 from pedl.engine import (
     Action,
     DeleteCheckpoints,
@@ -175,6 +175,7 @@ class LocalExperiment:
         output.mkdir(parents=True, exist_ok=True)
         directory = _next_directory(output)
         config = with_default_storage(config, directory / CHECKPOINT_DIR)
+        _check_warm_start(config, str(config_path))
         staging = output / f".creating-{directory.name}"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
@@ -248,6 +249,7 @@ class LocalExperiment:
             config=self.config,
             code_dir=self.code_dir,
             latest_checkpoint=row.latest_checkpoint_uuid,
+            warm_start_checkpoint=row.warm_start_checkpoint_uuid,
             extra={"tensorboard_dir": str(self.directory / "tensorboard" / f"trial_{trial_id}")},
         )
         return core.build_context(
@@ -375,6 +377,22 @@ class _DriverSession:
         experiment._apply(
             experiment.driver.validation_reported(self._trial_id, length, searcher_metric)
         )
+
+
+def _check_warm_start(config: ExperimentConfig, source: str) -> None:
+    """A local run warm-starts from a checkpoint in its checkpoint storage; trial ids belong
+    to a master."""
+    searcher = config.searcher
+    if searcher.source_trial_id is not None:
+        message = (
+            "names a master's trial, which a local run cannot look up; give "
+            "searcher.source_checkpoint_uuid (a checkpoint in checkpoint_storage) instead"
+        )
+        raise ConfigError([ConfigIssue("searcher.source_trial_id", message)], source)
+    uuid = searcher.source_checkpoint_uuid
+    if uuid is not None and not make_storage(config.checkpoint_storage).exists(uuid):
+        message = f"there is no checkpoint {uuid} in checkpoint_storage"
+        raise ConfigError([ConfigIssue("searcher.source_checkpoint_uuid", message)], source)
 
 
 def _local_trial(row: Any) -> LocalTrial:

@@ -111,7 +111,6 @@ def test_canonical_form_keeps_the_warning() -> None:
 @pytest.mark.parametrize(
     ("override", "path"),
     [
-        ("searcher.source_trial_id=4", "searcher.source_trial_id"),
         ("checkpoint_storage.propagation=rshared", "checkpoint_storage.propagation"),
         ("resources.agent_label=x", "resources.agent_label"),
         ("environment.ports={web: 8080}", "environment.ports"),

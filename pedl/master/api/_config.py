@@ -8,10 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
 from pedl.config import ConfigError, ExperimentConfig, config_warnings, parse_config
-from pedl.engine import with_default_storage
+from pedl.engine import CheckpointState, with_default_storage
 from pedl.master.api._errors import ApiError
 from pedl.master.api._schemas import ErrorIssue
+from pedl.master.db._models import Checkpoint, Trial
 
 
 @dataclass(frozen=True)
@@ -72,4 +76,54 @@ def validate_experiment_config(
         smaller_is_better=config.searcher.smaller_is_better,
         config=config,
         warnings=warnings,
+    )
+
+
+def _refuse(field: str, message: str) -> ApiError:
+    where = f"config.searcher.{field}"
+    return ApiError(
+        422, f"{where}: {message}", field=where, issues=[ErrorIssue(field=where, message=message)]
+    )
+
+
+def resolve_warm_start(session: Session, validated: ValidatedConfig) -> ValidatedConfig:
+    """Check the config's warm start and pin it to one checkpoint.
+
+    ``searcher.source_trial_id`` becomes that trial's latest checkpoint, written into
+    ``searcher.source_checkpoint_uuid`` (so a later checkpoint of that trial does not change
+    this experiment); the checkpoint must exist and be completed. Raises :class:`ApiError`
+    422 naming the field otherwise.
+    """
+    searcher = validated.config.searcher
+    source = searcher.source_checkpoint_uuid
+    if searcher.source_trial_id is not None:
+        trial = session.get(Trial, searcher.source_trial_id)
+        if trial is None:
+            raise _refuse("source_trial_id", f"there is no trial {searcher.source_trial_id}")
+        if trial.latest_checkpoint_uuid is None:
+            raise _refuse(
+                "source_trial_id", f"trial {trial.id} has no checkpoint to warm-start from"
+            )
+        if source is not None and source != trial.latest_checkpoint_uuid:
+            raise _refuse(
+                "source_checkpoint_uuid",
+                f"is not the latest checkpoint of source_trial_id {trial.id}; give one of them",
+            )
+        source = trial.latest_checkpoint_uuid
+    if source is None:
+        return validated
+    state = session.scalar(select(Checkpoint.state).where(Checkpoint.uuid == source))
+    if state != CheckpointState.COMPLETED:
+        why = "there is no such checkpoint" if state is None else f"it is {state.value}"
+        raise _refuse("source_checkpoint_uuid", f"cannot warm-start from {source}: {why}")
+    update = {"searcher": searcher.model_copy(update={"source_checkpoint_uuid": source})}
+    config = validated.config.model_copy(update=update)
+    return ValidatedConfig(
+        document=config.as_dict(),
+        text=validated.text,
+        name=validated.name,
+        searcher_metric=validated.searcher_metric,
+        smaller_is_better=validated.smaller_is_better,
+        config=config,
+        warnings=validated.warnings,
     )

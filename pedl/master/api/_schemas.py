@@ -358,6 +358,10 @@ class TrialStartInfo(BaseModel):
     hparams: dict[str, Any]
     seed: int
     latest_checkpoint: str | None = Field(description="Storage id to resume from, if any.")
+    warm_start_checkpoint: str | None = Field(
+        default=None,
+        description="Storage id whose weights a trial without a checkpoint starts from.",
+    )
     config: dict[str, Any] = Field(description="The experiment config (canonical form).")
 
 

@@ -11,7 +11,7 @@ from pydantic import TypeAdapter
 
 from pedl.engine import CheckpointState, ExperimentAction, ExperimentState, TrialState
 from pedl.master.api._auth import CurrentUser
-from pedl.master.api._config import validate_experiment_config
+from pedl.master.api._config import resolve_warm_start, validate_experiment_config
 from pedl.master.api._convert import checkpoint_public
 from pedl.master.api._deps import (
     DatabaseDep,
@@ -57,6 +57,7 @@ def create_experiment(
     config = validate_experiment_config(
         body.config, default_checkpoint_dir=request.app.state.settings.checkpoint_dir
     )
+    config = resolve_warm_start(session, config)
     orchestrator = getattr(request.app.state, "orchestrator", None)
     if isinstance(orchestrator, Orchestrator):
         impossible = orchestrator.impossible_placement(config.config)

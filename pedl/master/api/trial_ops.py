@@ -52,6 +52,7 @@ def get_trial_start(trial_id: TrialId, auth: TrialAuth, session: ReadSession) ->
         hparams=trial.hparams,
         seed=trial.seed,
         latest_checkpoint=trial.latest_checkpoint_uuid,
+        warm_start_checkpoint=trial.warm_start_checkpoint_uuid,
         config=experiment.config,
     )
 

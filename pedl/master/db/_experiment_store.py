@@ -114,6 +114,7 @@ class SQLExperimentStore:
                             seed=action.seed,
                             request_id=str(action.request_id),
                         )
+                        trial.warm_start_checkpoint_uuid = action.warm_start
                     created.append((action.request_id, trial.id))
                 elif isinstance(action, SetTrialState):
                     trial = trials_repo.set_trial_state(session, action.trial_id, action.state)

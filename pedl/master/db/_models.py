@@ -120,6 +120,8 @@ class Trial(Base):
     """The largest ``total_batches`` reported with training metrics."""
     latest_checkpoint_uuid: Mapped[str | None] = mapped_column(String(36))
     best_checkpoint_uuid: Mapped[str | None] = mapped_column(String(36))
+    warm_start_checkpoint_uuid: Mapped[str | None] = mapped_column(String(36))
+    """The checkpoint (of another trial) whose weights the trial started from, if any."""
     best_validation: Mapped[float | None] = mapped_column(Float)
     """The best value of the searcher metric among this trial's validations."""
     outcome: Mapped[TrialOutcome | None] = mapped_column(_state_enum(TrialOutcome, "trial_outcome"))
