@@ -2,6 +2,7 @@
 interface (:class:`SearchMethod`, :class:`SearcherState`, the operations), and the runner
 that drives one behind an event log."""
 
+from pedl.searcher._bayes import gp_from_config, missing_optuna_requirements, tpe_from_config
 from pedl.searcher._errors import SearcherError
 from pedl.searcher._exited_reason import ExitedReason
 from pedl.searcher._factory import RUNNABLE_SEARCHERS, make_search_method
@@ -54,8 +55,11 @@ __all__ = [
     "TrialOperation",
     "TrialPoolSearch",
     "ValidateAfter",
+    "gp_from_config",
     "make_search_method",
+    "missing_optuna_requirements",
     "operation_from_dict",
     "operation_to_dict",
+    "tpe_from_config",
     "trial_seed_for",
 ]
