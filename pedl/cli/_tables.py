@@ -34,8 +34,10 @@ def _size(size: int) -> str:
 
 def experiments_table(experiments: Sequence[Experiment]) -> Table:
     table = Table(title="Experiments")
-    for column in ("id", "name", "state", "progress", "searcher metric", "owner", "created"):
-        table.add_column(column, justify="right" if column in ("id", "progress") else "left")
+    columns = ("id", "name", "state", "progress", "searcher metric", "best", "owner", "created")
+    for column in columns:
+        numeric = column in ("id", "progress", "best")
+        table.add_column(column, justify="right" if numeric else "left")
     for e in experiments:
         metric = "-" if e.searcher_metric is None else e.searcher_metric
         direction = "min" if e.smaller_is_better else "max"
@@ -45,6 +47,7 @@ def experiments_table(experiments: Sequence[Experiment]) -> Table:
             e.state,
             f"{e.progress:.0%}",
             f"{metric} ({direction})",
+            format_number(e.best_validation),
             e.owner,
             _when(e.created_at),
         )
@@ -64,6 +67,7 @@ def experiment_table(e: Experiment) -> Table:
         "searcher": str(searcher.get("name", "-")),
         "metric": f"{e.searcher_metric} ({'smaller' if e.smaller_is_better else 'larger'} "
         "is better)",
+        "best validation": format_number(e.best_validation),
         "created": _when(e.created_at),
         "ended": _when(e.ended_at),
     }

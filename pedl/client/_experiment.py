@@ -14,6 +14,9 @@ from pedl.client._session import Session
 from pedl.client._trial import Trial
 from pedl.engine import ExperimentState
 
+_MAX_PAGE = 1000
+"""The largest page the master serves."""
+
 TERMINAL_EXPERIMENT_STATES = frozenset(s for s in ExperimentState if s.is_terminal)
 """Experiment states nothing ever leaves."""
 
@@ -29,6 +32,7 @@ class _ExperimentFields(BaseModel):
     config: dict[str, Any]
     searcher_metric: str | None = None
     smaller_is_better: bool = True
+    best_validation: float | None = None
     created_at: datetime
     ended_at: datetime | None = None
     error: str | None = None
@@ -39,7 +43,8 @@ class Experiment:
 
     Attributes mirror the API's ``ExperimentPublic``: ``id``, ``name``, ``owner``, ``state``,
     ``progress`` (0..1), ``config`` (validated, defaults filled), ``searcher_metric``,
-    ``smaller_is_better``, ``created_at``, ``ended_at``, and ``error`` (why it ended in
+    ``smaller_is_better``, ``best_validation`` (the best searcher-metric value so far),
+    ``created_at``, ``ended_at``, and ``error`` (why it ended in
     ``ERROR``: which trials failed how, or the searcher's error). The actions update ``state`` from
     the master's answer.
     """
@@ -59,6 +64,7 @@ class Experiment:
         self.config = fields.config
         self.searcher_metric = fields.searcher_metric
         self.smaller_is_better = fields.smaller_is_better
+        self.best_validation = fields.best_validation
         self.created_at = fields.created_at
         self.ended_at = fields.ended_at
         self.error = fields.error
@@ -148,8 +154,19 @@ class Experiment:
             sort_by,
             smaller_is_better,
         )
-        if metric is None:
+        if metric is None or n <= 0:
             return []
+        if metric == self.searcher_metric and smaller == self.smaller_is_better:
+            # Ranked by the master: only the first n come over the wire.
+            params = {"sort": "best", "state": ["COMPLETED"]}
+            path = f"/experiments/{self.id}/checkpoints"
+            items = (
+                self._session.get(path, params={**params, "limit": n})["items"]
+                if n <= _MAX_PAGE
+                else self._session.get_all(path, params=params)
+            )
+            ranked = [Checkpoint(self._session, item) for item in items]
+            return best_checkpoints(ranked, metric, smaller, n)
         return best_checkpoints(self.list_checkpoints(), metric, smaller, n)
 
     def top_checkpoint(

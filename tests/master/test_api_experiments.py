@@ -308,3 +308,44 @@ def test_the_lean_trials_page_has_the_public_shape(
     assert live.json() == expected(states=[TrialState.ACTIVE]) and live.json()["total"] == 2
     assert client.get("/experiments/424242/trials").status_code == 404
     assert client.get(f"/experiments/{experiment_id}/trials?limit=0").status_code == 422
+
+
+def test_best_validation_and_checkpoints_best_first(
+    live_server: LiveServer, client: httpx.Client, database: Database
+) -> None:
+    experiment_id = create_experiment(client)["id"]  # val_loss, smaller is better
+    assert client.get(f"/experiments/{experiment_id}").json()["best_validation"] is None
+    values = {100: 0.5, 200: 0.2, 300: 0.9, 400: None}  # 400: checkpoint, no validation
+    uuids = {}
+    for seed, (batches, value) in enumerate(values.items()):
+        trial_id, token = create_trial(database, experiment_id, seed=seed)
+        if value is not None:
+            row = {"kind": "validation", "total_batches": batches, "metrics": {"val_loss": value}}
+            response = client.post(
+                f"/trials/{trial_id}/metrics", json={"rows": [row]}, headers=bearer(token)
+            )
+            assert response.status_code == 200, response.text
+        uuids[batches] = str(uuid.uuid4())
+        with database.session(write=True) as session:
+            checkpoints_repo.register_checkpoint(
+                session, trial_id, uuid=uuids[batches], total_batches=batches,
+                metadata={}, resources={"w": 1},
+            )  # fmt: skip
+    assert client.get(f"/experiments/{experiment_id}").json()["best_validation"] == 0.2
+    listed = client.get("/experiments").json()["items"]
+    assert [e["best_validation"] for e in listed if e["id"] == experiment_id] == [0.2]
+    url = f"/experiments/{experiment_id}/checkpoints"
+    best = client.get(url, params={"sort": "best", "state": "COMPLETED", "limit": 2}).json()
+    assert [c["uuid"] for c in best["items"]] == [uuids[200], uuids[100]]
+    assert best["total"] == 4
+    everything = client.get(url, params={"sort": "best"}).json()["items"]
+    assert [c["uuid"] for c in everything] == [uuids[b] for b in (200, 100, 300, 400)]
+    oldest = client.get(url).json()["items"]
+    assert [c["uuid"] for c in oldest] == [uuids[b] for b in (100, 200, 300, 400)]
+    assert client.get(url, params={"sort": "worst"}).status_code == 422
+    with Client(live_server.url) as sdk:
+        experiment = sdk.get_experiment(experiment_id)
+        assert experiment.best_validation == 0.2
+        top = experiment.top_n_checkpoints(5)  # only those with the metric
+        assert [c.uuid for c in top] == [uuids[200], uuids[100], uuids[300]]
+        assert experiment.top_checkpoint().uuid == uuids[200]

@@ -174,10 +174,13 @@ class ExperimentPublic(BaseModel):
     name: str | None
     owner: str
     state: ExperimentState
-    progress: float
+    progress: float = Field(description="How far the search is, 0 to 1 (from the searcher).")
     config: dict[str, Any]
     searcher_metric: str | None
     smaller_is_better: bool
+    best_validation: float | None = Field(
+        default=None, description="The best searcher-metric value validated so far."
+    )
     created_at: datetime
     ended_at: datetime | None
     error: str | None = Field(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Literal
 
 import anyio.to_thread
 from fastapi import APIRouter, Query, Request, Response
@@ -167,13 +167,24 @@ def list_experiment_checkpoints(
     experiment_id: ExperimentId,
     session: ReadSession,
     state: Annotated[list[CheckpointState] | None, Query(description="Keep these states.")] = None,
+    sort: Annotated[
+        Literal["created", "best"],
+        Query(description="`created`: oldest first; `best`: best searcher metric first."),
+    ] = "created",
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> Page[CheckpointPublic]:
-    """The checkpoints of all the experiment's trials, oldest first."""
-    experiments_repo.get_experiment(session, experiment_id)
+    """The checkpoints of all the experiment's trials, oldest first, or best first by the
+    searcher metric of the validation at their batch count (``sort=best``: the top N are
+    ``sort=best&state=COMPLETED&limit=N``; checkpoints without a value come last)."""
+    experiment = experiments_repo.get_experiment(session, experiment_id)
     rows, total = checkpoints_repo.list_checkpoints(
-        session, experiment_id=experiment_id, states=state, limit=limit, offset=offset
+        session,
+        experiment_id=experiment_id,
+        states=state,
+        best_first=experiment.smaller_is_better if sort == "best" else None,
+        limit=limit,
+        offset=offset,
     )
     items = [
         checkpoint_public(

@@ -9,7 +9,7 @@ metrics, metadata) is a JSON column. Child rows are deleted with their parent
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     BigInteger,
@@ -23,8 +23,17 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    case,
+    func,
+    select,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import (
+    DeclarativeBase,
+    Mapped,
+    column_property,
+    mapped_column,
+    relationship,
+)
 
 from pedl.engine import CheckpointState, ExperimentState, MetricKind, TrialOutcome, TrialState
 from pedl.master.db._types import BigIntPK, JSONType, UTCDateTime, utcnow
@@ -61,6 +70,9 @@ class Experiment(Base):
     """An experiment: a validated config, its model definition and the searcher's progress."""
 
     __tablename__ = "experiments"
+
+    if TYPE_CHECKING:
+        best_validation: Mapped[float | None]  # mapped below, once Trial exists
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str | None] = mapped_column(String(512))
@@ -164,6 +176,9 @@ class Checkpoint(Base):
     resources: Mapped[dict[str, Any]]
     """``{relative path: size in bytes}`` of every file in the checkpoint."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    searcher_metric: Mapped[float | None] = mapped_column(Float)
+    """The searcher metric of the validation at the checkpoint's batch count, if any (kept
+    by ``trials.refresh_trial_best``), to rank checkpoints in the database."""
 
 
 class TrialLog(Base):
@@ -206,3 +221,19 @@ class SearcherSnapshot(Base):
     event_seq: Mapped[int] = mapped_column(BigInteger)
     state: Mapped[dict[str, Any]]
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+Experiment.best_validation = column_property(
+    select(
+        case(
+            (Experiment.smaller_is_better, func.min(Trial.best_validation)),
+            else_=func.max(Trial.best_validation),
+        )
+    )
+    .where(Trial.experiment_id == Experiment.id)
+    .correlate_except(Trial)
+    .scalar_subquery(),
+    deferred=True,
+)
+"""The best searcher-metric value any trial of the experiment has validated with (loaded on
+access, or with ``undefer`` where a page of experiments is read)."""

@@ -106,11 +106,14 @@ def list_checkpoints(
     experiment_id: int | None = None,
     trial_id: int | None = None,
     states: Collection[CheckpointState] | None = None,
+    best_first: bool | None = None,
     limit: int = 100,
     offset: int = 0,
 ) -> tuple[list[tuple[Checkpoint, int]], int]:
-    """One page of checkpoints (oldest first) as ``(checkpoint, experiment_id)`` pairs, and
-    the total count, filtered by experiment, trial and states."""
+    """One page of checkpoints as ``(checkpoint, experiment_id)`` pairs, and the total count,
+    filtered by experiment, trial and states; oldest first, or best first by searcher metric
+    when ``best_first`` is ``True`` (smaller is better) or ``False`` (larger is better),
+    ties to the later checkpoint, checkpoints without a value last."""
     query = select(Checkpoint, Trial.experiment_id).join(Trial, Trial.id == Checkpoint.trial_id)
     count = (
         select(func.count()).select_from(Checkpoint).join(Trial, Trial.id == Checkpoint.trial_id)
@@ -122,6 +125,11 @@ def list_checkpoints(
         conditions.append(Checkpoint.trial_id == trial_id)
     if states:
         conditions.append(Checkpoint.state.in_(list(states)))
-    query = query.where(*conditions).order_by(Checkpoint.id).limit(limit).offset(offset)
+    order: list[Any] = [Checkpoint.id]
+    if best_first is not None:
+        metric = Checkpoint.searcher_metric
+        ranked = metric if best_first else metric.desc()
+        order = [metric.is_(None), ranked, Checkpoint.total_batches.desc(), Checkpoint.id]
+    query = query.where(*conditions).order_by(*order).limit(limit).offset(offset)
     rows = [(checkpoint, exp_id) for checkpoint, exp_id in session.execute(query)]
     return rows, session.scalar(count.where(*conditions)) or 0

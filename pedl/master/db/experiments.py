@@ -7,7 +7,7 @@ from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, undefer
 
 from pedl.engine import (
     ExperimentAction,
@@ -75,7 +75,7 @@ def list_experiments(
     offset: int = 0,
 ) -> tuple[list[Experiment], int]:
     """One page of experiments, newest first, and the total count matching ``states``."""
-    query = select(Experiment)
+    query = select(Experiment).options(undefer(Experiment.best_validation))
     count = select(func.count()).select_from(Experiment)
     if states:
         query = query.where(Experiment.state.in_(list(states)))

@@ -181,8 +181,9 @@ def _as_number(value: object) -> float | None:
 
 
 def refresh_trial_best(session: Session, trial_id: int) -> None:
-    """Recompute ``best_validation`` and ``best_checkpoint_uuid`` of a trial from its stored
-    validation metrics and completed checkpoints, using the experiment's searcher metric.
+    """Recompute ``best_validation`` and ``best_checkpoint_uuid`` of a trial, and the
+    ``searcher_metric`` of its checkpoints, from its stored validation metrics and
+    checkpoints, using the experiment's searcher metric.
 
     The best checkpoint is the completed checkpoint taken at a batch count that has the best
     validation value (ties go to the later checkpoint). Non-numeric and non-finite values are
@@ -211,14 +212,13 @@ def refresh_trial_best(session: Session, trial_id: int) -> None:
     trial = get_trial(session, trial_id)
     trial.best_validation = min(by_batches.values(), key=lambda v: sign * v) if by_batches else None
     best: tuple[float, int, str] | None = None
-    for uuid, batches in session.execute(
-        select(Checkpoint.uuid, Checkpoint.total_batches).where(
-            Checkpoint.trial_id == trial_id, Checkpoint.state == CheckpointState.COMPLETED
-        )
-    ):
-        if batches not in by_batches:
+    for checkpoint in session.scalars(select(Checkpoint).where(Checkpoint.trial_id == trial_id)):
+        value = by_batches.get(checkpoint.total_batches)
+        if checkpoint.searcher_metric != value:
+            checkpoint.searcher_metric = value
+        if value is None or checkpoint.state != CheckpointState.COMPLETED:
             continue
-        candidate = (sign * by_batches[batches], -batches, uuid)
+        candidate = (sign * value, -checkpoint.total_batches, checkpoint.uuid)
         if best is None or candidate < best:
             best = candidate
     trial.best_checkpoint_uuid = None if best is None else best[2]
