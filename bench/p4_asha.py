@@ -1,0 +1,176 @@
+"""P4: adaptive ASHA against random search on the same 27 configurations of digits.
+
+For each seed, one ``adaptive_asha`` and one ``random`` experiment with the same space, the
+same experiment seed (so the same 27 hyperparameter draws, checked) and the same maximum
+length run one after the other (the order alternates by seed) on one real master with 2
+slots. Per pair: wall time of each search (created → ended, from the master's record), epochs
+trained (sum over trials of batches ÷ batches per epoch), best validation accuracy, and
+ASHA ÷ random. One JSON line per pair goes to ``--out``; a summary is printed.
+
+Run from ``bench/``: ``../.venv/bin/python p4_asha.py --seeds 8``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from p5_master import MasterProcess
+
+from pedl import model_def
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "digits_keras"
+RECORDS_PER_EPOCH = 1438
+
+SPACE = """
+hyperparameters:
+  global_batch_size: {type: categorical, vals: [16, 32, 64]}
+  learning_rate: {type: log, base: 10, minval: -5.0, maxval: 0.0}
+  conv_filters: 16
+  dense_units: {type: int, minval: 16, maxval: 128}
+  dropout: {type: double, minval: 0.0, maxval: 0.5}
+"""
+
+ASHA = """
+searcher:
+  name: adaptive_asha
+  metric: val_accuracy
+  smaller_is_better: false
+  max_length: {{epochs: {epochs}}}
+  max_trials: 27
+  divisor: 3
+  max_rungs: 4
+  mode: aggressive
+  max_concurrent_trials: 2
+"""
+
+RANDOM = """
+searcher:
+  name: random
+  metric: val_accuracy
+  smaller_is_better: false
+  max_length: {{epochs: {epochs}}}
+  max_trials: 27
+  max_concurrent_trials: 2
+"""
+
+COMMON = """
+name: p4-{kind}-{seed}
+data: {{validation_fraction: 0.2}}
+records_per_epoch: 1438
+reproducibility: {{experiment_seed: {seed}}}
+"""
+
+
+def config(kind: str, seed: int, epochs: int) -> str:
+    searcher = (ASHA if kind == "asha" else RANDOM).format(epochs=epochs)
+    return COMMON.format(kind=kind, seed=seed) + SPACE + searcher
+
+
+def run_search(
+    http: httpx.Client, archive: str, kind: str, seed: int, epochs: int
+) -> dict[str, Any]:
+    body = {"config": config(kind, seed, epochs), "model_definition": archive}
+    response = http.post("/experiments", json=body)
+    response.raise_for_status()
+    experiment_id = response.json()["id"]
+    while True:
+        experiment = http.get(f"/experiments/{experiment_id}").json()
+        if experiment["state"] in ("COMPLETED", "CANCELED", "ERROR"):
+            break
+        time.sleep(0.5)
+    if experiment["state"] != "COMPLETED":
+        raise RuntimeError(f"{kind} seed {seed} ended {experiment['state']}: {experiment['error']}")
+    trials = http.get(f"/experiments/{experiment_id}/trials", params={"limit": 1000}).json()
+    created = datetime.fromisoformat(experiment["created_at"])
+    ended = datetime.fromisoformat(experiment["ended_at"])
+    epochs_trained = sum(
+        t["total_batches"] / math.ceil(RECORDS_PER_EPOCH / t["hparams"]["global_batch_size"])
+        for t in trials["items"]
+    )
+    return {
+        "experiment_id": experiment_id,
+        "wall_s": (ended - created).total_seconds(),
+        "epochs_trained": epochs_trained,
+        "best_val_accuracy": experiment["best_validation"],
+        "trials": len(trials["items"]),
+        "hparams": sorted(json.dumps(t["hparams"], sort_keys=True) for t in trials["items"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--epochs", type=int, default=27, help="max_length in epochs")
+    parser.add_argument("--slots", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=Path("results/p4.jsonl"))
+    args = parser.parse_args()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    archive = base64.b64encode(model_def.package(EXAMPLE)).decode()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    pairs = []
+    with tempfile.TemporaryDirectory(prefix="pedl-p4-") as home:
+        db = f"sqlite:///{Path(home) / 'master.db'}"
+        master = MasterProcess(Path(home), db, cpu_slots=args.slots).start()
+        try:
+            http = httpx.Client(base_url=master.url + "/api/v1", timeout=60)
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
+                order = ["asha", "random"] if seed % 2 else ["random", "asha"]
+                result = {
+                    kind: run_search(http, archive, kind, seed, args.epochs) for kind in order
+                }
+                asha, rand = result["asha"], result["random"]
+                pair = {
+                    "seed": seed,
+                    "order": order,
+                    "same_configurations": set(asha["hparams"]) <= set(rand["hparams"]),
+                    "wall_ratio": asha["wall_s"] / rand["wall_s"],
+                    "epochs_ratio": asha["epochs_trained"] / rand["epochs_trained"],
+                    "best_matches": math.isclose(
+                        asha["best_val_accuracy"], rand["best_val_accuracy"], abs_tol=1e-9
+                    ),
+                    "asha": {k: v for k, v in asha.items() if k != "hparams"},
+                    "random": {k: v for k, v in rand.items() if k != "hparams"},
+                    "load_avg": os.getloadavg()[0],
+                    "commit": commit,
+                    "utc": datetime.utcnow().isoformat(timespec="seconds"),
+                }
+                pairs.append(pair)
+                with args.out.open("a") as f:
+                    f.write(json.dumps(pair) + "\n")
+                print(json.dumps(pair), flush=True)
+        finally:
+            master.stop()
+    walls = [p["wall_ratio"] for p in pairs]
+    summary = {
+        "pairs": len(pairs),
+        "wall_ratio_median": statistics.median(walls),
+        "wall_ratio_mean": statistics.fmean(walls),
+        "wall_ratio_max": max(walls),
+        "epochs_ratio_median": statistics.median(p["epochs_ratio"] for p in pairs),
+        "best_matches": sum(p["best_matches"] for p in pairs),
+        "same_configurations": all(p["same_configurations"] for p in pairs),
+        "machine": {"nproc": os.cpu_count(), "python": platform.python_version()},
+        "argv": sys.argv[1:],
+    }
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()
