@@ -118,7 +118,7 @@ def test_grid_search_runs_every_point_and_summarises(tmp_path: Path) -> None:
             kept = [c.uuid for c, _ in _checkpoints(session, trial.id, CheckpointState.COMPLETED)]
             assert 1 <= len(kept) <= 2
             assert trial.latest_checkpoint_uuid in kept
-            rows = metrics_repo.list_metrics(session, trial.id, kind=MetricKind.VALIDATION)
+            rows = metrics_repo.list_metrics(session, trial.trial_id, kind=MetricKind.VALIDATION)
             assert [r.total_batches for r in rows] == [4, 8]
             assert trial.outcome == TrialOutcome.COMPLETED
         deleted = [
@@ -241,3 +241,54 @@ def test_a_local_run_opens_in_the_master(tmp_path: Path) -> None:
             assert archive.status_code == 200 and archive.content
     finally:
         server.stop()
+
+
+SINGLE = (
+    GRID.replace("name: grid\n", "name: single\n", 1)
+    .replace("units: {type: categorical, vals: [4, 8]}", "units: 4")
+    .replace("lr: {type: categorical, vals: [0.01, 0.05]}", "lr: 0.05")
+    .replace("name: grid", "name: single")
+)
+
+
+def test_a_local_run_warm_starts_from_a_checkpoint_in_its_storage(tmp_path: Path) -> None:
+    config, model = write_experiment(tmp_path, SINGLE)
+    source = LocalExperiment.create(config, model, tmp_path / "out")
+    (trial,) = source.run().trials
+    with source.database.session() as session:
+        rows = metrics_repo.list_metrics(session, trial.trial_id, kind=MetricKind.VALIDATION)
+        latest = trials_repo.get_trial(session, trial.trial_id).latest_checkpoint_uuid
+    source.close()
+    final = next(r.metrics for r in rows if r.total_batches == 8)
+    assert latest is not None
+
+    warm_text = (
+        SINGLE.replace(
+            "metric: val_accuracy", f"metric: val_accuracy\n  source_checkpoint_uuid: {latest}"
+        )
+        + "perform_initial_validation: true\n"
+    )
+    (tmp_path / "warm.yaml").write_text(
+        warm_text.replace("CHECKPOINTS", str(tmp_path / "checkpoints"))
+    )
+    warm = LocalExperiment.create(tmp_path / "warm.yaml", model, tmp_path / "out")
+    (warm_trial,) = warm.run().trials
+    with warm.database.session() as session:
+        warm_rows = metrics_repo.list_metrics(
+            session, warm_trial.trial_id, kind=MetricKind.VALIDATION
+        )
+    warm.close()
+    assert [r.metrics for r in warm_rows if r.total_batches == 0] == [final]
+    assert max(r.total_batches for r in warm_rows) == 8  # its own counters, from 0
+
+    for field, line in [
+        ("searcher.source_trial_id", "source_trial_id: 1"),
+        ("searcher.source_checkpoint_uuid", "source_checkpoint_uuid: 0000aaaa-0000"),
+    ]:
+        (tmp_path / "bad.yaml").write_text(
+            SINGLE.replace("metric: val_accuracy", f"metric: val_accuracy\n  {line}").replace(
+                "CHECKPOINTS", str(tmp_path / "checkpoints")
+            )
+        )
+        with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+            LocalExperiment.create(tmp_path / "bad.yaml", model, tmp_path / "bad-out")
