@@ -29,6 +29,12 @@ from pedl.master._serve import ListenError
     help="Slots on a machine without GPUs [PEDL_CPU_SLOTS; half the cores].",
 )
 @click.option(
+    "--worker-reuse/--no-worker-reuse",
+    default=None,
+    help="Run an experiment's trials one after another in warm processes that imported "
+    "TensorFlow once, or each in a fresh process [PEDL_WORKER_REUSE; reuse].",
+)
+@click.option(
     "--config-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
@@ -40,6 +46,7 @@ def master(
     db_url: str | None,
     home: Path | None,
     cpu_slots: int | None,
+    worker_reuse: bool | None,
     config_file: Path | None,
 ) -> None:
     """Run the PEDL master. Flags beat PEDL_* environment variables, which beat the config
@@ -50,6 +57,7 @@ def master(
         "db_url": db_url,
         "home": home,
         "cpu_slots": cpu_slots,
+        "worker_reuse": worker_reuse,
         "config_file": config_file,
     }
     settings = master_settings(**given)

@@ -1,5 +1,6 @@
-"""Entry points of trial processes (``python -m pedl.exec.trial``), their exit codes, and
-:func:`run_attempt`, the one way a trial is run (by the trial process and by local mode)."""
+"""Entry points of trial processes (``python -m pedl.exec.trial``) and warm workers
+(``python -m pedl.exec.worker``), their exit codes, and :func:`run_attempt`, the one way a
+trial is run (by the trial process, a warm worker and local mode)."""
 
 from pedl.exec._attempt import AttemptResult, classify_failure, run_attempt
 from pedl.exec._exit_codes import (
@@ -9,7 +10,8 @@ from pedl.exec._exit_codes import (
     EXIT_OK,
     is_permanent_failure,
 )
-from pedl.exec._trial_process import die_with_master, run_trial
+from pedl.exec._trial_process import die_with_master, run_trial, serve_trial
+from pedl.exec._worker import run_worker
 
 __all__ = [
     "EXIT_ERROR",
@@ -22,4 +24,6 @@ __all__ = [
     "is_permanent_failure",
     "run_attempt",
     "run_trial",
+    "run_worker",
+    "serve_trial",
 ]

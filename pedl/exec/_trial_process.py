@@ -76,12 +76,24 @@ def run_trial() -> int:
     once, which the resource manager ships into the trial's logs.
     """
     die_with_master()
+    configure_logging()
+    return serve_trial()
+
+
+def configure_logging() -> None:
+    """INFO lines of ``pedl`` (and the user's loggers) to stderr, httpx's only from WARNING."""
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def serve_trial() -> int:
+    """Run the trial named by the environment in this (set-up) process: what
+    :func:`run_trial` does after the process-wide set-up; a warm worker calls it once per
+    trial. Returns the exit status :func:`run_trial` documents."""
     try:
         client = core.MasterClient.from_env()
     except (core.MasterError, ValueError) as err:
@@ -170,6 +182,7 @@ def _run(client: core.MasterClient, workdir: Path) -> int:
             config=config,
             code_dir=code_dir,
             latest_checkpoint=start.get("latest_checkpoint"),
+            warm_start_checkpoint=start.get("warm_start_checkpoint"),
         )
         return core.build_context(
             info,

@@ -127,6 +127,12 @@ class MasterSettings(BaseSettings):
     retry_after_seconds: int = Field(
         default=1, ge=1, description="The Retry-After header of 503 answers, in seconds."
     )
+    worker_reuse: bool = Field(
+        default=True,
+        description="Run the trials of an experiment one after another in warm worker "
+        "processes that imported TensorFlow once (a trial's weights are the same as in a "
+        "fresh process); false starts a fresh process for every trial.",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -30,9 +30,12 @@ def free_port() -> int:
 class MasterProcess:
     """``python -m pedl.master`` on a loopback port with its own home (and HOME)."""
 
-    def __init__(self, home: Path, *, cpu_slots: int = 2) -> None:
+    def __init__(
+        self, home: Path, *, cpu_slots: int = 2, env: dict[str, str] | None = None
+    ) -> None:
         self.home = home
         self.cpu_slots = cpu_slots
+        self.env = env or {}
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -49,6 +52,7 @@ class MasterProcess:
             "PEDL_CPU_SLOTS": str(self.cpu_slots),
             "PEDL_MASTER_GIVE_UP_SECONDS": "20",
             "TF_CPP_MIN_LOG_LEVEL": "2",
+            **self.env,
         }
         env.pop("PEDL_DB_URL", None)
         env.pop("PEDL_CONFIG_FILE", None)

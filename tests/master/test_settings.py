@@ -53,3 +53,10 @@ def test_bad_settings_are_rejected(tmp_path: Path) -> None:
         MasterSettings(port=70000)
     with pytest.raises(ValidationError, match="cpu_slots"):
         MasterSettings(cpu_slots=0)
+
+
+def test_worker_reuse_is_on_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert MasterSettings().worker_reuse is True
+    monkeypatch.setenv("PEDL_WORKER_REUSE", "0")
+    assert MasterSettings().worker_reuse is False
+    assert MasterSettings(worker_reuse=True).worker_reuse is True  # the flag beats the variable

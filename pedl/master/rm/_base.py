@@ -25,6 +25,9 @@ class TrialLaunch:
     slots: int
     env: Mapping[str, str] = field(default_factory=dict)
     """Extra environment variables (the experiment's ``environment_variables``)."""
+    experiment_id: int | None = None
+    """The trial's experiment: trials of one experiment may run one after another in the same
+    warm process (None: never)."""
 
 
 class ResourceManager(abc.ABC):

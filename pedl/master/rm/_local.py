@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import queue
 import re
@@ -17,8 +18,14 @@ from pathlib import Path
 from typing import IO
 
 from pedl.master.rm._base import ExitHandler, LogSink, ResourceManager, TrialLaunch
+from pedl.master.rm._warm import WarmPool, WarmWorker
+
+logger = logging.getLogger("pedl.master")
 
 TRIAL_MODULE = "pedl.exec.trial"
+WORKER_IDLE_SECONDS = 30.0
+"""How long an idle warm worker waits for another trial of its experiment before it is
+retired."""
 _FLUSH_SECONDS = 0.2
 _FLUSH_LINES = 500
 _EOF = None
@@ -37,9 +44,12 @@ def detect_gpus() -> list[str]:
 
 @dataclass
 class _Process:
+    """A running trial: its own process, or a warm worker it was handed to."""
+
     trial_id: int
     popen: subprocess.Popen[bytes]
     gpus: list[str]
+    worker: WarmWorker | None = None
     lines: queue.Queue[tuple[str, str] | None] = field(default_factory=queue.Queue)
     killed: bool = False
 
@@ -56,6 +66,15 @@ class LocalResourceManager(ResourceManager):
     experiment's environment variables set it), the launch's variables, and
     ``PEDL_MASTER_URL``, ``PEDL_TRIAL_ID``, ``PEDL_TRIAL_TOKEN``, ``PEDL_MASTER_PID`` (the
     child exits when its master dies: see :mod:`pedl.exec`).
+
+    With ``reuse_workers``, a trial of an experiment (``launch.experiment_id`` set) runs in a
+    warm worker instead (``python -m pedl.exec.worker``, see :mod:`pedl.exec._worker`): one
+    that finished a trial of the same experiment, started with the same environment on as
+    many GPUs, and is ready for another (the trial's log says so); else a new one (the
+    longest idle worker is retired first when the workers would outnumber the slots, or hold
+    GPUs the trial needs). The trial's output goes to its own pipes, and the worker's exit
+    report comes as the trial process's would. An idle worker is retired after
+    ``worker_idle_seconds``. A worker's own output outside trials goes to the master's log.
     """
 
     def __init__(
@@ -66,6 +85,8 @@ class LocalResourceManager(ResourceManager):
         log_sink: LogSink,
         gpus: Sequence[str] | None = None,
         python: str = sys.executable,
+        reuse_workers: bool = False,
+        worker_idle_seconds: float = WORKER_IDLE_SECONDS,
     ) -> None:
         self._gpus = list(detect_gpus() if gpus is None else gpus)
         self._total = len(self._gpus) if self._gpus else cpu_slots
@@ -76,6 +97,14 @@ class LocalResourceManager(ResourceManager):
         self._lock = threading.Lock()
         self._procs: dict[int, _Process] = {}
         self._watchers: list[threading.Thread] = []
+        self._reuse = reuse_workers
+        self._idle_seconds = worker_idle_seconds
+        self._pool = WarmPool()
+        self._closed = threading.Event()
+        if reuse_workers:
+            threading.Thread(
+                target=self._retire_idle, name="pedl-rm-idle-workers", daemon=True
+            ).start()
 
     @property
     def total_slots(self) -> int:
@@ -89,46 +118,29 @@ class LocalResourceManager(ResourceManager):
         with self._lock:
             if launch.trial_id in self._procs:
                 raise RuntimeError(f"trial {launch.trial_id} is already running")
-            gpus: list[str] = []
-            if self._gpus:
-                if launch.slots > len(self._free_gpus):
-                    raise RuntimeError(
-                        f"trial {launch.trial_id} needs {launch.slots} GPUs, "
-                        f"{len(self._free_gpus)} are free"
-                    )
-                gpus, self._free_gpus = (
-                    self._free_gpus[: launch.slots],
-                    self._free_gpus[launch.slots :],
-                )
             env = {
                 **os.environ,
                 "TF_CPP_MIN_LOG_LEVEL": "2",
                 "PYTHONUNBUFFERED": "1",
                 **launch.env,
                 "PEDL_MASTER_URL": launch.master_url,
-                "PEDL_TRIAL_ID": str(launch.trial_id),
-                "PEDL_TRIAL_TOKEN": launch.token,
                 "PEDL_MASTER_PID": str(os.getpid()),
             }
-            if self._gpus:
-                env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+            variables = {"PEDL_TRIAL_ID": str(launch.trial_id), "PEDL_TRIAL_TOKEN": launch.token}
             # TF_CPP_MIN_LOG_LEVEL=0 in the experiment's environment asks for every C++ line
             drop_tf_noise = env["TF_CPP_MIN_LOG_LEVEL"] != "0"
-            try:
-                popen = subprocess.Popen(
-                    [self._python, "-m", TRIAL_MODULE],
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    env=env,
-                    start_new_session=True,
+            if self._reuse and launch.experiment_id is not None:
+                proc, streams, note = self._start_in_worker(
+                    launch, launch.experiment_id, env, variables, drop_tf_noise
                 )
-            except OSError:
-                self._free_gpus.extend(gpus)
-                raise
-            proc = _Process(launch.trial_id, popen, gpus)
+            else:
+                proc, streams, note = self._start_process(launch, env, variables), None, ""
             self._procs[launch.trial_id] = proc
-        assert popen.stdout is not None and popen.stderr is not None
+        if note:
+            self._ship(launch.trial_id, [("master", f"[master] {note}")])
+        if streams is None:
+            assert proc.popen.stdout is not None and proc.popen.stderr is not None
+            streams = (proc.popen.stdout, proc.popen.stderr)
         readers = [
             threading.Thread(
                 target=_read_lines,
@@ -136,7 +148,7 @@ class LocalResourceManager(ResourceManager):
                 name=f"pedl-trial-{launch.trial_id}-{name}",
                 daemon=True,
             )
-            for stream, name in ((popen.stdout, "stdout"), (popen.stderr, "stderr"))
+            for stream, name in zip(streams, ("stdout", "stderr"), strict=True)
         ]
         for reader in readers:
             reader.start()
@@ -148,6 +160,127 @@ class LocalResourceManager(ResourceManager):
         )
         watcher.start()
         self._watchers = [w for w in self._watchers if w.is_alive()] + [watcher]
+
+    def _start_process(
+        self, launch: TrialLaunch, env: dict[str, str], variables: dict[str, str]
+    ) -> _Process:
+        """Start ``python -m pedl.exec.trial`` for the trial (the caller holds the lock)."""
+        gpus = self._take_gpus(launch.trial_id, launch.slots if self._gpus else 0)
+        if gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+        try:
+            popen = subprocess.Popen(
+                [self._python, "-m", TRIAL_MODULE],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**env, **variables},
+                start_new_session=True,
+            )
+        except OSError:
+            self._free_gpus.extend(gpus)
+            raise
+        return _Process(launch.trial_id, popen, gpus)
+
+    def _start_in_worker(
+        self,
+        launch: TrialLaunch,
+        experiment_id: int,
+        env: dict[str, str],
+        variables: dict[str, str],
+        drop_tf_noise: bool,
+    ) -> tuple[_Process, tuple[IO[bytes], IO[bytes]], str]:
+        """Hand the trial to an idle warm worker that serves it, else to a new one; return
+        it, the trial's output streams, and a line for the trial's log (the caller holds the
+        lock)."""
+        gpu_count = launch.slots if self._gpus else 0
+        while (worker := self._pool.take(experiment_id, env, gpu_count)) is not None:
+            earlier = worker.trials
+            try:
+                streams = worker.assign(launch.trial_id, variables)
+            except OSError:  # it died while idle
+                self._retire(worker)
+                continue
+            note = (
+                f"the trial runs in the warm worker process {worker.pid}, which ran {earlier} "
+                "earlier trial(s) of this experiment"
+            )
+            return _Process(launch.trial_id, worker.popen, worker.gpus, worker), streams, note
+        self._make_room(gpu_count)
+        gpus = self._take_gpus(launch.trial_id, gpu_count)
+        try:
+            worker = WarmWorker.spawn(self._python, env, gpus=gpus, experiment_id=experiment_id)
+        except OSError:
+            self._free_gpus.extend(gpus)
+            raise
+        self._forward_worker_output(worker, drop_tf_noise)
+        try:
+            streams = worker.assign(launch.trial_id, variables)
+        except OSError:
+            self._retire(worker)
+            raise
+        note = f"the trial runs in a new warm worker process {worker.pid}"
+        return _Process(launch.trial_id, worker.popen, gpus, worker), streams, note
+
+    def _take_gpus(self, trial_id: int, count: int) -> list[str]:
+        """Take ``count`` free GPUs (the caller holds the lock)."""
+        if count > len(self._free_gpus):
+            raise RuntimeError(
+                f"trial {trial_id} needs {count} GPUs, {len(self._free_gpus)} are free"
+            )
+        gpus, self._free_gpus = self._free_gpus[:count], self._free_gpus[count:]
+        return gpus
+
+    def _make_room(self, gpu_count: int) -> None:
+        """Retire idle workers, longest idle first, while a new process would make the
+        processes outnumber the slots or the trial needs GPUs they hold (the caller holds
+        the lock)."""
+        while len(self._pool) and (
+            len(self._procs) + len(self._pool) >= self._total or gpu_count > len(self._free_gpus)
+        ):
+            worker = self._pool.oldest()
+            if worker is None:
+                break
+            self._retire(worker)
+
+    def _retire(self, worker: WarmWorker) -> None:
+        """Kill an idle worker, wait for it to be gone, free its GPUs (the caller holds the
+        lock)."""
+        worker.retire()
+        self._free_gpus.extend(worker.gpus)
+        self._free_gpus.sort(key=lambda g: self._gpus.index(g))
+
+    def _retire_idle(self) -> None:
+        """Retire workers idle for longer than ``worker_idle_seconds`` (a thread)."""
+        period = max(0.1, min(5.0, self._idle_seconds / 2))
+        while not self._closed.wait(period):
+            with self._lock:
+                for worker in self._pool.idle_longer_than(self._idle_seconds):
+                    self._retire(worker)
+
+    def _forward_worker_output(self, worker: WarmWorker, drop_tf_noise: bool) -> None:
+        """Send a worker's own output (outside its trials) to the master's log."""
+        lines: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        streams = ((worker.popen.stdout, "stdout"), (worker.popen.stderr, "stderr"))
+        for stream, name in streams:
+            assert stream is not None
+            threading.Thread(
+                target=_read_lines,
+                args=(stream, name, lines, drop_tf_noise),
+                name=f"pedl-worker-{worker.pid}-{name}",
+                daemon=True,
+            ).start()
+
+        def log() -> None:
+            open_streams = len(streams)
+            while open_streams:
+                item = lines.get()
+                if item is _EOF:
+                    open_streams -= 1
+                else:
+                    logger.info("warm worker %d: %s", worker.pid, item[1])
+
+        threading.Thread(target=log, name=f"pedl-worker-{worker.pid}-log", daemon=True).start()
 
     def _watch(self, proc: _Process) -> None:
         """Ship output in batches until both streams end, then report the exit."""
@@ -170,11 +303,20 @@ class LocalResourceManager(ResourceManager):
                 batch = []
             if time.monotonic() >= deadline:
                 deadline = time.monotonic() + _FLUSH_SECONDS
-        returncode = proc.popen.wait()
+        worker = proc.worker
+        if worker is None:
+            returncode, ready = proc.popen.wait(), False
+        else:
+            returncode, ready = worker.wait()
         with self._lock:
             self._procs.pop(proc.trial_id, None)
-            self._free_gpus.extend(proc.gpus)
-            self._free_gpus.sort(key=lambda g: self._gpus.index(g))
+            if worker is not None and ready and not proc.killed and not self._closed.is_set():
+                self._pool.put(worker)  # it keeps its GPUs
+            else:
+                if worker is not None and ready:
+                    worker.retire()
+                self._free_gpus.extend(proc.gpus)
+                self._free_gpus.sort(key=lambda g: self._gpus.index(g))
         self._on_exit(proc.trial_id, returncode)
 
     def _ship(self, trial_id: int, batch: list[tuple[str, str]]) -> None:
@@ -200,8 +342,12 @@ class LocalResourceManager(ResourceManager):
             return set(self._procs)
 
     def shutdown(self) -> None:
+        self._closed.set()
         for trial_id in self.running():
             self.kill(trial_id)
+        with self._lock:
+            for worker in self._pool.take_all():
+                self._retire(worker)
         for watcher in list(self._watchers):
             watcher.join(timeout=30)
 

@@ -1,0 +1,180 @@
+"""Warm workers, the resource manager's side: processes that imported the framework once and
+run the trials of one experiment one after another (the worker's side, and the protocol, are
+in :mod:`pedl.exec._worker`)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from typing import IO
+
+WORKER_MODULE = "pedl.exec.worker"
+_MAX_MESSAGE = 1 << 16
+
+
+class WarmWorker:
+    """One worker process (in its own process group) and its control socket.
+
+    It serves only trials of ``experiment_id`` whose environment (without the trial's own
+    variables) is ``env`` on the same number of GPUs, ``gpus``, which it holds while idle (its
+    TensorFlow keeps their memory). Not thread-safe: the resource manager serialises the calls
+    (:meth:`assign` from its starting thread, :meth:`wait` from the trial's watcher).
+    """
+
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        control: socket.socket,
+        *,
+        env: Mapping[str, str],
+        gpus: Sequence[str],
+        experiment_id: int,
+    ) -> None:
+        self.popen = popen
+        self.env = dict(env)
+        self.gpus = list(gpus)
+        self.experiment_id = experiment_id
+        self.trials = 0
+        """Trials handed to this worker so far."""
+        self.idle_since = 0.0
+        self._control = control
+
+    @classmethod
+    def spawn(
+        cls,
+        python: str,
+        env: Mapping[str, str],
+        *,
+        gpus: Sequence[str],
+        experiment_id: int,
+    ) -> WarmWorker:
+        """Start ``python -m pedl.exec.worker`` with ``env`` (plus ``CUDA_VISIBLE_DEVICES`` for
+        ``gpus``, if any); its own output (outside trials) is on ``popen.stdout/stderr``."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        child_env = dict(env)
+        if gpus:
+            child_env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+        try:
+            popen = subprocess.Popen(
+                [python, "-m", WORKER_MODULE, str(theirs.fileno())],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=child_env,
+                start_new_session=True,
+                pass_fds=(theirs.fileno(),),
+            )
+        except OSError:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        return cls(popen, ours, env=env, gpus=gpus, experiment_id=experiment_id)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def serves(self, experiment_id: int, env: Mapping[str, str], gpu_count: int) -> bool:
+        """Whether this worker may run a trial of ``experiment_id`` started with ``env`` on
+        ``gpu_count`` GPUs."""
+        return (
+            self.experiment_id == experiment_id
+            and len(self.gpus) == gpu_count
+            and self.env == env
+            and self.popen.poll() is None
+        )
+
+    def assign(self, trial_id: int, variables: Mapping[str, str]) -> tuple[IO[bytes], IO[bytes]]:
+        """Hand the worker a trial (``variables``: its own environment variables); return the
+        read ends of the trial's stdout and stderr. Raises ``OSError`` if the worker is gone."""
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        message = json.dumps({"trial_id": trial_id, "env": dict(variables)}).encode()
+        try:
+            socket.send_fds(self._control, [message], [out_write, err_write])
+        except OSError:
+            os.close(out_read)
+            os.close(err_read)
+            raise
+        finally:
+            os.close(out_write)
+            os.close(err_write)
+        self.trials += 1
+        return os.fdopen(out_read, "rb"), os.fdopen(err_read, "rb")
+
+    def wait(self) -> tuple[int, bool]:
+        """Block until the trial handed last has ended: its exit status, and whether the
+        worker is ready for another trial (else it has exited)."""
+        try:
+            data = self._control.recv(_MAX_MESSAGE)
+        except OSError:
+            data = b""
+        if data:
+            return int(json.loads(data)["returncode"]), True
+        self._control.close()
+        return self.popen.wait(), False
+
+    def kill(self) -> None:
+        """SIGKILL the worker's process group (no-op if it is gone); :meth:`wait` then
+        reports the signal."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+
+    def retire(self, timeout: float = 30.0) -> None:
+        """Kill an idle worker and wait until it is gone (its GPUs are free then)."""
+        self.kill()
+        self._control.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout)
+
+
+class WarmPool:
+    """The idle warm workers of a resource manager (the caller holds its lock)."""
+
+    def __init__(self) -> None:
+        self._idle: list[WarmWorker] = []
+
+    def __len__(self) -> int:
+        return len(self._idle)
+
+    def put(self, worker: WarmWorker) -> None:
+        """``worker`` finished a trial and is ready for another."""
+        worker.idle_since = time.monotonic()
+        self._idle.append(worker)
+
+    def take(self, experiment_id: int, env: Mapping[str, str], gpu_count: int) -> WarmWorker | None:
+        """Remove and return the most recently used idle worker that serves the trial, if
+        any."""
+        for worker in reversed(self._idle):
+            if worker.serves(experiment_id, env, gpu_count):
+                self._idle.remove(worker)
+                return worker
+        return None
+
+    def oldest(self) -> WarmWorker | None:
+        """Remove and return the idle worker idle the longest, if any."""
+        return self._idle.pop(0) if self._idle else None
+
+    def idle_longer_than(self, seconds: float) -> list[WarmWorker]:
+        """Remove and return the workers idle for more than ``seconds``, or gone."""
+        now = time.monotonic()
+        stale = [
+            w for w in self._idle if now - w.idle_since > seconds or w.popen.poll() is not None
+        ]
+        self._idle = [w for w in self._idle if w not in stale]
+        return stale
+
+    def take_all(self) -> list[WarmWorker]:
+        idle, self._idle = self._idle, []
+        return idle
+
+    def gpus(self) -> list[str]:
+        """The GPUs the idle workers hold."""
+        return [gpu for worker in self._idle for gpu in worker.gpus]
