@@ -1,32 +1,39 @@
-"""P2: from the master launching a trial process to its first training batch, beyond the import
-of TensorFlow.
+"""P2: from the master launching a trial to its first training batch, beyond the import of
+TensorFlow; and trivial trials completed per second.
 
-    .venv/bin/python bench/p2_first_batch.py [--trials 12] [--out FILE.jsonl]
+    .venv/bin/python bench/p2_first_batch.py [--trials 12] [--slots 1] [--out FILE.jsonl]
 
-A master runs as a separate process on loopback (SQLite, one CPU slot, so trial processes run
-one after another, each fresh). One random-search experiment of ``--trials`` trials of the tiny
-model in ``bench/p2_model`` (2 Dense layers on 96 arrays rows, 2 batches) runs to completion.
+A master runs as a separate process on loopback (SQLite, ``--slots`` CPU slots; set
+``PEDL_WORKER_REUSE=0`` in the environment to run every trial in a fresh process). One
+random-search experiment of ``--trials`` trials of the tiny model in ``bench/p2_model`` (2 Dense
+layers on 96 arrays rows, 2 batches, a validation and a checkpoint) runs to completion.
 Timestamps (``time.time()``, one clock):
 
-- launch: the orchestrator's trial log line "starting the trial process", written just
-  before the local resource manager's ``Popen``;
-- in the trial process, ``bench/p2_site/sitecustomize.py`` (via ``PYTHONPATH`` in the config's
+- launch: the orchestrator's trial log line "starting the trial process", written just after
+  the trial is placed and just before the resource manager starts (or hands the trial to) its
+  process;
+- in the trial's process, ``bench/p2_site/sitecustomize.py`` (via ``PYTHONPATH`` in the config's
   environment variables) records when the interpreter is ready and when the bodies of
   ``pedl``, ``pedl.exec``, ``keras``, ``tensorflow``, ``pedl.keras`` start and end executing;
   the model definition records its module import, ``build_model``, data loaders,
   ``on_train_begin`` and the first ``on_train_batch_begin``/``_end``.
 
-The result per trial: launch to first batch begin, minus the TensorFlow import (the span of
-``tensorflow``'s body, nested inside ``import keras``), with the remainder broken down in
-phases. The framework import (keras + tensorflow) is reported too. Prints one JSON line per
-trial and a summary (median, quartiles, min, max over trials).
+Per trial: launch to first batch begin; the framework import paid by this trial (``import
+keras``, which includes TensorFlow's, when it happened after the launch; 0 in a process that
+had imported it before: a warm worker); the difference ("beyond the framework import"); whether
+the process was started for this trial ("cold") or was already running ("warm"); and the
+consecutive spans between the recorded events after the launch. Throughput: trials divided by
+the time from creating the experiment to the last trial's end, and in the steady state (after
+the first ``--slots`` trials ended). Prints one JSON line per trial and a summary.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import itertools
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -61,17 +68,20 @@ environment:
   environment_variables: ["PYTHONPATH={site}", "PEDL_P2_OUT={out}"]
 """
 
-# (phase name, start event, end event): consecutive spans from launch to the first batch.
-PHASES = [
-    ("process+python start", "launch", "python_ready"),
-    ("pedl imports (pedl.exec)", "python_ready", "pedl.exec:end"),
-    ("start info + model def fetch/extract/load", "pedl.exec:end", "model_module:start"),
-    ("import keras (incl. tensorflow)", "model_module:start", "keras:end"),
-    ("import pedl.keras + rest of model module", "keras:end", "model_module:end"),
-    ("context + controller until build_model", "model_module:end", "build_model:start"),
-    ("build_model (incl. compile)", "build_model:start", "build_model:end"),
-    ("after build_model until fit on_train_begin", "build_model:end", "fit:on_train_begin"),
-    ("fit start until first batch begin", "fit:on_train_begin", "first_batch:begin"),
+# The events between the launch and the first batch; a trial's spans are the gaps between those
+# of them that happened after its launch, in time order.
+EVENTS = [
+    "launch",
+    "python_ready",
+    "pedl.exec:end",
+    "model_module:start",
+    "keras:start",
+    "keras:end",
+    "model_module:end",
+    "build_model:start",
+    "build_model:end",
+    "fit:on_train_begin",
+    "first_batch:begin",
 ]
 
 
@@ -86,27 +96,42 @@ def launch_time(http: httpx.Client, trial_id: int) -> float:
 
 def analyse(trial_id: int, launch: float, times: dict[str, float]) -> dict[str, Any]:
     events = {"launch": launch, **times}
-    phases = {name: round(events[end] - events[start], 3) for name, start, end in PHASES}
     total = events["first_batch:begin"] - launch
-    tf_import = events["tensorflow:end"] - events["tensorflow:start"]
-    framework = events["keras:end"] - events["keras:start"]
+    cold = events["python_ready"] >= launch
+    # The framework import this trial waited for: none in a process that had done it before.
+    framework = (
+        events["keras:end"] - events["keras:start"] if events["keras:start"] >= launch else 0
+    )
+    tf_body = (
+        events["tensorflow:end"] - events["tensorflow:start"]
+        if events["tensorflow:start"] >= launch
+        else 0
+    )
+    after = sorted((e for e in EVENTS if events[e] >= launch), key=lambda e: events[e])
+    spans = {f"{a} -> {b}": round(events[b] - events[a], 3) for a, b in itertools.pairwise(after)}
     return {
         "trial_id": trial_id,
+        "process": "cold" if cold else "warm",
         "launch_to_first_batch_s": round(total, 3),
-        "tensorflow_import_s": round(tf_import, 3),
-        "keras_tensorflow_import_s": round(framework, 3),
-        "beyond_tf_import_s": round(total - tf_import, 3),
-        "beyond_keras_tf_import_s": round(total - framework, 3),
+        "framework_import_s": round(framework, 3),
+        "tensorflow_body_s": round(tf_body, 3),
+        "beyond_framework_import_s": round(total - framework, 3),
         "first_step_s": round(events["first_batch:end"] - events["first_batch:begin"], 3),
-        "phases_s": phases,
-        "data_loaders_s": round(
-            events["train_data:end"]
-            - events["train_data:start"]
-            + events["validation_data:end"]
-            - events["validation_data:start"],
-            4,
-        ),
-        "pedl_keras_import_s": round(events["pedl.keras:end"] - events["pedl.keras:start"], 3),
+        "spans_s": spans,
+    }
+
+
+def throughput(created: float, ended: list[float], slots: int) -> dict[str, float | int | None]:
+    """Trials per second from the experiment's creation to the last end, and after the first
+    ``slots`` trials ended (the steady state, start-up excluded)."""
+    ends = sorted(ended)
+    n = len(ends)
+    steady = (n - slots) / (ends[-1] - ends[slots - 1]) if n > slots else None
+    return {
+        "n": n,
+        "wall_s": round(ends[-1] - created, 3),
+        "trials_per_s": round(n / (ends[-1] - created), 3),
+        "steady_trials_per_s": None if steady is None else round(steady, 3),
     }
 
 
@@ -124,6 +149,7 @@ def spread(values: list[float]) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=12)
+    parser.add_argument("--slots", type=int, default=1, help="the master's CPU slots")
     parser.add_argument("--timeout", type=float, default=540.0, help="give up after (s)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -134,13 +160,14 @@ def main() -> None:
         out_dir = home / "times"
         out_dir.mkdir()
         backend = p5_master.make_backend("sqlite", home)
-        master = p5_master.MasterProcess(home, backend.url)
+        master = p5_master.MasterProcess(home, backend.url, cpu_slots=args.slots)
         load = [p5_master.loadavg()]
         try:
             master.start()
             with httpx.Client(base_url=master.url + "/api/v1", timeout=30) as http:
                 config = CONFIG.format(trials=args.trials, site=SITE_DIR, out=out_dir)
                 archive = base64.b64encode(model_def.package(MODEL_DIR)).decode()
+                created = time.time()
                 response = http.post(
                     "/experiments", json={"config": config, "model_definition": archive}
                 )
@@ -153,11 +180,14 @@ def main() -> None:
                         break
                     if time.monotonic() > deadline:
                         raise RuntimeError(f"experiment still {state} after {args.timeout} s")
-                    time.sleep(0.5)
+                    time.sleep(0.1)
                 load.append(p5_master.loadavg())
                 response = http.get(f"/experiments/{experiment_id}/trials", params={"limit": 1000})
                 response.raise_for_status()
-                for trial in response.json()["items"]:
+                trials = response.json()["items"]
+                ended = [datetime.fromisoformat(t["ended_at"]).timestamp() for t in trials]
+                rate = throughput(created, ended, args.slots)
+                for trial in trials:
                     path = out_dir / f"{trial['id']}.json"
                     if not path.exists():
                         print(f"trial {trial['id']} ({trial['state']}) wrote no times")
@@ -172,21 +202,32 @@ def main() -> None:
         finally:
             master.stop()
 
-    summary: dict[str, Any] = {"summary": "p2", "n": len(results), "loadavg_1m": load}
-    for key in (
-        "launch_to_first_batch_s",
-        "tensorflow_import_s",
-        "keras_tensorflow_import_s",
-        "beyond_tf_import_s",
-        "beyond_keras_tf_import_s",
-        "first_step_s",
-        "pedl_keras_import_s",
-        "data_loaders_s",
-    ):
-        summary[key] = spread([r[key] for r in results])
-    summary["phases_s"] = {
-        name: spread([r["phases_s"][name] for r in results]) for name, _, _ in PHASES
+    summary: dict[str, Any] = {
+        "summary": "p2",
+        "slots": args.slots,
+        "worker_reuse": os.environ.get("PEDL_WORKER_REUSE", "default"),
+        "loadavg_1m": load,
+        "throughput": rate,
     }
+    for kind in ("cold", "warm"):
+        chosen = [r for r in results if r["process"] == kind]
+        if not chosen:
+            continue
+        part: dict[str, Any] = {"n": len(chosen)}
+        for key in (
+            "launch_to_first_batch_s",
+            "framework_import_s",
+            "tensorflow_body_s",
+            "beyond_framework_import_s",
+            "first_step_s",
+        ):
+            part[key] = spread([r[key] for r in chosen])
+        names = list(dict.fromkeys(name for r in chosen for name in r["spans_s"]))
+        part["spans_s"] = {
+            name: spread([r["spans_s"][name] for r in chosen if name in r["spans_s"]])
+            for name in names
+        }
+        summary[kind] = part
     print(json.dumps(summary, indent=1), flush=True)
     if args.out:
         with args.out.open("a") as out:

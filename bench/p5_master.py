@@ -105,9 +105,10 @@ def make_backend(kind: str, home: Path) -> Backend:
 class MasterProcess:
     """``python -m pedl.master`` on a free loopback port; its output goes to ``home/master.log``."""
 
-    def __init__(self, home: Path, db_url: str) -> None:
+    def __init__(self, home: Path, db_url: str, *, cpu_slots: int = 1) -> None:
         self.home = home
         self.db_url = db_url
+        self.cpu_slots = cpu_slots
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -125,7 +126,7 @@ class MasterProcess:
             "PEDL_HOST": "127.0.0.1",
             "PEDL_PORT": str(self.port),
             "PEDL_DB_URL": self.db_url,
-            "PEDL_CPU_SLOTS": "1",
+            "PEDL_CPU_SLOTS": str(self.cpu_slots),
         }
         env.pop("PEDL_CONFIG_FILE", None)
         with open(self.home / "master.log", "ab") as log:
