@@ -287,6 +287,8 @@ class OptunaSearch(JSONStateSearchMethod):
         return dict(trial.params)
 
     def _tell(self, trial: _Trial) -> None:
+        if trial.result is None:
+            raise SearcherError(f"Trial {trial.index + 1} is not over: Optuna cannot be told.")
         if trial.result == _COMPLETE:
             self._study.tell(trial.index, trial.value)
         else:
@@ -296,7 +298,7 @@ class OptunaSearch(JSONStateSearchMethod):
 
     def _tell_through(self, last: int) -> None:
         """Tell Optuna the results of trials 0 .. ``last`` (all over), in creation order."""
-        for trial in self._trials[: last + 1]:
+        for trial in self._trials[: max(last + 1, 0)]:
             if not trial.told:
                 self._tell(trial)
 
