@@ -18,6 +18,7 @@ from pedl.searcher._operations import (
     operation_to_dict,
 )
 from pedl.searcher._random import RandomSearch
+from pedl.searcher._remote import CustomSearcherError, RemoteSearchMethod
 from pedl.searcher._runner import (
     CloseTrial,
     EventSink,
@@ -37,6 +38,7 @@ __all__ = [
     "Close",
     "CloseTrial",
     "Create",
+    "CustomSearcherError",
     "EventSink",
     "ExitedReason",
     "GridSearch",
@@ -45,6 +47,7 @@ __all__ = [
     "Operation",
     "Progress",
     "RandomSearch",
+    "RemoteSearchMethod",
     "SearchMethod",
     "SearcherError",
     "SearcherRunner",
