@@ -13,7 +13,11 @@ from pedl.config._hyperparameters import HyperparameterSpace
 from pedl.config._length import Length
 from pedl.config._reproducibility import ReproducibilityConfig
 from pedl.config._resources import ResourcesConfig
-from pedl.config._searcher import SearcherConfig
+from pedl.config._searcher import (
+    AdaptiveASHASearcherConfig,
+    AsyncHalvingSearcherConfig,
+    SearcherConfig,
+)
 from pedl.config._storage import CheckpointStorageConfig, default_checkpoint_storage
 
 
@@ -118,12 +122,20 @@ class ExperimentConfig(ConfigModel):
 
     @property
     def searcher_unit(self) -> Literal["batches", "records", "epochs"]:
-        """The unit of the searcher's lengths: that of ``searcher.max_length`` (else batches)."""
-        length = self.searcher.max_length
+        """The unit of the searcher's lengths: that of ``searcher.max_length``, or the
+        ``time_metric`` of an ASHA searcher given ``max_time`` (else batches)."""
+        length = _searcher_length(self.searcher)
         return length.unit if length is not None else "batches"
 
     @property
     def searcher_max_length(self) -> int | None:
-        """``searcher.max_length`` in :attr:`searcher_unit`, or ``None`` where there is none."""
-        length = self.searcher.max_length
+        """``searcher.max_length`` (an ASHA searcher's ``max_time``, when given with
+        ``time_metric``) in :attr:`searcher_unit`, or ``None`` where there is none."""
+        length = _searcher_length(self.searcher)
         return length.value if length is not None else None
+
+
+def _searcher_length(searcher: SearcherConfig) -> Length | None:
+    if isinstance(searcher, AdaptiveASHASearcherConfig | AsyncHalvingSearcherConfig):
+        return searcher.length
+    return searcher.max_length

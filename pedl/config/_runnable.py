@@ -24,7 +24,13 @@ from pedl.config._issues import PathElement, Problem, describe_value
 from pedl.config._legacy import REMOVED_SEARCHERS
 from pedl.config._length import Length
 from pedl.config._sampling import grid_size
-from pedl.config._searcher import SEARCHER_NAMES, GridSearcherConfig
+from pedl.config._searcher import (
+    SEARCHER_NAMES,
+    TIME_METRIC_UNITS,
+    AdaptiveASHASearcherConfig,
+    AsyncHalvingSearcherConfig,
+    GridSearcherConfig,
+)
 from pedl.config._storage import RUNNABLE_STORAGE_TYPES, STORAGE_TYPES
 
 MAX_GLOBAL_BATCH_SIZE = 2**31
@@ -96,9 +102,11 @@ def check_runnable(config: ExperimentConfig) -> list[Problem]:
       int, categorical), must be an integer in ``1..2**31`` and, with
       ``resources.slots_per_trial > 1``, divisible by it; a double or log one is refused;
     - a length in records or epochs needs a ``global_batch_size`` hyperparameter;
-    - a grid search may have at most ``MAX_GRID_POINTS`` points.
+    - a grid search may have at most ``MAX_GRID_POINTS`` points;
+    - an ASHA searcher's ``time_metric`` must be a length unit (batches, records, epochs),
+      epochs need ``records_per_epoch``, and ``max_time`` and ``time_metric`` go together.
     """
-    problems = _check_batch_size(config)
+    problems = _check_batch_size(config) + _check_halving(config)
     if isinstance(config.searcher, GridSearcherConfig):
         points = grid_size(config.hyperparameters)
         if points is not None and points > MAX_GRID_POINTS:
@@ -117,9 +125,56 @@ def _lengths(config: ExperimentConfig) -> list[tuple[str, Length]]:
         ("min_validation_period", config.min_validation_period),
         ("min_checkpoint_period", config.min_checkpoint_period),
     ]
-    if config.searcher.max_length is not None:
-        lengths.insert(0, ("searcher.max_length", config.searcher.max_length))
+    searcher = config.searcher
+    if isinstance(searcher, AdaptiveASHASearcherConfig | AsyncHalvingSearcherConfig):
+        length = searcher.length
+        if length is not None and length is not searcher.max_length:
+            lengths.insert(0, ("searcher.max_time", length))
+            return lengths
+    if searcher.max_length is not None:
+        lengths.insert(0, ("searcher.max_length", searcher.max_length))
     return lengths
+
+
+def _check_halving(config: ExperimentConfig) -> list[Problem]:
+    """``time_metric``/``max_time`` of ``adaptive_asha`` and ``async_halving``: PEDL measures
+    a trial's time in its length units, so ``time_metric`` must be one of them."""
+    searcher = config.searcher
+    if not isinstance(searcher, AdaptiveASHASearcherConfig | AsyncHalvingSearcherConfig):
+        return []
+    metric, max_time = searcher.time_metric, searcher.max_time
+    if metric is None and max_time is None:
+        return []
+    if metric is None or max_time is None:
+        given, missing = (
+            ("time_metric", "max_time") if max_time is None else ("max_time", "time_metric")
+        )
+        return [
+            (
+                ("searcher", missing),
+                f"missing: searcher.{given} is given, and it needs {missing} too (the maximum "
+                "training length is max_time measured in time_metric); or drop it and use "
+                "max_length",
+            )
+        ]
+    if metric not in TIME_METRIC_UNITS:
+        return [
+            (
+                ("searcher", "time_metric"),
+                f"PEDL measures a trial's time in {', '.join(TIME_METRIC_UNITS)} (the length "
+                f"units it trains by); got '{metric}', which it cannot train to; use one of "
+                "those, or max_length",
+            )
+        ]
+    if metric == "epochs" and config.records_per_epoch <= 0:
+        return [
+            (
+                ("searcher", "time_metric"),
+                "time_metric epochs needs records_per_epoch > 0; set records_per_epoch to the "
+                "number of records in one epoch, or use batches or records",
+            )
+        ]
+    return []
 
 
 def _bad_batch_size(value: Any) -> str | None:

@@ -2,6 +2,8 @@
 interface (:class:`SearchMethod`, :class:`SearcherState`, the operations), and the runner
 that drives one behind an event log."""
 
+from pedl.searcher._adaptive_asha import AdaptiveASHASearch, plan_brackets
+from pedl.searcher._asha import ASHABracket, AsyncHalvingSearch, HalvingSearch, rung_lengths
 from pedl.searcher._bayes import gp_from_config, missing_optuna_requirements, tpe_from_config
 from pedl.searcher._errors import SearcherError
 from pedl.searcher._exited_reason import ExitedReason
@@ -35,6 +37,9 @@ from pedl.searcher._trial_pool import MAX_INVALID_REPLACEMENTS, TrialPoolSearch
 __all__ = [
     "MAX_INVALID_REPLACEMENTS",
     "RUNNABLE_SEARCHERS",
+    "ASHABracket",
+    "AdaptiveASHASearch",
+    "AsyncHalvingSearch",
     "Close",
     "CloseTrial",
     "Create",
@@ -42,6 +47,7 @@ __all__ = [
     "EventSink",
     "ExitedReason",
     "GridSearch",
+    "HalvingSearch",
     "JSONStateSearchMethod",
     "NewTrial",
     "Operation",
@@ -63,6 +69,8 @@ __all__ = [
     "missing_optuna_requirements",
     "operation_from_dict",
     "operation_to_dict",
+    "plan_brackets",
+    "rung_lengths",
     "tpe_from_config",
     "trial_seed_for",
 ]

@@ -6,6 +6,8 @@ import functools
 from collections.abc import Callable
 
 from pedl.config import (
+    AdaptiveASHASearcherConfig,
+    AsyncHalvingSearcherConfig,
     ExperimentConfig,
     GridSearcherConfig,
     RandomSearcherConfig,
@@ -13,6 +15,8 @@ from pedl.config import (
     grid_hparams,
     sample_hparams,
 )
+from pedl.searcher._adaptive_asha import AdaptiveASHASearch
+from pedl.searcher._asha import AsyncHalvingSearch
 from pedl.searcher._errors import SearcherError
 from pedl.searcher._grid import GridSearch
 from pedl.searcher._random import RandomSearch
@@ -53,10 +57,56 @@ def _random(config: ExperimentConfig) -> SearchMethod:
     )
 
 
+def _halving_length(config: ExperimentConfig) -> int:
+    length = config.searcher_max_length
+    if length is None:
+        raise SearcherError(
+            f"searcher.time_metric must be one of batches, records, epochs (PEDL's length "
+            f"units); got {getattr(config.searcher, 'time_metric', None)!r}."
+        )
+    return length
+
+
+def _async_halving(config: ExperimentConfig) -> SearchMethod:
+    searcher = config.searcher
+    assert isinstance(searcher, AsyncHalvingSearcherConfig)
+    return AsyncHalvingSearch(
+        sample=functools.partial(sample_hparams, config.hyperparameters),
+        max_length=_halving_length(config),
+        num_rungs=searcher.num_rungs,
+        max_trials=searcher.max_trials,
+        divisor=searcher.divisor,
+        max_concurrent_trials=searcher.max_concurrent_trials,
+        smaller_is_better=searcher.smaller_is_better,
+        stop_once=searcher.stop_once,
+        seed=config.reproducibility.experiment_seed,
+    )
+
+
+def _adaptive_asha(config: ExperimentConfig) -> SearchMethod:
+    searcher = config.searcher
+    assert isinstance(searcher, AdaptiveASHASearcherConfig)
+    return AdaptiveASHASearch(
+        sample=functools.partial(sample_hparams, config.hyperparameters),
+        max_length=_halving_length(config),
+        max_trials=searcher.max_trials,
+        divisor=searcher.divisor,
+        mode=searcher.mode,
+        max_rungs=searcher.max_rungs,
+        bracket_rungs=searcher.bracket_rungs,
+        max_concurrent_trials=searcher.max_concurrent_trials,
+        smaller_is_better=searcher.smaller_is_better,
+        stop_once=searcher.stop_once,
+        seed=config.reproducibility.experiment_seed,
+    )
+
+
 _BUILDERS: dict[str, Callable[[ExperimentConfig], SearchMethod]] = {
     "single": _single,
     "grid": _grid,
     "random": _random,
+    "adaptive_asha": _adaptive_asha,
+    "async_halving": _async_halving,
 }
 
 RUNNABLE_SEARCHERS: tuple[str, ...] = tuple(_BUILDERS)
@@ -71,9 +121,11 @@ def make_search_method(config: ExperimentConfig) -> SearchMethod:
     """Return a fresh searcher for ``config.searcher``, seeded with the experiment seed.
 
     Supports ``single`` (one trial, hyperparameters drawn like one random draw, as in
-    Determined), ``grid`` and ``random`` (:data:`RUNNABLE_SEARCHERS`). Lengths are
-    ``searcher.max_length.value``, in the unit ``searcher.max_length.unit``. Other searcher
-    names raise :class:`SearcherError` (validated configs never have them).
+    Determined), ``grid``, ``random``, ``adaptive_asha`` and ``async_halving``
+    (:data:`RUNNABLE_SEARCHERS`). Lengths are :attr:`ExperimentConfig.searcher_max_length`
+    (``searcher.max_length``, or ASHA's ``max_time``), in the unit
+    :attr:`ExperimentConfig.searcher_unit`. Other searcher names raise
+    :class:`SearcherError` (validated configs never have them).
     """
     build = _BUILDERS.get(config.searcher.name)
     if build is None:
