@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import stat
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,3 +120,145 @@ def test_log_writer_numbers_continue_across_writers(tmp_path: Path) -> None:
         (2, "master", "c"),
     ]
     database.dispose()
+
+
+FAKE_WORKER = '''#!{python}
+"""Stands in for python: "-m pedl.exec.worker FD" speaks the warm-worker protocol (no TensorFlow).
+Trials listed in FAKE_FAIL exit the worker with status 1; those in FAKE_SLEEP run for 30 s."""
+import json, os, socket, sys, time
+
+assert sys.argv[1:3] == ["-m", "pedl.exec.worker"], sys.argv
+control = socket.socket(fileno=int(sys.argv[3]))
+print("worker started", flush=True)
+while True:
+    data, fds, _, _ = socket.recv_fds(control, 65536, 2)
+    if not data:
+        sys.exit(0)
+    trial = json.loads(data)["trial_id"]
+    os.write(fds[0], f"trial {{trial}} in {{os.getpid()}}\\n".encode())
+    os.write(fds[1], f"stderr of trial {{trial}}\\n".encode())
+    if str(trial) in os.environ.get("FAKE_SLEEP", "").split(","):
+        time.sleep(30)
+    for fd in fds:
+        os.close(fd)
+    if str(trial) in os.environ.get("FAKE_FAIL", "").split(","):
+        sys.exit(1)
+    control.send(json.dumps({{"trial_id": trial, "returncode": 0}}).encode())
+'''
+
+
+@pytest.fixture
+def fake_worker(tmp_path: Path) -> str:
+    path = tmp_path / "fake-worker-python"
+    path.write_text(FAKE_WORKER.format(python=sys.executable))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def warm_rm(rec: Recorder, python: str, **kwargs: Any) -> LocalResourceManager:
+    return LocalResourceManager(
+        cpu_slots=kwargs.pop("cpu_slots", 1),
+        on_exit=rec.on_exit,
+        log_sink=rec.sink,
+        gpus=[],
+        python=python,
+        reuse_workers=True,
+        **kwargs,
+    )
+
+
+def run(
+    rm: LocalResourceManager, rec: Recorder, trial_id: int, experiment_id: int, **env: str
+) -> tuple[int, int]:
+    """Start a trial of the experiment and wait for its exit: its status, its worker's pid."""
+    rm.start(TrialLaunch(trial_id, "http://x", f"tok{trial_id}", 1, env, experiment_id))
+    exited = rec.exits.get(timeout=20)
+    assert exited[0] == trial_id
+    pids = [
+        m.split(" in ")[1] for s, m in rec.lines[trial_id] if m.startswith(f"trial {trial_id} in ")
+    ]
+    return exited[1], int(pids[0])
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_an_experiment_s_trials_share_a_warm_worker_and_keep_their_own_logs(
+    fake_worker: str,
+) -> None:
+    rec = Recorder()
+    rm = warm_rm(rec, fake_worker)
+    try:
+        assert run(rm, rec, 1, 7)[0] == 0
+        status, pid = run(rm, rec, 2, 7)
+        assert (status, pid) == (0, run(rm, rec, 3, 7)[1])
+        assert rec.lines[1][0] == (
+            "master",
+            f"[master] the trial runs in a new warm worker process {pid}",
+        )
+        assert rec.lines[3][0] == (
+            "master",
+            f"[master] the trial runs in the warm worker process {pid}, which ran 2 earlier "
+            "trial(s) of this experiment",
+        )
+        for trial_id in (1, 2, 3):
+            assert sorted(rec.lines[trial_id][1:]) == [
+                ("stderr", f"stderr of trial {trial_id}"),
+                ("stdout", f"trial {trial_id} in {pid}"),
+            ]
+        assert not any("worker started" in m for lines in rec.lines.values() for _, m in lines)
+    finally:
+        rm.shutdown()
+    assert gone(pid)
+
+
+def test_another_experiment_or_environment_gets_another_worker(fake_worker: str) -> None:
+    rec = Recorder()
+    rm = warm_rm(rec, fake_worker)
+    try:
+        first = run(rm, rec, 1, 7)[1]
+        second = run(rm, rec, 2, 8)[1]
+        assert second != first
+        assert gone(first)  # one slot: the idle worker of experiment 7 made room
+        third = run(rm, rec, 3, 8, OTHER="1")[1]
+        assert third not in (first, second)
+    finally:
+        rm.shutdown()
+
+
+def test_a_worker_whose_trial_failed_or_was_killed_is_not_reused(fake_worker: str) -> None:
+    rec = Recorder()
+    rm = warm_rm(rec, fake_worker)
+    env = {"FAKE_FAIL": "2", "FAKE_SLEEP": "4"}
+    try:
+        first = run(rm, rec, 1, 7, **env)[1]
+        assert run(rm, rec, 2, 7, **env) == (1, first)
+        third = run(rm, rec, 3, 7, **env)[1]
+        assert third != first
+        rm.start(TrialLaunch(4, "http://x", "tok4", 1, env, 7))
+        time.sleep(0.5)
+        rm.kill(4)
+        assert rec.exits.get(timeout=10) == (4, -9)
+        assert gone(third)
+        assert run(rm, rec, 5, 7, **env)[1] != third
+    finally:
+        rm.shutdown()
+
+
+def test_idle_workers_are_retired(fake_worker: str) -> None:
+    rec = Recorder()
+    rm = warm_rm(rec, fake_worker, worker_idle_seconds=0.2)
+    try:
+        pid = run(rm, rec, 1, 7)[1]
+        deadline = time.monotonic() + 10
+        while not gone(pid):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert run(rm, rec, 2, 7)[1] != pid
+    finally:
+        rm.shutdown()
