@@ -198,6 +198,7 @@ class OptunaSearch(JSONStateSearchMethod):
             "shutdown": self._shutdown,
             "trials": [asdict(t) for t in self._trials],
             "optuna_calls": [list(c) for c in self._calls],
+            "optuna_version": optuna.__version__,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -215,24 +216,28 @@ class OptunaSearch(JSONStateSearchMethod):
             raise SearcherError(f"Malformed searcher state: {e}") from e
         if [t.index for t in trials] != list(range(len(trials))):
             raise SearcherError("Malformed searcher state: trials out of order.")
+        told = [t.told for t in trials]
+        for trial in trials:
+            trial.told = False  # set again by the replayed tells
         self._study = self._new_study()
         self._trials, self._calls = [], []
         for kind, index in calls:
-            if not 0 <= index < len(trials) or kind not in ("ask", "tell"):
-                raise SearcherError(f"Malformed searcher state: Optuna call {[kind, index]}.")
-            if kind == "ask":
+            drawn = len(self._trials)
+            if kind == "ask" and index == drawn < len(trials):
                 params = self._ask(index)
                 if params != trials[index].params:
                     raise SearcherError(
-                        f"Optuna drew {params} for trial {index + 1} where the saved search "
-                        f"had {trials[index].params}: was Optuna changed (saved with "
-                        f"{self._settings()['optuna']})?"
+                        f"Optuna drew {params} for trial {index + 1} where the saved search had "
+                        f"{trials[index].params}: was Optuna changed (saved with "
+                        f"{state.get('optuna_version')}, running {optuna.__version__})?"
                     )
                 self._trials.append(trials[index])
+            elif kind == "tell" and 0 <= index < drawn and _over(self._trials[index]):
+                self._tell(self._trials[index])
             else:
-                self._tell(trials[index])
-        if len(self._trials) != len(trials):
-            raise SearcherError("Malformed searcher state: a trial Optuna never drew.")
+                raise SearcherError(f"Malformed searcher state: Optuna call {[kind, index]}.")
+        if len(self._trials) != len(trials) or [t.told for t in trials] != told:
+            raise SearcherError("Malformed searcher state: the trials and Optuna calls differ.")
         self._started, self._shutdown = started, shutdown
 
     # internals -------------------------------------------------------------------------------
@@ -246,7 +251,6 @@ class OptunaSearch(JSONStateSearchMethod):
             "max_concurrent_trials": self._max_concurrent_trials,
             "n_startup_trials": self._n_startup_trials,
             "smaller_is_better": self._smaller_is_better,
-            "optuna": optuna.__version__,
             "distributions": {
                 name: optuna.distributions.distribution_to_json(d)
                 for name, d in self._space.distributions.items()
@@ -343,6 +347,11 @@ class OptunaSearch(JSONStateSearchMethod):
             ops.append(Create(request_id, hparams))
             ops.append(ValidateAfter(request_id, self._max_length))
         return ops
+
+
+def _over(trial: _Trial) -> bool:
+    """Whether the trial's result is known and not yet told."""
+    return trial.result is not None and not trial.told
 
 
 def _outcome(metric: float | None) -> tuple[str, float | None]:

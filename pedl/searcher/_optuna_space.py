@@ -59,11 +59,6 @@ class OptunaSpace:
             raise SearcherError(f"Invalid hyperparameter space: {e}") from e
         self._distributions: dict[str, BaseDistribution] = {}
         for name, spec in _leaves(self._space, ()):
-            if name in self._distributions:
-                raise SearcherError(
-                    f"Two hyperparameters are both named {name!r} once nested groups are "
-                    "flattened with dots; rename one to use a Bayesian searcher."
-                )
             distribution: BaseDistribution
             try:
                 if isinstance(spec, IntHyperparameter):
@@ -78,6 +73,11 @@ class OptunaSpace:
                     continue
             except ValueError as e:
                 raise SearcherError(f"Hyperparameter {name!r}: {e}") from e
+            if name in self._distributions:
+                raise SearcherError(
+                    f"Two hyperparameters are both named {name!r} once nested groups are "
+                    "flattened with dots; rename one to use a Bayesian searcher."
+                )
             self._distributions[name] = distribution
 
     @property

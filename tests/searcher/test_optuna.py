@@ -196,14 +196,15 @@ SPACES = st.dictionaries(
 )
 
 
-def flat_names(space: dict[str, Any], route: str = "") -> list[str]:
+def searched_names(space: dict[str, Any], route: str = "") -> list[str]:
+    """The dotted names of the hyperparameters that vary (consts need no Optuna name)."""
     names: list[str] = []
     for key, spec in space.items():
         name = f"{route}{key}"
-        if "type" in spec:
+        if "type" not in spec:
+            names.extend(searched_names(spec, name + "."))
+        elif spec["type"] != "const":
             names.append(name)
-        else:
-            names.extend(flat_names(spec, name + "."))
     return names
 
 
@@ -211,7 +212,7 @@ def flat_names(space: dict[str, Any], route: str = "") -> list[str]:
 @given(space=SPACES, seed=st.integers(0, 2**32 - 1))
 def test_any_space_maps_or_is_refused_for_a_name_clash(space: dict[str, Any], seed: int) -> None:
     cfg = config({"max_trials": 3, "n_startup_trials": 1}, space=space, seed=seed)
-    names = flat_names(space)
+    names = searched_names(space)
     if len(set(names)) < len(names):
         with pytest.raises(SearcherError, match="flattened with dots"):
             tpe_from_config(cfg)
@@ -378,8 +379,14 @@ def test_load_state_dict_refuses_other_settings_and_other_draws() -> None:
     tampered["trials"][0]["params"]["dropout"] = 0.25
     with pytest.raises(SearcherError, match="was Optuna changed"):
         tpe(cfg).load_state_dict(tampered)
-    with pytest.raises(SearcherError, match="Malformed"):
-        tpe(cfg).load_state_dict({**state, "optuna_calls": [["ask", 7]]})
+    assert state["optuna_calls"] == [["ask", 0], ["ask", 1]]
+    for calls in ([["ask", 7]], [["ask", 0], ["tell", 0]], [["ask", 0]], [["ask", 1]], []):
+        with pytest.raises(SearcherError, match="Malformed"):
+            tpe(cfg).load_state_dict({**state, "optuna_calls": calls})
+    other_version = {**state, "optuna_version": "0.1"}
+    tpe(cfg).load_state_dict(other_version)  # the same draws: fine
+    with pytest.raises(SearcherError, match=r"saved with 0\.1, running"):
+        tpe(cfg).load_state_dict({**other_version, "trials": tampered["trials"]})
     # A used method can still load a state: the study is rebuilt.
     used = tpe(cfg)
     send_to_method(used, ("initial",))
