@@ -15,7 +15,7 @@ import httpx
 import pytest
 import uvicorn
 from pydantic import TypeAdapter
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, select, text
 
 from pedl.core import MasterClient
 from pedl.master import MasterSettings, create_app
@@ -316,7 +316,7 @@ def test_the_lean_metrics_read_has_the_public_shape(
     client: httpx.Client, database: Database
 ) -> None:
     """GET /trials/{id}/metrics builds its JSON itself: the same document MetricPublic
-    gives for the ORM rows."""
+    gives for the ORM rows (timestamps in the same text)."""
     experiment = create_experiment(client)
     trial_id, token = create_trial(database, experiment["id"])
     rows = [
@@ -329,6 +329,13 @@ def test_the_lean_metrics_read_has_the_public_shape(
             "metrics": {"val_loss": 0.25, "none": None},
             "reported_at": "2026-01-02T03:04:05.678901+02:00",
         },
+        {  # no fraction of a second: pydantic writes none either
+            "kind": "validation",
+            "total_batches": 7,
+            "total_epochs": 0.30000000000000004,
+            "metrics": {"val_loss": 1e-7},
+            "reported_at": "2026-01-02T03:04:05Z",
+        },
     ]
     answer = client.post(f"/trials/{trial_id}/metrics", json={"rows": rows}, headers=bearer(token))
     assert answer.status_code == 200, answer.text
@@ -340,8 +347,15 @@ def test_the_lean_metrics_read_has_the_public_shape(
             [MetricPublic.model_validate(row) for row in orm_rows], mode="json"
         )
     assert got.json() == expected
-    assert len(expected) == 2 and expected[0]["metrics"]["odd"] == "NaN"
+    assert len(expected) == 3 and expected[0]["metrics"]["odd"] == "NaN"
+    assert expected[2]["reported_at"] == "2026-01-02T03:04:05Z"
     filtered = client.get(f"/trials/{trial_id}/metrics", params={"kind": "validation"})
     assert filtered.json() == expected[1:]
-    assert client.get(f"/trials/{trial_id}/metrics", params={"after_batches": 5}).json() == []
+    later = client.get(f"/trials/{trial_id}/metrics", params={"after_batches": 5})
+    assert later.json() == expected[2:]
+    if database.dialect == "sqlite":  # a timestamp stored in another text form reads the same
+        with database.session(write=True) as session:
+            stamp = "'2026-01-02T03:04:05+00:00'"
+            session.execute(text(f"UPDATE metrics SET reported_at = {stamp} WHERE total_batches = 7"))
+        assert later.json() == client.get(f"/trials/{trial_id}/metrics?after_batches=5").json()
     assert client.get("/trials/999999/metrics").status_code == 404
