@@ -355,7 +355,7 @@ def test_the_lean_metrics_read_has_the_public_shape(
     assert later.json() == expected[2:]
     if database.dialect == "sqlite":  # a timestamp stored in another text form reads the same
         with database.session(write=True) as session:
-            stamp = "'2026-01-02T03:04:05+00:00'"
-            session.execute(text(f"UPDATE metrics SET reported_at = {stamp} WHERE total_batches = 7"))
+            stamp, where = "'2026-01-02T03:04:05+00:00'", "total_batches = 7"
+            session.execute(text(f"UPDATE metrics SET reported_at = {stamp} WHERE {where}"))
         assert later.json() == client.get(f"/trials/{trial_id}/metrics?after_batches=5").json()
     assert client.get("/trials/999999/metrics").status_code == 404
