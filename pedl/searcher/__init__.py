@@ -7,7 +7,7 @@ from pedl.searcher._asha import ASHABracket, AsyncHalvingSearch, HalvingSearch, 
 from pedl.searcher._bayes import gp_from_config, missing_optuna_requirements, tpe_from_config
 from pedl.searcher._errors import SearcherError
 from pedl.searcher._exited_reason import ExitedReason
-from pedl.searcher._factory import RUNNABLE_SEARCHERS, make_search_method
+from pedl.searcher._factory import RUNNABLE_SEARCHERS, make_search_method, unavailable_reason
 from pedl.searcher._grid import GridSearch
 from pedl.searcher._operations import (
     Close,
@@ -73,4 +73,5 @@ __all__ = [
     "rung_lengths",
     "tpe_from_config",
     "trial_seed_for",
+    "unavailable_reason",
 ]

@@ -17,6 +17,7 @@ from pedl.config import (
 )
 from pedl.searcher._adaptive_asha import AdaptiveASHASearch
 from pedl.searcher._asha import AsyncHalvingSearch
+from pedl.searcher._bayes import gp_from_config, missing_optuna_requirements, tpe_from_config
 from pedl.searcher._errors import SearcherError
 from pedl.searcher._grid import GridSearch
 from pedl.searcher._random import RandomSearch
@@ -107,13 +108,19 @@ _BUILDERS: dict[str, Callable[[ExperimentConfig], SearchMethod]] = {
     "random": _random,
     "adaptive_asha": _adaptive_asha,
     "async_halving": _async_halving,
+    "tpe": tpe_from_config,
+    "gp": gp_from_config,
 }
 
-RUNNABLE_SEARCHERS: tuple[str, ...] = tuple(_BUILDERS)
+CUSTOM = "custom"
+
+RUNNABLE_SEARCHERS: tuple[str, ...] = (*_BUILDERS, CUSTOM)
 """The ``searcher.name`` values PEDL can run, in the order they are listed to users.
 
 Config validation (:mod:`pedl.config`) refuses every other name; adding a searcher means
-adding its builder to ``_BUILDERS``.
+adding its builder to ``_BUILDERS``. A ``custom`` searcher comes from the model definition
+and runs in a process of its own: the shells build it (``RemoteSearchMethod``), not
+:func:`make_search_method`.
 """
 
 
@@ -121,12 +128,18 @@ def make_search_method(config: ExperimentConfig) -> SearchMethod:
     """Return a fresh searcher for ``config.searcher``, seeded with the experiment seed.
 
     Supports ``single`` (one trial, hyperparameters drawn like one random draw, as in
-    Determined), ``grid``, ``random``, ``adaptive_asha`` and ``async_halving``
-    (:data:`RUNNABLE_SEARCHERS`). Lengths are :attr:`ExperimentConfig.searcher_max_length`
-    (``searcher.max_length``, or ASHA's ``max_time``), in the unit
+    Determined), ``grid``, ``random``, ``adaptive_asha``, ``async_halving``, ``tpe`` and
+    ``gp`` (:data:`RUNNABLE_SEARCHERS`; the last two need Optuna). Lengths are
+    :attr:`ExperimentConfig.searcher_max_length` (``searcher.max_length``, or ASHA's
+    ``max_time``), in the unit
     :attr:`ExperimentConfig.searcher_unit`. Other searcher names raise
     :class:`SearcherError` (validated configs never have them).
     """
+    if config.searcher.name == CUSTOM:
+        raise SearcherError(
+            "A custom searcher is built from the model definition (RemoteSearchMethod), "
+            "not by make_search_method."
+        )
     build = _BUILDERS.get(config.searcher.name)
     if build is None:
         raise SearcherError(
@@ -134,3 +147,12 @@ def make_search_method(config: ExperimentConfig) -> SearchMethod:
             f"{', '.join(RUNNABLE_SEARCHERS)}."
         )
     return build(config)
+
+
+def unavailable_reason(config: ExperimentConfig) -> str | None:
+    """Why ``config``'s searcher cannot run in this Python environment (an optional
+    dependency it needs is missing), or ``None``. Checked where the searcher will run: by the
+    master when an experiment is created, and by local mode."""
+    if config.searcher.name in ("tpe", "gp"):
+        return missing_optuna_requirements(config.searcher.name)
+    return None

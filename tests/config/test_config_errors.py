@@ -49,14 +49,15 @@ CASES = [
         HEAD.replace("name: random", "name: randon"),
         "searcher.name",
         5,
-        "must be one of single, grid, random; got 'randon'; did you mean 'random'?",
+        "must be one of single, grid, random, adaptive_asha, async_halving, tpe, gp, custom; "
+        "got 'randon'; did you mean 'random'?",
     ),
     (
         "searcher-without-name",
         HEAD.replace("  name: random\n", ""),
         "searcher.name",
         4,
-        "missing required field 'name' (one of single, grid, random",
+        "missing required field 'name' (one of single, grid, random, adaptive_asha",
     ),
     (
         "missing-metric",
@@ -305,38 +306,23 @@ CASES = [
         "searcher.name",
         5,
         "Determined's removed 'adaptive_simple' searcher (now 'adaptive_asha') is not "
-        "supported; use one of single, grid, random",
+        "supported; use one of single, grid, random, adaptive_asha",
     ),
     (
         # Refused for its name alone: the missing max_length is not reported too.
-        "asha-not-implemented",
-        "searcher:\n  name: adaptive_asha\n  metric: m\n  max_trials: 3\n",
+        "removed-searcher-name-alone",
+        "searcher:\n  name: sync_halving\n  metric: m\n  max_trials: 3\n",
         "searcher.name",
         2,
-        "PEDL does not implement Determined's 'adaptive_asha' searcher; use one of single, "
-        "grid, random",
-    ),
-    (
-        "async-halving-not-implemented",
-        HEAD.replace("name: random", "name: async_halving"),
-        "searcher.name",
-        5,
-        "PEDL does not implement Determined's 'async_halving' searcher; use one of single, "
-        "grid, random",
-    ),
-    (
-        "custom-not-implemented",
-        HEAD.replace("name: random", "name: custom"),
-        "searcher.name",
-        5,
-        "PEDL does not implement Determined's 'custom' searcher",
+        "Determined's removed 'sync_halving' searcher (now 'async_halving') is not supported",
     ),
     (
         "searcher-name-not-a-string",
         HEAD.replace("name: random", "name: 3"),
         "searcher.name",
         5,
-        "must be one of single, grid, random; got 3",
+        "must be one of single, grid, random, adaptive_asha, async_halving, tpe, gp, custom; "
+        "got 3",
     ),
     (
         "max-restarts-negative",
@@ -561,7 +547,7 @@ def test_grid_over_the_point_limit() -> None:
 
 
 def test_unrunnable_problems_come_with_the_others() -> None:
-    text = HEAD.replace("name: random", "name: adaptive_asha") + "max_restarts: -1\n"
+    text = HEAD.replace("name: random", "name: pbt") + "max_restarts: -1\n"
     with pytest.raises(ConfigError) as info:
         parse_config(text, name="bad.yaml")
     assert [(i.path, i.line) for i in info.value.issues] == [
@@ -571,6 +557,6 @@ def test_unrunnable_problems_come_with_the_others() -> None:
 
 
 def test_unrunnable_searcher_set_by_override() -> None:
-    issue = only_issue(HEAD, overrides=("searcher.name=adaptive_asha",))
+    issue = only_issue(HEAD, overrides=("searcher.name=pbt",))
     assert issue.path == "searcher.name" and issue.line is None
-    assert "(set by override 'searcher.name=adaptive_asha')" in issue.message
+    assert "(set by override 'searcher.name=pbt')" in issue.message

@@ -12,7 +12,7 @@ from pedl.local import LocalExperiment, smoke_test
 EXAMPLE = Path(__file__).parents[2] / "examples" / "digits_keras"
 
 
-@pytest.mark.parametrize("name", ["const.yaml", "grid.yaml", "random.yaml"])
+@pytest.mark.parametrize("name", ["const.yaml", "grid.yaml", "random.yaml", "adaptive.yaml"])
 def test_configs_load(name: str) -> None:
     config = load_config(EXAMPLE / name)
     assert config.searcher.metric == "val_accuracy"

@@ -237,9 +237,9 @@ def test_unknown_request_id_and_bad_settings_refused() -> None:
         SingleSearch(sample=sample, max_length=0, seed=0)
 
 
-def test_unsupported_searcher_name() -> None:
-    cfg = config({"name": "async_halving", "num_rungs": 2, "max_trials": 4})
-    with pytest.raises(SearcherError, match="async_halving"):
+def test_a_custom_searcher_is_not_built_by_the_factory() -> None:
+    cfg = config({"name": "custom"})
+    with pytest.raises(SearcherError, match="RemoteSearchMethod"):
         make_search_method(cfg)
 
 

@@ -16,6 +16,7 @@ from pedl.engine import CheckpointState, with_default_storage
 from pedl.master.api._errors import ApiError
 from pedl.master.api._schemas import ErrorIssue
 from pedl.master.db._models import Checkpoint, Trial
+from pedl.searcher import unavailable_reason
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,9 @@ def validate_experiment_config(
         raise ApiError(
             422, f"{summary}: {first.field}: {first.message}", field=first.field, issues=issues
         ) from err
+    unavailable = unavailable_reason(config)
+    if unavailable is not None:
+        raise _refuse("name", unavailable)
     warnings = config_warnings(config)
     if default_checkpoint_dir is not None:
         config = with_default_storage(config, default_checkpoint_dir)
