@@ -44,6 +44,7 @@ from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
+from pedl.searcher import RemoteSearchMethod
 from pedl.storage import CheckpointSummary, SharedFSStorage, make_storage
 
 logger = logging.getLogger("pedl.local")
@@ -149,13 +150,24 @@ class LocalExperiment:
         stored = self.store.load(self.experiment_id)
         self.config: ExperimentConfig = parse_config(stored.config)
         self.storage = make_storage(self.config.checkpoint_storage)
-        self.driver = ExperimentDriver(
-            self.config,
-            state=stored.state,
-            events=stored.events,
-            trials=stored.trials,
-            checkpoints=stored.checkpoints,
+        # A custom searcher runs in a process of its own, from the run's copy of the code.
+        self.search_method = (
+            RemoteSearchMethod(self.config, code_dir=self.code_dir)
+            if self.config.searcher.name == "custom"
+            else None
         )
+        try:
+            self.driver = ExperimentDriver(
+                self.config,
+                state=stored.state,
+                events=stored.events,
+                trials=stored.trials,
+                checkpoints=stored.checkpoints,
+                search_method=self.search_method,
+            )
+        except BaseException:
+            self.close()
+            raise
         self._apply(self.driver.start())
 
     @classmethod
@@ -313,6 +325,8 @@ class LocalExperiment:
         )
 
     def close(self) -> None:
+        if self.search_method is not None:
+            self.search_method.close()
         self.database.dispose()
 
 

@@ -75,7 +75,8 @@ class RemoteSearchMethod(SearchMethod):
     """Forwards every :class:`SearchMethod` call to a searcher process that runs the custom
     search method of a model definition (``searcher: {name: custom}``).
 
-    The process (``python -m pedl.searcher._host``, in its own session) unpacks ``archive``
+    The process (``python -m pedl.searcher._host``, in its own session, with the experiment's
+    CPU environment variables and, unless they say otherwise, no GPU) unpacks ``archive``
     (a packaged model definition) or uses ``code_dir``, imports the class
     ``config.searcher.search_method`` names, constructs it, and answers calls as JSON lines
     (:mod:`pedl.searcher._protocol`). The constructor returns once it is ready, or has failed
@@ -129,6 +130,13 @@ class RemoteSearchMethod(SearchMethod):
             assert code_dir is not None
             code = Path(code_dir).resolve()
         path = os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)
+        env = {
+            **os.environ,
+            "CUDA_VISIBLE_DEVICES": "",  # a searcher needs no GPU; its trials may
+            **config.environment.env_dict(gpu=False),
+            "PYTHONPATH": path,
+            "PYTHONUNBUFFERED": "1",
+        }
         try:
             self._proc = subprocess.Popen(
                 list(command or [sys.executable, "-m", HOST_MODULE]),
@@ -136,7 +144,7 @@ class RemoteSearchMethod(SearchMethod):
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=self._workdir,
-                env={**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"},
+                env=env,
                 start_new_session=True,
             )
         except OSError as e:

@@ -56,6 +56,7 @@ from pedl.exec import EXIT_MASTER_GONE, EXIT_MODEL_DEF_ERROR
 from pedl.master._settings import MasterSettings
 from pedl.master.db import Database, Experiment, SQLExperimentStore
 from pedl.master.db import checkpoints as checkpoints_repo
+from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import trials as trials_repo
 from pedl.master.orchestrator._log_writer import TrialLogWriter
 from pedl.master.rm import LocalResourceManager, ResourceManager, TrialLaunch
@@ -67,6 +68,7 @@ from pedl.master.scheduler import (
     never_fits,
     schedule,
 )
+from pedl.searcher import RemoteSearchMethod
 from pedl.storage import CheckpointSummary, make_storage
 
 logger = logging.getLogger("pedl.master")
@@ -106,6 +108,8 @@ class _Actor:
     issued: int = 0
     applied: int = 0
     broken: bool = False
+    searcher: RemoteSearchMethod | None = None
+    """A custom searcher's process, stopped when the actor is dropped."""
 
     def __post_init__(self) -> None:
         self.changed = threading.Condition(self.lock)
@@ -176,6 +180,10 @@ class Orchestrator:
         if self._thread is not None:
             self._thread.join(timeout=30)
         self._rm.shutdown()
+        with self._lock:
+            searchers = [a.searcher for a in self._actors.values() if a.searcher is not None]
+        for searcher in searchers:
+            searcher.close()
         self._deleter.shutdown(wait=True)
 
     def _loop(self) -> None:
@@ -234,22 +242,27 @@ class Orchestrator:
                 self._event(known, partial(ExperimentDriver.set_experiment_state, state=state))
 
     def _adopt(self, experiment_id: int) -> None:
+        searcher: RemoteSearchMethod | None = None
         try:
             stored = self._store.load(experiment_id)
             config = parse_config(stored.config)
+            searcher = self._custom_searcher(experiment_id, config)
             driver = ExperimentDriver(
                 config,
                 state=stored.state,
                 events=stored.events,
                 trials=stored.trials,
                 checkpoints=stored.checkpoints,
+                search_method=searcher,
             )
         except Exception as err:  # a config or searcher this version cannot run
+            if searcher is not None:
+                searcher.close()
             reason = f"the experiment cannot run: {type(err).__name__}: {err}"
             logger.error("experiment %d: %s", experiment_id, reason)
             self._store.apply(experiment_id, [SetExperimentState(ExperimentState.ERROR, reason)])
             return
-        actor = _Actor(experiment_id, driver)
+        actor = _Actor(experiment_id, driver, searcher=searcher)
         with self._lock:
             self._actors[experiment_id] = actor
             for trial in stored.trials:
@@ -259,12 +272,24 @@ class Orchestrator:
             self._event(actor, partial(ExperimentDriver.trial_started, trial_id=trial_id))
         self._event(actor, lambda d: d.start())
 
+    def _custom_searcher(
+        self, experiment_id: int, config: ExperimentConfig
+    ) -> RemoteSearchMethod | None:
+        """A custom searcher runs in a process of its own, from the stored model definition."""
+        if config.searcher.name != "custom":
+            return None
+        with self._db.session() as session:
+            archive = experiments_repo.get_model_definition(session, experiment_id).archive
+        return RemoteSearchMethod(config, archive=archive)
+
     def _drop(self, actor: _Actor) -> None:
         with self._lock:
             if self._actors.get(actor.experiment_id) is actor:
                 del self._actors[actor.experiment_id]
         with actor.changed:
             actor.changed.notify_all()
+        if actor.searcher is not None:
+            actor.searcher.close()
 
     def _actor_of(self, trial_id: int) -> _Actor | None:
         with self._lock:
