@@ -44,7 +44,7 @@ from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
-from pedl.searcher import RemoteSearchMethod
+from pedl.searcher import RemoteSearchMethod, unavailable_reason
 from pedl.storage import CheckpointSummary, SharedFSStorage, make_storage
 
 logger = logging.getLogger("pedl.local")
@@ -187,6 +187,7 @@ class LocalExperiment:
         output.mkdir(parents=True, exist_ok=True)
         directory = _next_directory(output)
         config = with_default_storage(config, directory / CHECKPOINT_DIR)
+        _check_runnable_here(config, str(config_path))
         _check_warm_start(config, str(config_path))
         staging = output / f".creating-{directory.name}"
         shutil.rmtree(staging, ignore_errors=True)
@@ -391,6 +392,13 @@ class _DriverSession:
         experiment._apply(
             experiment.driver.validation_reported(self._trial_id, length, searcher_metric)
         )
+
+
+def _check_runnable_here(config: ExperimentConfig, source: str) -> None:
+    """The searcher's optional dependencies are installed (it runs in this process)."""
+    unavailable = unavailable_reason(config)
+    if unavailable is not None:
+        raise ConfigError([ConfigIssue("searcher.name", unavailable)], source)
 
 
 def _check_warm_start(config: ExperimentConfig, source: str) -> None:

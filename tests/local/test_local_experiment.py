@@ -16,6 +16,7 @@ from pedl.master import MasterSettings, create_app
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
+from pedl.searcher import missing_optuna_requirements
 from tests.master.helpers import LiveServer
 
 MODEL = """
@@ -292,3 +293,17 @@ def test_a_local_run_warm_starts_from_a_checkpoint_in_its_storage(tmp_path: Path
         )
         with pytest.raises(ValueError, match=field.replace(".", r"\.")):
             LocalExperiment.create(tmp_path / "bad.yaml", model, tmp_path / "bad-out")
+
+
+@pytest.mark.skipif(
+    missing_optuna_requirements("gp") is None, reason="torch and scipy are installed here"
+)
+def test_a_searcher_whose_dependencies_are_missing_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    gp = SINGLE.replace("name: single\n  metric", "name: gp\n  max_trials: 2\n  metric", 1).replace(
+        "units: 4", "units: {type: int, minval: 2, maxval: 8}"
+    )
+    config, model = write_experiment(tmp_path, gp)
+    with pytest.raises(ValueError, match=r"searcher\.name: The gp searcher needs PyTorch"):
+        LocalExperiment.create(config, model, tmp_path / "out")
