@@ -152,11 +152,16 @@ def failure(method: RemoteSearchMethod) -> str:
 
 
 def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def wait_gone(pid: int, timeout: float = 10.0) -> bool:
@@ -420,6 +425,18 @@ def test_a_users_exception_ends_the_experiment_with_its_type_message_and_line(
         )
         assert "Traceback" in (method.failure.traceback if method.failure else "")
         assert wait_gone(method.pid)
+
+
+def test_a_searcher_that_cannot_start_ends_the_experiment_not_its_shell(tmp_path: Path) -> None:
+    with remote(make_model(tmp_path), config(search_method="search:Missing")) as method:
+        shell = _Shell(ExperimentDriver(config(), search_method=method))
+        shell.apply(shell.driver.start())
+    assert shell.state == ExperimentState.ERROR
+    assert shell.error is not None
+    assert shell.error.startswith(
+        "the searcher failed: CustomSearcherError: the custom searcher could not start: "
+        "SearcherError: searcher.search_method 'search:Missing': the module 'search' "
+    )
 
 
 def test_a_hung_searcher_times_out_and_its_process_is_stopped(
