@@ -28,7 +28,8 @@ framework's process-wide settings (:func:`framework_settings`) as they were. The
 unloads the model definition's modules and its ``sys.path`` entry (:func:`pedl.model_def.unload`;
 modules installed elsewhere stay imported, as in local mode), restores the environment
 variables, the working directory, ``sys.path``, ``sys.stdout``/``sys.stderr`` and the root
-logger's handlers, and clears Keras' session. Each trial then seeds every generator and
+logger's handlers, clears Keras' session and forgets what TensorFlow registered for the
+trial's functions (custom gradients, retracing counts). Each trial then seeds every generator and
 resets Keras' names itself (as in a fresh process), so its weights are bit for bit those of
 the same trial in a fresh process.
 """
@@ -105,6 +106,7 @@ class ProcessState:
     root_level: int
     threads: frozenset[threading.Thread]
     settings: dict[str, Any]
+    custom_gradients: frozenset[str]
 
     @classmethod
     def take(cls) -> ProcessState:
@@ -119,6 +121,7 @@ class ProcessState:
             root_level=root.level,
             threads=frozenset(threading.enumerate()),
             settings=framework_settings(),
+            custom_gradients=frozenset(_gradient_registry()),
         )
 
 
@@ -154,6 +157,8 @@ def run_worker(control_fd: int) -> int:
             control.send(json.dumps(reply).encode())
         except OSError:
             return EXIT_OK
+        # Free the trial's garbage while the master schedules the next trial.
+        gc.collect()
 
 
 def preload(modules: tuple[str, ...] = PRELOAD) -> None:
@@ -217,10 +222,9 @@ def clean_up(baseline: ProcessState) -> list[str]:
     root.setLevel(baseline.root_level)
     keras: Any = sys.modules.get("keras")
     if keras is not None and hasattr(keras, "backend"):
-        keras.backend.clear_session(free_memory=True)
-    else:
-        gc.collect()
+        keras.backend.clear_session(free_memory=False)  # the garbage is collected later
     _forget_tracing_counts()
+    _forget_custom_gradients(baseline.custom_gradients)
     problems = []
     children = child_processes()
     if children:
@@ -258,6 +262,22 @@ def _forget_tracing_counts() -> None:
     detectors = getattr(manager, "_detectors", None)
     if detectors is not None:
         detectors.clear()
+
+
+def _gradient_registry() -> dict[str, Any]:
+    """TensorFlow's registry of gradient functions (empty if TensorFlow is not imported)."""
+    ops = sys.modules.get("tensorflow.python.framework.ops")
+    registry = getattr(getattr(ops, "_gradient_registry", None), "_registry", None)
+    return registry if isinstance(registry, dict) else {}
+
+
+def _forget_custom_gradients(before: frozenset[str]) -> None:
+    """Unregister the gradients of ``tf.custom_gradient`` functions traced by the trial: each
+    trace registers one under a new name, and the registry keeps its whole graph alive (~4 MB
+    per trial of a tiny Keras model, for the life of the process)."""
+    registry = _gradient_registry()
+    for name in [n for n in registry if n not in before and n.startswith("CustomGradient-")]:
+        del registry[name]
 
 
 def _leftover_threads(before: frozenset[threading.Thread]) -> list[threading.Thread]:
