@@ -24,7 +24,8 @@ had imported it before: a warm worker); the difference ("beyond the framework im
 the process was started for this trial ("cold") or was already running ("warm"); and the
 consecutive spans between the recorded events after the launch. Throughput: trials divided by
 the time from creating the experiment to the last trial's end, and in the steady state (after
-the first ``--slots`` trials ended). Prints one JSON line per trial and a summary.
+the first ``--slots`` trials ended); and per trial, launch to its end. Prints one JSON line per
+trial and a summary.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def launch_time(http: httpx.Client, trial_id: int) -> float:
     raise RuntimeError(f"trial {trial_id}: no launch line in its logs")
 
 
-def analyse(trial_id: int, launch: float, times: dict[str, float]) -> dict[str, Any]:
+def analyse(trial_id: int, launch: float, ended: float, times: dict[str, float]) -> dict[str, Any]:
     events = {"launch": launch, **times}
     total = events["first_batch:begin"] - launch
     cold = events["python_ready"] >= launch
@@ -117,6 +118,7 @@ def analyse(trial_id: int, launch: float, times: dict[str, float]) -> dict[str, 
         "tensorflow_body_s": round(tf_body, 3),
         "beyond_framework_import_s": round(total - framework, 3),
         "first_step_s": round(events["first_batch:end"] - events["first_batch:begin"], 3),
+        "launch_to_end_s": round(ended - launch, 3),
         "spans_s": spans,
     }
 
@@ -193,7 +195,10 @@ def main() -> None:
                         print(f"trial {trial['id']} ({trial['state']}) wrote no times")
                         continue
                     result = analyse(
-                        trial["id"], launch_time(http, trial["id"]), json.loads(path.read_text())
+                        trial["id"],
+                        launch_time(http, trial["id"]),
+                        datetime.fromisoformat(trial["ended_at"]).timestamp(),
+                        json.loads(path.read_text()),
                     )
                     print(json.dumps(result), flush=True)
                     results.append(result)
@@ -220,6 +225,7 @@ def main() -> None:
             "tensorflow_body_s",
             "beyond_framework_import_s",
             "first_step_s",
+            "launch_to_end_s",
         ):
             part[key] = spread([r[key] for r in chosen])
         names = list(dict.fromkeys(name for r in chosen for name in r["spans_s"]))

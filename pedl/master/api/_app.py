@@ -24,6 +24,7 @@ import logging
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio.to_thread
 from fastapi import FastAPI
@@ -34,7 +35,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pedl import __version__
 from pedl.master._settings import MasterSettings
-from pedl.master.api import checkpoints, downloads, experiments, health, trial_ops, trials
+from pedl.master.api import (
+    checkpoints,
+    cluster,
+    downloads,
+    experiments,
+    health,
+    trial_ops,
+    trials,
+    visualization,
+)
 from pedl.master.api._deps import MAX_INT_ID
 from pedl.master.api._errors import (
     ApiError,
@@ -43,6 +53,7 @@ from pedl.master.api._errors import (
     is_transient_db_error,
 )
 from pedl.master.api._schemas import MetricsBatch
+from pedl.master.api._web_ui import UI_DIST, web_ui_route
 from pedl.master.db import Database, MetricIngestor, NotFoundError
 from pedl.master.orchestrator import Orchestrator
 
@@ -217,6 +228,7 @@ def create_app(
     *,
     database: Database | None = None,
     orchestrator: Orchestrator | None = None,
+    ui_dir: Path = UI_DIST,
 ) -> FastAPI:
     """Build the master's REST API (OpenAPI at ``/docs`` and ``/openapi.json``).
 
@@ -230,7 +242,9 @@ def create_app(
     orchestrator starts after the migrations and stops (killing its trial processes) before
     the engine is disposed; without one it is an API-only master whose trial-operation routes
     answer 409. On startup the worker-thread limit is set to ``settings.worker_threads``; see
-    the module's docstring for the sizing and the load shedding.
+    the module's docstring for the sizing and the load shedding. The web UI built into
+    ``ui_dir`` (default: the package's ``ui_dist``) is served at ``/``; when it is not built,
+    ``/`` says how to build it.
     """
     owned = database is None
     db = make_database(settings) if database is None else database
@@ -277,6 +291,16 @@ def create_app(
         user_slots=settings.user_request_slots,
         retry_after_s=settings.retry_after_seconds,
     )
-    for module in (experiments, trials, trial_ops, checkpoints, downloads, health):
+    for module in (
+        experiments,
+        visualization,
+        trials,
+        trial_ops,
+        checkpoints,
+        downloads,
+        cluster,
+        health,
+    ):
         app.include_router(module.router, prefix=API_PREFIX)
+    app.router.routes.append(web_ui_route(ui_dir))  # last: every other route comes first
     return app

@@ -172,6 +172,8 @@ class ExperimentPublic(BaseModel):
 
     id: int
     name: str | None
+    description: str | None = None
+    labels: list[str] = Field(default_factory=list)
     owner: str
     state: ExperimentState
     progress: float = Field(description="How far the search is, 0 to 1 (from the searcher).")
@@ -185,6 +187,28 @@ class ExperimentPublic(BaseModel):
     ended_at: datetime | None
     error: str | None = Field(
         default=None, description="Why the experiment ended in ERROR, if it did."
+    )
+
+
+MAX_DESCRIPTION = 10_000
+MAX_LABELS = 100
+MAX_LABEL = 255
+
+Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL), AfterValidator(_no_nul)]
+
+
+class ExperimentPatch(BaseModel):
+    """Body of ``PATCH /experiments/{id}``: what to change (a field left out stays)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    description: (
+        Annotated[str, Field(max_length=MAX_DESCRIPTION), AfterValidator(_no_nul)] | None
+    ) = Field(default=None, description="At most 10,000 characters; null clears it.")
+    labels: list[Label] | None = Field(
+        default=None,
+        max_length=MAX_LABELS,
+        description="At most 100 labels of 1 to 255 characters (duplicates are dropped).",
     )
 
 
@@ -425,3 +449,65 @@ class TrialSchedulingPublic(BaseModel):
     trial_id: int
     state: TrialState
     queue_reason: str | None
+
+
+class TrialSeriesPublic(BaseModel):
+    """One trial's line of a learning-curve chart: ``[x, y]`` points in x order."""
+
+    trial_id: int
+    best: bool = Field(description="Among the 5 best trials by the searcher metric.")
+    points: list[tuple[float, float]]
+
+
+class SeriesPublic(BaseModel):
+    """Body of ``GET /experiments/{id}/series``: downsampled learning curves."""
+
+    kind: MetricKind
+    metric: str
+    x: Literal["batches", "epochs"]
+    cursor: int = Field(description="The largest metric row id read; pass it as `after`.")
+    trials: list[TrialSeriesPublic]
+
+
+class TrialsSummaryPublic(BaseModel):
+    """Body of ``GET /experiments/{id}/trials/summary``: every trial, as columns."""
+
+    trial_ids: list[int]
+    states: list[TrialState]
+    best_validation: list[float | None]
+    hparams: dict[str, list[Any]] = Field(
+        description="One column per hyperparameter, nested names joined with dots; null where "
+        "a trial has none."
+    )
+
+
+class MetricNamesPublic(BaseModel):
+    """Body of ``GET /experiments/{id}/metric-names``."""
+
+    training: list[str]
+    validation: list[str]
+
+
+class RunningTrialPublic(BaseModel):
+    """A trial whose process runs, and the slots it holds."""
+
+    trial_id: int
+    experiment_id: int
+    slots: int
+
+
+class QueuedTrialPublic(BaseModel):
+    """A trial waiting for slots, and why."""
+
+    trial_id: int
+    experiment_id: int
+    reason: str | None
+
+
+class ClusterPublic(BaseModel):
+    """Body of ``GET /cluster``: the slots and what uses or waits for them."""
+
+    slots_total: int
+    slots_used: int
+    running: list[RunningTrialPublic]
+    queued: list[QueuedTrialPublic]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, cast
 
 import anyio.to_thread
 from fastapi import APIRouter, Query, Request, Response
@@ -27,6 +27,7 @@ from pedl.master.api._schemas import (
     ErrorIssue,
     ExperimentCreate,
     ExperimentCreated,
+    ExperimentPatch,
     ExperimentPublic,
     Page,
     TrialPublic,
@@ -75,6 +76,8 @@ def create_experiment(
         owner=user.username,
         activate=body.activate,
         name=config.name,
+        description=config.config.description,
+        labels=config.config.labels,
         searcher_metric=config.searcher_metric,
         smaller_is_better=config.smaller_is_better,
     )
@@ -82,16 +85,53 @@ def create_experiment(
     return created.model_copy(update={"warnings": config.warnings})
 
 
+def _sort_key(value: str, allowed: tuple[str, ...]) -> tuple[str, bool]:
+    """``(column, descending)`` of a ``sort`` query value (``-`` prefix: descending)."""
+    column = value.removeprefix("-")
+    if column not in allowed:
+        choices = ", ".join(allowed)
+        raise ApiError(
+            422,
+            f"cannot sort by {column!r}: use one of {choices} (- prefix: descending)",
+            field="sort",
+        )
+    return column, value.startswith("-")
+
+
 @router.get("")
 def list_experiments(
     session: ReadSession,
     state: Annotated[list[ExperimentState] | None, Query(description="Keep these states.")] = None,
+    name: Annotated[
+        str | None, Query(max_length=512, description="Keep names containing this (any case).")
+    ] = None,
+    label: Annotated[
+        list[Annotated[str, Query(max_length=255)]] | None,
+        Query(max_length=100, description="Keep experiments with every one of these labels."),
+    ] = None,
+    sort: Annotated[
+        str,
+        Query(
+            max_length=32,
+            description="id, name, state, progress, best_validation, created_at or ended_at; "
+            "a - prefix sorts descending.",
+        ),
+    ] = "-id",
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> Page[ExperimentPublic]:
-    """Experiments, newest first."""
+    """Experiments, newest first unless ``sort`` says otherwise (those without a value for
+    the sort column last), filtered by ``state``, ``name`` and ``label``."""
+    column, descending = _sort_key(sort, experiments_repo.EXPERIMENT_SORTS)
     rows, total = experiments_repo.list_experiments(
-        session, states=state, limit=limit, offset=offset
+        session,
+        states=state,
+        name=name,
+        labels=label or (),
+        sort=cast(experiments_repo.ExperimentSort, column),
+        descending=descending,
+        limit=limit,
+        offset=offset,
     )
     return Page[ExperimentPublic](
         items=[ExperimentPublic.model_validate(row) for row in rows],
@@ -105,6 +145,22 @@ def list_experiments(
 def get_experiment(experiment_id: ExperimentId, session: ReadSession) -> ExperimentPublic:
     """One experiment."""
     return ExperimentPublic.model_validate(experiments_repo.get_experiment(session, experiment_id))
+
+
+@router.patch("/{experiment_id}")
+def patch_experiment(
+    experiment_id: ExperimentId, body: ExperimentPatch, session: WriteSession
+) -> ExperimentPublic:
+    """Change an experiment's ``description`` (at most 10,000 characters; null clears it)
+    and ``labels`` (at most 100, each 1 to 255 characters; duplicates dropped, order kept);
+    a field left out stays as it is. 422 beyond those limits."""
+    changes: dict[str, Any] = {}
+    if "description" in body.model_fields_set:
+        changes["description"] = body.description
+    if "labels" in body.model_fields_set:
+        changes["labels"] = body.labels or []
+    experiment = experiments_repo.update_experiment(session, experiment_id, **changes)
+    return ExperimentPublic.model_validate(experiment)
 
 
 @router.delete("/{experiment_id}", status_code=204)
@@ -143,10 +199,20 @@ async def list_experiment_trials(
     experiment_id: ExperimentId,
     database: DatabaseDep,
     state: Annotated[list[TrialState] | None, Query(description="Keep these states.")] = None,
+    sort: Annotated[
+        str,
+        Query(
+            max_length=32,
+            description="id, state, total_batches, best_validation or restarts; a - prefix "
+            "sorts descending.",
+        ),
+    ] = "id",
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> Response:
-    """The experiment's trials in creation order."""
+    """The experiment's trials in creation order, or sorted by ``sort`` (then by id; trials
+    without a value last)."""
+    column, descending = _sort_key(sort, trials_repo.TRIAL_SORTS)
     # Polled by dashboards while trials report, so it is cheap: one worker-thread hop holding
     # one short read session, the trials read as plain rows (no ORM objects), validated as
     # TrialPublic and serialized in one call (P5b in bench/RESULTS.md).
@@ -154,7 +220,13 @@ async def list_experiment_trials(
     def read() -> bytes:
         with database.session() as session:
             rows, total = trials_repo.list_trial_rows(
-                session, experiment_id, states=state, limit=limit, offset=offset
+                session,
+                experiment_id,
+                states=state,
+                sort=cast(trials_repo.TrialSort, column),
+                descending=descending,
+                limit=limit,
+                offset=offset,
             )
         page = {"items": rows, "total": total, "offset": offset, "limit": limit}
         return _TRIAL_PAGE.dump_json(_TRIAL_PAGE.validate_python(page))

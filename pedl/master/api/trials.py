@@ -206,9 +206,12 @@ def get_logs(
     offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
     after_seq: Annotated[Cursor, Query(description="Only lines with a larger seq.")] = None,
+    after: Annotated[Cursor, Query(description="The same as `after_seq`.")] = None,
 ) -> list[LogLinePublic]:
-    """A trial's log lines in ``seq`` order."""
+    """A trial's log lines in ``seq`` order (``after``/``after_seq``: only the newer ones)."""
     trials_repo.get_trial(session, trial_id)
+    if after_seq is None:
+        after_seq = after
     rows = logs_repo.list_logs(session, trial_id, offset=offset, limit=limit, after_seq=after_seq)
     return [LogLinePublic.model_validate(row) for row in rows]
 

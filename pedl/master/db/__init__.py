@@ -27,7 +27,7 @@ from pedl.master.db._models import (
     TrialLog,
 )
 from pedl.master.db.logs import LogLine
-from pedl.master.db.metrics import MetricRow
+from pedl.master.db.metrics import MetricRow, SeriesPoint
 
 __all__ = [
     "WRITE_OPTION",
@@ -46,6 +46,7 @@ __all__ = [
     "SQLExperimentStore",
     "SearcherEvent",
     "SearcherSnapshot",
+    "SeriesPoint",
     "Trial",
     "TrialLog",
     "TrialTokenError",

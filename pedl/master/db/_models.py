@@ -76,6 +76,9 @@ class Experiment(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str | None] = mapped_column(String(512))
+    description: Mapped[str | None] = mapped_column(Text)
+    labels: Mapped[list[str]] = mapped_column(JSONType, default=list, server_default="[]")
+    """Free-form tags (from the config, then as edited with ``PATCH``), in the user's order."""
     config: Mapped[dict[str, Any]]
     """The config as a canonical JSON document (defaults filled)."""
     config_text: Mapped[str] = mapped_column(Text)

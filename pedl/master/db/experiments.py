@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Collection, Sequence
+from typing import Any, Literal, get_args
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, exists, func, literal, select
 from sqlalchemy.orm import Session, undefer
 
 from pedl.engine import (
@@ -29,6 +29,8 @@ def create_experiment(
     owner: str,
     activate: bool = True,
     name: str | None = None,
+    description: str | None = None,
+    labels: Sequence[str] = (),
     searcher_metric: str | None = None,
     smaller_is_better: bool = True,
 ) -> Experiment:
@@ -36,6 +38,8 @@ def create_experiment(
     model definition archive; the returned row has its id."""
     experiment = Experiment(
         name=name,
+        description=description,
+        labels=list(labels),
         config=config,
         config_text=config_text,
         owner=owner,
@@ -67,21 +71,81 @@ def get_experiment(session: Session, experiment_id: int, *, for_update: bool = F
     return experiment
 
 
+ExperimentSort = Literal[
+    "id", "name", "state", "progress", "best_validation", "created_at", "ended_at"
+]
+"""The columns a list of experiments can be sorted by."""
+EXPERIMENT_SORTS: tuple[str, ...] = get_args(ExperimentSort)
+
+
 def list_experiments(
     session: Session,
     *,
     states: Collection[ExperimentState] | None = None,
+    name: str | None = None,
+    labels: Collection[str] = (),
+    sort: ExperimentSort = "id",
+    descending: bool = True,
     limit: int = 100,
     offset: int = 0,
 ) -> tuple[list[Experiment], int]:
-    """One page of experiments, newest first, and the total count matching ``states``."""
-    query = select(Experiment).options(undefer(Experiment.best_validation))
-    count = select(func.count()).select_from(Experiment)
+    """One page of experiments and the total count of those matching the filters: ``states``
+    (any of them), ``name`` (a case-insensitive substring), ``labels`` (every one of them).
+
+    Sorted by ``sort`` (ascending, or ``descending``), then by id the same way; experiments
+    without a value (no name, no validation yet, not ended) come last either way.
+    """
+    conditions: list[ColumnElement[bool]] = []
     if states:
-        query = query.where(Experiment.state.in_(list(states)))
-        count = count.where(Experiment.state.in_(list(states)))
-    rows = session.scalars(query.order_by(Experiment.id.desc()).limit(limit).offset(offset)).all()
-    return list(rows), session.scalar(count) or 0
+        conditions.append(Experiment.state.in_(list(states)))
+    if name:
+        pattern = "%" + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        conditions.append(Experiment.name.ilike(pattern, escape="\\"))
+    for label in dict.fromkeys(labels):
+        conditions.append(_has_label(session, label))
+    key = getattr(Experiment, sort)
+    order = key.desc() if descending else key.asc()
+    tie = Experiment.id.desc() if descending else Experiment.id.asc()
+    query = (
+        select(Experiment)
+        .options(undefer(Experiment.best_validation))
+        .where(*conditions)
+        .order_by(order.nulls_last(), tie)
+        .limit(limit)
+        .offset(offset)
+    )
+    count = select(func.count()).select_from(Experiment).where(*conditions)
+    return list(session.scalars(query).all()), session.scalar(count) or 0
+
+
+def _has_label(session: Session, label: str) -> ColumnElement[bool]:
+    """``experiments.labels`` (a JSON array of strings) holds ``label``."""
+    if session.get_bind().dialect.name == "postgresql":
+        elements = func.jsonb_array_elements_text(Experiment.labels).table_valued("value")
+    else:
+        elements = func.json_each(Experiment.labels).table_valued("value")
+    return exists(select(literal(1)).select_from(elements).where(elements.c.value == label))
+
+
+_UNCHANGED: Any = object()
+
+
+def update_experiment(
+    session: Session,
+    experiment_id: int,
+    *,
+    description: str | None = _UNCHANGED,
+    labels: Sequence[str] = _UNCHANGED,
+) -> Experiment:
+    """Change what people wrote about an experiment (its description, its labels: duplicates
+    dropped, order kept); what is not given stays. Raises :class:`NotFoundError`."""
+    experiment = get_experiment(session, experiment_id, for_update=True)
+    if description is not _UNCHANGED:
+        experiment.description = description
+    if labels is not _UNCHANGED:
+        experiment.labels = list(dict.fromkeys(labels))
+    session.flush()
+    return experiment
 
 
 def get_model_definition(session: Session, experiment_id: int) -> ModelDefinition:

@@ -255,3 +255,125 @@ def validation_metrics_at(
             Metric.total_batches == total_batches,
         )
     )
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    """One numeric value of one metric in a trial's series."""
+
+    row_id: int
+    """The metric row's id (rows are numbered as they are first stored)."""
+    trial_id: int
+    total_batches: int
+    value: float
+
+
+def series_points(
+    session: Session,
+    trial_ids: Sequence[int],
+    kind: MetricKind,
+    metric: str,
+    *,
+    after_row: int | None = None,
+) -> list[SeriesPoint]:
+    """The values of ``metric`` in the ``kind`` rows of these trials, ordered by trial then
+    batches; rows where it is missing or not a finite number are left out; ``after_row``
+    keeps only rows with a larger id. One query; the number is extracted by the database
+    (no ORM objects, no JSON decoding here)."""
+    if not trial_ids:
+        return []
+    dialect = session.get_bind().dialect.name
+    params: dict[str, Any] = {
+        "trials": list(trial_ids),
+        "kind": MetricKind(kind).value,
+        "after": -1 if after_row is None else after_row,
+    }
+    if dialect == "postgresql":
+        statement = _PG_SERIES
+        params["name"] = metric
+    elif '"' not in metric:
+        statement = _SQLITE_SERIES
+        params["path"] = f'$."{metric}"'
+    else:  # SQLite's JSON paths cannot quote a '"': read the documents instead
+        return _series_points_decoded(session, params, metric)
+    return [SeriesPoint(*row) for row in session.execute(statement, params)]
+
+
+_SERIES_WHERE = "trial_id IN :trials AND kind = :kind AND id > :after"
+_PG_SERIES = text(
+    f"""
+    SELECT id, trial_id, total_batches, CAST(metrics ->> :name AS double precision)
+    FROM metrics
+    WHERE {_SERIES_WHERE} AND jsonb_typeof(metrics -> :name) = 'number'
+    ORDER BY trial_id, total_batches
+    """
+).bindparams(bindparam("trials", expanding=True))
+_SQLITE_SERIES = text(
+    f"""
+    SELECT id, trial_id, total_batches, json_extract(metrics, :path)
+    FROM metrics
+    WHERE {_SERIES_WHERE} AND json_type(metrics, :path) IN ('integer', 'real')
+    ORDER BY trial_id, total_batches
+    """
+).bindparams(bindparam("trials", expanding=True))
+
+
+def _series_points_decoded(
+    session: Session, params: dict[str, Any], metric: str
+) -> list[SeriesPoint]:
+    statement = text(
+        f"SELECT id, trial_id, total_batches, metrics FROM metrics WHERE {_SERIES_WHERE} "
+        "ORDER BY trial_id, total_batches"
+    ).bindparams(bindparam("trials", expanding=True))
+    points = []
+    for row_id, trial_id, batches, document in session.execute(statement, params):
+        value = json.loads(document).get(metric)
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            points.append(SeriesPoint(row_id, trial_id, batches, float(value)))
+    return points
+
+
+def metric_names(session: Session, experiment_id: int) -> dict[MetricKind, list[str]]:
+    """The metric names an experiment's trials report, per kind, sorted: the names in each
+    trial's first and latest row of that kind (two index lookups per trial, not a scan of
+    every row: a name reported only in rows between those is not listed)."""
+    dialect = session.get_bind().dialect.name
+    statement = _PG_NAMES if dialect == "postgresql" else _SQLITE_NAMES
+    names: dict[MetricKind, list[str]] = {}
+    for kind in MetricKind:
+        found = session.scalars(statement, {"experiment": experiment_id, "kind": kind.value})
+        names[kind] = sorted(found)
+    return names
+
+
+def _edge_row(direction: str) -> str:
+    return (
+        f"SELECT id FROM metrics WHERE trial_id = t.id AND kind = :kind "
+        f"ORDER BY total_batches {direction} LIMIT 1"
+    )
+
+
+_SQLITE_NAMES = text(
+    f"""
+    SELECT DISTINCT j.key
+    FROM trials t
+    JOIN metrics m ON m.id IN (({_edge_row("ASC")}), ({_edge_row("DESC")})),
+         json_each(m.metrics) j
+    WHERE t.experiment_id = :experiment
+    """
+)
+_PG_NAMES = text(
+    """
+    SELECT DISTINCT k
+    FROM trials t
+    CROSS JOIN LATERAL (
+        (SELECT metrics FROM metrics WHERE trial_id = t.id AND kind = :kind
+         ORDER BY total_batches ASC LIMIT 1)
+        UNION ALL
+        (SELECT metrics FROM metrics WHERE trial_id = t.id AND kind = :kind
+         ORDER BY total_batches DESC LIMIT 1)
+    ) m
+    CROSS JOIN LATERAL jsonb_object_keys(m.metrics) k
+    WHERE t.experiment_id = :experiment
+    """
+)

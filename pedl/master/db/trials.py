@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 import math
 import secrets
-from collections.abc import Collection
-from typing import Any, cast
+from collections.abc import Collection, Sequence
+from typing import Any, Literal, cast, get_args
 
-from sqlalchemy import Select, Table, func, select
+from sqlalchemy import Select, String, Table, func, select, type_coerce
 from sqlalchemy.orm import Session
 
 from pedl.engine import CheckpointState, MetricKind, TrialState, check_trial_transition
@@ -111,20 +111,30 @@ def list_trials(
 _PUBLIC_COLUMNS = [column for column in _trials.c if column.name != "token_hash"]
 
 
+TrialSort = Literal["id", "state", "total_batches", "best_validation", "restarts"]
+"""The columns a list of trials can be sorted by."""
+TRIAL_SORTS: tuple[str, ...] = get_args(TrialSort)
+
+
 def list_trial_rows(
     session: Session,
     experiment_id: int,
     *,
     states: Collection[TrialState] | None = None,
+    sort: TrialSort = "id",
+    descending: bool = False,
     limit: int = 100,
     offset: int = 0,
 ) -> tuple[list[dict[str, Any]], int]:
     """:func:`list_trials` as plain ``{column: value}`` mappings of every column but the token
-    hash (no ORM objects: several times cheaper for the API's polling readers). Raises
+    hash (no ORM objects: several times cheaper for the API's polling readers), sorted by
+    ``sort`` (then id, the same way; trials without a value last). Raises
     :class:`NotFoundError` for an unknown experiment."""
     if session.scalar(select(Experiment.id).where(Experiment.id == experiment_id)) is None:
         raise NotFoundError("experiment", experiment_id)
-    query, count = _trial_page(select(*_PUBLIC_COLUMNS), experiment_id, states, limit, offset)
+    query, count = _trial_page(
+        select(*_PUBLIC_COLUMNS), experiment_id, states, limit, offset, sort, descending
+    )
     names = [column.name for column in _PUBLIC_COLUMNS]
     rows = [dict(zip(names, row, strict=True)) for row in session.execute(query)]
     return rows, session.scalar(count) or 0
@@ -136,6 +146,8 @@ def _trial_page(
     states: Collection[TrialState] | None,
     limit: int,
     offset: int,
+    sort: TrialSort = "id",
+    descending: bool = False,
 ) -> tuple[Select[Any], Select[int]]:
     """``query`` restricted to one page of the experiment's trials, and the count query."""
     query = query.where(Trial.experiment_id == experiment_id)
@@ -143,7 +155,62 @@ def _trial_page(
     if states:
         query = query.where(Trial.state.in_(list(states)))
         count = count.where(Trial.state.in_(list(states)))
-    return query.order_by(Trial.id).limit(limit).offset(offset), count
+    key = _trials.c[sort]
+    order = [(key.desc() if descending else key.asc()).nulls_last()]
+    if sort != "id":
+        order.append(Trial.id.desc() if descending else Trial.id.asc())
+    return query.order_by(*order).limit(limit).offset(offset), count
+
+
+def trial_summary_rows(
+    session: Session, experiment_id: int
+) -> list[tuple[int, str, float | None, dict[str, Any]]]:
+    """``(id, state, best_validation, hparams)`` of every trial of an experiment, in creation
+    order (plain tuples; the state as its stored text). Raises :class:`NotFoundError` for an
+    unknown experiment."""
+    if session.scalar(select(Experiment.id).where(Experiment.id == experiment_id)) is None:
+        raise NotFoundError("experiment", experiment_id)
+    query = (
+        select(
+            _trials.c.id,
+            type_coerce(_trials.c.state, String),
+            _trials.c.best_validation,
+            _trials.c.hparams,
+        )
+        .where(_trials.c.experiment_id == experiment_id)
+        .order_by(_trials.c.id)
+    )
+    return [(row[0], row[1], row[2], row[3]) for row in session.execute(query)]
+
+
+def trial_progress(session: Session, experiment_id: int) -> list[tuple[int, float | None, int]]:
+    """``(id, best_validation, total_batches)`` of every trial of an experiment, by id."""
+    query = (
+        select(_trials.c.id, _trials.c.best_validation, _trials.c.total_batches)
+        .where(_trials.c.experiment_id == experiment_id)
+        .order_by(_trials.c.id)
+    )
+    return [(row[0], row[1], row[2]) for row in session.execute(query)]
+
+
+def trial_hparams(session: Session, trial_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """The hyperparameters of these trials, by id (unknown ids are left out)."""
+    if not trial_ids:
+        return {}
+    query = select(_trials.c.id, _trials.c.hparams).where(_trials.c.id.in_(list(trial_ids)))
+    return {row[0]: row[1] for row in session.execute(query)}
+
+
+def scheduled_trials(session: Session) -> list[tuple[int, int, TrialState, dict[str, Any]]]:
+    """``(trial id, experiment id, state, experiment config)`` of every trial that is RUNNING
+    or QUEUED, by trial id (what the cluster is doing, as recorded)."""
+    query = (
+        select(Trial.id, Trial.experiment_id, Trial.state, Experiment.config)
+        .join(Experiment, Experiment.id == Trial.experiment_id)
+        .where(Trial.state.in_([TrialState.RUNNING, TrialState.QUEUED]))
+        .order_by(Trial.id)
+    )
+    return [(row[0], row[1], row[2], row[3]) for row in session.execute(query)]
 
 
 def all_trials(session: Session, experiment_id: int) -> list[Trial]:

@@ -1,0 +1,57 @@
+"""``/api/v1/cluster``: the slots, the trials that hold them and those waiting for them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.to_thread
+from fastapi import APIRouter, Request
+
+from pedl.engine import TrialState
+from pedl.master.api._deps import DatabaseDep
+from pedl.master.api._errors import ERROR_RESPONSES
+from pedl.master.api._schemas import ClusterPublic, QueuedTrialPublic, RunningTrialPublic
+from pedl.master.db import trials as trials_repo
+from pedl.master.orchestrator import Orchestrator
+
+router = APIRouter(tags=["cluster"], responses=ERROR_RESPONSES)
+
+
+@router.get("/cluster")
+async def get_cluster(database: DatabaseDep, request: Request) -> ClusterPublic:
+    """The cluster's slots (0 on a master that runs no experiments), the RUNNING trials with
+    the slots each holds (the config's ``resources.slots_per_trial``) and the QUEUED ones
+    with the scheduler's reason, by trial id."""
+    orchestrator = getattr(request.app.state, "orchestrator", None)
+    if not isinstance(orchestrator, Orchestrator):
+        orchestrator = None
+
+    def read() -> ClusterPublic:
+        with database.session() as session:
+            rows = trials_repo.scheduled_trials(session)
+        running, queued = [], []
+        for trial_id, experiment_id, state, config in rows:
+            if state == TrialState.RUNNING:
+                slots = _slots_per_trial(config)
+                running.append(
+                    RunningTrialPublic(trial_id=trial_id, experiment_id=experiment_id, slots=slots)
+                )
+            else:
+                reason = orchestrator.queue_reason(trial_id) if orchestrator else None
+                queued.append(
+                    QueuedTrialPublic(trial_id=trial_id, experiment_id=experiment_id, reason=reason)
+                )
+        return ClusterPublic(
+            slots_total=orchestrator.total_slots if orchestrator else 0,
+            slots_used=sum(trial.slots for trial in running),
+            running=running,
+            queued=queued,
+        )
+
+    return await anyio.to_thread.run_sync(read)
+
+
+def _slots_per_trial(config: dict[str, Any]) -> int:
+    resources = config.get("resources")
+    slots = resources.get("slots_per_trial") if isinstance(resources, dict) else None
+    return slots if isinstance(slots, int) and not isinstance(slots, bool) else 1

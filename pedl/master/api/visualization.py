@@ -1,0 +1,231 @@
+"""``/api/v1/experiments/{id}/series``, ``.../trials/summary``, ``.../metric-names``: what the
+experiment's charts draw, compact and bounded whatever the experiment's size.
+
+Learning curves are downsampled here (:func:`~pedl.master.api._downsample.lttb`), for at
+most ``max_trials`` trials (the best ones always among them), so an experiment of 10,000
+trials of 100 validations each answers in one query for the chosen trials' rows (P6 in
+bench/RESULTS.md). Each handler runs in one worker-thread hop holding one short read session.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+import anyio.to_thread
+from fastapi import APIRouter, Query, Response
+
+from pedl.engine import MetricKind
+from pedl.master.api._deps import DatabaseDep, ExperimentId
+from pedl.master.api._downsample import lttb
+from pedl.master.api._errors import ERROR_RESPONSES, ApiError
+from pedl.master.api._schemas import (
+    MAX_BIGINT,
+    MetricName,
+    MetricNamesPublic,
+    SeriesPublic,
+    TrialsSummaryPublic,
+)
+from pedl.master.db import SeriesPoint
+from pedl.master.db import experiments as experiments_repo
+from pedl.master.db import metrics as metrics_repo
+from pedl.master.db import trials as trials_repo
+
+router = APIRouter(prefix="/experiments", tags=["visualization"], responses=ERROR_RESPONSES)
+
+MAX_POINTS = 2_000
+MAX_TRIALS = 1_000
+BEST_MARKED = 5
+"""The best trials (by the searcher metric) marked ``best`` and never left out."""
+
+
+@router.get("/{experiment_id}/series", response_model=SeriesPublic)
+async def get_series(
+    experiment_id: ExperimentId,
+    database: DatabaseDep,
+    metric: Annotated[MetricName, Query(description="The metric to draw.")],
+    kind: Annotated[MetricKind, Query(description="Training or validation rows.")] = (
+        MetricKind.VALIDATION
+    ),
+    x: Annotated[
+        Literal["batches", "epochs"],
+        Query(description="`epochs` needs records_per_epoch and a global_batch_size."),
+    ] = "batches",
+    max_points: Annotated[int, Query(ge=2, le=MAX_POINTS, description="Per trial.")] = 200,
+    max_trials: Annotated[int, Query(ge=1, le=MAX_TRIALS)] = 100,
+    after: Annotated[
+        int | None,
+        Query(ge=0, le=MAX_BIGINT, description="A `cursor`: only the points stored since."),
+    ] = None,
+) -> Response:
+    """Learning curves of ``metric``: one line per trial, each cut to at most
+    ``max_points`` by largest-triangle-three-buckets (first and last points kept).
+
+    At most ``max_trials`` trials: the best 5 by the searcher metric (``best: true``) and
+    the rest spread evenly over the trials that have such rows, by id; trials without a point
+    of ``metric`` are left out. ``x=epochs`` converts batches with the config's
+    ``records_per_epoch`` and each trial's ``global_batch_size`` (422 naming ``x`` when they
+    are missing). ``cursor`` is the largest metric row id read; ``after=<cursor>`` answers
+    only points stored since, for the trials chosen now (points cut the same way past
+    ``max_points``).
+    """
+
+    def read() -> bytes:
+        with database.session() as session:
+            experiment = experiments_repo.get_experiment(session, experiment_id)
+            trials = trials_repo.trial_progress(session, experiment_id)
+            chosen = choose_trials(
+                trials,
+                kind=kind,
+                smaller_is_better=experiment.smaller_is_better,
+                max_trials=max_trials,
+            )
+            scale: dict[int, float] = {}
+            if x == "epochs":
+                hparams = trials_repo.trial_hparams(session, list(chosen))
+                scale = epochs_per_batch(experiment.config, hparams)
+            points = metrics_repo.series_points(
+                session, list(chosen), kind, metric, after_row=after
+            )
+        body = {
+            "kind": kind.value,
+            "metric": metric,
+            "x": x,
+            "cursor": max((p.row_id for p in points), default=after or 0),
+            "trials": _series(points, chosen, scale, max_points),
+        }
+        return json.dumps(body, separators=(",", ":")).encode()
+
+    return Response(await anyio.to_thread.run_sync(read), media_type="application/json")
+
+
+def choose_trials(
+    trials: Sequence[tuple[int, float | None, int]],
+    *,
+    kind: MetricKind,
+    smaller_is_better: bool,
+    max_trials: int,
+) -> dict[int, bool]:
+    """The trials to draw, ``{trial id: best}`` in id order, from ``(id, best_validation,
+    total_batches)``: of the trials that have rows of ``kind`` (a validated searcher metric,
+    or trained batches), the best :data:`BEST_MARKED` (ties by id), then the rest spread
+    evenly over the others by id, ``max_trials`` in all."""
+    if kind == MetricKind.VALIDATION:
+        candidates = [t for t in trials if t[1] is not None]
+    else:
+        candidates = [t for t in trials if t[2] > 0]
+    sign = 1.0 if smaller_is_better else -1.0
+    ranked = sorted(
+        (t for t in candidates if t[1] is not None and math.isfinite(t[1])),
+        key=lambda t: (sign * (t[1] or 0.0), t[0]),
+    )
+    best = {t[0] for t in ranked[: min(BEST_MARKED, max_trials)]}
+    rest = [t[0] for t in candidates if t[0] not in best]
+    room = max_trials - len(best)
+    if len(rest) > room:
+        rest = [rest[(i * len(rest)) // room] for i in range(room)] if room > 0 else []
+    chosen = {trial_id: True for trial_id in best}
+    chosen.update(dict.fromkeys(rest, False))
+    return dict(sorted(chosen.items()))
+
+
+def epochs_per_batch(
+    config: dict[str, Any], hparams: dict[int, dict[str, Any]]
+) -> dict[int, float]:
+    """Per trial, the epochs one batch is (``global_batch_size / records_per_epoch``); raises
+    :class:`ApiError` 422 naming ``x`` when the config or a trial cannot say."""
+    records = config.get("records_per_epoch")
+    if not isinstance(records, int | float) or isinstance(records, bool) or records <= 0:
+        raise ApiError(
+            422,
+            "x=epochs needs records_per_epoch in the experiment's config; use x=batches",
+            field="x",
+        )
+    scale = {}
+    for trial_id, values in hparams.items():
+        size = values.get("global_batch_size")
+        if not isinstance(size, int | float) or isinstance(size, bool) or size <= 0:
+            raise ApiError(
+                422,
+                f"x=epochs needs the global_batch_size hyperparameter (trial {trial_id} has "
+                "none); use x=batches",
+                field="x",
+            )
+        scale[trial_id] = float(size) / float(records)
+    return scale
+
+
+def _series(
+    points: Sequence[SeriesPoint],
+    chosen: dict[int, bool],
+    scale: dict[int, float],
+    max_points: int,
+) -> list[dict[str, Any]]:
+    by_trial: dict[int, list[tuple[float, float]]] = {}
+    for point in points:
+        x = point.total_batches
+        by_trial.setdefault(point.trial_id, []).append(
+            (x * scale[point.trial_id] if scale else x, point.value)
+        )
+    return [
+        {"trial_id": trial_id, "best": chosen[trial_id], "points": lttb(line, max_points)}
+        for trial_id, line in by_trial.items()
+    ]
+
+
+@router.get("/{experiment_id}/trials/summary", response_model=TrialsSummaryPublic)
+async def get_trials_summary(experiment_id: ExperimentId, database: DatabaseDep) -> Response:
+    """Every trial of the experiment, as columns (for parallel coordinates and scatter
+    plots): ids, states, best searcher-metric values and one column per hyperparameter
+    (nested ones flattened with dots, values as stored, null where a trial has none)."""
+
+    def read() -> bytes:
+        with database.session() as session:
+            rows = trials_repo.trial_summary_rows(session, experiment_id)
+        columns: dict[str, list[Any]] = {}
+        for index, (_, _, _, hparams) in enumerate(rows):
+            for name, value in flatten(hparams).items():
+                column = columns.get(name)
+                if column is None:
+                    column = columns[name] = [None] * len(rows)
+                column[index] = value
+        body = {
+            "trial_ids": [row[0] for row in rows],
+            "states": [row[1] for row in rows],
+            "best_validation": [
+                row[2] if row[2] is not None and math.isfinite(row[2]) else None for row in rows
+            ],
+            "hparams": columns,
+        }
+        return json.dumps(body, separators=(",", ":")).encode()
+
+    return Response(await anyio.to_thread.run_sync(read), media_type="application/json")
+
+
+def flatten(hparams: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested hyperparameters as one level, names joined with dots."""
+    flat: dict[str, Any] = {}
+    for name, value in hparams.items():
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
+
+
+@router.get("/{experiment_id}/metric-names")
+async def get_metric_names(experiment_id: ExperimentId, database: DatabaseDep) -> MetricNamesPublic:
+    """The names of the metrics the experiment's trials report, per kind, sorted (those in
+    each trial's first and latest row of the kind)."""
+
+    def read() -> MetricNamesPublic:
+        with database.session() as session:
+            experiments_repo.get_experiment(session, experiment_id)
+            names = metrics_repo.metric_names(session, experiment_id)
+        return MetricNamesPublic(
+            training=names[MetricKind.TRAINING], validation=names[MetricKind.VALIDATION]
+        )
+
+    return await anyio.to_thread.run_sync(read)
