@@ -1,0 +1,323 @@
+// The master's REST API under /api/v1, typed after ui/API.md. Every action of the UI goes
+// through here; nothing else calls fetch.
+
+export type ExperimentState =
+  | "ACTIVE"
+  | "PAUSED"
+  | "STOPPING_CANCELED"
+  | "STOPPING_KILLED"
+  | "CANCELED"
+  | "COMPLETED"
+  | "ERROR";
+
+export type TrialState =
+  | "ACTIVE"
+  | "QUEUED"
+  | "RUNNING"
+  | "PAUSED"
+  | "STOPPING_CANCELED"
+  | "STOPPING_KILLED"
+  | "CANCELED"
+  | "COMPLETED"
+  | "ERROR";
+
+export type TrialOutcome =
+  | "COMPLETED"
+  | "STOPPED_EARLY"
+  | "INVALID_HP"
+  | "ERRORED"
+  | "KILLED"
+  | "PREEMPTED";
+
+export type CheckpointState = "ACTIVE" | "COMPLETED" | "ERROR" | "DELETED";
+export type MetricKind = "training" | "validation";
+export type XAxis = "batches" | "epochs";
+export type ExperimentAction = "pause" | "activate" | "cancel" | "kill";
+
+export const EXPERIMENT_STATES: readonly ExperimentState[] = [
+  "ACTIVE",
+  "PAUSED",
+  "STOPPING_CANCELED",
+  "STOPPING_KILLED",
+  "CANCELED",
+  "COMPLETED",
+  "ERROR",
+];
+
+export const TRIAL_STATES: readonly TrialState[] = [
+  "ACTIVE",
+  "QUEUED",
+  "RUNNING",
+  "PAUSED",
+  "STOPPING_CANCELED",
+  "STOPPING_KILLED",
+  "CANCELED",
+  "COMPLETED",
+  "ERROR",
+];
+
+const TERMINAL = new Set<string>(["CANCELED", "COMPLETED", "ERROR"]);
+
+/** True once nothing more will happen to an experiment or trial in this state. */
+export function isTerminal(state: ExperimentState | TrialState): boolean {
+  return TERMINAL.has(state);
+}
+
+/** A JSON number, null, or one of the strings the API uses for non-finite values. */
+export type MetricValue = number | "NaN" | "Infinity" | "-Infinity" | null;
+
+export interface Page<T> {
+  items: T[];
+  total: number;
+  offset: number;
+  limit: number;
+}
+
+export interface Experiment {
+  id: number;
+  name: string | null;
+  owner: string;
+  state: ExperimentState;
+  progress: number;
+  config: Record<string, unknown>;
+  searcher_metric: string | null;
+  smaller_is_better: boolean;
+  best_validation: number | null;
+  created_at: string;
+  ended_at: string | null;
+  error: string | null;
+  description: string | null;
+  labels: string[];
+}
+
+export interface TrialError {
+  type: string;
+  message: string;
+  location: string | null;
+  before_progress: boolean;
+  traceback: string;
+}
+
+export interface Trial {
+  id: number;
+  experiment_id: number;
+  request_id: string | null;
+  hparams: Record<string, unknown>;
+  seed: number;
+  state: TrialState;
+  restarts: number;
+  total_batches: number;
+  latest_checkpoint_uuid: string | null;
+  best_checkpoint_uuid: string | null;
+  best_validation: number | null;
+  outcome: TrialOutcome | null;
+  error: TrialError | null;
+  created_at: string;
+  ended_at: string | null;
+}
+
+/** Every trial of an experiment, column-wise (parallel coordinates, scatter plots). */
+export interface TrialsSummary {
+  trial_ids: number[];
+  states: TrialState[];
+  best_validation: (number | null)[];
+  hparams: Record<string, unknown[]>;
+}
+
+export interface SeriesTrial {
+  trial_id: number;
+  best: boolean;
+  points: [number, number | null][];
+}
+
+export interface Series {
+  kind: MetricKind;
+  metric: string;
+  x: XAxis;
+  cursor: number;
+  trials: SeriesTrial[];
+}
+
+export interface MetricNames {
+  training: string[];
+  validation: string[];
+}
+
+export interface MetricRow {
+  trial_id: number;
+  kind: MetricKind;
+  total_batches: number;
+  total_records: number | null;
+  total_epochs: number | null;
+  metrics: Record<string, MetricValue | string>;
+  reported_at: string;
+}
+
+export interface LogLine {
+  seq: number;
+  message: string;
+  level: string | null;
+  stream: string | null;
+  timestamp: string | null;
+}
+
+export interface Checkpoint {
+  uuid: string;
+  trial_id: number;
+  experiment_id: number;
+  total_batches: number;
+  state: CheckpointState;
+  metadata: Record<string, unknown>;
+  resources: Record<string, number>;
+  size: number;
+  created_at: string;
+  validation_metrics: Record<string, MetricValue> | null;
+}
+
+export interface Cluster {
+  slots_total: number;
+  slots_used: number;
+  running: { trial_id: number; experiment_id: number; slots: number }[];
+  queued: { trial_id: number; experiment_id: number; reason: string | null }[];
+}
+
+/** An error answer of the API (or of the network), with the master's message. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly field: string | null = null,
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+const BASE = "api/v1";
+
+type Query = Record<string, string | number | boolean | readonly (string | number)[] | null | undefined>;
+
+function url(path: string, query: Query = {}): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value == null || value === "") continue;
+    if (Array.isArray(value)) for (const item of value) params.append(key, String(item));
+    else params.append(key, String(value));
+  }
+  const search = params.toString();
+  return `${BASE}${path}${search ? `?${search}` : ""}`;
+}
+
+async function request<T>(method: string, path: string, query?: Query, body?: unknown, signal?: AbortSignal): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(url(path, query), {
+      method,
+      headers: body === undefined ? { Accept: "application/json" } : { Accept: "application/json", "Content-Type": "application/json" },
+      body: body === undefined ? null : JSON.stringify(body),
+      signal: signal ?? null,
+    });
+  } catch (err) {
+    if (err instanceof DOMException && err.name === "AbortError") throw err;
+    throw new ApiError(0, "The master cannot be reached.");
+  }
+  if (!response.ok) {
+    let message = `${response.status} ${response.statusText}`;
+    let field: string | null = null;
+    try {
+      const payload = (await response.json()) as { error?: { message?: string; field?: string | null } };
+      if (payload.error?.message) message = payload.error.message;
+      field = payload.error?.field ?? null;
+    } catch {
+      // Not JSON: keep the status line.
+    }
+    throw new ApiError(response.status, message, field);
+  }
+  return (await response.json()) as T;
+}
+
+const get = <T>(path: string, query?: Query, signal?: AbortSignal) => request<T>("GET", path, query, undefined, signal);
+
+export interface ExperimentQuery {
+  state?: readonly ExperimentState[];
+  name?: string;
+  label?: readonly string[];
+  sort?: string;
+  limit: number;
+  offset: number;
+}
+
+export interface TrialQuery {
+  state?: readonly TrialState[];
+  sort?: string;
+  limit: number;
+  offset: number;
+}
+
+export interface SeriesQuery {
+  kind: MetricKind;
+  metric: string;
+  x: XAxis;
+  maxPoints?: number;
+  maxTrials?: number;
+  after?: number;
+}
+
+/** The download address of a checkpoint's files (a tar stream). */
+export function checkpointArchiveUrl(uuid: string): string {
+  return url(`/checkpoints/${encodeURIComponent(uuid)}/archive`);
+}
+
+export const api = {
+  experiments: (q: ExperimentQuery, signal?: AbortSignal) =>
+    get<Page<Experiment>>("/experiments", { ...q, state: q.state, label: q.label }, signal),
+  experiment: (id: number, signal?: AbortSignal) => get<Experiment>(`/experiments/${id}`, undefined, signal),
+  experimentAction: (id: number, action: ExperimentAction) =>
+    request<Experiment>("POST", `/experiments/${id}/${action}`),
+  patchExperiment: (id: number, patch: { description?: string; labels?: string[] }) =>
+    request<Experiment>("PATCH", `/experiments/${id}`, undefined, patch),
+  trials: (experimentId: number, q: TrialQuery, signal?: AbortSignal) =>
+    get<Page<Trial>>(`/experiments/${experimentId}/trials`, { ...q, state: q.state }, signal),
+  trialsSummary: (experimentId: number, signal?: AbortSignal) =>
+    get<TrialsSummary>(`/experiments/${experimentId}/trials/summary`, undefined, signal),
+  series: (experimentId: number, q: SeriesQuery, signal?: AbortSignal) =>
+    get<Series>(
+      `/experiments/${experimentId}/series`,
+      {
+        kind: q.kind,
+        metric: q.metric,
+        x: q.x,
+        max_points: q.maxPoints,
+        max_trials: q.maxTrials,
+        after: q.after,
+      },
+      signal,
+    ),
+  metricNames: (experimentId: number, signal?: AbortSignal) =>
+    get<MetricNames>(`/experiments/${experimentId}/metric-names`, undefined, signal),
+  experimentCheckpoints: (
+    experimentId: number,
+    q: { sort: "best" | "created"; state?: readonly CheckpointState[]; limit: number; offset: number },
+    signal?: AbortSignal,
+  ) => get<Page<Checkpoint>>(`/experiments/${experimentId}/checkpoints`, { ...q, state: q.state }, signal),
+  trial: (id: number, signal?: AbortSignal) => get<Trial>(`/trials/${id}`, undefined, signal),
+  killTrial: (id: number) => request<Trial>("POST", `/trials/${id}/kill`),
+  trialMetrics: (id: number, q: { kind?: MetricKind; afterBatches?: number; limit?: number }, signal?: AbortSignal) =>
+    get<MetricRow[]>(`/trials/${id}/metrics`, { kind: q.kind, after_batches: q.afterBatches, limit: q.limit }, signal),
+  // ui/API.md names the cursor `after`; masters before it name it `after_seq`. Both are sent
+  // (an unknown query parameter is ignored), and callers drop lines they already have.
+  trialLogs: (id: number, q: { after?: number; limit: number }, signal?: AbortSignal) =>
+    get<LogLine[]>(`/trials/${id}/logs`, { after: q.after, after_seq: q.after, limit: q.limit }, signal),
+  trialCheckpoints: (id: number, q: { limit: number; offset: number }, signal?: AbortSignal) =>
+    get<Page<Checkpoint>>(`/trials/${id}/checkpoints`, q, signal),
+  cluster: (signal?: AbortSignal) => get<Cluster>("/cluster", undefined, signal),
+};
+
+/** A metric value as a number (NaN for the non-finite strings, null when missing). */
+export function metricNumber(value: unknown): number | null {
+  if (typeof value === "number") return value;
+  if (value === "NaN") return Number.NaN;
+  if (value === "Infinity") return Number.POSITIVE_INFINITY;
+  if (value === "-Infinity") return Number.NEGATIVE_INFINITY;
+  return null;
+}

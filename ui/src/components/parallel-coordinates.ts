@@ -1,0 +1,326 @@
+// Parallel coordinates on a canvas (uPlot has none): one vertical axis per hyperparameter
+// that varies, the searcher metric last; one polyline per trial coloured by its metric
+// (viridis, brighter = better); the best trials drawn on top, thick, in the highlight colour.
+// Hovering a line shows its trial on a second canvas (the many lines are not redrawn);
+// a click opens the trial.
+
+import { h } from "../dom";
+import { formatNumber, formatValue } from "../format";
+import { BEST_COLOR, sequentialColor } from "../palette";
+import type { Axis } from "./hp-axis";
+
+export interface ParallelData {
+  trialIds: readonly number[];
+  /** The hyperparameter axes, then the metric's axis last. */
+  axes: readonly Axis[];
+  metric: Axis;
+  smallerIsBetter: boolean;
+  best: ReadonlySet<number>;
+}
+
+const PAD = { left: 56, right: 84, top: 46, bottom: 22 };
+const FONT = "12px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
+const TEXT = "#3a4250";
+const HOVER_PX = 6;
+
+export class ParallelCoordinates {
+  readonly el: HTMLElement;
+  private readonly base: HTMLCanvasElement;
+  private readonly overlay: HTMLCanvasElement;
+  private readonly tooltip: HTMLElement;
+  private readonly legend: HTMLElement;
+  private data: ParallelData | null = null;
+  /** Per trial, the y pixel at each axis (NaN where it has no value). */
+  private ys: Float32Array[] = [];
+  private xs: number[] = [];
+  private width = 0;
+  private hovered = -1;
+  private readonly resizeObserver: ResizeObserver;
+
+  constructor(
+    private readonly height: number,
+    private readonly onPick: (trialId: number) => void,
+  ) {
+    this.base = h("canvas", { class: "pc-base" });
+    this.overlay = h("canvas", { class: "pc-overlay" });
+    this.tooltip = h("div", { class: "chart-tooltip", hidden: true, role: "status" });
+    this.legend = h("div", { class: "pc-legend" });
+    this.el = h(
+      "div",
+      { class: "chart parallel", "data-testid": "parallel-coordinates", "data-trial-count": 0, role: "img" },
+      h("div", { class: "pc-stack", style: `height: ${height}px` }, this.base, this.overlay, this.tooltip),
+      this.legend,
+    );
+    this.overlay.addEventListener("mousemove", (e) => this.hover(e));
+    this.overlay.addEventListener("mouseleave", () => this.setHovered(-1));
+    this.overlay.addEventListener("click", () => {
+      const id = this.data?.trialIds[this.hovered];
+      if (id !== undefined) this.onPick(id);
+    });
+    this.resizeObserver = new ResizeObserver(() => {
+      if (this.data && Math.floor(this.el.clientWidth) !== this.width) this.draw();
+    });
+    this.resizeObserver.observe(this.el);
+  }
+
+  setData(data: ParallelData): void {
+    this.data = data;
+    this.draw();
+  }
+
+  dispose(): void {
+    this.resizeObserver.disconnect();
+  }
+
+  private allAxes(): Axis[] {
+    return this.data ? [...this.data.axes, this.data.metric] : [];
+  }
+
+  /** Lay out and draw every line (synchronously: the canvas holds them when this returns). */
+  draw(): void {
+    const data = this.data;
+    if (!data) return;
+    const axes = this.allAxes();
+    this.width = Math.max(320, Math.floor(this.el.clientWidth || 800));
+    const ratio = window.devicePixelRatio || 1;
+    for (const canvas of [this.base, this.overlay]) {
+      canvas.width = Math.round(this.width * ratio);
+      canvas.height = Math.round(this.height * ratio);
+      canvas.style.width = `${this.width}px`;
+      canvas.style.height = `${this.height}px`;
+    }
+    const ctx = this.base.getContext("2d");
+    if (!ctx) return;
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.clearRect(0, 0, this.width, this.height);
+
+    const plotW = this.width - PAD.left - PAD.right;
+    const plotH = this.height - PAD.top - PAD.bottom;
+    this.xs = axes.map((_a, k) => PAD.left + (axes.length === 1 ? plotW / 2 : (k * plotW) / (axes.length - 1)));
+    const n = data.trialIds.length;
+    this.ys = [];
+    for (let i = 0; i < n; i++) {
+      const row = new Float32Array(axes.length);
+      axes.forEach((axis, k) => {
+        const t = axis.normalized(i);
+        row[k] = t == null ? Number.NaN : PAD.top + (1 - t) * plotH;
+      });
+      this.ys.push(row);
+    }
+
+    const many = n > 500;
+    const alpha = n <= 50 ? 0.85 : n <= 500 ? 0.5 : 0.22;
+    ctx.lineWidth = many ? 1 : 1.4;
+    ctx.lineJoin = "round";
+    // Trials without a metric first (grey), then the others from worse to better so the
+    // better ones stay visible on top, then the best in the highlight colour.
+    const order = [...Array(n).keys()];
+    const score = (i: number) => {
+      const t = data.metric.normalized(i);
+      if (t == null) return -1;
+      return data.smallerIsBetter ? 1 - t : t;
+    };
+    const scores = order.map(score);
+    // Lines are stroked in 33 colour buckets (one path each, grey first, then worse to
+    // better, so the better ones stay visible on top): fast for 10,000 trials.
+    const BUCKETS = 32;
+    const buckets: number[][] = Array.from({ length: BUCKETS + 2 }, () => []);
+    const bestRows: number[] = [];
+    for (const i of order) {
+      if (data.best.has(data.trialIds[i] as number)) bestRows.push(i);
+      else {
+        const s = scores[i] ?? -1;
+        (buckets[s < 0 ? 0 : 1 + Math.round(s * BUCKETS)] as number[]).push(i);
+      }
+    }
+    buckets.forEach((rows, b) => {
+      if (rows.length === 0) return;
+      ctx.strokeStyle = b === 0 ? `rgba(150, 158, 172, ${Math.min(0.35, alpha)})` : sequentialColor(((b - 1) / BUCKETS) * 0.9, alpha);
+      ctx.beginPath();
+      for (const i of rows) this.traceRow(ctx, i);
+      ctx.stroke();
+    });
+    for (const i of bestRows) {
+      ctx.lineWidth = 5;
+      ctx.strokeStyle = "rgba(255, 255, 255, 0.9)";
+      this.strokeRow(ctx, i);
+      ctx.lineWidth = 2.5;
+      ctx.strokeStyle = BEST_COLOR;
+      this.strokeRow(ctx, i);
+    }
+    this.drawAxes(ctx, axes, plotH);
+    this.el.dataset.trialCount = String(n);
+    this.el.setAttribute(
+      "aria-label",
+      `Parallel coordinates of ${n} trials over ${axes.map((a) => a.name).join(", ")}; the ${data.best.size} best trials highlighted.`,
+    );
+    this.renderLegend(data);
+    this.setHovered(-1);
+  }
+
+  private strokeRow(ctx: CanvasRenderingContext2D, i: number): void {
+    ctx.beginPath();
+    this.traceRow(ctx, i);
+    ctx.stroke();
+  }
+
+  /** Add trial i's polyline to the current path (broken where it has no value). */
+  private traceRow(ctx: CanvasRenderingContext2D, i: number): void {
+    const row = this.ys[i];
+    if (!row) return;
+    let drawing = false;
+    for (let k = 0; k < row.length; k++) {
+      const y = row[k] as number;
+      if (Number.isNaN(y)) {
+        drawing = false;
+        continue;
+      }
+      const x = this.xs[k] as number;
+      if (drawing) ctx.lineTo(x, y);
+      else ctx.moveTo(x, y);
+      drawing = true;
+    }
+  }
+
+  private drawAxes(ctx: CanvasRenderingContext2D, axes: readonly Axis[], plotH: number): void {
+    ctx.font = FONT;
+    const spacing = axes.length > 1 ? (this.xs[1] as number) - (this.xs[0] as number) : this.width;
+    axes.forEach((axis, k) => {
+      const x = this.xs[k] as number;
+      ctx.strokeStyle = "#6b7586";
+      ctx.lineWidth = 1;
+      ctx.beginPath();
+      ctx.moveTo(x, PAD.top);
+      ctx.lineTo(x, PAD.top + plotH);
+      ctx.stroke();
+      // Title above the axis, cut to the room between axes.
+      ctx.fillStyle = TEXT;
+      ctx.textAlign = "center";
+      ctx.textBaseline = "bottom";
+      ctx.font = `600 ${FONT}`;
+      const isMetric = k === axes.length - 1;
+      ctx.fillText(fit(ctx, axis.name, Math.max(60, spacing - 8)), x, PAD.top - 20);
+      ctx.font = FONT;
+      ctx.fillStyle = "#6b7586";
+      ctx.fillText(isMetric ? "metric" : axis.kind === "log" ? "log scale" : "", x, PAD.top - 6);
+      // Ticks.
+      ctx.textAlign = "left";
+      ctx.textBaseline = "middle";
+      for (const [t, label] of ticks(axis)) {
+        const y = PAD.top + (1 - t) * plotH;
+        ctx.beginPath();
+        ctx.moveTo(x - 3, y);
+        ctx.lineTo(x + 3, y);
+        ctx.stroke();
+        ctx.lineWidth = 3;
+        ctx.strokeStyle = "rgba(255, 255, 255, 0.85)";
+        const text = fit(ctx, label, Math.max(40, spacing - 16));
+        ctx.strokeText(text, x + 6, y);
+        ctx.fillStyle = TEXT;
+        ctx.fillText(text, x + 6, y);
+        ctx.lineWidth = 1;
+        ctx.strokeStyle = "#6b7586";
+      }
+    });
+  }
+
+  private renderLegend(data: ParallelData): void {
+    const better = data.smallerIsBetter ? "lower" : "higher";
+    this.legend.replaceChildren(
+      h("span", { class: "gradient", "aria-hidden": "true" }),
+      h("span", {}, `${data.metric.name}: worse → better (${better} is better)`),
+      h("span", { class: "swatch", style: `background: ${BEST_COLOR}; border-color: ${BEST_COLOR}` }),
+      h("span", {}, `best ${data.best.size} trials`),
+      h("span", { class: "swatch", style: "background: #969eac; border-color: #969eac" }),
+      h("span", {}, "no metric yet"),
+    );
+  }
+
+  private hover(event: MouseEvent): void {
+    if (!this.data || this.xs.length < 2) return;
+    const rect = this.overlay.getBoundingClientRect();
+    const mx = event.clientX - rect.left;
+    const my = event.clientY - rect.top;
+    let k = 0;
+    while (k < this.xs.length - 2 && mx > (this.xs[k + 1] as number)) k++;
+    const x0 = this.xs[k] as number;
+    const x1 = this.xs[k + 1] as number;
+    const f = Math.max(0, Math.min(1, (mx - x0) / (x1 - x0)));
+    let nearest = -1;
+    let nearestD = HOVER_PX;
+    for (let i = 0; i < this.ys.length; i++) {
+      const row = this.ys[i] as Float32Array;
+      const y0 = row[k] as number;
+      const y1 = row[k + 1] as number;
+      if (Number.isNaN(y0) || Number.isNaN(y1)) continue;
+      const d = Math.abs(y0 + (y1 - y0) * f - my);
+      if (d < nearestD || (d === nearestD && this.data.best.has(this.data.trialIds[i] as number))) {
+        nearestD = d;
+        nearest = i;
+      }
+    }
+    this.setHovered(nearest, mx, my);
+  }
+
+  private setHovered(i: number, mx = 0, my = 0): void {
+    this.hovered = i;
+    const ctx = this.overlay.getContext("2d");
+    if (!ctx || !this.data) return;
+    const ratio = window.devicePixelRatio || 1;
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.clearRect(0, 0, this.width, this.height);
+    this.overlay.style.cursor = i < 0 ? "" : "pointer";
+    if (i < 0) {
+      this.tooltip.hidden = true;
+      return;
+    }
+    ctx.lineWidth = 5;
+    ctx.strokeStyle = "rgba(255, 255, 255, 0.9)";
+    this.strokeRow(ctx, i);
+    ctx.lineWidth = 2.5;
+    ctx.strokeStyle = "#111827";
+    this.strokeRow(ctx, i);
+    const id = this.data.trialIds[i];
+    this.tooltip.replaceChildren(
+      h("strong", {}, `Trial ${id}${this.data.best.has(id as number) ? " (best)" : ""}`),
+      ...this.allAxes().map((axis) =>
+        h("span", {}, `${axis.name}: ${axis === this.data?.metric ? formatNumber(axis.position(i)) : formatValue(axis.values[i])}`),
+      ),
+    );
+    this.tooltip.hidden = false;
+    const flip = mx > this.width - 220;
+    this.tooltip.style.transform = `translate(${flip ? mx - 14 : mx + 14}px, ${Math.max(0, my - 20)}px)${flip ? " translateX(-100%)" : ""}`;
+  }
+}
+
+/** Up to ~6 labelled ticks at normalized positions along an axis. */
+function ticks(axis: Axis): [number, string][] {
+  if (axis.kind === "categorical") {
+    const count = axis.categories.length;
+    const step = Math.ceil(count / 12);
+    return axis.categories
+      .map((c, i): [number, string] => [count === 1 ? 0.5 : i / (count - 1), c])
+      .filter((_t, i) => i % step === 0 || i === count - 1);
+  }
+  if (axis.min === axis.max) return [[0.5, formatNumber(axis.min)]];
+  if (axis.kind === "log") {
+    const lo = Math.log10(axis.min);
+    const hi = Math.log10(axis.max);
+    const out: [number, string][] = [[0, formatNumber(axis.min)]];
+    for (let e = Math.ceil(lo); e <= Math.floor(hi); e++) {
+      const t = (e - lo) / (hi - lo);
+      if (t > 0.06 && t < 0.94) out.push([t, formatNumber(10 ** e)]);
+    }
+    out.push([1, formatNumber(axis.max)]);
+    return out;
+  }
+  return [0, 0.25, 0.5, 0.75, 1].map((t): [number, string] => [t, formatNumber(axis.min + t * (axis.max - axis.min))]);
+}
+
+/** `text` cut with an ellipsis to fit `width` pixels. */
+function fit(ctx: CanvasRenderingContext2D, text: string, width: number): string {
+  if (ctx.measureText(text).width <= width) return text;
+  let cut = text;
+  while (cut.length > 1 && ctx.measureText(`${cut}…`).width > width) cut = cut.slice(0, -1);
+  return `${cut}…`;
+}

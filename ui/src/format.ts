@@ -1,0 +1,102 @@
+// How numbers, sizes, durations and times read on every page.
+
+const EM_DASH = "—";
+
+const integerFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+
+/** A number with 4 significant digits: 0.9812, 12.35, 1,235, 1.235e+6, 3.2e-5. */
+export function formatNumber(value: number | null | undefined, digits = 4): string {
+  if (value == null) return EM_DASH;
+  if (Number.isNaN(value)) return "NaN";
+  if (!Number.isFinite(value)) return value > 0 ? "∞" : "-∞";
+  if (value === 0) return "0";
+  const magnitude = Math.abs(value);
+  if (magnitude >= 1e6 || magnitude < 1e-3) {
+    const [mantissa, exponent] = value.toExponential(digits - 1).split("e");
+    return `${trimZeros(mantissa ?? "")}e${exponent}`;
+  }
+  const rounded = Number(value.toPrecision(digits));
+  if (Number.isInteger(rounded) && Math.abs(rounded) >= 1000) return integerFormat.format(rounded);
+  return trimZeros(rounded.toPrecision(digits));
+}
+
+function trimZeros(text: string): string {
+  return text.includes(".") ? text.replace(/\.?0+$/, "") : text;
+}
+
+/** A count: 12,345. */
+export function formatInteger(value: number | null | undefined): string {
+  return value == null ? EM_DASH : integerFormat.format(value);
+}
+
+/** A fraction 0..1 as a percentage: 42%. */
+export function formatPercent(fraction: number): string {
+  return `${Math.round(Math.max(0, Math.min(1, fraction)) * 100)}%`;
+}
+
+const BYTE_UNITS = ["B", "kB", "MB", "GB", "TB"];
+
+/** A size in bytes with 3 significant digits and SI units: 12.3 MB. */
+export function formatBytes(bytes: number | null | undefined): string {
+  if (bytes == null) return EM_DASH;
+  let value = bytes;
+  let unit = 0;
+  while (Math.abs(value) >= 1000 && unit < BYTE_UNITS.length - 1) {
+    value /= 1000;
+    unit += 1;
+  }
+  const text = unit === 0 ? String(value) : trimZeros(value.toPrecision(3));
+  return `${text} ${BYTE_UNITS[unit]}`;
+}
+
+/** A duration in milliseconds, two units at most: 850ms, 42s, 3m 12s, 2h 05m, 3d 4h. */
+export function formatDuration(ms: number | null | undefined): string {
+  if (ms == null || !Number.isFinite(ms)) return EM_DASH;
+  if (ms < 0) ms = 0;
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  const seconds = Math.floor(ms / 1000);
+  if (seconds < 60) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes}m ${String(seconds % 60).padStart(2, "0")}s`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 24) return `${hours}h ${String(minutes % 60).padStart(2, "0")}m`;
+  return `${Math.floor(hours / 24)}d ${hours % 24}h`;
+}
+
+/** How long something started at `start` ran: until `end`, or until now while it runs. */
+export function elapsed(start: string, end: string | null, now = Date.now()): number {
+  return (end ? Date.parse(end) : now) - Date.parse(start);
+}
+
+const dateTimeFormat = new Intl.DateTimeFormat("en-GB", {
+  year: "numeric",
+  month: "short",
+  day: "numeric",
+  hour: "2-digit",
+  minute: "2-digit",
+});
+
+/** A timestamp in local time: 3 May 2025, 14:03. */
+export function formatTime(iso: string | null | undefined): string {
+  if (!iso) return EM_DASH;
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : dateTimeFormat.format(date);
+}
+
+/** A hyperparameter value as it reads in a table cell. */
+export function formatValue(value: unknown): string {
+  if (typeof value === "number") return formatNumber(value);
+  if (value == null) return EM_DASH;
+  if (typeof value === "string") return value;
+  if (typeof value === "boolean") return String(value);
+  return JSON.stringify(value);
+}
+
+/** A state constant for people: STOPPING_CANCELED → "stopping (cancel)". */
+export function formatState(state: string): string {
+  const stopping = /^STOPPING_(\w+)$/.exec(state);
+  if (stopping) return stopping[1] === "KILLED" ? "stopping (kill)" : "stopping (cancel)";
+  return state.toLowerCase().replace(/_/g, " ");
+}
+
+export { EM_DASH };

@@ -1,0 +1,227 @@
+// The experiment list: filter by state, label and name, sort by a column, page through; the
+// page refreshes itself every few seconds (one page of rows, never more).
+
+import { type Experiment, type ExperimentState, EXPERIMENT_STATES, api } from "../api";
+import { errorMessage, notice } from "../components/notice";
+import { progressBar } from "../components/progress";
+import { stateBadge } from "../components/state-badge";
+import { type Column, dataTable, pager, swapTable } from "../components/table";
+import { debounce, h } from "../dom";
+import { EM_DASH, elapsed, formatDuration, formatInteger, formatNumber, formatState, formatTime } from "../format";
+import { Poller } from "../poll";
+import { type Page, type Route, href, setQuery } from "../router";
+import { labelChip } from "./labels";
+
+const PAGE_SIZE = 50;
+const DEFAULT_SORT = "-id";
+const POLL_MS = 5000;
+
+interface ListState {
+  state: ExperimentState | "";
+  name: string;
+  labels: string[];
+  sort: string;
+  page: number;
+}
+
+function readState(query: URLSearchParams): ListState {
+  const state = query.get("state") ?? "";
+  return {
+    state: (EXPERIMENT_STATES as readonly string[]).includes(state) ? (state as ExperimentState) : "",
+    name: query.get("name") ?? "",
+    labels: query.getAll("label").filter(Boolean),
+    sort: query.get("sort") || DEFAULT_SORT,
+    page: Math.max(1, Number.parseInt(query.get("page") ?? "1", 10) || 1),
+  };
+}
+
+export class ExperimentListPage implements Page {
+  readonly el: HTMLElement;
+  private readonly stateSelect: HTMLSelectElement;
+  private readonly nameInput: HTMLInputElement;
+  private readonly labelInput: HTMLInputElement;
+  private readonly labelFilters: HTMLElement;
+  private readonly count: HTMLElement;
+  private readonly tableHost: HTMLElement;
+  private readonly pagerHost: HTMLElement;
+  private readonly message: HTMLElement;
+  private state: ListState;
+  private controller: AbortController | null = null;
+  private readonly poller = new Poller(() => this.load(), POLL_MS);
+
+  constructor(route: Route) {
+    this.state = readState(route.query);
+    this.stateSelect = h(
+      "select",
+      { id: "filter-state", onchange: () => setQuery({ state: this.stateSelect.value, page: null }) },
+      h("option", { value: "" }, "All states"),
+      EXPERIMENT_STATES.map((s) => h("option", { value: s }, formatState(s))),
+    );
+    const nameChanged = debounce(() => setQuery({ name: this.nameInput.value.trim(), page: null }, { replace: true }), 250);
+    this.nameInput = h("input", {
+      id: "filter-name",
+      type: "search",
+      placeholder: "Part of the name",
+      autocomplete: "off",
+      oninput: () => nameChanged(),
+    });
+    this.labelInput = h("input", {
+      id: "filter-label",
+      type: "text",
+      placeholder: "Label, then Enter",
+      autocomplete: "off",
+      onkeydown: (e: Event) => {
+        if ((e as KeyboardEvent).key !== "Enter") return;
+        e.preventDefault();
+        this.addLabelFilter(this.labelInput.value.trim());
+        this.labelInput.value = "";
+      },
+    });
+    this.labelFilters = h("div", { class: "chips", "aria-label": "Label filters" });
+    this.count = h("span", { class: "muted count", "aria-live": "polite" });
+    this.tableHost = h("div", { class: "table-wrap" });
+    this.pagerHost = h("div");
+    this.message = h("div");
+    this.el = h(
+      "div",
+      { class: "page" },
+      h("div", { class: "page-head" }, h("h1", {}, "Experiments"), this.count),
+      h(
+        "form",
+        { class: "filters", role: "search", onsubmit: (e: Event) => e.preventDefault() },
+        h("div", { class: "field" }, h("label", { for: "filter-state" }, "State"), this.stateSelect),
+        h("div", { class: "field grow" }, h("label", { for: "filter-name" }, "Name"), this.nameInput),
+        h("div", { class: "field" }, h("label", { for: "filter-label" }, "Label"), this.labelInput),
+        this.labelFilters,
+      ),
+      this.message,
+      this.tableHost,
+      this.pagerHost,
+    );
+    this.syncControls();
+    void this.load();
+    this.poller.start();
+  }
+
+  update(route: Route): void {
+    this.state = readState(route.query);
+    this.syncControls();
+    void this.load();
+  }
+
+  dispose(): void {
+    this.poller.stop();
+    this.controller?.abort();
+  }
+
+  private syncControls(): void {
+    this.stateSelect.value = this.state.state;
+    if (document.activeElement !== this.nameInput) this.nameInput.value = this.state.name;
+    this.labelFilters.replaceChildren(
+      ...this.state.labels.map((label) =>
+        labelChip(label, {
+          removeLabel: `Remove the label filter ${label}`,
+          onRemove: () => setQuery({ label: this.state.labels.filter((l) => l !== label), page: null }),
+        }),
+      ),
+    );
+  }
+
+  private addLabelFilter(label: string): void {
+    if (!label || this.state.labels.includes(label)) return;
+    setQuery({ label: [...this.state.labels, label], page: null });
+  }
+
+  private async load(): Promise<void> {
+    this.controller?.abort();
+    const controller = new AbortController();
+    this.controller = controller;
+    const { state, name, labels, sort, page } = this.state;
+    try {
+      const result = await api.experiments(
+        {
+          state: state ? [state] : undefined,
+          name: name || undefined,
+          label: labels,
+          sort,
+          limit: PAGE_SIZE,
+          offset: (page - 1) * PAGE_SIZE,
+        },
+        controller.signal,
+      );
+      if (controller.signal.aborted) return;
+      this.message.replaceChildren();
+      this.render(result.items, result.total);
+    } catch (err) {
+      if (controller.signal.aborted) return;
+      this.message.replaceChildren(notice(`Could not load the experiments: ${errorMessage(err)}`));
+    }
+  }
+
+  private render(rows: Experiment[], total: number): void {
+    const { page } = this.state;
+    this.count.textContent = `${formatInteger(total)} experiment${total === 1 ? "" : "s"}`;
+    const now = Date.now();
+    const columns: Column<Experiment>[] = [
+      { label: "ID", sortKey: "id", numeric: true, cell: (e) => h("a", { href: href(`/experiments/${e.id}`) }, String(e.id)) },
+      {
+        label: "Name",
+        sortKey: "name",
+        className: "name",
+        cell: (e) => h("a", { href: href(`/experiments/${e.id}`) }, e.name ?? `Experiment ${e.id}`),
+      },
+      {
+        label: "Description",
+        className: "description",
+        cell: (e) => (e.description ? h("span", { title: e.description }, e.description) : h("span", { class: "muted" }, EM_DASH)),
+      },
+      {
+        label: "Labels",
+        cell: (e) =>
+          h(
+            "div",
+            { class: "chips" },
+            e.labels.map((label) => labelChip(label, { onSelect: () => this.addLabelFilter(label), selectLabel: `Filter by label ${label}` })),
+          ),
+      },
+      { label: "State", sortKey: "state", cell: (e) => stateBadge(e.state, "experiment-state") },
+      { label: "Progress", sortKey: "progress", className: "progress-cell", cell: (e) => progressBar(e.progress, e.state) },
+      {
+        label: "Best metric",
+        sortKey: "best_validation",
+        numeric: true,
+        title: "The best searcher-metric value validated so far",
+        cell: (e) =>
+          h(
+            "span",
+            { class: "metric" },
+            formatNumber(e.best_validation),
+            e.searcher_metric ? h("span", { class: "muted small" }, ` ${e.searcher_metric}`) : null,
+          ),
+      },
+      { label: "Owner", cell: (e) => e.owner },
+      { label: "Started", sortKey: "created_at", cell: (e) => h("time", { datetime: e.created_at, title: e.created_at }, formatTime(e.created_at)) },
+      { label: "Duration", numeric: true, cell: (e) => formatDuration(elapsed(e.created_at, e.ended_at, now)) },
+    ];
+    swapTable(
+      this.tableHost,
+      dataTable(rows, {
+        caption: "Experiments",
+        columns,
+        testId: "experiments-table",
+        rowTestId: "experiment-row",
+        rowAttrs: (e) => ({ "data-experiment-id": String(e.id) }),
+        rowKey: (e) => String(e.id),
+        rowHref: (e) => href(`/experiments/${e.id}`),
+        sort: this.state.sort,
+        onSort: (sort) => setQuery({ sort: sort === DEFAULT_SORT ? null : sort, page: null }),
+        empty: this.hasFilters() ? "No experiment matches these filters." : "No experiments yet: create one with `pedl experiment create`.",
+      }),
+    );
+    this.pagerHost.replaceChildren(total > PAGE_SIZE || page > 1 ? pager(total, page, PAGE_SIZE, (p) => setQuery({ page: p > 1 ? p : null })) : "");
+  }
+
+  private hasFilters(): boolean {
+    return Boolean(this.state.state || this.state.name || this.state.labels.length);
+  }
+}

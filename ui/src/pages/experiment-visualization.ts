@@ -1,0 +1,239 @@
+// Visualization: learning curves of the trials for a chosen metric (training or validation,
+// x in batches or epochs), parallel coordinates of the hyperparameters coloured by the
+// searcher metric, and one scatter plot per hyperparameter against it, the best trials
+// highlighted in all three. The downsampled series and the trials summary are fetched in
+// parallel; "pedl:charts-painted" is marked once all have drawn.
+
+import { type Experiment, type MetricKind, type MetricNames, type TrialsSummary, type XAxis, api } from "../api";
+import { type Axis, buildAxis, metricAxis } from "../components/hp-axis";
+import { errorMessage, notice } from "../components/notice";
+import { ParallelCoordinates } from "../components/parallel-coordinates";
+import { HpScatter } from "../components/scatter";
+import { h } from "../dom";
+import { formatInteger } from "../format";
+import { markChartsPainted } from "../perf";
+import { Poller } from "../poll";
+import { navigate, setQuery } from "../router";
+import type { ExperimentContext, ExperimentTab } from "./experiment-context";
+import { LiveCurves } from "./live-curves";
+
+const MAX_TRIALS = 100;
+const MAX_POINTS = 200;
+const BEST_COUNT = 5;
+const SUMMARY_POLL_MS = 15000;
+const MAX_SCATTERS = 12;
+
+interface VisState {
+  metric: string | null;
+  kind: MetricKind;
+  x: XAxis;
+}
+
+function readState(query: URLSearchParams): VisState {
+  return {
+    metric: query.get("metric"),
+    kind: query.get("kind") === "training" ? "training" : "validation",
+    x: query.get("x") === "epochs" ? "epochs" : "batches",
+  };
+}
+
+/** The ids of the `count` best trials by the searcher metric. */
+export function bestTrialIds(summary: TrialsSummary, smallerIsBetter: boolean, count = BEST_COUNT): Set<number> {
+  const ranked: [number, number][] = [];
+  summary.trial_ids.forEach((id, i) => {
+    const v = summary.best_validation[i];
+    if (v != null && Number.isFinite(v)) ranked.push([id, v]);
+  });
+  ranked.sort((a, b) => (smallerIsBetter ? a[1] - b[1] : b[1] - a[1]));
+  return new Set(ranked.slice(0, count).map(([id]) => id));
+}
+
+export class VisualizationTab implements ExperimentTab {
+  readonly el: HTMLElement;
+  private state: VisState;
+  private readonly metricSelect: HTMLSelectElement;
+  private readonly kindSelect: HTMLSelectElement;
+  private readonly xSelect: HTMLSelectElement;
+  private readonly curvesHost = h("div");
+  private readonly curvesNote = h("p", { class: "muted small" });
+  private readonly pcHost = h("div");
+  private readonly pcTitle = h("h2", {}, "Hyperparameters");
+  private readonly scatterHost = h("div", { class: "scatter-grid", "data-testid": "hp-scatter" });
+  private readonly message = h("div");
+  private curves: LiveCurves | null = null;
+  private readonly pc: ParallelCoordinates;
+  private scatters: HpScatter[] = [];
+  private names: MetricNames | null = null;
+  private readonly controller = new AbortController();
+  private readonly poller = new Poller(() => this.refreshSummary(), SUMMARY_POLL_MS);
+
+  constructor(
+    private readonly context: ExperimentContext,
+    query: URLSearchParams,
+  ) {
+    this.state = readState(query);
+    const pick = (id: number) => navigate(`/trials/${id}`);
+    this.pc = new ParallelCoordinates(340, pick);
+    this.metricSelect = h("select", { id: "vis-metric", onchange: () => setQuery({ metric: this.metricSelect.value }) });
+    this.kindSelect = h(
+      "select",
+      { id: "vis-kind", onchange: () => this.changeKind(this.kindSelect.value as MetricKind) },
+      h("option", { value: "validation" }, "Validation"),
+      h("option", { value: "training" }, "Training"),
+    );
+    this.xSelect = h(
+      "select",
+      { id: "vis-x", onchange: () => setQuery({ x: this.xSelect.value === "batches" ? null : this.xSelect.value }) },
+      h("option", { value: "batches" }, "Batches"),
+      h("option", { value: "epochs" }, "Epochs"),
+    );
+    this.el = h(
+      "div",
+      { class: "visualization" },
+      h(
+        "form",
+        { class: "filters", onsubmit: (e: Event) => e.preventDefault() },
+        h("div", { class: "field" }, h("label", { for: "vis-metric" }, "Metric"), this.metricSelect),
+        h("div", { class: "field" }, h("label", { for: "vis-kind" }, "Series"), this.kindSelect),
+        h("div", { class: "field" }, h("label", { for: "vis-x" }, "X axis"), this.xSelect),
+      ),
+      this.message,
+      h("section", { class: "card" }, h("h2", {}, "Learning curves"), this.curvesNote, this.curvesHost),
+      h("section", { class: "card" }, this.pcTitle, this.pcHost),
+      h("section", { class: "card" }, h("h2", {}, "Hyperparameter against the searcher metric"), this.scatterHost),
+    );
+    void this.start();
+  }
+
+  update(query: URLSearchParams): void {
+    const next = readState(query);
+    const changed = next.metric !== this.state.metric || next.kind !== this.state.kind || next.x !== this.state.x;
+    this.state = next;
+    if (changed) void this.context.ready.then((e) => this.startCurves(e));
+  }
+
+  dispose(): void {
+    this.controller.abort();
+    this.poller.stop();
+    this.curves?.dispose();
+    this.pc.dispose();
+    for (const s of this.scatters) s.dispose();
+  }
+
+  private async start(): Promise<void> {
+    const signal = this.controller.signal;
+    // Everything at once: the experiment (the page's), the series, the summary, the names.
+    const summary = api.trialsSummary(this.context.id, signal);
+    void api
+      .metricNames(this.context.id, signal)
+      .then((names) => {
+        this.names = names;
+        this.syncControls();
+      })
+      .catch(() => undefined);
+    const experiment = await this.context.ready;
+    const curvesPainted = this.startCurves(experiment);
+    let summaryDrawn: Promise<void> = Promise.resolve();
+    try {
+      this.showSummary(await summary, experiment);
+    } catch (err) {
+      if (signal.aborted) return;
+      this.message.replaceChildren(notice(`Could not load the trials summary: ${errorMessage(err)}`));
+      summaryDrawn = new Promise(() => undefined);
+    }
+    if (this.context.live) this.poller.start();
+    await Promise.all([curvesPainted, summaryDrawn]);
+    if (!signal.aborted) markChartsPainted();
+  }
+
+  private metricOf(experiment: Experiment): string {
+    if (this.state.metric) return this.state.metric;
+    const names = this.names?.[this.state.kind] ?? [];
+    if (this.state.kind === "validation" && experiment.searcher_metric) return experiment.searcher_metric;
+    return names.includes("loss") ? "loss" : (names[0] ?? experiment.searcher_metric ?? "loss");
+  }
+
+  /** (Re)start the learning curves for the state's metric; resolves when they have drawn. */
+  private startCurves(experiment: Experiment): Promise<void> {
+    this.curves?.dispose();
+    const metric = this.metricOf(experiment);
+    this.curves = new LiveCurves(
+      this.context,
+      { kind: this.state.kind, metric, x: this.state.x, maxTrials: MAX_TRIALS, maxPoints: MAX_POINTS },
+      { height: 340, onPick: (id) => navigate(`/trials/${id}`) },
+    );
+    this.curvesNote.textContent = `${metric} (${this.state.kind}) of up to ${MAX_TRIALS} trials, the ${BEST_COUNT} best always among them and drawn thicker; points downsampled to ${MAX_POINTS} per trial. Click a line to open its trial; drag to zoom, double-click to zoom out.`;
+    this.curvesHost.replaceChildren(this.curves.chart.el);
+    const painted = this.curves.chart.whenPainted();
+    void this.curves.start();
+    this.syncControls();
+    return painted;
+  }
+
+  private syncControls(): void {
+    const experiment = this.context.experiment;
+    const current = experiment ? this.metricOf(experiment) : (this.state.metric ?? "");
+    const names = [...(this.names?.[this.state.kind] ?? [])];
+    if (current && !names.includes(current)) names.unshift(current);
+    this.metricSelect.replaceChildren(...names.map((n) => h("option", { value: n }, n)));
+    this.metricSelect.value = current;
+    this.kindSelect.value = this.state.kind;
+    this.xSelect.value = this.state.x;
+  }
+
+  private changeKind(kind: MetricKind): void {
+    const names = this.names?.[kind] ?? [];
+    let metric = this.state.metric;
+    if (metric && !names.includes(metric)) {
+      const guess = kind === "training" ? metric.replace(/^val_/, "") : `val_${metric}`;
+      metric = names.includes(guess) ? guess : null;
+    }
+    setQuery({ kind: kind === "validation" ? null : kind, metric });
+  }
+
+  private async refreshSummary(): Promise<boolean> {
+    const live = this.context.live;
+    const experiment = await this.context.ready;
+    this.showSummary(await api.trialsSummary(this.context.id, this.controller.signal), experiment);
+    return live;
+  }
+
+  private showSummary(summary: TrialsSummary, experiment: Experiment): void {
+    const metricName = experiment.searcher_metric ?? "metric";
+    const best = bestTrialIds(summary, experiment.smaller_is_better);
+    const axes = Object.entries(summary.hparams)
+      .map(([name, values]) => buildAxis(name, values))
+      .filter((a): a is Axis => a !== null);
+    const metric = metricAxis(metricName, summary.best_validation);
+    const n = summary.trial_ids.length;
+    this.pcTitle.textContent = `Hyperparameters of ${formatInteger(n)} trial${n === 1 ? "" : "s"}, coloured by ${metricName}`;
+    if (n === 0) {
+      this.pcHost.replaceChildren(h("p", { class: "muted" }, "No trials yet."));
+    } else {
+      if (!this.pc.el.isConnected) this.pcHost.replaceChildren(this.pc.el);
+      this.pc.setData({ trialIds: summary.trial_ids, axes, metric, smallerIsBetter: experiment.smaller_is_better, best });
+    }
+    this.renderScatters(summary, axes, best, metricName);
+  }
+
+  private renderScatters(summary: TrialsSummary, axes: Axis[], best: Set<number>, metricName: string): void {
+    for (const s of this.scatters) s.dispose();
+    this.scatters = [];
+    const hasMetric = summary.best_validation.some((v) => v != null);
+    if (axes.length === 0 || !hasMetric) {
+      this.scatterHost.replaceChildren(
+        h("p", { class: "muted" }, axes.length === 0 ? "No hyperparameter varies between the trials." : `No trial has a ${metricName} yet.`),
+      );
+      return;
+    }
+    const shown = axes.slice(0, MAX_SCATTERS);
+    this.scatterHost.replaceChildren();
+    for (const axis of shown) {
+      const scatter = new HpScatter(220, (id) => navigate(`/trials/${id}`));
+      this.scatters.push(scatter);
+      this.scatterHost.append(h("figure", { class: "scatter-cell" }, h("figcaption", {}, axis.name, axis.kind === "log" ? h("span", { class: "muted" }, " (log)") : null), scatter.el));
+      scatter.setData({ axis, trialIds: summary.trial_ids, metric: summary.best_validation, best, metricName });
+    }
+    if (axes.length > shown.length) this.scatterHost.append(h("p", { class: "muted" }, `${axes.length - shown.length} more hyperparameters are in the parallel coordinates.`));
+  }
+}

@@ -1,0 +1,244 @@
+// The experiment page: its header (state, progress, actions, description and labels) and
+// five tabs, each its own module. The tab is the URL's path (#/experiments/12/trials), the
+// rest of the tab's state its query.
+
+import { type Experiment, type ExperimentAction, type ExperimentState, api } from "../api";
+import { confirmAction } from "../components/dialog";
+import { errorMessage, notice, toast } from "../components/notice";
+import { progressBar } from "../components/progress";
+import { stateBadge } from "../components/state-badge";
+import { tabBar, tabPanel } from "../components/tabs";
+import { h } from "../dom";
+import { elapsed, formatDuration, formatNumber, formatTime } from "../format";
+import { Poller } from "../poll";
+import { type Page, type Route, href } from "../router";
+import { CheckpointsTab } from "./experiment-checkpoints";
+import { ConfigTab } from "./experiment-config";
+import { ExperimentContext, type ExperimentTab } from "./experiment-context";
+import { OverviewTab } from "./experiment-overview";
+import { TrialsTab } from "./experiment-trials";
+import { VisualizationTab } from "./experiment-visualization";
+import { ExperimentNotes } from "./labels";
+
+const TABS = [
+  { id: "overview", label: "Overview" },
+  { id: "visualization", label: "Visualization" },
+  { id: "trials", label: "Trials" },
+  { id: "checkpoints", label: "Checkpoints" },
+  { id: "config", label: "Config" },
+] as const;
+type TabId = (typeof TABS)[number]["id"];
+
+const POLL_MS = 3000;
+
+interface ActionDef {
+  action: ExperimentAction;
+  label: string;
+  allowed: readonly ExperimentState[];
+  confirm?: { title: string; message: string; confirmLabel: string };
+}
+
+const ACTIONS: ActionDef[] = [
+  { action: "pause", label: "Pause", allowed: ["ACTIVE"] },
+  { action: "activate", label: "Activate", allowed: ["PAUSED"] },
+  {
+    action: "cancel",
+    label: "Cancel",
+    allowed: ["ACTIVE", "PAUSED"],
+    confirm: {
+      title: "Cancel this experiment?",
+      message: "Its trials checkpoint and stop, and the search ends. A canceled experiment cannot be resumed.",
+      confirmLabel: "Cancel experiment",
+    },
+  },
+  {
+    action: "kill",
+    label: "Kill",
+    allowed: ["ACTIVE", "PAUSED", "STOPPING_CANCELED"],
+    confirm: {
+      title: "Kill this experiment?",
+      message: "Its trials stop at once, without a checkpoint: work since their last checkpoint is lost. This cannot be undone.",
+      confirmLabel: "Kill experiment",
+    },
+  },
+];
+
+function tabOf(route: Route): TabId {
+  const segment = route.path.split("/")[3] ?? "overview";
+  return (TABS.find((t) => t.id === segment)?.id ?? "overview") as TabId;
+}
+
+export class ExperimentPage implements Page {
+  readonly el: HTMLElement;
+  private readonly context: ExperimentContext;
+  private readonly head: HTMLElement;
+  private readonly tabsHost: HTMLElement;
+  private readonly message: HTMLElement;
+  private panel: HTMLElement;
+  private notes: ExperimentNotes | null = null;
+  private tab: { id: TabId; view: ExperimentTab } | null = null;
+  private readonly buttons = new Map<ExperimentAction, HTMLButtonElement>();
+  private readonly controller = new AbortController();
+  private readonly poller = new Poller(() => this.refresh(), POLL_MS);
+  private headParts: { title: HTMLElement; state: HTMLElement; meta: HTMLElement; progress: HTMLElement; best: HTMLElement } | null = null;
+
+  constructor(
+    private readonly id: number,
+    route: Route,
+  ) {
+    this.context = new ExperimentContext(id);
+    this.head = h("div", { class: "exp-head" }, h("p", { class: "muted" }, "Loading…"));
+    this.message = h("div");
+    this.tabsHost = h("div");
+    this.panel = tabPanel("overview");
+    this.el = h(
+      "div",
+      { class: "page" },
+      h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, h("a", { href: href("/experiments") }, "Experiments"), h("span", {}, `Experiment ${id}`)),
+      this.head,
+      this.message,
+      this.tabsHost,
+      this.panel,
+    );
+    this.update(route);
+    void this.refresh().then((live) => {
+      if (live) this.poller.start();
+    });
+  }
+
+  update(route: Route): void {
+    const id = tabOf(route);
+    if (this.tab?.id === id) {
+      this.tab.view.update(route.query);
+      return;
+    }
+    const hadFocus = this.tabsHost.contains(document.activeElement);
+    this.tabsHost.replaceChildren(
+      tabBar(
+        TABS.map((t) => ({ id: t.id, label: t.label, href: href(`/experiments/${this.id}${t.id === "overview" ? "" : `/${t.id}`}`) })),
+        id,
+        "Experiment sections",
+      ),
+    );
+    if (hadFocus) this.tabsHost.querySelector<HTMLElement>("[aria-selected=true]")?.focus();
+    this.tab?.view.dispose();
+    const view = this.createTab(id, route.query);
+    this.tab = { id, view };
+    const panel = tabPanel(id);
+    panel.append(view.el);
+    this.panel.replaceWith(panel);
+    this.panel = panel;
+  }
+
+  dispose(): void {
+    this.poller.stop();
+    this.controller.abort();
+    this.tab?.view.dispose();
+  }
+
+  private createTab(id: TabId, query: URLSearchParams): ExperimentTab {
+    switch (id) {
+      case "overview":
+        return new OverviewTab(this.context, query);
+      case "visualization":
+        return new VisualizationTab(this.context, query);
+      case "trials":
+        return new TrialsTab(this.context, query);
+      case "checkpoints":
+        return new CheckpointsTab(this.context, query);
+      case "config":
+        return new ConfigTab(this.context);
+    }
+  }
+
+  /** Fetch the experiment; false once it has ended (the poller stops). */
+  private async refresh(): Promise<boolean> {
+    try {
+      const experiment = await api.experiment(this.id, this.controller.signal);
+      this.message.replaceChildren();
+      this.show(experiment);
+      return this.context.live;
+    } catch (err) {
+      if (this.controller.signal.aborted) return false;
+      this.message.replaceChildren(notice(`Could not load experiment ${this.id}: ${errorMessage(err)}`));
+      if (!this.context.experiment) this.head.replaceChildren();
+      return true;
+    }
+  }
+
+  private show(experiment: Experiment): void {
+    this.context.set(experiment);
+    document.title = `${experiment.name ?? `Experiment ${experiment.id}`} · PEDL`;
+    if (!this.headParts) this.buildHead(experiment);
+    const parts = this.headParts;
+    if (!parts) return;
+    parts.title.replaceChildren(experiment.name ?? `Experiment ${experiment.id}`, h("span", { class: "muted id" }, ` #${experiment.id}`));
+    parts.state.replaceChildren(stateBadge(experiment.state, "experiment-state"));
+    parts.meta.replaceChildren(
+      h("span", {}, `Owner ${experiment.owner}`),
+      h("span", {}, "Started ", h("time", { datetime: experiment.created_at }, formatTime(experiment.created_at))),
+      h("span", {}, `Duration ${formatDuration(elapsed(experiment.created_at, experiment.ended_at))}`),
+    );
+    parts.progress.replaceChildren(progressBar(experiment.progress, experiment.state, "Search progress"));
+    parts.best.replaceChildren(
+      h("span", { class: "muted" }, `Best ${experiment.searcher_metric ?? "metric"}`),
+      h("strong", { class: "metric" }, formatNumber(experiment.best_validation)),
+    );
+    for (const def of ACTIONS) {
+      const button = this.buttons.get(def.action);
+      if (button) button.disabled = !def.allowed.includes(experiment.state);
+    }
+    this.notes?.set(experiment);
+  }
+
+  private buildHead(experiment: Experiment): void {
+    const parts = {
+      title: h("h1", {}),
+      state: h("span", {}),
+      meta: h("div", { class: "meta muted" }),
+      progress: h("div", { class: "grow" }),
+      best: h("div", { class: "best" }),
+    };
+    this.headParts = parts;
+    const actions = h(
+      "div",
+      { class: "actions", role: "group", "aria-label": "Experiment actions" },
+      ACTIONS.map((def) => {
+        const button = h(
+          "button",
+          {
+            type: "button",
+            class: def.action === "kill" ? "button danger-outline" : "button",
+            "data-testid": `action-${def.action}`,
+            onclick: () => void this.act(def),
+          },
+          def.label,
+        );
+        this.buttons.set(def.action, button);
+        return button;
+      }),
+    );
+    this.notes = new ExperimentNotes(experiment, (saved) => this.show(saved));
+    this.head.replaceChildren(
+      h("div", { class: "exp-title" }, h("div", { class: "title-line" }, parts.title, parts.state), actions),
+      parts.meta,
+      h("div", { class: "exp-progress" }, parts.progress, parts.best),
+      this.notes.el,
+    );
+  }
+
+  private async act(def: ActionDef): Promise<void> {
+    if (def.confirm && !(await confirmAction({ ...def.confirm, danger: true }))) return;
+    const button = this.buttons.get(def.action);
+    if (button) button.disabled = true;
+    try {
+      this.show(await api.experimentAction(this.id, def.action));
+      toast(`Experiment ${this.id}: ${def.label.toLowerCase()} requested.`);
+      this.poller.start();
+    } catch (err) {
+      toast(`Could not ${def.action} experiment ${this.id}: ${errorMessage(err)}`, "error");
+      const experiment = this.context.experiment;
+      if (experiment) this.show(experiment);
+    }
+  }
+}

@@ -1,0 +1,139 @@
+// Learning curves of an experiment's trials that follow the experiment while it runs.
+//
+// The first fetch asks the master for downsampled series (at most `maxTrials` trials of at
+// most `maxPoints` points). While the experiment is live, every POLL_MS it asks only for the
+// points newer than the answer's `cursor` (`after=<cursor>`) and appends them. The whole
+// (downsampled) set is fetched again only when it may hold other trials: the experiment got
+// new trials, or some of its trials had no points yet (at most every REFETCH_MS), or the
+// appended raw points have grown a series past twice the downsampled size.
+
+import { ApiError, type MetricKind, type SeriesTrial, type XAxis, api } from "../api";
+import { LineChart, type LineSeries, type Point } from "../components/line-chart";
+import { errorMessage } from "../components/notice";
+import { seriesColor } from "../palette";
+import { Poller } from "../poll";
+import type { ExperimentContext } from "./experiment-context";
+
+export interface CurveQuery {
+  kind: MetricKind;
+  metric: string;
+  x: XAxis;
+  maxTrials: number;
+  maxPoints: number;
+}
+
+const POLL_MS = 3000;
+const REFETCH_MS = 15000;
+
+export class LiveCurves {
+  readonly chart: LineChart;
+  private trials: SeriesTrial[] = [];
+  private cursor = 0;
+  private trialTotal = -1;
+  private lastFull = 0;
+  private controller = new AbortController();
+  private readonly poller = new Poller(() => this.poll(), POLL_MS);
+
+  constructor(
+    private readonly context: ExperimentContext,
+    private readonly query: CurveQuery,
+    options: { height: number; onPick: (trialId: number) => void },
+  ) {
+    const xLabel = query.x === "epochs" ? "Epochs" : "Batches";
+    this.chart = new LineChart({
+      testId: "learning-curves",
+      height: options.height,
+      xLabel,
+      yLabel: query.metric,
+      emptyText: `No ${query.kind} points for ${query.metric} yet.`,
+      onPick: options.onPick,
+    });
+  }
+
+  /** Fetch and draw; resolves when drawn (or failed, with the reason shown in the chart). */
+  async start(): Promise<void> {
+    await this.fetchAll();
+    if (this.context.live) this.poller.start();
+  }
+
+  dispose(): void {
+    this.poller.stop();
+    this.controller.abort();
+    this.chart.dispose();
+  }
+
+  private async fetchAll(): Promise<void> {
+    const { kind, metric, x, maxTrials, maxPoints } = this.query;
+    try {
+      const [series, trials] = await Promise.all([
+        api.series(this.context.id, { kind, metric, x, maxTrials, maxPoints }, this.controller.signal),
+        api.trials(this.context.id, { limit: 1, offset: 0 }, this.controller.signal),
+      ]);
+      this.trials = series.trials;
+      this.cursor = series.cursor;
+      this.trialTotal = trials.total;
+      this.lastFull = Date.now();
+      this.render();
+    } catch (err) {
+      if (this.controller.signal.aborted) return;
+      const reason = err instanceof ApiError && err.field === "x" ? "This experiment's config does not say how many batches make an epoch." : errorMessage(err);
+      this.chart.setEmptyText(`Could not load the learning curves: ${reason}`);
+      this.chart.setData([]);
+    }
+  }
+
+  private async poll(): Promise<boolean> {
+    const live = this.context.live;
+    const { kind, metric, x } = this.query;
+    const [update, trials] = await Promise.all([
+      api.series(this.context.id, { kind, metric, x, after: this.cursor }, this.controller.signal),
+      api.trials(this.context.id, { limit: 1, offset: 0 }, this.controller.signal),
+    ]);
+    const incomplete = this.trials.length < Math.min(trials.total, this.query.maxTrials);
+    const grown = this.append(update.trials);
+    this.cursor = Math.max(this.cursor, update.cursor);
+    if (trials.total !== this.trialTotal || grown || (incomplete && Date.now() - this.lastFull > REFETCH_MS)) {
+      await this.fetchAll();
+    } else if (update.trials.some((t) => t.points.length > 0)) {
+      this.render();
+    }
+    // One last poll after the experiment ended picks up its final points; then stop.
+    return live;
+  }
+
+  /** Append new raw points; true when a series grew past twice the downsampled size. */
+  private append(updates: SeriesTrial[]): boolean {
+    const byId = new Map(this.trials.map((t) => [t.trial_id, t]));
+    let grown = false;
+    for (const update of updates) {
+      const known = byId.get(update.trial_id);
+      if (!known) {
+        if (update.points.length > 0) {
+          const added = { ...update, points: [...update.points] };
+          this.trials.push(added);
+          byId.set(update.trial_id, added);
+        }
+        continue;
+      }
+      for (const point of update.points) {
+        const last = known.points[known.points.length - 1];
+        if (last && point[0] === last[0]) known.points[known.points.length - 1] = point;
+        else if (!last || point[0] > last[0]) known.points.push(point);
+      }
+      if (known.points.length > 2 * this.query.maxPoints) grown = true;
+    }
+    return grown;
+  }
+
+  private render(): void {
+    const ordered = [...this.trials].sort((a, b) => Number(b.best) - Number(a.best) || a.trial_id - b.trial_id);
+    const series: LineSeries[] = ordered.map((t, i) => ({
+      id: t.trial_id,
+      label: `Trial ${t.trial_id}${t.best ? " (best)" : ""}`,
+      points: t.points as Point[],
+      color: seriesColor(i),
+      emphasis: t.best,
+    }));
+    this.chart.setData(series);
+  }
+}

@@ -1,0 +1,178 @@
+// A trial's logs: every line so far, then only the new ones (`after=<seq>`) while the trial
+// runs, following the end unless the reader scrolls up. A search keeps only the matching
+// lines (case-insensitive), marks the matches, and lives in the URL (`q=`).
+
+import { type LogLine, api } from "../api";
+import { errorMessage, notice } from "../components/notice";
+import { debounce, h } from "../dom";
+import { formatInteger } from "../format";
+import { setQuery } from "../router";
+
+const PAGE_LINES = 5000;
+const MAX_LINES = 100_000;
+const MAX_MARKED = 5000;
+
+const timeFormat = new Intl.DateTimeFormat("en-GB", { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+
+export class TrialLogs {
+  readonly el: HTMLElement;
+  private readonly box: HTMLElement;
+  private readonly search: HTMLInputElement;
+  private readonly follow: HTMLInputElement;
+  private readonly status = h("span", { class: "muted small", "aria-live": "polite" });
+  private readonly message = h("div");
+  private lines: LogLine[] = [];
+  private lastSeq = -1;
+  private dropped = 0;
+  private query: string;
+
+  constructor(
+    private readonly trialId: number,
+    query: string,
+    private readonly signal: AbortSignal,
+  ) {
+    this.query = query;
+    const searched = debounce(() => setQuery({ q: this.search.value || null }, { replace: true }), 150);
+    this.search = h("input", {
+      id: "log-search",
+      type: "search",
+      placeholder: "Search the logs",
+      autocomplete: "off",
+      "data-testid": "log-search",
+      oninput: () => searched(),
+    });
+    this.search.value = query;
+    this.follow = h("input", { id: "log-follow", type: "checkbox", checked: true, onchange: () => this.followed() });
+    this.box = h("div", {
+      class: "log-box",
+      "data-testid": "trial-log",
+      role: "log",
+      "aria-label": `Logs of trial ${trialId}`,
+      "aria-live": "off",
+      tabindex: 0,
+    });
+    this.box.addEventListener("scroll", () => {
+      const atEnd = this.box.scrollHeight - this.box.scrollTop - this.box.clientHeight < 24;
+      if (this.follow.checked !== atEnd) this.follow.checked = atEnd;
+    });
+    this.el = h(
+      "section",
+      { class: "card logs" },
+      h(
+        "div",
+        { class: "log-tools" },
+        h("label", { for: "log-search", class: "visually-hidden" }, "Search the logs"),
+        this.search,
+        h("label", { class: "check", for: "log-follow" }, this.follow, " Follow"),
+        this.status,
+      ),
+      this.message,
+      this.box,
+    );
+  }
+
+  /** The search changed (URL). */
+  setQuery(query: string): void {
+    if (query === this.query) return;
+    this.query = query;
+    if (document.activeElement !== this.search) this.search.value = query;
+    this.renderAll();
+  }
+
+  /** Fetch the lines after the last one (all of them the first time). */
+  async fetchNew(): Promise<void> {
+    try {
+      const fresh: LogLine[] = [];
+      for (;;) {
+        const page = await api.trialLogs(this.trialId, { after: this.lastSeq, limit: PAGE_LINES }, this.signal);
+        for (const line of page) {
+          if (line.seq <= this.lastSeq) continue;
+          fresh.push(line);
+          this.lastSeq = line.seq;
+        }
+        if (page.length < PAGE_LINES) break;
+      }
+      this.message.replaceChildren();
+      if (fresh.length > 0) this.add(fresh);
+      else this.updateStatus();
+    } catch (err) {
+      if (!this.signal.aborted) this.message.replaceChildren(notice(`Could not load the logs: ${errorMessage(err)}`));
+    }
+  }
+
+  private add(fresh: LogLine[]): void {
+    this.lines.push(...fresh);
+    if (this.lines.length > MAX_LINES) {
+      const drop = this.lines.length - MAX_LINES;
+      this.lines.splice(0, drop);
+      this.dropped += drop;
+      this.renderAll();
+      return;
+    }
+    this.box.querySelector(".log-empty")?.remove();
+    const fragment = document.createDocumentFragment();
+    const needle = this.query.toLowerCase();
+    let marked = this.box.childElementCount;
+    for (const line of fresh) {
+      if (needle && !line.message.toLowerCase().includes(needle)) continue;
+      fragment.append(this.lineEl(line, needle && marked++ < MAX_MARKED ? needle : ""));
+    }
+    this.box.append(fragment);
+    this.updateStatus();
+    if (this.follow.checked) this.box.scrollTop = this.box.scrollHeight;
+  }
+
+  private renderAll(): void {
+    const needle = this.query.toLowerCase();
+    const fragment = document.createDocumentFragment();
+    let shown = 0;
+    for (const line of this.lines) {
+      if (needle && !line.message.toLowerCase().includes(needle)) continue;
+      fragment.append(this.lineEl(line, needle && shown < MAX_MARKED ? needle : ""));
+      shown += 1;
+    }
+    this.box.replaceChildren(fragment);
+    this.updateStatus();
+    if (this.follow.checked) this.box.scrollTop = this.box.scrollHeight;
+  }
+
+  private lineEl(line: LogLine, needle: string): HTMLElement {
+    const el = h("div", {
+      class: line.stream === "stderr" || line.level === "ERROR" ? "log-line err" : "log-line",
+      "data-testid": "log-line",
+      "data-seq": line.seq,
+    });
+    if (line.timestamp) el.append(h("span", { class: "log-time" }, timeFormat.format(new Date(line.timestamp))));
+    const text = h("span", { class: "log-text" });
+    if (needle) {
+      const lower = line.message.toLowerCase();
+      let at = 0;
+      for (let hit = lower.indexOf(needle); hit >= 0; hit = lower.indexOf(needle, at)) {
+        text.append(line.message.slice(at, hit), h("mark", {}, line.message.slice(hit, hit + needle.length)));
+        at = hit + needle.length;
+      }
+      text.append(line.message.slice(at));
+    } else {
+      text.textContent = line.message;
+    }
+    el.append(text);
+    return el;
+  }
+
+  private updateStatus(): void {
+    if (this.lines.length === 0) {
+      this.box.replaceChildren(h("p", { class: "muted log-empty" }, "No output yet."));
+      this.status.textContent = "0 lines";
+      return;
+    }
+    this.box.querySelector(".log-empty")?.remove();
+    const total = formatInteger(this.lines.length);
+    const shown = formatInteger(this.box.childElementCount);
+    const cut = this.dropped > 0 ? ` (the first ${formatInteger(this.dropped)} dropped)` : "";
+    this.status.textContent = this.query ? `${shown} of ${total} lines match${cut}` : `${total} lines${cut}`;
+  }
+
+  private followed(): void {
+    if (this.follow.checked) this.box.scrollTop = this.box.scrollHeight;
+  }
+}

@@ -1,0 +1,265 @@
+// The trial page: state and outcome, the error if it failed, restarts, hyperparameters, and
+// three tabs (`?tab=`): metric charts, checkpoints, live logs. While the trial runs, the
+// trial, its new metric rows and its new log lines are polled; polling stops once it ended.
+
+import { type Experiment, type Trial, api, isTerminal } from "../api";
+import { confirmAction } from "../components/dialog";
+import { errorMessage, notice, toast } from "../components/notice";
+import { stateBadge } from "../components/state-badge";
+import { dataTable, swapTable } from "../components/table";
+import { tabBar, tabPanel } from "../components/tabs";
+import { h } from "../dom";
+import { EM_DASH, elapsed, formatDuration, formatInteger, formatNumber, formatState, formatTime, formatValue } from "../format";
+import { flattenHparams } from "../hparams";
+import { Poller } from "../poll";
+import { type Page, type Route, href } from "../router";
+import { checkpointTable } from "./checkpoint-table";
+import { TrialLogs } from "./trial-logs";
+import { TrialMetrics } from "./trial-metrics";
+
+const TABS = [
+  { id: "overview", label: "Overview" },
+  { id: "checkpoints", label: "Checkpoints" },
+  { id: "logs", label: "Logs" },
+] as const;
+type TabId = (typeof TABS)[number]["id"];
+
+const POLL_MS = 3000;
+const LOG_POLL_MS = 2000;
+
+function tabOf(query: URLSearchParams): TabId {
+  const tab = query.get("tab");
+  return (TABS.find((t) => t.id === tab)?.id ?? "overview") as TabId;
+}
+
+function fact(label: string, value: Node | string): HTMLElement[] {
+  return [h("dt", {}, label), h("dd", {}, value)];
+}
+
+export class TrialPage implements Page {
+  readonly el: HTMLElement;
+  private trial: Trial | null = null;
+  private experiment: Experiment | null = null;
+  private tab: TabId;
+  private readonly crumbs = h("nav", { class: "crumbs", "aria-label": "Breadcrumb" });
+  private readonly title = h("h1", {});
+  private readonly state = h("span", {});
+  private readonly killButton: HTMLButtonElement;
+  private readonly facts = h("dl", { class: "facts wide" });
+  private readonly errorHost = h("div");
+  private readonly message = h("div");
+  private readonly tabsHost = h("div");
+  private panel: HTMLElement;
+  private readonly hparams = h("div", { class: "table-wrap" });
+  private readonly checkpoints = h("div", { class: "table-wrap" });
+  private readonly metrics: TrialMetrics;
+  private readonly logs: TrialLogs;
+  private readonly controller = new AbortController();
+  private readonly poller = new Poller(() => this.poll(), POLL_MS);
+  private readonly logPoller = new Poller(() => this.pollLogs(), LOG_POLL_MS);
+  private logsStarted = false;
+
+  constructor(
+    private readonly id: number,
+    route: Route,
+  ) {
+    this.tab = tabOf(route.query);
+    this.killButton = h(
+      "button",
+      { type: "button", class: "button danger-outline", "data-testid": "action-kill", disabled: true, onclick: () => void this.kill() },
+      "Kill trial",
+    );
+    this.metrics = new TrialMetrics(id, route.query.getAll("metric"), this.controller.signal);
+    this.logs = new TrialLogs(id, route.query.get("q") ?? "", this.controller.signal);
+    this.crumbs.append(h("a", { href: href("/experiments") }, "Experiments"), h("span", {}, `Trial ${id}`));
+    this.panel = tabPanel(this.tab);
+    this.el = h(
+      "div",
+      { class: "page" },
+      this.crumbs,
+      h(
+        "div",
+        { class: "exp-head" },
+        h("div", { class: "exp-title" }, h("div", { class: "title-line" }, this.title, this.state), h("div", { class: "actions" }, this.killButton)),
+      ),
+      this.message,
+      this.errorHost,
+      h("section", { class: "card" }, this.facts),
+      this.tabsHost,
+      this.panel,
+    );
+    this.title.textContent = `Trial ${id}`;
+    this.showTab();
+    void this.start();
+  }
+
+  update(route: Route): void {
+    const tab = tabOf(route.query);
+    this.metrics.choose(route.query.getAll("metric"));
+    this.logs.setQuery(route.query.get("q") ?? "");
+    if (tab !== this.tab) {
+      this.tab = tab;
+      this.showTab();
+    }
+  }
+
+  dispose(): void {
+    this.poller.stop();
+    this.logPoller.stop();
+    this.controller.abort();
+    this.metrics.dispose();
+  }
+
+  private get live(): boolean {
+    return this.trial === null || !isTerminal(this.trial.state);
+  }
+
+  private async start(): Promise<void> {
+    const signal = this.controller.signal;
+    try {
+      this.show(await api.trial(this.id, signal));
+    } catch (err) {
+      if (!signal.aborted) this.message.replaceChildren(notice(`Could not load trial ${this.id}: ${errorMessage(err)}`));
+      return;
+    }
+    const trial = this.trial as Trial;
+    try {
+      this.experiment = await api.experiment(trial.experiment_id, signal);
+    } catch {
+      this.experiment = null;
+    }
+    this.showCrumbs(trial);
+    this.show(trial);
+    await Promise.all([this.metrics.load(this.experiment?.searcher_metric ?? null), this.loadCheckpoints()]);
+    if (this.live) this.poller.start();
+  }
+
+  private async poll(): Promise<boolean> {
+    const wasLive = this.live;
+    this.show(await api.trial(this.id, this.controller.signal));
+    await Promise.all([this.metrics.poll(), this.tab === "checkpoints" ? this.loadCheckpoints() : Promise.resolve()]);
+    return wasLive;
+  }
+
+  private async pollLogs(): Promise<boolean> {
+    const wasLive = this.live;
+    await this.logs.fetchNew();
+    return wasLive;
+  }
+
+  private showTab(): void {
+    const hadFocus = this.tabsHost.contains(document.activeElement);
+    this.tabsHost.replaceChildren(
+      tabBar(
+        TABS.map((t) => ({ id: t.id, label: t.label, href: href(`/trials/${this.id}`, t.id === "overview" ? {} : { tab: t.id }) })),
+        this.tab,
+        "Trial sections",
+      ),
+    );
+    if (hadFocus) this.tabsHost.querySelector<HTMLElement>("[aria-selected=true]")?.focus();
+    const panel = tabPanel(this.tab);
+    if (this.tab === "overview") panel.append(h("section", { class: "card" }, h("h2", {}, "Hyperparameters"), this.hparams), this.metrics.el);
+    else if (this.tab === "checkpoints") {
+      panel.append(h("section", { class: "card" }, h("h2", {}, "Checkpoints"), this.checkpoints));
+      void this.loadCheckpoints();
+    } else {
+      panel.append(this.logs.el);
+      if (!this.logsStarted) {
+        this.logsStarted = true;
+        void this.logs.fetchNew().then(() => {
+          if (this.live) this.logPoller.start();
+        });
+      }
+    }
+    this.panel.replaceWith(panel);
+    this.panel = panel;
+  }
+
+  private showCrumbs(trial: Trial): void {
+    const name = this.experiment?.name ? `${this.experiment.name} (#${trial.experiment_id})` : `Experiment ${trial.experiment_id}`;
+    this.crumbs.replaceChildren(
+      h("a", { href: href("/experiments") }, "Experiments"),
+      h("a", { href: href(`/experiments/${trial.experiment_id}`) }, name),
+      h("a", { href: href(`/experiments/${trial.experiment_id}/trials`) }, "Trials"),
+      h("span", { "aria-current": "page" }, `Trial ${trial.id}`),
+    );
+  }
+
+  private show(trial: Trial): void {
+    const first = this.trial === null;
+    this.trial = trial;
+    document.title = `Trial ${trial.id} · PEDL`;
+    this.state.replaceChildren(stateBadge(trial.state, "trial-state"));
+    this.killButton.disabled = isTerminal(trial.state) || trial.state === "STOPPING_KILLED";
+    const metric = this.experiment?.searcher_metric ?? "metric";
+    this.facts.replaceChildren(
+      ...fact("State", formatState(trial.state)),
+      ...fact("Outcome", trial.outcome ? formatState(trial.outcome) : EM_DASH),
+      ...fact("Batches", formatInteger(trial.total_batches)),
+      ...fact(`Best ${metric}`, h("span", { class: "metric" }, formatNumber(trial.best_validation))),
+      ...fact("Restarts", formatInteger(trial.restarts)),
+      ...fact("Seed", String(trial.seed)),
+      ...fact("Started", formatTime(trial.created_at)),
+      ...fact("Duration", formatDuration(elapsed(trial.created_at, trial.ended_at))),
+      ...fact("Latest checkpoint", trial.latest_checkpoint_uuid ? h("span", { class: "mono", title: trial.latest_checkpoint_uuid }, trial.latest_checkpoint_uuid.slice(0, 8)) : EM_DASH),
+      ...fact("Best checkpoint", trial.best_checkpoint_uuid ? h("span", { class: "mono", title: trial.best_checkpoint_uuid }, trial.best_checkpoint_uuid.slice(0, 8)) : EM_DASH),
+    );
+    this.errorHost.replaceChildren(trial.error ? this.errorBox(trial) : "");
+    if (first) {
+      const rows = Object.entries(flattenHparams(trial.hparams));
+      swapTable(
+        this.hparams,
+        dataTable(rows, {
+          caption: "Hyperparameters",
+          columns: [
+            { label: "Name", className: "mono", cell: ([name]) => name },
+            { label: "Value", cell: ([, value]) => formatValue(value) },
+          ],
+          empty: "No hyperparameters.",
+        }),
+      );
+    }
+  }
+
+  private errorBox(trial: Trial): HTMLElement {
+    const error = trial.error;
+    if (!error) return h("div");
+    return h(
+      "section",
+      { class: "card failure", "data-testid": "trial-error" },
+      h("h2", {}, trial.state === "ERROR" ? "Why it failed" : "Latest error"),
+      h("p", {}, h("strong", { class: "error-type" }, error.type), ": ", h("span", { class: "error-message" }, error.message)),
+      error.location ? h("p", { class: "muted" }, "at ", h("code", { class: "error-location" }, error.location)) : null,
+      error.before_progress ? h("p", { class: "muted small" }, "It failed before training progressed, so it was not restarted.") : null,
+      error.traceback ? h("details", {}, h("summary", {}, "Traceback"), h("pre", { class: "traceback" }, error.traceback)) : null,
+    );
+  }
+
+  private async loadCheckpoints(): Promise<void> {
+    try {
+      const page = await api.trialCheckpoints(this.id, { limit: 1000, offset: 0 }, this.controller.signal);
+      swapTable(this.checkpoints, checkpointTable(page.items, this.experiment?.searcher_metric ?? null, { showTrial: false }));
+    } catch (err) {
+      if (!this.controller.signal.aborted) this.checkpoints.replaceChildren(notice(`Could not load the checkpoints: ${errorMessage(err)}`));
+    }
+  }
+
+  private async kill(): Promise<void> {
+    const confirmed = await confirmAction({
+      title: `Kill trial ${this.id}?`,
+      message: "It stops at once, without a checkpoint, and is not restarted. Its experiment goes on with its other trials.",
+      confirmLabel: "Kill trial",
+      danger: true,
+    });
+    if (!confirmed) return;
+    this.killButton.disabled = true;
+    try {
+      this.show(await api.killTrial(this.id));
+      toast(`Trial ${this.id}: kill requested.`);
+      this.poller.start();
+    } catch (err) {
+      toast(`Could not kill trial ${this.id}: ${errorMessage(err)}`, "error");
+      if (this.trial) this.show(this.trial);
+    }
+  }
+}
