@@ -27,11 +27,11 @@ left that a fresh process would not have: no child processes, no threads it star
 framework's process-wide settings (:func:`framework_settings`) as they were. The clean-up
 unloads the model definition's modules and its ``sys.path`` entry (:func:`pedl.model_def.unload`;
 modules installed elsewhere stay imported, as in local mode), restores the environment
-variables, the working directory, ``sys.path``, ``sys.stdout``/``sys.stderr`` and the root
-logger's handlers, clears Keras' session and forgets what TensorFlow registered for the
-trial's functions (custom gradients, retracing counts). Each trial then seeds every generator and
-resets Keras' names itself (as in a fresh process), so its weights are bit for bit those of
-the same trial in a fresh process.
+variables, the working directory, ``sys.path``, ``sys.stdout``/``sys.stderr``, the root logger's
+handlers and the warning filters, clears Keras' session, and forgets what TensorFlow registered
+for the trial's functions (custom gradients, retracing counts). Each trial then seeds every
+generator and resets Keras' names itself (as in a fresh process), so its weights are bit for bit
+those of the same trial in a fresh process.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +105,7 @@ class ProcessState:
     stderr: TextIO
     root_handlers: list[logging.Handler]
     root_level: int
+    warning_filters: list[Any]
     threads: frozenset[threading.Thread]
     settings: dict[str, Any]
     custom_gradients: frozenset[str]
@@ -119,6 +121,7 @@ class ProcessState:
             stderr=sys.stderr,
             root_handlers=list(root.handlers),
             root_level=root.level,
+            warning_filters=list(warnings.filters),
             threads=frozenset(threading.enumerate()),
             settings=framework_settings(),
             custom_gradients=frozenset(_gradient_registry()),
@@ -220,6 +223,9 @@ def clean_up(baseline: ProcessState) -> list[str]:
     root = logging.getLogger()
     root.handlers[:] = baseline.root_handlers
     root.setLevel(baseline.root_level)
+    if warnings.filters != baseline.warning_filters:  # e.g. simplefilter("error")
+        warnings.filters[:] = baseline.warning_filters
+        getattr(warnings, "_filters_mutated", lambda: None)()
     keras: Any = sys.modules.get("keras")
     if keras is not None and hasattr(keras, "backend"):
         keras.backend.clear_session(free_memory=False)  # the garbage is collected later

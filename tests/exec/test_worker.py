@@ -10,19 +10,20 @@ from pathlib import Path
 from typing import Any
 
 SCRIPT = """
-import json, logging, os, subprocess, sys, threading
+import json, logging, os, subprocess, sys, threading, warnings
 import numpy as np
 from pedl.exec._worker import ProcessState, clean_up
 
 baseline = ProcessState.take()
 before = {"environ": dict(os.environ), "cwd": os.getcwd(), "path": list(sys.path),
-          "handlers": list(logging.getLogger().handlers)}
+          "handlers": list(logging.getLogger().handlers), "warnings": list(warnings.filters)}
 # what a trial may change, and the clean-up undoes
 os.environ["PEDL_TEST_LEAKED"] = "1"
 os.chdir(sys.argv[1])
 sys.path.insert(0, "/pedl-test-leaked-path")
 logging.getLogger().addHandler(logging.NullHandler())
 sys.stdout = open(os.devnull, "w")
+warnings.simplefilter("error")
 if sys.argv[2] == "leftovers":  # what it cannot undo
     stop = threading.Event()
     threading.Thread(target=stop.wait, name="left-behind", daemon=True).start()
@@ -35,6 +36,7 @@ restored = {
     "path": sys.path == before["path"],
     "handlers": logging.getLogger().handlers == before["handlers"],
     "stdout": sys.stdout is sys.__stdout__,
+    "warnings": warnings.filters == before["warnings"],
 }
 if sys.argv[2] == "leftovers":
     child.kill()
@@ -59,7 +61,9 @@ def clean_up_after(tmp_path: Path, what: str) -> dict[str, Any]:
 def test_the_clean_up_restores_what_a_trial_changed(tmp_path: Path) -> None:
     out = clean_up_after(tmp_path, "nothing else")
     assert out["problems"] == []
-    assert all(out["restored"].values()), out["restored"]
+    assert out["restored"] == dict.fromkeys(
+        ["environ", "cwd", "path", "handlers", "stdout", "warnings"], True
+    )
 
 
 def test_the_clean_up_names_what_it_cannot_undo(tmp_path: Path) -> None:

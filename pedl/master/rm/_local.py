@@ -165,7 +165,9 @@ class LocalResourceManager(ResourceManager):
         self, launch: TrialLaunch, env: dict[str, str], variables: dict[str, str]
     ) -> _Process:
         """Start ``python -m pedl.exec.trial`` for the trial (the caller holds the lock)."""
-        gpus = self._take_gpus(launch.trial_id, launch.slots if self._gpus else 0)
+        gpu_count = launch.slots if self._gpus else 0
+        self._make_room(gpu_count)
+        gpus = self._take_gpus(launch.trial_id, gpu_count)
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
         try:
