@@ -6,7 +6,13 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo demo-stop test lint typecheck postgres clean
+.PHONY: demo demo-stop test lint typecheck postgres clean ui
+
+# Root runs apt-get itself; anyone else through sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+UI_BUILT := pedl/master/ui_dist/index.html
+UI_SOURCES := $(shell find ui -type f -not -path 'ui/node_modules/*' -not -path 'ui/dist/*' -not -name '*.md' 2>/dev/null)
+CHROMIUM := /usr/bin/chromium
 
 $(INSTALLED): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert (3, 11) <= sys.version_info[:2] <= (3, 13), "PEDL needs Python 3.11 to 3.13, found " + sys.version' \
@@ -19,15 +25,35 @@ $(INSTALLED): pyproject.toml
 ## demo: start a master (SQLite), run a random search on the digits example, follow it.
 ## PEDL_DEMO_PORT (8080) and PEDL_DEMO_HOME (.pedl-demo) move it; it stops with a reason and
 ## the end of the master's log if the master dies.
-demo: $(INSTALLED)
+demo: $(INSTALLED) ui
 	scripts/demo.sh
 
 demo-stop:
 	-kill $$(cat .pedl-demo/master.pid) && rm -f .pedl-demo/master.pid
 
 ## test: lint, type-check, and run the whole test suite (PostgreSQL is started if needed).
-test: lint typecheck postgres
+test: lint typecheck postgres ui $(CHROMIUM)
 	$(BIN)/pytest
+
+## ui: build the web UI (ui/: TypeScript, Vite) into pedl/master/ui_dist/, which the master
+## serves at / (and a wheel includes); rebuilt when a file under ui/ changes. Node and npm
+## come from Debian's packages where missing.
+ui: $(UI_BUILT)
+
+$(UI_BUILT): $(UI_SOURCES)
+	@if [ ! -f ui/package.json ]; then echo "ui/package.json is missing: no web UI to build"; exit 0; fi; \
+	set -e; command -v npm >/dev/null || ($(SUDO) apt-get update && $(SUDO) apt-get install -y nodejs npm); \
+	cd ui; \
+	if [ ! -f node_modules/.package-lock.json ] || [ package.json -nt node_modules/.package-lock.json ] \
+		|| [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+		if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi; \
+	fi; \
+	npm run build; cd ..; touch $@
+
+# The browser tests drive Debian's Chromium (headless) with Playwright.
+$(CHROMIUM):
+	$(SUDO) apt-get update
+	$(SUDO) apt-get install -y chromium
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check
@@ -40,4 +66,4 @@ postgres:
 	scripts/ensure-postgres.sh
 
 clean:
-	rm -rf $(VENV) pedl-local .pedl-demo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) pedl-local .pedl-demo .pytest_cache .mypy_cache .ruff_cache pedl/master/ui_dist ui/node_modules

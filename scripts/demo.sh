@@ -74,6 +74,8 @@ else
   fi
 fi
 
+echo "Web UI: $URL/  (open it to watch the search live)"
+
 # Follow the experiment in the background and watch the master meanwhile: if it goes, stop
 # following and say why. (A background job ignores Ctrl-C, so the trap passes it on.)
 "$PEDL" --master "$URL" experiment create examples/digits_keras/random.yaml examples/digits_keras --follow &
@@ -111,6 +113,7 @@ fi
 
 echo
 echo "The master is still running at $URL (REST API docs: $URL/docs); its log is $LOG."
+echo "Web UI: $URL/  (experiments, charts, trials, logs, the cluster)"
 echo "Look around:  $PEDL -m $URL experiment list   |   $PEDL -m $URL experiment describe 1"
 if [ -f "$PIDFILE" ]; then
   echo "Stop it with: kill $(cat "$PIDFILE")   (or: make demo-stop)"

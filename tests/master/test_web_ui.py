@@ -53,6 +53,8 @@ def test_index_assets_and_app_paths(built: httpx.Client) -> None:
         response = built.get(app_path)
         assert response.status_code == 200 and response.content == INDEX, app_path
     assert built.get("/assets/missing-123.js").status_code == 404
+    nested = built.get("/experiments/assets/index-3f2a1b.js")  # a relative base, deep link
+    assert nested.status_code == 200 and nested.text == "console.log('pedl')"
     assert built.head("/").status_code == 200
 
 

@@ -50,11 +50,16 @@ def web_ui_route(directory: Path) -> Route:
             return HTMLResponse(NOT_BUILT)
         relative = request.path_params.get("path", "")
         if relative:
-            candidate = (root / relative).resolve()
-            if candidate.is_relative_to(root) and candidate.is_file():
-                hashed = candidate.parent.name == "assets"  # Vite's content-hashed names
-                return FileResponse(candidate, headers=_IMMUTABLE if hashed else _REVALIDATE)
-            if relative.startswith("assets/"):
+            # An asset asked for relative to an app path (/experiments/assets/x.js with a
+            # relative base) is the same asset.
+            _, nested, asset = relative.rpartition("assets/")
+            for name in (relative, f"assets/{asset}") if nested else (relative,):
+                candidate = (root / name).resolve()
+                if candidate.is_relative_to(root) and candidate.is_file():
+                    hashed = candidate.parent == root / "assets"  # Vite's content-hashed names
+                    headers = _IMMUTABLE if hashed else _REVALIDATE
+                    return FileResponse(candidate, headers=headers)
+            if nested:
                 return Response("not found", status_code=404, media_type="text/plain")
         return FileResponse(index, headers=_REVALIDATE)
 
