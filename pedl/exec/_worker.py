@@ -53,7 +53,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from pedl import model_def
 from pedl.exec._exit_codes import EXIT_ERROR, EXIT_OK
@@ -224,7 +224,7 @@ def clean_up(baseline: ProcessState) -> list[str]:
     root.handlers[:] = baseline.root_handlers
     root.setLevel(baseline.root_level)
     if warnings.filters != baseline.warning_filters:  # e.g. simplefilter("error")
-        warnings.filters[:] = baseline.warning_filters
+        cast("list[Any]", warnings.filters)[:] = baseline.warning_filters
         getattr(warnings, "_filters_mutated", lambda: None)()
     keras: Any = sys.modules.get("keras")
     if keras is not None and hasattr(keras, "backend"):
