@@ -42,6 +42,8 @@ class WarmWorker:
         self.experiment_id = experiment_id
         self.trials = 0
         """Trials handed to this worker so far."""
+        self.trial_id: int | None = None
+        """The trial handed last."""
         self.idle_since = 0.0
         self._control = control
 
@@ -107,6 +109,7 @@ class WarmWorker:
             os.close(out_write)
             os.close(err_write)
         self.trials += 1
+        self.trial_id = trial_id
         return os.fdopen(out_read, "rb"), os.fdopen(err_read, "rb")
 
     def wait(self) -> tuple[int, bool]:
@@ -117,7 +120,10 @@ class WarmWorker:
         except OSError:
             data = b""
         if data:
-            return int(json.loads(data)["returncode"]), True
+            reply = json.loads(data)
+            if reply.get("trial_id") == self.trial_id:
+                return int(reply["returncode"]), True
+            self.kill()  # it answered for another trial: not to be trusted with a next one
         self._control.close()
         return self.popen.wait(), False
 
