@@ -1,0 +1,163 @@
+"""Fixtures of the browser tests: Debian's Chromium driven by Playwright (headless,
+``--no-sandbox``, background networking off) against a real master process running real
+experiments of the tiny model in ``tests/master/trial_model``.
+
+The tests need the built UI (``make ui``) and ``/usr/bin/chromium`` (``make test`` installs
+both); without the built UI they are skipped, saying so. Screenshots of every page go to
+``tests/ui/screenshots/`` (not committed).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from pedl.master.api._web_ui import UI_DIST
+from tests.master.e2e import MasterProcess, create_experiment, trials, wait_for
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-dev-shm-usage"]
+SCREENSHOTS = Path(__file__).parent / "screenshots"
+
+CONFIG = """
+name: {name}
+description: {description}
+labels: [ui-test]
+hyperparameters:
+  global_batch_size: 16
+  lr: {lr}
+  dropout_seed: {{type: int, minval: 1, maxval: 9}}
+searcher: {searcher}
+scheduling_unit: {unit}
+min_validation_period: {{batches: {unit}}}
+min_checkpoint_period: {{batches: 20}}
+max_restarts: 0
+reproducibility: {{experiment_seed: 11}}
+environment:
+  environment_variables: {env}
+"""
+
+
+def config(
+    name: str,
+    searcher: str,
+    *,
+    lr: str = "{type: double, minval: 0.001, maxval: 0.1}",
+    unit: int = 5,
+    env: list[str] | None = None,
+    description: str = "a browser test",
+) -> str:
+    return CONFIG.format(
+        name=name, description=description, lr=lr, searcher=searcher, unit=unit, env=env or []
+    )
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> Path:
+    if not (UI_DIST / "index.html").is_file():
+        pytest.skip(f"the web UI is not built ({UI_DIST} has no index.html): run `make ui`")
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: `make test` installs it (apt-get install -y chromium)",
+            pytrace=False,
+        )
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path: Path) -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(chromium_path), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context.set_default_timeout(20_000)
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda err: errors.append(str(err)))
+    try:
+        yield tab
+    finally:
+        context.close()
+    assert errors == [], f"JavaScript errors on the page: {errors}"
+
+
+def screenshot(page: Page, name: str) -> None:
+    """Save the page as ``tests/ui/screenshots/<name>.png``."""
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+@dataclass(frozen=True)
+class Experiments:
+    master: MasterProcess
+    finished: int
+    """A random search of three trials, COMPLETED."""
+    errored: int
+    """One trial whose build_model raises: the experiment ends in ERROR."""
+    live: int
+    """One slow trial, running while the tests look at it."""
+    pausable: int
+    """Another slow trial, for pausing from the UI."""
+
+    @property
+    def url(self) -> str:
+        return self.master.url
+
+
+@pytest.fixture(scope="session")
+def experiments(
+    chromium_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Experiments]:
+    master = MasterProcess(tmp_path_factory.mktemp("ui-master"), cpu_slots=2).start()
+    try:
+        http = master.http
+        random = "{name: random, metric: val_loss, max_trials: 3, max_length: {batches: 20}}"
+        finished = create_experiment(http, config("ui-finished", random))
+        single = "{name: single, metric: val_loss, max_length: {batches: 20}}"
+        errored = create_experiment(
+            http,
+            config("ui-errored", single, lr="0.01").replace(
+                "hyperparameters:\n", "hyperparameters:\n  fail_in_build: true\n"
+            ),
+        )
+        wait_for(http, finished, {"COMPLETED"}, timeout=300, master=master)
+        wait_for(http, errored, {"ERROR"}, timeout=300, master=master)
+        slow = "{name: single, metric: val_loss, max_length: {batches: 100000}}"
+        live, pausable = (
+            create_experiment(
+                http, config(name, slow, lr="0.01", unit=2, env=["PEDL_TEST_SLEEP=0.05"])
+            )
+            for name in ("ui-live", "ui-pausable")
+        )
+        yield Experiments(master, finished, errored, live, pausable)
+        for experiment_id in (live, pausable):
+            http.post(f"/experiments/{experiment_id}/kill")
+    finally:
+        master.stop()
+
+
+def running_trial(experiments: Experiments, experiment_id: int) -> int:
+    """The id of the experiment's trial once it is RUNNING and has trained some batches."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        for trial in trials(experiments.master.http, experiment_id):
+            if trial["state"] == "RUNNING" and trial["total_batches"] > 0:
+                return int(trial["id"])
+        time.sleep(0.2)
+    raise AssertionError(
+        f"no trial of experiment {experiment_id} ran:\n{experiments.master.log()[-3000:]}"
+    )
