@@ -4,7 +4,8 @@
 
 The protocol keeps the process's original stdin and stdout to itself; the user's code sees
 ``/dev/null`` as stdin and stderr as stdout, so a ``print`` cannot break the protocol. The
-process exits when its stdin closes, or when its parent dies.
+process exits when its stdin closes, or when its parent dies; then it removes the hello's
+``workdir`` (the parent's files for it), which a parent killed outright cannot.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import inspect
 import json
 import logging
 import os
+import shutil
 import sys
 import threading
 import time
@@ -47,13 +49,16 @@ _PARENT_POLL_SECONDS = 0.5
 def main() -> int:
     requests, answers = _protocol_streams()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    _watch_parent(os.getppid())
+    workdir: list[Path] = []  # the parent's files for this process, removed if it dies
+    _watch_parent(os.getppid(), workdir)
     line = requests.readline(MAX_MESSAGE_BYTES + 1)
     if not line:
         return 0
     code_dir: Path | None = None
     try:
         hello = decode(line)
+        if hello.get("workdir"):
+            workdir.append(Path(hello["workdir"]))
         if hello.get("protocol") != PROTOCOL_VERSION:
             raise ProtocolError(f"expected protocol {PROTOCOL_VERSION}, got {hello!r:.200}")
         config = ExperimentConfig.model_validate(hello["config"])
@@ -69,7 +74,8 @@ def main() -> int:
     _send(answers, {"ready": {"class": f"{cls.__module__}.{cls.__qualname__}", "pid": os.getpid()}})
     while True:
         line = requests.readline(MAX_MESSAGE_BYTES + 1)
-        if not line:
+        if not line:  # the parent closed the pipe, or died
+            _remove(workdir)
             return 0
         _send(answers, serve(method, line, code_dir))
 
@@ -252,16 +258,23 @@ def _send(answers: IO[bytes], message: dict[str, Any]) -> None:
     answers.flush()
 
 
-def _watch_parent(parent: int) -> None:
-    """Exit at once when the parent process is gone (even while user code runs)."""
+def _watch_parent(parent: int, workdir: list[Path]) -> None:
+    """Exit at once when the parent process is gone (even while user code runs), removing
+    the files it made for this process."""
 
     def watch() -> None:
         while True:
             time.sleep(_PARENT_POLL_SECONDS)
             if os.getppid() != parent:
+                _remove(workdir)
                 os._exit(3)
 
     threading.Thread(target=watch, name="pedl-searcher-parent-watch", daemon=True).start()
+
+
+def _remove(workdir: list[Path]) -> None:
+    for path in workdir:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 if __name__ == "__main__":

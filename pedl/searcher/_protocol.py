@@ -4,8 +4,10 @@ mode's, process) and the searcher process that runs a custom search method.
 JSON lines (UTF-8, one object per line) over the child's stdin and stdout:
 
 1. The parent sends a *hello*: ``{"protocol": 1, "config": <ExperimentConfig.as_dict()>,
-   "code_dir": <path>, "archive": <path or null>}``. With ``archive`` (a model-definition
-   archive on disk) the child unpacks it into ``code_dir`` first.
+   "code_dir": <path>, "archive": <path or null>, "workdir": <path>}``. With ``archive`` (a
+   model-definition archive on disk) the child unpacks it into ``code_dir`` first; it
+   removes ``workdir`` (the parent's files for it) when it exits because the parent closed
+   the pipe or died.
 2. The child answers ``{"ready": {"class": "module.Class", "pid": <pid>}}`` once the user's
    class is imported and constructed, or ``{"error": <error>}`` and exits.
 3. Then, one request at a time: ``{"id": n, "call": <name>, "state": <SearcherState.to_dict()>,

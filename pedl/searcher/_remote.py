@@ -172,6 +172,7 @@ class RemoteSearchMethod(SearchMethod):
             "config": config.as_dict(),
             "code_dir": str(code),
             "archive": str(archive_path) if archive_path is not None else None,
+            "workdir": str(self._workdir),
         }
         self.searcher_class = ""
         """The custom search method's class, ``module.Class`` (empty if it did not start)."""

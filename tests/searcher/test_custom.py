@@ -585,15 +585,19 @@ def test_an_answer_that_breaks_the_protocol_fails_the_searcher(
 def test_the_searcher_process_exits_when_its_parent_dies(
     failing_model: Path, tmp_path: Path
 ) -> None:
-    """Even while the user's code hangs, the searcher process does not outlive the master."""
+    """Even while the user's code hangs, the searcher process does not outlive the master
+    (killed outright, here with the archive it was given), and removes the master's files."""
+    archive = tmp_path / "archive"
+    archive.write_bytes(model_def.package(failing_model))
     parent = f"""
-import os, sys, threading, time
+import os, pathlib, sys, threading, time
 from pedl.config import ExperimentConfig
 from pedl.searcher import RemoteSearchMethod, SearcherState
 config = ExperimentConfig.model_validate(
     {{"searcher": {{"name": "custom", "metric": "loss", "search_method": "failing:Failing"}}}}
 )
-method = RemoteSearchMethod(config, code_dir={str(failing_model)!r})
+archive = pathlib.Path({str(archive)!r}).read_bytes()
+method = RemoteSearchMethod(config, archive=archive)
 method.initial_operations(SearcherState())
 print(method.pid, flush=True)
 threading.Thread(
@@ -603,13 +607,16 @@ threading.Thread(
 time.sleep(0.5)
 os._exit(0)
 """
-    env = {**os.environ, "PEDL_TEST_FAIL": "hang"}
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {**os.environ, "PEDL_TEST_FAIL": "hang", "TMPDIR": str(temp)}
     out = subprocess.run(
         [sys.executable, "-c", parent], env=env, capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 0, out.stderr
     pid = int(out.stdout.split()[0])
     assert wait_gone(pid)
+    assert list(temp.iterdir()) == []
 
 
 def test_determined_names_are_importable_as_a_determined_user_writes_them() -> None:
