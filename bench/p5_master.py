@@ -10,6 +10,7 @@ and the only way to get their raw bearer tokens.
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import math
 import os
@@ -56,6 +57,24 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of process ``pid`` so far (from /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes ``pid`` started that run now (a master's read processes, its trials)."""
+    children = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            children += [int(child) for child in (task / "children").read_text().split()]
+    return children
+
+
+def cpu_seconds_of(pids: list[int]) -> float:
+    """:func:`cpu_seconds` summed over ``pids`` (those that still run)."""
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            total += cpu_seconds(pid)
+    return total
 
 
 def postgres_cpu_seconds() -> float:

@@ -159,12 +159,15 @@ def main() -> None:
             experiment_id = 1  # the only experiment of a fresh database
             load_before = p5_master.loadavg()
             cpu_before = p5_master.cpu_seconds(master.pid)
+            readers_pids = p5_master.child_pids(master.pid)  # its read processes
+            readers_before = p5_master.cpu_seconds_of(readers_pids)
             pg_before = p5_master.postgres_cpu_seconds()
             client_before = time.process_time()
             reporters, readers, wall = asyncio.run(
                 run_load(master.url, experiment_id, trials, args)
             )
             master_cpu = p5_master.cpu_seconds(master.pid) - cpu_before
+            readers_cpu = p5_master.cpu_seconds_of(readers_pids) - readers_before
             pg_cpu = p5_master.postgres_cpu_seconds() - pg_before
             client_cpu = time.process_time() - client_before
             load_after = p5_master.loadavg()
@@ -188,6 +191,8 @@ def main() -> None:
         "late_sends": reporters.late,
         "reads": summarize(readers, wall),
         "master_cpu_cores": round(master_cpu / wall, 2),
+        "read_processes": len(readers_pids),
+        "read_processes_cpu_cores": round(readers_cpu / wall, 2),
         "postgres_cpu_cores": round(pg_cpu / wall, 2),
         "loadgen_cpu_cores": round(client_cpu / wall, 2),
         "loadavg_1m": [load_before, load_after],

@@ -8,9 +8,11 @@ import logging
 import os
 import socket
 import sys
+import threading
 
 import uvicorn
 
+from pedl.master._reads import ReadProcesses
 from pedl.master._settings import MasterSettings
 from pedl.master.api import create_app
 from pedl.master.api._app import make_database
@@ -68,9 +70,7 @@ def serve(settings: MasterSettings) -> None:
     the trial processes are killed; they resume from their latest checkpoints next time.
     Raises :class:`ListenError` when the address cannot be bound.
     """
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    _configure_process()
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
     try:
         sock = socket.create_server((settings.host, settings.port), family=family, backlog=2048)
@@ -81,22 +81,25 @@ def serve(settings: MasterSettings) -> None:
     # without this, a response written as headers then body waits ~40 ms for the client's
     # delayed ACK (Nagle), on every keep-alive request.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    # The event loop shares the GIL with the worker threads (reads) and the metric writer.
-    # A thread that wants the GIL waits up to the switch interval (5 ms by default) for a
-    # CPU-bound holder: the event loop, which gives it up at every system call, paid that
-    # several times per request. 0.5 ms measured better in P5b (bench/RESULTS.md).
-    sys.setswitchinterval(float(os.environ.get("PEDL_SWITCH_INTERVAL", "0.0005")))
     port = sock.getsockname()[1]
     url = master_url(settings.host, port)
     database = make_database(settings)
     orchestrator = Orchestrator(database, settings, master_url=url)
-    app = create_app(settings, database=database, orchestrator=orchestrator)
+    reads = settings.read_process_count
+    app = create_app(
+        settings,
+        database=database,
+        orchestrator=orchestrator,
+        reads=ReadProcesses(settings, reads) if reads else None,
+    )
     logger.info(
-        "PEDL master listening on %s (%d slots; %d database connections, %d worker threads)",
+        "PEDL master listening on %s (%d slots; %d database connections, %d worker threads; "
+        "%d read processes)",
         url,
         orchestrator.total_slots,
         settings.db_connections,
         settings.worker_threads,
+        reads,
     )
     server = _Server(
         uvicorn.Config(
@@ -115,3 +118,46 @@ def serve(settings: MasterSettings) -> None:
         server.run(sockets=[sock])
     finally:
         database.dispose()
+
+
+def serve_reads(settings: MasterSettings, socket_path: str) -> None:
+    """Run one of the master's read processes (:class:`ReadProcesses`): the API's database
+    reads on the Unix socket ``socket_path``, until standard input reaches end-of-file (the
+    master stopped it, or died) or SIGINT/SIGTERM. Its pool and worker threads are sized
+    from ``settings`` like the master's."""
+    _configure_process()
+    database = make_database(settings)
+    app = create_app(settings, database=database, reads_only=True)
+    server = _Server(
+        uvicorn.Config(
+            app,
+            uds=socket_path,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=10,
+            access_log=False,
+            # The master keeps connections to it open; it closes them itself.
+            timeout_keep_alive=24 * 3600,
+        )
+    )
+
+    def exit_with_the_master() -> None:
+        sys.stdin.buffer.read()  # returns at end-of-file only
+        server.should_exit = True
+
+    threading.Thread(target=exit_with_the_master, name="pedl-master-watch", daemon=True).start()
+    try:
+        server.run()
+    finally:
+        database.dispose()
+
+
+def _configure_process() -> None:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    # The event loop shares the GIL with the worker threads (reads) and the metric writer.
+    # A thread that wants the GIL waits up to the switch interval (5 ms by default) for a
+    # CPU-bound holder: the event loop, which gives it up at every system call, paid that
+    # several times per request. 0.5 ms measured better in P5b (bench/RESULTS.md).
+    sys.setswitchinterval(float(os.environ.get("PEDL_SWITCH_INTERVAL", "0.0005")))

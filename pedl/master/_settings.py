@@ -127,6 +127,15 @@ class MasterSettings(BaseSettings):
     retry_after_seconds: int = Field(
         default=1, ge=1, description="The Retry-After header of 503 answers, in seconds."
     )
+    read_processes: int = Field(
+        default_factory=lambda: 1 if (os.cpu_count() or 1) > 1 else 0,
+        ge=0,
+        le=16,
+        description="Processes beside the master that serve the API's database reads (lists, "
+        "trials, metrics, logs, checkpoints) so that they do not compete with the trials' "
+        "reports for the master's one core; 0 serves everything in the master. Default 1 "
+        "(0 on a one-core machine); none with an in-memory SQLite database.",
+    )
     worker_reuse: bool = Field(
         default=True,
         description="Run the trials of an experiment one after another in warm worker "
@@ -171,6 +180,15 @@ class MasterSettings(BaseSettings):
         if self.max_user_requests is not None:
             return self.max_user_requests
         return max(1, self.worker_threads - 2)
+
+    @property
+    def read_process_count(self) -> int:
+        """``read_processes``, or 0 when the database lives in this process's memory."""
+        path = self.db_url.split("://", 1)[-1].split("?", 1)[0]
+        in_memory = self.db_backend == "sqlite" and (
+            path in ("", "/:memory:") or "mode=memory" in self.db_url
+        )
+        return 0 if in_memory else self.read_processes
 
     @field_validator("home", "checkpoint_dir", "config_file")
     @classmethod

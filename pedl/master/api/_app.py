@@ -52,6 +52,13 @@ from pedl.master.api._errors import (
     install_error_handlers,
     is_transient_db_error,
 )
+from pedl.master.api._forward import (
+    Forwarding,
+    ReadForwarder,
+    ReadRoutes,
+    ReadsOnly,
+    ReadSource,
+)
 from pedl.master.api._schemas import MetricsBatch
 from pedl.master.api._web_ui import UI_DIST, web_ui_route
 from pedl.master.db import Database, MetricIngestor, NotFoundError
@@ -228,6 +235,8 @@ def create_app(
     *,
     database: Database | None = None,
     orchestrator: Orchestrator | None = None,
+    reads: ReadSource | None = None,
+    reads_only: bool = False,
     ui_dir: Path = UI_DIST,
 ) -> FastAPI:
     """Build the master's REST API (OpenAPI at ``/docs`` and ``/openapi.json``).
@@ -241,27 +250,40 @@ def create_app(
     ``orchestrator`` (built on the same ``database``) the app runs experiments: the
     orchestrator starts after the migrations and stops (killing its trial processes) before
     the engine is disposed; without one it is an API-only master whose trial-operation routes
-    answer 409. On startup the worker-thread limit is set to ``settings.worker_threads``; see
-    the module's docstring for the sizing and the load shedding. The web UI built into
-    ``ui_dir`` (default: the package's ``ui_dist``) is served at ``/``; when it is not built,
-    ``/`` says how to build it.
+    answer 409. With ``reads`` (read processes, see :mod:`._forward`) the database reads of
+    :data:`~._forward.READ_ROUTES` are forwarded to them (counted in
+    ``app.state.read_forwarding``); they are started last and stopped first. ``reads_only``
+    builds a read process's app: only those reads and the health check (anything else
+    answers 404), no migrations (the master applies them before it starts its read
+    processes), no metric writer. On startup the worker-thread limit is set to
+    ``settings.worker_threads``; see the module's docstring for the sizing and the load
+    shedding. The web UI built into ``ui_dir`` (default: the package's ``ui_dist``) is served
+    at ``/``; when it is not built, ``/`` says how to build it.
     """
     owned = database is None
     db = make_database(settings) if database is None else database
-    ingestor = MetricIngestor(db, max_queued=settings.max_queued_reports)
+    ingestor = None if reads_only else MetricIngestor(db, max_queued=settings.max_queued_reports)
+    forwarding = None if reads is None else Forwarding()
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.worker_threads
-        settings.home.mkdir(parents=True, exist_ok=True)
-        await anyio.to_thread.run_sync(db.upgrade)
-        ingestor.start()
+        if ingestor is not None:
+            settings.home.mkdir(parents=True, exist_ok=True)
+            await anyio.to_thread.run_sync(db.upgrade)
+            ingestor.start()
         if orchestrator is not None:
             await anyio.to_thread.run_sync(orchestrator.start)
+        if reads is not None:
+            await reads.start()
         try:
             yield
         finally:
-            await anyio.to_thread.run_sync(ingestor.stop)
+            if reads is not None and forwarding is not None:
+                await forwarding.close()
+                await reads.stop()
+            if ingestor is not None:
+                await anyio.to_thread.run_sync(ingestor.stop)
             if orchestrator is not None:
                 await anyio.to_thread.run_sync(orchestrator.stop)
             if owned:
@@ -282,16 +304,7 @@ def create_app(
     app.state.metric_ingestor = ingestor
     app.state.orchestrator = orchestrator
     install_error_handlers(app)
-    app.add_middleware(
-        MetricReportFastPath, ingestor=ingestor, retry_after_s=settings.retry_after_seconds
-    )
-    app.add_middleware(  # outermost: sheds before any other work
-        InFlightLimit,
-        limit=settings.max_requests_in_flight,
-        user_slots=settings.user_request_slots,
-        retry_after_s=settings.retry_after_seconds,
-    )
-    for module in (
+    modules = (
         experiments,
         visualization,
         trials,
@@ -300,7 +313,27 @@ def create_app(
         downloads,
         cluster,
         health,
-    ):
+    )
+    read_routes = ReadRoutes(
+        (route for m in modules for route in m.router.routes if isinstance(route, APIRoute)),
+        prefix=API_PREFIX,
+    )
+    app.state.read_forwarding = forwarding
+    if reads_only:
+        app.add_middleware(ReadsOnly, routes=read_routes)
+    if reads is not None and forwarding is not None:
+        app.add_middleware(ReadForwarder, routes=read_routes, source=reads, forwarding=forwarding)
+    if ingestor is not None:
+        app.add_middleware(
+            MetricReportFastPath, ingestor=ingestor, retry_after_s=settings.retry_after_seconds
+        )
+    app.add_middleware(  # outermost: sheds before any other work
+        InFlightLimit,
+        limit=settings.max_requests_in_flight,
+        user_slots=settings.user_request_slots,
+        retry_after_s=settings.retry_after_seconds,
+    )
+    for module in modules:
         app.include_router(module.router, prefix=API_PREFIX)
     app.router.routes.append(web_ui_route(ui_dir))  # last: every other route comes first
     return app
