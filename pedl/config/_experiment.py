@@ -123,9 +123,12 @@ class ExperimentConfig(ConfigModel):
     @property
     def searcher_unit(self) -> Literal["batches", "records", "epochs"]:
         """The unit of the searcher's lengths: that of ``searcher.max_length``, or the
-        ``time_metric`` of an ASHA searcher given ``max_time`` (else batches)."""
+        ``time_metric`` of an ASHA searcher given ``max_time``, or a custom searcher's
+        ``unit`` (else batches)."""
         length = _searcher_length(self.searcher)
-        return length.unit if length is not None else "batches"
+        if length is not None:
+            return length.unit
+        return getattr(self.searcher, "unit", None) or "batches"  # a custom searcher's unit
 
     @property
     def searcher_max_length(self) -> int | None:

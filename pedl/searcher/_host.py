@@ -127,10 +127,11 @@ def _dispatch(method: SearchMethod, call: str, request: dict[str, Any]) -> Any:
             raise _HandlerError("TypeError", f"it returned {value!r:.100}, not a number")
         return float(value)
     elif call == "save":
-        method.save(state, Path(args["path"]))
+        method.save(state, Path(args["path"]), experiment_id=int(args.get("experiment_id", 0)))
         return None
     elif call == "load":
-        return method.load(Path(args["path"])).to_dict()
+        loaded, experiment_id = method.load(Path(args["path"]))
+        return {"state": loaded.to_dict(), "experiment_id": experiment_id}
     elif call == "save_method_state":
         method.save_method_state(Path(args["path"]))
         return None

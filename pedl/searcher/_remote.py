@@ -236,20 +236,21 @@ class RemoteSearchMethod(SearchMethod):
         self._progress, self._progress_key = float(value), key
         return self._progress
 
-    def save(self, searcher_state: SearcherState, path: Path) -> None:
+    def save(self, searcher_state: SearcherState, path: Path, *, experiment_id: int = 0) -> None:
         path.mkdir(parents=True, exist_ok=True)
-        self._call("save", searcher_state, path=str(path.resolve()))
+        self._call("save", searcher_state, path=str(path.resolve()), experiment_id=experiment_id)
 
-    def load(self, path: Path) -> SearcherState:
+    def load(self, path: Path) -> tuple[SearcherState, int]:
         record = self._call("load", None, path=str(path.resolve()))
         state = SearcherState()
         try:
-            state.from_dict(record)
-        except (AttributeError, TypeError, ValueError) as e:
+            state.from_dict(record["state"])
+            experiment_id = int(record["experiment_id"])
+        except (AttributeError, KeyError, TypeError, ValueError) as e:
             raise self._fail(
                 CustomSearcherError(f"the custom searcher's load answered {record!r:.200}: {e}")
             ) from e
-        return state
+        return state, experiment_id
 
     def save_method_state(self, path: Path) -> None:
         self._call("save_method_state", None, path=str(path.resolve()))

@@ -134,18 +134,23 @@ class SearchMethod(abc.ABC):
         """Load what :meth:`save_method_state` saved in ``path`` (default: nothing)."""
         return None
 
-    def save(self, searcher_state: SearcherState, path: pathlib.Path) -> None:
-        """Save the searcher state and the method's state into the directory ``path``."""
+    def save(
+        self, searcher_state: SearcherState, path: pathlib.Path, *, experiment_id: int = 0
+    ) -> None:
+        """Save the searcher state (with ``experiment_id``) and the method's state into the
+        directory ``path``."""
         path.mkdir(parents=True, exist_ok=True)
-        (path / STATE_FILE).write_text(json.dumps(searcher_state.to_dict()))
+        record = {**searcher_state.to_dict(), "experimentId": experiment_id}
+        (path / STATE_FILE).write_text(json.dumps(record))
         self.save_method_state(path)
 
-    def load(self, path: pathlib.Path) -> SearcherState:
-        """Load what :meth:`save` saved; return the searcher state."""
+    def load(self, path: pathlib.Path) -> tuple[SearcherState, int]:
+        """Load what :meth:`save` saved; return the searcher state and the experiment id."""
+        record = json.loads((path / STATE_FILE).read_text())
         state = SearcherState()
-        state.from_dict(json.loads((path / STATE_FILE).read_text()))
+        state.from_dict(record)
         self.load_method_state(path)
-        return state
+        return state, int(record.get("experimentId") or 0)
 
 
 class JSONStateSearchMethod(SearchMethod):

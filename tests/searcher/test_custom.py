@@ -246,10 +246,10 @@ def test_save_and_load_go_to_the_searcher_process(tmp_path: Path) -> None:
     state = SearcherState(trials_created={uuid.uuid4()}, last_event_id=4)
     with remote(model) as first:
         first.initial_operations(state)
-        first.save(state, tmp_path / "saved")
+        first.save(state, tmp_path / "saved", experiment_id=7)
     assert (tmp_path / "saved" / "method_state.json").is_file()
     with remote(model) as second:
-        assert second.load(tmp_path / "saved") == state
+        assert second.load(tmp_path / "saved") == (state, 7)
         ops = second.on_trial_closed(state, uuid.uuid4())  # created = 2 was loaded: a third
         assert [op.hparams["n"] for op in ops if isinstance(op, Create)] == [3]
 

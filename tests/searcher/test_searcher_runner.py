@@ -341,9 +341,10 @@ def test_searcher_state_and_method_state_save_and_load(tmp_path: Any) -> None:
     runner.initial_operations()
     runner.on_trial_created(1)
     runner.on_validation_completed(1, 0.5, 3)
-    runner.method.save(runner.searcher_state, tmp_path)
+    runner.method.save(runner.searcher_state, tmp_path, experiment_id=12)
     fresh = make_search_method(cfg)
-    state = fresh.load(tmp_path)
+    state, experiment_id = fresh.load(tmp_path)
+    assert experiment_id == 12
     assert state == runner.searcher_state
     assert state.trial_progress == {runner.request_uuid(1): 1.0}
     assert method_state(SearcherRunner(fresh)) == method_state(runner)
