@@ -30,7 +30,7 @@ import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from pydantic import ValidationError
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pedl import __version__
@@ -195,7 +195,7 @@ class MetricReportFastPath:
                 return error_response(503, message, retry_after_s=self.retry_after_s)
             logger.exception("unhandled error", exc_info=err)
             return error_response(500, "internal server error")
-        return JSONResponse(answer.model_dump(mode="json"))
+        return Response(answer.model_dump_json(), media_type="application/json")
 
 
 async def _read_body(receive: Receive) -> bytes:

@@ -141,7 +141,8 @@ async def ingest_report(
     try:
         future = ingestor.submit(trial_id, rows, token=token)
         try:
-            written = await asyncio.wait_for(asyncio.wrap_future(future), INGEST_TIMEOUT_S)
+            async with asyncio.timeout(INGEST_TIMEOUT_S):  # cheaper than wait_for (no task)
+                written = await asyncio.wrap_future(future)
         except TimeoutError:
             future.cancel()  # dropped if still queued; no effect once it is being written
             raise IngestUnavailableError(
