@@ -326,6 +326,16 @@ def test_trials_summary_columns(client: httpx.Client, database: Database) -> Non
         "best_validation": [0.3, None],
         "hparams": {"lr": [0.1, 0.01], "layers.units": [8, None], "opt": [None, "adam"]},
     }
+    # A new trial (with a new hyperparameter) shows on the next read; the kept columns grow.
+    c, _ = create_trial(database, experiment_id, hparams={"lr": 0.5, "momentum": 0.9})
+    again = client.get(f"/experiments/{experiment_id}/trials/summary").json()
+    assert again["trial_ids"] == [a, b, c] and again["states"] == ["ACTIVE", "QUEUED", "ACTIVE"]
+    assert again["hparams"] == {
+        "lr": [0.1, 0.01, 0.5],
+        "layers.units": [8, None, None],
+        "opt": [None, "adam", None],
+        "momentum": [None, None, 0.9],
+    }
     empty = create_experiment(client)["id"]
     assert client.get(f"/experiments/{empty}/trials/summary").json() == {
         "trial_ids": [],

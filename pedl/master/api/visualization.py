@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from pedl.engine import MetricKind
+from pedl.master.api._chart_cache import ChartCache
 from pedl.master.api._deps import DatabaseDep, ExperimentId
 from pedl.master.api._downsample import lttb
 from pedl.master.api._errors import ERROR_RESPONSES, ApiError
@@ -75,9 +76,9 @@ async def get_series(
     def read() -> bytes:
         with database.session() as session:
             experiment = experiments_repo.get_experiment(session, experiment_id)
-            trials = trials_repo.trial_progress(session, experiment_id)
+            trials = trials_repo.trial_rows(session, experiment_id)
             chosen = choose_trials(
-                trials,
+                [(trial_id, best, batches) for trial_id, _, best, batches in trials],
                 kind=kind,
                 smaller_is_better=experiment.smaller_is_better,
                 max_trials=max_trials,
@@ -175,57 +176,71 @@ def _series(
     ]
 
 
+async def get_chart_cache(request: Request) -> ChartCache:
+    """The app's :class:`ChartCache`, made on first use (on the event loop: no race)."""
+    cache = getattr(request.app.state, "chart_cache", None)
+    if not isinstance(cache, ChartCache):
+        cache = request.app.state.chart_cache = ChartCache()
+    return cache
+
+
+ChartCacheDep = Annotated[ChartCache, Depends(get_chart_cache)]
+
+
 @router.get("/{experiment_id}/trials/summary", response_model=TrialsSummaryPublic)
-async def get_trials_summary(experiment_id: ExperimentId, database: DatabaseDep) -> Response:
+async def get_trials_summary(
+    experiment_id: ExperimentId, database: DatabaseDep, cache: ChartCacheDep
+) -> Response:
     """Every trial of the experiment, as columns (for parallel coordinates and scatter
     plots): ids, states, best searcher-metric values and one column per hyperparameter
-    (nested ones flattened with dots, values as stored, null where a trial has none)."""
+    (nested ones flattened with dots, values as stored, null where a trial has none).
+
+    The hyperparameter columns are kept between requests (they never change); each request
+    reads only the trials' states and best values, and the hyperparameters of new trials."""
 
     def read() -> bytes:
         with database.session() as session:
-            rows = trials_repo.trial_summary_rows(session, experiment_id)
-        columns: dict[str, list[Any]] = {}
-        for index, (_, _, _, hparams) in enumerate(rows):
-            for name, value in flatten(hparams).items():
-                column = columns.get(name)
-                if column is None:
-                    column = columns[name] = [None] * len(rows)
-                column[index] = value
-        body = {
-            "trial_ids": [row[0] for row in rows],
-            "states": [row[1] for row in rows],
-            "best_validation": [
-                row[2] if row[2] is not None and math.isfinite(row[2]) else None for row in rows
-            ],
-            "hparams": columns,
-        }
-        return json.dumps(body, separators=(",", ":")).encode()
+            experiment = experiments_repo.get_experiment(session, experiment_id)
+            rows = trials_repo.trial_rows(session, experiment_id)
+            ids = [row[0] for row in rows]
+
+            def read_after(last_id: int) -> list[tuple[int, dict[str, Any]]]:
+                added = trials_repo.trial_hparams_after(session, experiment_id, last_id)
+                return [row for row in added if row[0] <= ids[-1]]
+
+            columns = cache.hparam_columns((experiment_id, experiment.created_at), ids, read_after)
+            hparams = columns.json()
+        best = [row[2] if row[2] is not None and math.isfinite(row[2]) else None for row in rows]
+        head = json.dumps(
+            {"trial_ids": ids, "states": [row[1] for row in rows], "best_validation": best},
+            separators=(",", ":"),
+        ).encode()
+        return head[:-1] + b',"hparams":' + hparams + b"}"
 
     return Response(await anyio.to_thread.run_sync(read), media_type="application/json")
 
 
-def flatten(hparams: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested hyperparameters as one level, names joined with dots."""
-    flat: dict[str, Any] = {}
-    for name, value in hparams.items():
-        if isinstance(value, dict):
-            flat.update(flatten(value, f"{prefix}{name}."))
-        else:
-            flat[f"{prefix}{name}"] = value
-    return flat
-
-
 @router.get("/{experiment_id}/metric-names")
-async def get_metric_names(experiment_id: ExperimentId, database: DatabaseDep) -> MetricNamesPublic:
+async def get_metric_names(
+    experiment_id: ExperimentId, database: DatabaseDep, cache: ChartCacheDep
+) -> MetricNamesPublic:
     """The names of the metrics the experiment's trials report, per kind, sorted (those in
-    each trial's first and latest row of the kind)."""
+    each trial's first and latest row of the kind; kept once the experiment has ended)."""
 
     def read() -> MetricNamesPublic:
         with database.session() as session:
-            experiments_repo.get_experiment(session, experiment_id)
-            names = metrics_repo.metric_names(session, experiment_id)
+            experiment = experiments_repo.get_experiment(session, experiment_id)
+
+            def names() -> dict[str, list[str]]:
+                found = metrics_repo.metric_names(session, experiment_id)
+                return {kind.value: found[kind] for kind in MetricKind}
+
+            found = cache.metric_names(
+                (experiment_id, experiment.created_at), experiment.state.is_terminal, names
+            )
         return MetricNamesPublic(
-            training=names[MetricKind.TRAINING], validation=names[MetricKind.VALIDATION]
+            training=found[MetricKind.TRAINING.value],
+            validation=found[MetricKind.VALIDATION.value],
         )
 
     return await anyio.to_thread.run_sync(read)

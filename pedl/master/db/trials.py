@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import secrets
 from collections.abc import Collection, Sequence
 from typing import Any, Literal, cast, get_args
 
-from sqlalchemy import Select, String, Table, func, select, type_coerce
+from sqlalchemy import Select, String, Table, Text, func, select, type_coerce
+from sqlalchemy import cast as sql_cast
 from sqlalchemy.orm import Session
 
 from pedl.engine import CheckpointState, MetricKind, TrialState, check_trial_transition
@@ -162,12 +164,10 @@ def _trial_page(
     return query.order_by(*order).limit(limit).offset(offset), count
 
 
-def trial_summary_rows(
-    session: Session, experiment_id: int
-) -> list[tuple[int, str, float | None, dict[str, Any]]]:
-    """``(id, state, best_validation, hparams)`` of every trial of an experiment, in creation
-    order (plain tuples; the state as its stored text). Raises :class:`NotFoundError` for an
-    unknown experiment."""
+def trial_rows(session: Session, experiment_id: int) -> list[tuple[int, str, float | None, int]]:
+    """``(id, state, best_validation, total_batches)`` of every trial of an experiment, by id
+    (plain tuples, the state as its stored text: no ORM objects, no JSON). Raises
+    :class:`NotFoundError` for an unknown experiment."""
     if session.scalar(select(Experiment.id).where(Experiment.id == experiment_id)) is None:
         raise NotFoundError("experiment", experiment_id)
     query = (
@@ -175,22 +175,28 @@ def trial_summary_rows(
             _trials.c.id,
             type_coerce(_trials.c.state, String),
             _trials.c.best_validation,
-            _trials.c.hparams,
+            _trials.c.total_batches,
         )
         .where(_trials.c.experiment_id == experiment_id)
         .order_by(_trials.c.id)
     )
-    return [(row[0], row[1], row[2], row[3]) for row in session.execute(query)]
+    # fetchall: one call for all rows (iterating fetches them one by one: ~3x the CPU)
+    return [(row[0], row[1], row[2], row[3]) for row in session.execute(query).all()]
 
 
-def trial_progress(session: Session, experiment_id: int) -> list[tuple[int, float | None, int]]:
-    """``(id, best_validation, total_batches)`` of every trial of an experiment, by id."""
+def trial_hparams_after(
+    session: Session, experiment_id: int, after_id: int = 0
+) -> list[tuple[int, dict[str, Any]]]:
+    """``(id, hparams)`` of the experiment's trials with an id above ``after_id``, by id (the
+    documents read as text and decoded in one call: several times cheaper than one by one)."""
     query = (
-        select(_trials.c.id, _trials.c.best_validation, _trials.c.total_batches)
-        .where(_trials.c.experiment_id == experiment_id)
+        select(_trials.c.id, sql_cast(_trials.c.hparams, Text))
+        .where(_trials.c.experiment_id == experiment_id, _trials.c.id > after_id)
         .order_by(_trials.c.id)
     )
-    return [(row[0], row[1], row[2]) for row in session.execute(query)]
+    rows = session.execute(query).all()
+    documents = json.loads("[" + ",".join(row[1] for row in rows) + "]")
+    return [(row[0], document) for row, document in zip(rows, documents, strict=True)]
 
 
 def trial_hparams(session: Session, trial_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
