@@ -304,10 +304,8 @@ export const api = {
   killTrial: (id: number) => request<Trial>("POST", `/trials/${id}/kill`),
   trialMetrics: (id: number, q: { kind?: MetricKind; afterBatches?: number; limit?: number }, signal?: AbortSignal) =>
     get<MetricRow[]>(`/trials/${id}/metrics`, { kind: q.kind, after_batches: q.afterBatches, limit: q.limit }, signal),
-  // ui/API.md names the cursor `after`; masters before it name it `after_seq`. Both are sent
-  // (an unknown query parameter is ignored), and callers drop lines they already have.
   trialLogs: (id: number, q: { after?: number; limit: number }, signal?: AbortSignal) =>
-    get<LogLine[]>(`/trials/${id}/logs`, { after: q.after, after_seq: q.after, limit: q.limit }, signal),
+    get<LogLine[]>(`/trials/${id}/logs`, { after: q.after, limit: q.limit }, signal),
   trialCheckpoints: (id: number, q: { limit: number; offset: number }, signal?: AbortSignal) =>
     get<Page<Checkpoint>>(`/trials/${id}/checkpoints`, q, signal),
   cluster: (signal?: AbortSignal) => get<Cluster>("/cluster", undefined, signal),

@@ -75,12 +75,14 @@ const dateTimeFormat = new Intl.DateTimeFormat("en-GB", {
   hour: "2-digit",
   minute: "2-digit",
 });
+const thisYearFormat = new Intl.DateTimeFormat("en-GB", { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
 
-/** A timestamp in local time: 3 May 2025, 14:03. */
+/** A timestamp in local time: "3 May, 14:03" this year, "3 May 2024, 14:03" before. */
 export function formatTime(iso: string | null | undefined): string {
   if (!iso) return EM_DASH;
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? iso : dateTimeFormat.format(date);
+  if (Number.isNaN(date.getTime())) return iso;
+  return (date.getFullYear() === new Date().getFullYear() ? thisYearFormat : dateTimeFormat).format(date);
 }
 
 /** A hyperparameter value as it reads in a table cell. */

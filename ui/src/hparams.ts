@@ -25,3 +25,20 @@ export function hparamNames(trials: readonly { hparams: Record<string, unknown> 
   for (const trial of trials) for (const name of Object.keys(flattenHparams(trial.hparams))) names.add(name);
   return [...names];
 }
+
+/** How the config declares a hyperparameter, when it does (Determined's `type`). */
+export type DeclaredType = "categorical" | "log" | "int" | "double" | "const";
+
+/** The declared type of every hyperparameter of an experiment config, by flattened name
+ * (`optimizer.lr`); nested groups without a `type` are walked into. */
+export function declaredTypes(hyperparameters: unknown, prefix = "", out = new Map<string, DeclaredType>()): Map<string, DeclaredType> {
+  if (!hyperparameters || typeof hyperparameters !== "object") return out;
+  for (const [key, spec] of Object.entries(hyperparameters as Record<string, unknown>)) {
+    const name = prefix ? `${prefix}.${key}` : key;
+    if (!spec || typeof spec !== "object" || Array.isArray(spec)) continue;
+    const type = (spec as { type?: unknown }).type;
+    if (typeof type === "string") out.set(name, type as DeclaredType);
+    else declaredTypes(spec, name, out);
+  }
+  return out;
+}

@@ -79,15 +79,21 @@ const VIRIDIS = [
   [253, 231, 37],
 ] as const;
 
-/** The sequential colour of t in 0..1 (0 dark purple, 1 yellow). */
-export function sequentialColor(t: number, alpha = 1): string {
+/** The sequential colour of t in 0..1 (0 dark purple, 1 yellow) as [r, g, b] 0..255. */
+export function sequentialRgb(t: number): [number, number, number] {
   const x = Math.max(0, Math.min(1, Number.isFinite(t) ? t : 0)) * (VIRIDIS.length - 1);
   const i = Math.min(VIRIDIS.length - 2, Math.floor(x));
   const f = x - i;
   const from = VIRIDIS[i] ?? VIRIDIS[0];
   const to = VIRIDIS[i + 1] ?? VIRIDIS[0];
   const mix = (k: 0 | 1 | 2) => Math.round(from[k] + (to[k] - from[k]) * f);
-  return `rgba(${mix(0)}, ${mix(1)}, ${mix(2)}, ${alpha})`;
+  return [mix(0), mix(1), mix(2)];
+}
+
+/** The sequential colour of t in 0..1 as a CSS colour. */
+export function sequentialColor(t: number, alpha = 1): string {
+  const [r, g, b] = sequentialRgb(t);
+  return `rgba(${r}, ${g}, ${b}, ${alpha})`;
 }
 
 /** Highlight colour of the best trials where the others are coloured by a metric. */

@@ -3,6 +3,7 @@
 // scatter plots.
 
 import { formatValue } from "../format";
+import type { DeclaredType } from "../hparams";
 
 export interface Axis {
   name: string;
@@ -25,11 +26,12 @@ function categoryKey(value: unknown): string {
   return typeof value === "string" ? value : formatValue(value);
 }
 
-/** The axis of these values, or null when they never vary (nothing to show). */
-export function buildAxis(name: string, values: readonly unknown[]): Axis | null {
+/** The axis of these values, or null when they never vary (nothing to show). A declared
+ * `categorical` is categorical even with numeric values; a declared `log` is a log axis. */
+export function buildAxis(name: string, values: readonly unknown[], declared?: DeclaredType): Axis | null {
   const present = values.filter((v) => v != null);
   if (present.length === 0) return null;
-  const numeric = present.every((v) => typeof v === "number" && Number.isFinite(v));
+  const numeric = declared !== "categorical" && present.every((v) => typeof v === "number" && Number.isFinite(v));
   if (numeric) {
     const numbers = present as number[];
     let min = Infinity;
@@ -39,7 +41,7 @@ export function buildAxis(name: string, values: readonly unknown[]): Axis | null
       if (v > max) max = v;
     }
     if (min === max) return null;
-    const log = min > 0 && max / min >= LOG_SPAN;
+    const log = min > 0 && (declared === "log" || (declared === undefined && max / min >= LOG_SPAN));
     const lo = log ? Math.log10(min) : min;
     const span = (log ? Math.log10(max) : max) - lo;
     return {

@@ -32,15 +32,18 @@ export interface LineChartOptions {
   /** The message shown while there is nothing to draw. */
   emptyText: string;
   onPick?: (id: number) => void;
-  /** A legend of the series under the chart (for a few series). */
+  /** Where a series' legend entry links to (a trial's page). */
+  linkOf?: (id: number) => string;
+  /** A legend of the series under the chart; by default, when there are at most 12. */
   legend?: boolean;
 }
 
 const AXIS = { stroke: "#5b6474", grid: { stroke: "#e8ebf0", width: 1 }, ticks: { stroke: "#d5dae1", width: 1 } };
 const HOVER_RADIUS_PX = 28;
 
-function axisValues(_u: uPlot, splits: number[]): string[] {
-  return splits.map((v) => formatNumber(v));
+/** Tick labels; uPlot passes null for ticks it draws without a label (log scales). */
+export function axisValues(_u: uPlot, splits: (number | null)[]): string[] {
+  return splits.map((v) => (v == null ? "" : formatNumber(v)));
 }
 
 /** The series' points on the union of their x values (uPlot's aligned data). */
@@ -98,7 +101,7 @@ export class LineChart {
     this.empty = h("div", { class: "chart-empty", hidden: true }, options.emptyText);
     this.tooltip = h("div", { class: "chart-tooltip", hidden: true, role: "status" });
     this.marker = h("div", { class: "chart-marker", hidden: true });
-    this.legendEl = options.legend ? h("ul", { class: "chart-legend" }) : null;
+    this.legendEl = options.legend === false ? null : h("ul", { class: "chart-legend" });
     this.el = h(
       "div",
       {
@@ -122,7 +125,7 @@ export class LineChart {
     const drawn = ordered.filter((s) => s.points.some((p) => p[1] != null && Number.isFinite(p[1])));
     this.el.dataset.seriesCount = String(drawn.length);
     this.empty.hidden = drawn.length > 0;
-    this.renderLegend(ordered);
+    this.renderLegend(series);
     const data = align(ordered);
     if (this.plot && sameSeries(ordered, this.series)) {
       this.series = ordered;
@@ -162,7 +165,8 @@ export class LineChart {
   }
 
   private plotOptions(series: readonly LineSeries[]): uPlot.Options {
-    const pointCounts = series.map((s) => s.points.length);
+    // A line needs two points; a series with very few points shows them as dots.
+    const fewPoints = (_u: uPlot, seriesIdx: number) => (this.series[seriesIdx - 1]?.points.length ?? 0) <= 2;
     return {
       width: this.width(),
       height: this.options.height,
@@ -179,15 +183,14 @@ export class LineChart {
       ],
       series: [
         { label: this.options.xLabel },
-        ...series.map((s, i) => ({
+        ...series.map((s) => ({
           label: s.label,
           stroke: s.emphasis ? s.color : withAlpha(s.color, series.length > 20 ? 0.45 : 0.7),
           width: s.emphasis ? 2.5 : series.length > 20 ? 1 : 1.5,
           dash: s.dash,
           spanGaps: true,
           points: {
-            // A line needs two points; a series with very few points shows them as dots.
-            show: (pointCounts[i] ?? 0) <= 2,
+            show: fewPoints,
             size: s.emphasis ? 7 : 5,
             fill: s.color,
             stroke: s.color,
@@ -211,18 +214,15 @@ export class LineChart {
 
   private renderLegend(series: readonly LineSeries[]): void {
     if (!this.legendEl) return;
+    const shown = this.options.legend === true || series.length <= 12;
+    this.legendEl.hidden = !shown;
+    if (!shown) return;
     this.legendEl.replaceChildren(
-      ...series.map((s) =>
-        h(
-          "li",
-          {},
-          h("span", {
-            class: s.dash ? "swatch dashed" : "swatch",
-            style: `border-color: ${s.color}; background: ${s.dash ? "transparent" : s.color}`,
-          }),
-          s.label,
-        ),
-      ),
+      ...series.map((s) => {
+        const swatch = h("span", { class: "swatch", style: `border-color: ${s.color}; border-top-width: ${s.emphasis ? 4 : 2}px` });
+        const link = this.options.linkOf?.(s.id);
+        return h("li", {}, link ? h("a", { href: link }, swatch, s.label) : [swatch, s.label]);
+      }),
     );
   }
 

@@ -6,7 +6,7 @@
 
 import { h } from "../dom";
 import { formatNumber, formatValue } from "../format";
-import { BEST_COLOR, sequentialColor } from "../palette";
+import { BEST_COLOR, sequentialColor, sequentialRgb } from "../palette";
 import type { Axis } from "./hp-axis";
 
 export interface ParallelData {
@@ -22,6 +22,9 @@ const PAD = { left: 56, right: 84, top: 46, bottom: 22 };
 const FONT = "12px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
 const TEXT = "#3a4250";
 const HOVER_PX = 6;
+const GREY: [number, number, number] = [150, 158, 172];
+/** Above this many trials the lines are thinner, fainter and drawn by colour bucket. */
+const MANY = 500;
 
 export class ParallelCoordinates {
   readonly el: HTMLElement;
@@ -108,44 +111,51 @@ export class ParallelCoordinates {
       this.ys.push(row);
     }
 
-    const many = n > 500;
-    const alpha = n <= 50 ? 0.85 : n <= 500 ? 0.5 : 0.22;
-    ctx.lineWidth = many ? 1 : 1.4;
+    const alpha = n <= 50 ? 0.85 : n <= MANY ? 0.5 : 0.22;
     ctx.lineJoin = "round";
-    // Trials without a metric first (grey), then the others from worse to better so the
-    // better ones stay visible on top, then the best in the highlight colour.
-    const order = [...Array(n).keys()];
     const score = (i: number) => {
       const t = data.metric.normalized(i);
       if (t == null) return -1;
       return data.smallerIsBetter ? 1 - t : t;
     };
-    const scores = order.map(score);
-    // Lines are stroked in 33 colour buckets (one path each, grey first, then worse to
-    // better, so the better ones stay visible on top): fast for 10,000 trials.
+    const scores = Array.from({ length: n }, (_x, i) => score(i));
+    // Colour buckets drawn in order: trials without a metric (grey) first, then from worse
+    // to better, so the better ones stay visible on top; the best last, on their own.
     const BUCKETS = 32;
     const buckets: number[][] = Array.from({ length: BUCKETS + 2 }, () => []);
     const bestRows: number[] = [];
-    for (const i of order) {
+    for (let i = 0; i < n; i++) {
       if (data.best.has(data.trialIds[i] as number)) bestRows.push(i);
       else {
         const s = scores[i] ?? -1;
         (buckets[s < 0 ? 0 : 1 + Math.round(s * BUCKETS)] as number[]).push(i);
       }
     }
+    const colours = buckets.map((_rows, b): [number, number, number] => (b === 0 ? GREY : sequentialRgb(((b - 1) / BUCKETS) * 0.9)));
+    // Many lines: one path per colour bucket, one device pixel wide (wider strokes of many
+    // overlapping lines cost Skia ten times more without a GPU). Few: one stroke each.
+    const many = n > MANY;
+    ctx.lineWidth = many ? 1 / ratio : 1.4;
     buckets.forEach((rows, b) => {
       if (rows.length === 0) return;
-      ctx.strokeStyle = b === 0 ? `rgba(150, 158, 172, ${Math.min(0.35, alpha)})` : sequentialColor(((b - 1) / BUCKETS) * 0.9, alpha);
-      ctx.beginPath();
-      for (const i of rows) this.traceRow(ctx, i);
-      ctx.stroke();
+      const [r, g, bl] = colours[b] ?? GREY;
+      ctx.strokeStyle = `rgba(${r}, ${g}, ${bl}, ${b === 0 ? Math.min(0.35, alpha) : alpha})`;
+      if (many) {
+        ctx.beginPath();
+        for (const i of rows) this.traceRow(ctx, i);
+        ctx.stroke();
+      } else {
+        for (const i of rows) this.strokeRow(ctx, i);
+      }
     });
+    // The best: thick, in their metric colour, outlined in dark so they stand out.
     for (const i of bestRows) {
-      ctx.lineWidth = 5;
-      ctx.strokeStyle = "rgba(255, 255, 255, 0.9)";
+      const s = scores[i] ?? -1;
+      ctx.lineWidth = 5.5;
+      ctx.strokeStyle = "rgba(29, 36, 48, 0.85)";
       this.strokeRow(ctx, i);
-      ctx.lineWidth = 2.5;
-      ctx.strokeStyle = BEST_COLOR;
+      ctx.lineWidth = 3;
+      ctx.strokeStyle = s < 0 ? BEST_COLOR : sequentialColor(s * 0.9, 1);
       this.strokeRow(ctx, i);
     }
     this.drawAxes(ctx, axes, plotH);
@@ -229,9 +239,9 @@ export class ParallelCoordinates {
     this.legend.replaceChildren(
       h("span", { class: "gradient", "aria-hidden": "true" }),
       h("span", {}, `${data.metric.name}: worse → better (${better} is better)`),
-      h("span", { class: "swatch", style: `background: ${BEST_COLOR}; border-color: ${BEST_COLOR}` }),
-      h("span", {}, `best ${data.best.size} trials`),
-      h("span", { class: "swatch", style: "background: #969eac; border-color: #969eac" }),
+      h("span", { class: "swatch best", style: `border-color: ${sequentialColor(0.9)}` }),
+      h("span", {}, `best ${data.best.size} trials (thick, outlined)`),
+      h("span", { class: "swatch", style: "border-color: #969eac" }),
       h("span", {}, "no metric yet"),
     );
   }

@@ -8,6 +8,7 @@ import { h } from "../dom";
 import { formatNumber, formatValue } from "../format";
 import { BEST_COLOR, withAlpha } from "../palette";
 import type { Axis } from "./hp-axis";
+import { axisValues } from "./line-chart";
 
 export interface ScatterData {
   axis: Axis;
@@ -73,14 +74,14 @@ export class HpScatter {
     const xs = this.points.map((p) => p.x);
     const others = this.points.map((p) => (p.best ? null : p.y));
     const bests = this.points.map((p) => (p.best ? p.y : null));
-    const many = this.points.length > 500;
 
     this.plot?.destroy();
     const xAxis: uPlot.Axis = {
       ...AXIS,
       label: axis.name,
       labelSize: 20,
-      values: (_u, splits) => splits.map((v) => (axis.kind === "categorical" ? String(axis.categories[Math.round(v)] ?? "") : formatNumber(v))),
+      values: (u, splits) =>
+        axis.kind === "categorical" ? splits.map((v) => String(axis.categories[Math.round(v)] ?? "")) : axisValues(u, splits),
     };
     if (axis.kind === "categorical") {
       xAxis.splits = () => axis.categories.map((_c, i) => i);
@@ -99,21 +100,15 @@ export class HpScatter {
                 ? { time: false, distr: 3, log: 10 }
                 : { time: false },
         },
-        axes: [xAxis, { ...AXIS, label: data.metricName, labelSize: 20, size: 56, values: (_u, s) => s.map((v) => formatNumber(v)) }],
+        axes: [xAxis, { ...AXIS, label: data.metricName, labelSize: 20, size: 56, values: axisValues }],
+        // The series set the scales; the dots are drawn by drawDots (squares for the many:
+        // far cheaper than uPlot's arcs with 10,000 trials; circles for the best).
         series: [
           {},
-          {
-            label: "trials",
-            paths: () => null,
-            points: { show: true, size: many ? 4 : 6, width: 0, fill: withAlpha(OTHER_COLOR, many ? 0.35 : 0.6), stroke: "transparent" },
-          },
-          {
-            label: "best trials",
-            paths: () => null,
-            points: { show: true, size: 10, width: 1.5, fill: BEST_COLOR, stroke: "#ffffff" },
-          },
+          { label: "trials", paths: () => null, points: { show: false } },
+          { label: "best trials", paths: () => null, points: { show: false } },
         ],
-        hooks: { setCursor: [(u) => this.hover(u)] },
+        hooks: { draw: [(u) => this.drawDots(u)], setCursor: [(u) => this.hover(u)] },
       },
       [xs, others, bests],
       this.el,
@@ -128,6 +123,35 @@ export class HpScatter {
   dispose(): void {
     this.resizeObserver.disconnect();
     this.plot?.destroy();
+  }
+
+  private drawDots(u: uPlot): void {
+    const { ctx, bbox } = u;
+    const ratio = window.devicePixelRatio || 1;
+    const many = this.points.length > 500;
+    const half = (many ? 1.6 : 2.6) * ratio;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(bbox.left, bbox.top, bbox.width, bbox.height);
+    ctx.clip();
+    ctx.fillStyle = withAlpha(OTHER_COLOR, many ? 0.35 : 0.65);
+    for (const p of this.points) {
+      if (p.best) continue;
+      const x = u.valToPos(p.x, "x", true);
+      const y = u.valToPos(p.y, "y", true);
+      ctx.fillRect(x - half, y - half, 2 * half, 2 * half);
+    }
+    ctx.fillStyle = BEST_COLOR;
+    ctx.strokeStyle = "#ffffff";
+    ctx.lineWidth = 1.5 * ratio;
+    for (const p of this.points) {
+      if (!p.best) continue;
+      ctx.beginPath();
+      ctx.arc(u.valToPos(p.x, "x", true), u.valToPos(p.y, "y", true), 5 * ratio, 0, 2 * Math.PI);
+      ctx.fill();
+      ctx.stroke();
+    }
+    ctx.restore();
   }
 
   private width(): number {

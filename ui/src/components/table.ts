@@ -30,6 +30,8 @@ export interface TableOptions<T> {
   sort?: string;
   onSort?: (sort: string) => void;
   empty: string;
+  /** As wide as its content instead of the container. */
+  narrow?: boolean;
 }
 
 /** Parse `-key` into its key and direction. */
@@ -100,7 +102,7 @@ export function dataTable<T>(rows: readonly T[], options: TableOptions<T>): HTML
 
   return h(
     "table",
-    { class: "data", "data-testid": options.testId ?? null },
+    { class: options.narrow ? "data narrow" : "data", "data-testid": options.testId ?? null },
     h("caption", { class: "visually-hidden" }, options.caption),
     h("thead", {}, head),
     body,

@@ -57,7 +57,8 @@ export class ExperimentListPage implements Page {
       h("option", { value: "" }, "All states"),
       EXPERIMENT_STATES.map((s) => h("option", { value: s }, formatState(s))),
     );
-    const nameChanged = debounce(() => setQuery({ name: this.nameInput.value.trim(), page: null }, { replace: true }), 250);
+    // Typing goes into one history entry: the first change pushes one, the next ones rewrite it.
+    const nameChanged = debounce(() => setQuery({ name: this.nameInput.value.trim(), page: null }, { replace: this.state.name !== "" }), 250);
     this.nameInput = h("input", {
       id: "filter-name",
       type: "search",

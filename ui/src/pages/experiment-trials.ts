@@ -8,7 +8,7 @@ import { stateBadge } from "../components/state-badge";
 import { type Column, dataTable, pager, swapTable } from "../components/table";
 import { h } from "../dom";
 import { EM_DASH, elapsed, formatDuration, formatInteger, formatNumber, formatState, formatTime, formatValue } from "../format";
-import { flattenHparams, hparamNames } from "../hparams";
+import { declaredTypes, flattenHparams, hparamNames } from "../hparams";
 import { Poller } from "../poll";
 import { href, setQuery } from "../router";
 import type { ExperimentContext, ExperimentTab } from "./experiment-context";
@@ -108,6 +108,8 @@ export class TrialsTab implements ExperimentTab {
     const { page, sort } = this.state;
     this.count.textContent = `${formatInteger(total)} trial${total === 1 ? "" : "s"}`;
     const flat = new Map(trials.map((t) => [t.id, flattenHparams(t.hparams)]));
+    // Constants of the config are the same in every row: left out (the Config tab has them).
+    const declared = declaredTypes(experiment.config.hyperparameters);
     const now = Date.now();
     const columns: Column<Trial>[] = [
       { label: "Trial", sortKey: "id", numeric: true, cell: (t) => h("a", { href: href(`/trials/${t.id}`) }, String(t.id)) },
@@ -129,7 +131,9 @@ export class TrialsTab implements ExperimentTab {
       },
       { label: "Batches", sortKey: "total_batches", numeric: true, cell: (t) => formatInteger(t.total_batches) },
       { label: "Restarts", sortKey: "restarts", numeric: true, cell: (t) => formatInteger(t.restarts) },
-      ...hparamNames(trials).map(
+      ...hparamNames(trials)
+        .filter((name) => declared.get(name) !== "const")
+        .map(
         (name): Column<Trial> => ({
           label: name,
           numeric: trials.some((t) => typeof flat.get(t.id)?.[name] === "number"),

@@ -11,6 +11,7 @@ import { ParallelCoordinates } from "../components/parallel-coordinates";
 import { HpScatter } from "../components/scatter";
 import { h } from "../dom";
 import { formatInteger } from "../format";
+import { declaredTypes } from "../hparams";
 import { markChartsPainted } from "../perf";
 import { Poller } from "../poll";
 import { navigate, setQuery } from "../router";
@@ -124,13 +125,6 @@ export class VisualizationTab implements ExperimentTab {
     const signal = this.controller.signal;
     // Everything at once: the experiment (the page's), the series, the summary, the names.
     const summary = api.trialsSummary(this.context.id, signal);
-    void api
-      .metricNames(this.context.id, signal)
-      .then((names) => {
-        this.names = names;
-        this.syncControls();
-      })
-      .catch(() => undefined);
     const experiment = await this.context.ready;
     const curvesPainted = this.startCurves(experiment);
     let summaryDrawn: Promise<void> = Promise.resolve();
@@ -143,7 +137,16 @@ export class VisualizationTab implements ExperimentTab {
     }
     if (this.context.live) this.poller.start();
     await Promise.all([curvesPainted, summaryDrawn]);
-    if (!signal.aborted) markChartsPainted();
+    if (signal.aborted) return;
+    markChartsPainted();
+    // The metric names only fill the menu: asked for once the charts are up, so they do not
+    // compete with the charts' requests.
+    try {
+      this.names = await api.metricNames(this.context.id, signal);
+      this.syncControls();
+    } catch {
+      // The menu keeps the current metric.
+    }
   }
 
   private metricOf(experiment: Experiment): string {
@@ -201,8 +204,9 @@ export class VisualizationTab implements ExperimentTab {
   private showSummary(summary: TrialsSummary, experiment: Experiment): void {
     const metricName = experiment.searcher_metric ?? "metric";
     const best = bestTrialIds(summary, experiment.smaller_is_better);
+    const declared = declaredTypes(experiment.config.hyperparameters);
     const axes = Object.entries(summary.hparams)
-      .map(([name, values]) => buildAxis(name, values))
+      .map(([name, values]) => buildAxis(name, values, declared.get(name)))
       .filter((a): a is Axis => a !== null);
     const metric = metricAxis(metricName, summary.best_validation);
     const n = summary.trial_ids.length;

@@ -100,8 +100,10 @@ export class ExperimentPage implements Page {
       this.tabsHost,
       this.panel,
     );
+    // The experiment is asked for first: the tabs' bigger requests wait for it anyway.
+    const first = this.refresh();
     this.update(route);
-    void this.refresh().then((live) => {
+    void first.then((live) => {
       if (live) this.poller.start();
     });
   }

@@ -2,16 +2,18 @@
 //
 // The first fetch asks the master for downsampled series (at most `maxTrials` trials of at
 // most `maxPoints` points). While the experiment is live, every POLL_MS it asks only for the
-// points newer than the answer's `cursor` (`after=<cursor>`) and appends them. The whole
-// (downsampled) set is fetched again only when it may hold other trials: the experiment got
-// new trials, or some of its trials had no points yet (at most every REFETCH_MS), or the
-// appended raw points have grown a series past twice the downsampled size.
+// points newer than the answer's `cursor` (`after=<cursor>`) and appends them to the trials
+// drawn. The whole (downsampled) set is fetched again when the appended raw points have
+// grown a series past twice the downsampled size, or, at most every REFETCH_MS, when it may
+// hold other trials: the experiment got new trials, a trial not drawn has points, or fewer
+// trials are drawn than there are.
 
 import { ApiError, type MetricKind, type SeriesTrial, type XAxis, api } from "../api";
 import { LineChart, type LineSeries, type Point } from "../components/line-chart";
 import { errorMessage } from "../components/notice";
 import { seriesColor } from "../palette";
 import { Poller } from "../poll";
+import { href } from "../router";
 import type { ExperimentContext } from "./experiment-context";
 
 export interface CurveQuery {
@@ -47,6 +49,7 @@ export class LiveCurves {
       yLabel: query.metric,
       emptyText: `No ${query.kind} points for ${query.metric} yet.`,
       onPick: options.onPick,
+      linkOf: (id) => href(`/trials/${id}`),
     });
   }
 
@@ -65,13 +68,14 @@ export class LiveCurves {
   private async fetchAll(): Promise<void> {
     const { kind, metric, x, maxTrials, maxPoints } = this.query;
     try {
+      // The trial count tells a live page when new trials came; an ended one needs none.
       const [series, trials] = await Promise.all([
         api.series(this.context.id, { kind, metric, x, maxTrials, maxPoints }, this.controller.signal),
-        api.trials(this.context.id, { limit: 1, offset: 0 }, this.controller.signal),
+        this.context.live ? api.trials(this.context.id, { limit: 1, offset: 0 }, this.controller.signal) : null,
       ]);
       this.trials = series.trials;
       this.cursor = series.cursor;
-      this.trialTotal = trials.total;
+      this.trialTotal = trials?.total ?? -1;
       this.lastFull = Date.now();
       this.render();
     } catch (err) {
@@ -90,9 +94,10 @@ export class LiveCurves {
       api.trials(this.context.id, { limit: 1, offset: 0 }, this.controller.signal),
     ]);
     const incomplete = this.trials.length < Math.min(trials.total, this.query.maxTrials);
-    const grown = this.append(update.trials);
+    const { unknown, oversized } = this.append(update.trials);
     this.cursor = Math.max(this.cursor, update.cursor);
-    if (trials.total !== this.trialTotal || grown || (incomplete && Date.now() - this.lastFull > REFETCH_MS)) {
+    const stale = trials.total !== this.trialTotal || unknown || incomplete;
+    if (oversized || (stale && Date.now() - this.lastFull > REFETCH_MS)) {
       await this.fetchAll();
     } else if (update.trials.some((t) => t.points.length > 0)) {
       this.render();
@@ -101,18 +106,17 @@ export class LiveCurves {
     return live;
   }
 
-  /** Append new raw points; true when a series grew past twice the downsampled size. */
-  private append(updates: SeriesTrial[]): boolean {
+  /** Append the new raw points of the trials drawn. `unknown`: a trial not drawn has points
+   * (the answer holds only its newest); `oversized`: a series grew past twice the
+   * downsampled size. Either way the series should be fetched whole again. */
+  private append(updates: SeriesTrial[]): { unknown: boolean; oversized: boolean } {
     const byId = new Map(this.trials.map((t) => [t.trial_id, t]));
-    let grown = false;
+    let unknown = false;
+    let oversized = false;
     for (const update of updates) {
       const known = byId.get(update.trial_id);
       if (!known) {
-        if (update.points.length > 0) {
-          const added = { ...update, points: [...update.points] };
-          this.trials.push(added);
-          byId.set(update.trial_id, added);
-        }
+        if (update.points.length > 0) unknown = true;
         continue;
       }
       for (const point of update.points) {
@@ -120,9 +124,9 @@ export class LiveCurves {
         if (last && point[0] === last[0]) known.points[known.points.length - 1] = point;
         else if (!last || point[0] > last[0]) known.points.push(point);
       }
-      if (known.points.length > 2 * this.query.maxPoints) grown = true;
+      if (known.points.length > 2 * this.query.maxPoints) oversized = true;
     }
-    return grown;
+    return { unknown, oversized };
   }
 
   private render(): void {

@@ -12,6 +12,17 @@ const PAGE_LINES = 5000;
 const MAX_LINES = 100_000;
 const MAX_MARKED = 5000;
 
+const ERROR_WORDS = /\b(ERROR|CRITICAL|FATAL|Traceback \(most recent call last\))\b|^\w*(Error|Exception): /;
+const WARNING_WORDS = /\bWARN(ING)?\b/;
+
+/** How a line reads: its level when it has one, else the words of Python's logging. */
+function severity(line: LogLine): string {
+  const level = (line.level ?? "").toUpperCase();
+  if (["ERROR", "CRITICAL", "FATAL"].includes(level) || (!level && ERROR_WORDS.test(line.message))) return "err";
+  if (level.startsWith("WARN") || (!level && WARNING_WORDS.test(line.message))) return "warn";
+  return "";
+}
+
 const timeFormat = new Intl.DateTimeFormat("en-GB", { hour: "2-digit", minute: "2-digit", second: "2-digit" });
 
 export class TrialLogs {
@@ -32,7 +43,7 @@ export class TrialLogs {
     private readonly signal: AbortSignal,
   ) {
     this.query = query;
-    const searched = debounce(() => setQuery({ q: this.search.value || null }, { replace: true }), 150);
+    const searched = debounce(() => setQuery({ q: this.search.value || null }, { replace: this.query !== "" }), 150);
     this.search = h("input", {
       id: "log-search",
       type: "search",
@@ -138,7 +149,7 @@ export class TrialLogs {
 
   private lineEl(line: LogLine, needle: string): HTMLElement {
     const el = h("div", {
-      class: line.stream === "stderr" || line.level === "ERROR" ? "log-line err" : "log-line",
+      class: `log-line ${severity(line)}`,
       "data-testid": "log-line",
       "data-seq": line.seq,
     });

@@ -216,6 +216,7 @@ export class TrialPage implements Page {
             { label: "Value", cell: ([, value]) => formatValue(value) },
           ],
           empty: "No hyperparameters.",
+          narrow: true,
         }),
       );
     }
