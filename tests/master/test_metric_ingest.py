@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from concurrent.futures import Future
 from typing import Any
@@ -175,3 +176,34 @@ def test_tokens_are_checked_in_the_batch(client: httpx.Client, database: Databas
     finally:
         ingestor.stop()
     assert (_count(database, first), _count(database, second)) == (1, 0)
+
+
+def test_async_submissions_are_answered_on_their_loop(
+    client: httpx.Client, database: Database
+) -> None:
+    """submit_async: each batch's answers reach the loop in one callback; a waiter cancelled
+    while queued is dropped; errors (tokens, unknown trials) are answered to their waiter."""
+    (first, first_token), (second, _) = _trials(client, database, 2)
+    ingestor = MetricIngestor(database, max_requests=16)
+
+    async def scenario() -> list[Any]:
+        dropped = ingestor.submit_async(first, _rows([1000]))
+        dropped.cancel()  # its caller gave up before the writer started
+        waiters = [
+            ingestor.submit_async((first, second)[n % 2], _rows([n + 1, n + 1])) for n in range(50)
+        ]
+        waiters.append(ingestor.submit_async(first, _rows([2000]), token="not-a-token"))
+        waiters.append(ingestor.submit_async(987_654, _rows([1])))
+        waiters.append(ingestor.submit_async(first, _rows([3000]), token=first_token))
+        ingestor.start()
+        return await asyncio.gather(*waiters, return_exceptions=True)
+
+    try:
+        answers = asyncio.run(scenario())
+    finally:
+        ingestor.stop()
+    assert answers[:50] == [1] * 50
+    assert isinstance(answers[50], TrialTokenError) and isinstance(answers[51], NotFoundError)
+    assert answers[52] == 1
+    assert _count(database, first) + _count(database, second) == 51
+    assert _count(database, first, [1000, 2000]) == 0

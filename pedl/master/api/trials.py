@@ -139,12 +139,12 @@ async def ingest_report(
     writer's own error (404 unknown trial, a database error). Shared by the route and the
     app's fast path (:class:`pedl.master.api._app.MetricReportFastPath`)."""
     try:
-        future = ingestor.submit(trial_id, rows, token=token)
+        waiter = ingestor.submit_async(trial_id, rows, token=token)
         try:
-            async with asyncio.timeout(INGEST_TIMEOUT_S):  # cheaper than wait_for (no task)
-                written = await asyncio.wrap_future(future)
+            # On timeout the waiter is cancelled: the writer drops the report if still queued.
+            async with asyncio.timeout(INGEST_TIMEOUT_S):
+                written = await waiter
         except TimeoutError:
-            future.cancel()  # dropped if still queued; no effect once it is being written
             raise IngestUnavailableError(
                 f"the metric writer did not commit within {INGEST_TIMEOUT_S:g} s"
             ) from None

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from contextlib import suppress
+from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -48,14 +50,56 @@ class TrialTokenError(PermissionError):
 
 @dataclass(eq=False)
 class _Request:
+    """One request; answered through ``future`` (:meth:`MetricIngestor.submit`) or, from an
+    event loop, through ``waiter`` on ``loop`` (:meth:`MetricIngestor.submit_async`)."""
+
     trial_id: int
     rows: Sequence[MetricRow]
     token_hash: str | None
-    future: Future[int] = field(default_factory=Future)
+    future: Future[int] | None = None
+    waiter: asyncio.Future[int] | None = None
+    loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def distinct_keys(self) -> int:
         return len({(row.kind, row.total_batches) for row in self.rows})
+
+    def claim(self) -> bool:
+        """Whether the request is still wanted (its caller has not given up): the writer
+        takes it then, and it will be written."""
+        if self.waiter is not None:
+            return not self.waiter.done()  # cancelled by its caller's timeout
+        assert self.future is not None
+        return self.future.set_running_or_notify_cancel()
+
+
+def _answer(outcomes: list[tuple[_Request, int | BaseException]]) -> None:
+    """Resolve each request's future or waiter: the waiters of one event loop in ONE
+    callback on that loop (one wake-up per batch, not one per request)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Request, int | BaseException]]] = {}
+    for request, outcome in outcomes:
+        if request.loop is not None:
+            by_loop.setdefault(request.loop, []).append((request, outcome))
+        elif isinstance(outcome, BaseException):
+            assert request.future is not None
+            request.future.set_exception(outcome)
+        else:
+            assert request.future is not None
+            request.future.set_result(outcome)
+    for loop, answered in by_loop.items():
+        with suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(_settle, answered)
+
+
+def _settle(answered: list[tuple[_Request, int | BaseException]]) -> None:
+    for request, outcome in answered:
+        waiter = request.waiter
+        if waiter is None or waiter.done():
+            continue
+        if isinstance(outcome, BaseException):
+            waiter.set_exception(outcome)
+        else:
+            waiter.set_result(outcome)
 
 
 _STOP = object()
@@ -83,8 +127,8 @@ class MetricIngestor:
       made in the batch's transaction, by one query for all its trials. If the batch
       transaction fails for any other reason (e.g. a trial deleted concurrently), each of
       its requests is retried in its own transaction and gets its own result or error.
-    - A request still queued when its caller times out is dropped (never written); one
-      already being written when the caller times out may still be committed (a re-send is
+    - A request still queued when its caller times out (cancels its future) is dropped
+      (never written); one the writer has already taken may still be committed (a re-send is
       harmless: the upsert is idempotent).
     - :meth:`stop` drains: every request queued before it is written and answered, then
       the thread exits; later calls to :meth:`ingest` raise :class:`IngestUnavailableError`.
@@ -152,7 +196,25 @@ class MetricIngestor:
         :meth:`start`, requests wait in the queue), :class:`IngestOverloadedError` when
         ``max_queued`` requests are already waiting."""
         token_hash = None if token is None else trials_repo.hash_token(token)
-        request = _Request(trial_id, list(rows), token_hash)
+        request = _Request(trial_id, list(rows), token_hash, future=Future())
+        self._enqueue(request)
+        assert request.future is not None
+        return request.future
+
+    def submit_async(
+        self, trial_id: int, rows: Sequence[MetricRow], *, token: str | None = None
+    ) -> asyncio.Future[int]:
+        """:meth:`submit` for a caller on an event loop (call it on that loop): the returned
+        future of that loop is resolved there, with those of the other requests of the same
+        batch in one callback (one wake-up of the loop per batch). Cancelling it (its caller
+        gave up) drops the request if the writer has not taken it yet."""
+        token_hash = None if token is None else trials_repo.hash_token(token)
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[int] = loop.create_future()
+        self._enqueue(_Request(trial_id, list(rows), token_hash, waiter=waiter, loop=loop))
+        return waiter
+
+    def _enqueue(self, request: _Request) -> None:
         with self._lock:
             if self._stopped:
                 raise IngestUnavailableError("the metric writer is stopped")
@@ -161,7 +223,6 @@ class MetricIngestor:
                     f"the metric writer has {self.max_queued} reports queued; retry later"
                 )
             self._queue.put(request)
-        return request.future
 
     def ingest(
         self,
@@ -223,7 +284,7 @@ class MetricIngestor:
                 batch.append(item)
                 rows += len(item.rows)
             last_batch = len(batch)
-            live = [request for request in batch if request.future.set_running_or_notify_cancel()]
+            live = [request for request in batch if request.claim()]
             if live:
                 self._write(live)
 
@@ -232,14 +293,9 @@ class MetricIngestor:
             refused = self._write_batch(batch)
         except Exception:
             logger.info("metric batch of %d requests failed; retrying one by one", len(batch))
-            for request in batch:
-                self._write_one(request)
+            _answer([(request, self._write_one(request)) for request in batch])
             return
-        for request in batch:
-            if request in refused:
-                request.future.set_exception(refused[request])
-            else:
-                request.future.set_result(request.distinct_keys)
+        _answer([(request, refused.get(request, request.distinct_keys)) for request in batch])
 
     def _write_batch(self, batch: list[_Request]) -> dict[_Request, Exception]:
         """Write the batch in one transaction, skipping the requests refused (unknown trial,
@@ -253,17 +309,17 @@ class MetricIngestor:
             metrics_repo.upsert_metrics_of_trials(session, by_trial)
         return refused
 
-    def _write_one(self, request: _Request) -> None:
+    def _write_one(self, request: _Request) -> int | Exception:
+        """Write one request in its own transaction: the number of keys written, or the
+        error to answer it with."""
         try:
             with self.database.session(write=True, serialize=True) as session:
                 refused = _refused(session, [request])
                 if request in refused:
                     raise refused[request]
-                written = metrics_repo.upsert_metrics(session, request.trial_id, request.rows)
+                return metrics_repo.upsert_metrics(session, request.trial_id, request.rows)
         except Exception as err:  # answered to the request, never kills the writer
-            request.future.set_exception(err)
-        else:
-            request.future.set_result(written)
+            return err
 
 
 def _refused(session: Session, requests: list[_Request]) -> dict[_Request, Exception]:
