@@ -233,6 +233,25 @@ def test_series_keeps_the_best_trials_and_spreads_the_rest(
     }
 
 
+def test_series_points_in_batch_order_whatever_the_storing_order(
+    client: httpx.Client, database: Database
+) -> None:
+    experiment_id = create_experiment(client)["id"]
+    trial_id, _ = create_trial(database, experiment_id)
+    order = [7, 2, 9, 1, 5, 3, 8, 4, 6]
+    with database.session(write=True) as session:
+        for batches in order:  # one row at a time: ids follow this order, not the batches
+            metrics_repo.upsert_metrics(
+                session,
+                trial_id,
+                [MetricRow(MetricKind.VALIDATION, batches, {"val_loss": batches / 10})],
+            )
+    points = series(client, experiment_id, metric="val_loss")["trials"][0]["points"]
+    assert points == [[b, b / 10] for b in sorted(order)]
+    cut = series(client, experiment_id, metric="val_loss", max_points=3)["trials"][0]["points"]
+    assert len(cut) == 3 and cut[0] == [1, 0.1] and cut[-1] == [9, 0.9]
+
+
 def test_series_cursor_gives_only_new_points(client: httpx.Client, database: Database) -> None:
     experiment_id = create_experiment(client)["id"]
     trial_id, _ = create_trial(database, experiment_id)

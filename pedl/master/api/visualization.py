@@ -29,7 +29,6 @@ from pedl.master.api._schemas import (
     SeriesPublic,
     TrialsSummaryPublic,
 )
-from pedl.master.db import SeriesPoint
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
@@ -76,58 +75,46 @@ async def get_series(
     def read() -> bytes:
         with database.session() as session:
             experiment = experiments_repo.get_experiment(session, experiment_id)
-            trials = trials_repo.trial_rows(session, experiment_id)
-            chosen = choose_trials(
-                [(trial_id, best, batches) for trial_id, _, best, batches in trials],
-                kind=kind,
+            best, candidates = trials_repo.series_candidates(
+                session,
+                experiment_id,
+                trained=kind == MetricKind.TRAINING,
                 smaller_is_better=experiment.smaller_is_better,
-                max_trials=max_trials,
+                best=BEST_MARKED,
             )
+            chosen = choose_trials(best, candidates, max_trials)
             scale: dict[int, float] = {}
             if x == "epochs":
                 hparams = trials_repo.trial_hparams(session, list(chosen))
                 scale = epochs_per_batch(experiment.config, hparams)
-            points = metrics_repo.series_points(
-                session, list(chosen), kind, metric, after_row=after
-            )
-        body = {
-            "kind": kind.value,
-            "metric": metric,
-            "x": x,
-            "cursor": max((p.row_id for p in points), default=after or 0),
-            "trials": _series(points, chosen, scale, max_points),
-        }
-        return json.dumps(body, separators=(",", ":")).encode()
+            lines = metrics_repo.series(session, list(chosen), kind, metric, after_row=after)
+            cursor = metrics_repo.last_row_id(session, list(chosen), kind, after_row=after)
+        head = json.dumps(
+            {"kind": kind.value, "metric": metric, "x": x, "cursor": cursor or after or 0},
+            separators=(",", ":"),
+        )
+        parts = [
+            f'{{"trial_id":{line.trial_id},"best":{"true" if chosen[line.trial_id] else "false"},'
+            f'"points":{_points(line.points, scale.get(line.trial_id), max_points)}}}'
+            for line in lines
+        ]
+        return f'{head[:-1]},"trials":[{",".join(parts)}]}}'.encode()
 
     return Response(await anyio.to_thread.run_sync(read), media_type="application/json")
 
 
 def choose_trials(
-    trials: Sequence[tuple[int, float | None, int]],
-    *,
-    kind: MetricKind,
-    smaller_is_better: bool,
-    max_trials: int,
+    best: Sequence[int], candidates: Sequence[int], max_trials: int
 ) -> dict[int, bool]:
-    """The trials to draw, ``{trial id: best}`` in id order, from ``(id, best_validation,
-    total_batches)``: of the trials that have rows of ``kind`` (a validated searcher metric,
-    or trained batches), the best :data:`BEST_MARKED` (ties by id), then the rest spread
-    evenly over the others by id, ``max_trials`` in all."""
-    if kind == MetricKind.VALIDATION:
-        candidates = [t for t in trials if t[1] is not None]
-    else:
-        candidates = [t for t in trials if t[2] > 0]
-    sign = 1.0 if smaller_is_better else -1.0
-    ranked = sorted(
-        (t for t in candidates if t[1] is not None and math.isfinite(t[1])),
-        key=lambda t: (sign * (t[1] or 0.0), t[0]),
-    )
-    best = {t[0] for t in ranked[: min(BEST_MARKED, max_trials)]}
-    rest = [t[0] for t in candidates if t[0] not in best]
-    room = max_trials - len(best)
+    """The trials to draw, ``{trial id: best}`` in id order: the first
+    ``min(BEST_MARKED, max_trials)`` of ``best`` (trial ids, best first), then the other
+    ``candidates`` (ids in order) spread evenly, ``max_trials`` in all."""
+    top = set(best[: min(BEST_MARKED, max_trials)])
+    rest = [trial_id for trial_id in candidates if trial_id not in top]
+    room = max_trials - len(top)
     if len(rest) > room:
         rest = [rest[(i * len(rest)) // room] for i in range(room)] if room > 0 else []
-    chosen = {trial_id: True for trial_id in best}
+    chosen = dict.fromkeys(top, True)
     chosen.update(dict.fromkeys(rest, False))
     return dict(sorted(chosen.items()))
 
@@ -158,22 +145,15 @@ def epochs_per_batch(
     return scale
 
 
-def _series(
-    points: Sequence[SeriesPoint],
-    chosen: dict[int, bool],
-    scale: dict[int, float],
-    max_points: int,
-) -> list[dict[str, Any]]:
-    by_trial: dict[int, list[tuple[float, float]]] = {}
-    for point in points:
-        x = point.total_batches
-        by_trial.setdefault(point.trial_id, []).append(
-            (x * scale[point.trial_id] if scale else x, point.value)
-        )
-    return [
-        {"trial_id": trial_id, "best": chosen[trial_id], "points": lttb(line, max_points)}
-        for trial_id, line in by_trial.items()
-    ]
+def _points(points: str, scale: float | None, max_points: int) -> str:
+    """A trial's ``[[batches, value], ...]`` JSON as the answer has it: as the database wrote
+    it, unless it is longer than ``max_points`` (cut with :func:`lttb`) or x is in epochs."""
+    if scale is None and points.count("[") - 1 <= max_points:  # one "[" per pair, numbers only
+        return points
+    pairs = json.loads(points)
+    if scale is not None:
+        pairs = [[batches * scale, value] for batches, value in pairs]
+    return json.dumps(lttb(pairs, max_points), separators=(",", ":"))
 
 
 async def get_chart_cache(request: Request) -> ChartCache:

@@ -27,7 +27,7 @@ from pedl.master.db._models import (
     TrialLog,
 )
 from pedl.master.db.logs import LogLine
-from pedl.master.db.metrics import MetricRow, SeriesPoint
+from pedl.master.db.metrics import MetricRow, TrialSeries
 
 __all__ = [
     "WRITE_OPTION",
@@ -46,9 +46,9 @@ __all__ = [
     "SQLExperimentStore",
     "SearcherEvent",
     "SearcherSnapshot",
-    "SeriesPoint",
     "Trial",
     "TrialLog",
+    "TrialSeries",
     "TrialTokenError",
     "checkpoints",
     "current_revision",

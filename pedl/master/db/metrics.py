@@ -257,36 +257,31 @@ def validation_metrics_at(
     )
 
 
-class SeriesPoint(NamedTuple):
-    """One numeric value of one metric in a trial's series (a tuple: cheap by the million)."""
+class TrialSeries(NamedTuple):
+    """One trial's values of one metric: ``points`` is the JSON text of its ``[batches,
+    value]`` pairs in batch order, as the database wrote it."""
 
-    row_id: int
-    """The metric row's id (rows are numbered as they are first stored)."""
     trial_id: int
-    total_batches: int
-    value: float
+    points: str
 
 
-def series_points(
+def series(
     session: Session,
     trial_ids: Sequence[int],
     kind: MetricKind,
     metric: str,
     *,
     after_row: int | None = None,
-) -> list[SeriesPoint]:
-    """The values of ``metric`` in the ``kind`` rows of these trials, ordered by trial then
-    batches; rows where it is missing or not a finite number are left out; ``after_row``
-    keeps only rows with a larger id. One query; the number is extracted by the database
-    (no ORM objects, no JSON decoding here)."""
+) -> list[TrialSeries]:
+    """The values of ``metric`` in the ``kind`` rows of these trials, one :class:`TrialSeries`
+    per trial that has any, by trial id; rows where it is missing or not a finite number are
+    left out; ``after_row`` keeps only rows with a larger id. One query: the database extracts
+    the numbers and writes each trial's pairs as JSON (SQLite with 15 significant digits), so
+    10,000 points cost one row per trial, no row objects and no JSON encoding here."""
     if not trial_ids:
         return []
     dialect = session.get_bind().dialect.name
-    params: dict[str, Any] = {
-        "trials": list(trial_ids),
-        "kind": MetricKind(kind).value,
-        "after": -1 if after_row is None else after_row,
-    }
+    params = _series_params(trial_ids, kind, after_row)
     if dialect == "postgresql":
         statement = _PG_SERIES
         params["name"] = metric
@@ -294,42 +289,81 @@ def series_points(
         statement = _SQLITE_SERIES
         params["path"] = f'$."{metric}"'
     else:  # SQLite's JSON paths cannot quote a '"': read the documents instead
-        return _series_points_decoded(session, params, metric)
-    return [SeriesPoint._make(row) for row in session.execute(statement, params).all()]
+        return _series_decoded(session, params, metric)
+    rows = session.execute(statement, params).all()
+    return [TrialSeries(row[0], row[1]) for row in rows if row[1] not in (None, "[]")]
 
 
-_SERIES_WHERE = "trial_id IN :trials AND kind = :kind AND id > :after"
-_PG_SERIES = text(
-    f"""
-    SELECT id, trial_id, total_batches, CAST(metrics ->> :name AS double precision)
-    FROM metrics
-    WHERE {_SERIES_WHERE} AND jsonb_typeof(metrics -> :name) = 'number'
-    ORDER BY trial_id, total_batches
-    """
-).bindparams(bindparam("trials", expanding=True))
-_SQLITE_SERIES = text(
-    f"""
-    SELECT id, trial_id, total_batches, json_extract(metrics, :path)
-    FROM metrics
-    WHERE {_SERIES_WHERE} AND json_type(metrics, :path) IN ('integer', 'real')
-    ORDER BY trial_id, total_batches
-    """
-).bindparams(bindparam("trials", expanding=True))
-
-
-def _series_points_decoded(
-    session: Session, params: dict[str, Any], metric: str
-) -> list[SeriesPoint]:
+def last_row_id(
+    session: Session, trial_ids: Sequence[int], kind: MetricKind, *, after_row: int | None = None
+) -> int | None:
+    """The largest id of these trials' ``kind`` rows (above ``after_row``), if any: a cursor
+    for :func:`series` (an index-only scan)."""
+    if not trial_ids:
+        return None
     statement = text(
-        f"SELECT id, trial_id, total_batches, metrics FROM metrics WHERE {_SERIES_WHERE} "
-        "ORDER BY trial_id, total_batches"
+        "SELECT max(id) FROM metrics WHERE trial_id IN :trials AND kind = :kind AND id > :after"
     ).bindparams(bindparam("trials", expanding=True))
-    points = []
-    for row_id, trial_id, batches, document in session.execute(statement, params):
+    params = _series_params(trial_ids, kind, after_row)
+    params["trials"] = [int(t) for t in trial_ids]
+    value = session.scalar(statement, params)
+    return None if value is None else int(value)
+
+
+def _series_params(
+    trial_ids: Sequence[int], kind: MetricKind, after_row: int | None
+) -> dict[str, Any]:
+    return {
+        "trials": json.dumps([int(t) for t in trial_ids]),
+        "kind": MetricKind(kind).value,
+        "after": -1 if after_row is None else after_row,
+    }
+
+
+_PG_SERIES = text(
+    """
+    SELECT m.trial_id,
+           CAST(json_agg(json_build_array(m.total_batches,
+                                          CAST(m.metrics ->> :name AS double precision))
+                         ORDER BY m.total_batches) AS text)
+    FROM metrics m
+    WHERE m.trial_id IN (SELECT CAST(value AS integer)
+                         FROM jsonb_array_elements_text(CAST(:trials AS jsonb)))
+      AND m.kind = :kind AND m.id > :after AND jsonb_typeof(m.metrics -> :name) = 'number'
+    GROUP BY m.trial_id
+    ORDER BY m.trial_id
+    """
+)
+# One aggregate per trial over a subquery ordered by batches: SQLite does not flatten a
+# subquery with ORDER BY under an aggregate, and reads it in index order (trial, kind,
+# batches), so json_group_array sees the rows in batch order (a test stores them out of order).
+_SQLITE_SERIES = text(
+    """
+    SELECT t.value,
+           (SELECT json_group_array(json_array(b, v))
+            FROM (SELECT total_batches AS b, json_extract(metrics, :path) AS v
+                  FROM metrics
+                  WHERE trial_id = t.value AND kind = :kind AND id > :after
+                  ORDER BY total_batches)
+            WHERE typeof(v) IN ('integer', 'real'))
+    FROM json_each(:trials) AS t
+    ORDER BY t.value
+    """
+)
+
+
+def _series_decoded(session: Session, params: dict[str, Any], metric: str) -> list[TrialSeries]:
+    statement = text(
+        "SELECT trial_id, total_batches, metrics FROM metrics "
+        "WHERE trial_id IN (SELECT value FROM json_each(:trials)) AND kind = :kind "
+        "AND id > :after ORDER BY trial_id, total_batches"
+    )
+    found: dict[int, list[tuple[int, float]]] = {}
+    for trial_id, batches, document in session.execute(statement, params).all():
         value = json.loads(document).get(metric)
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-            points.append(SeriesPoint(row_id, trial_id, batches, float(value)))
-    return points
+            found.setdefault(trial_id, []).append((batches, value))
+    return [TrialSeries(t, json.dumps(points)) for t, points in sorted(found.items())]
 
 
 def metric_names(session: Session, experiment_id: int) -> dict[MetricKind, list[str]]:

@@ -184,6 +184,34 @@ def trial_rows(session: Session, experiment_id: int) -> list[tuple[int, str, flo
     return [(row[0], row[1], row[2], row[3]) for row in session.execute(query).all()]
 
 
+def series_candidates(
+    session: Session,
+    experiment_id: int,
+    *,
+    trained: bool,
+    smaller_is_better: bool,
+    best: int,
+) -> tuple[list[int], list[int]]:
+    """For learning curves: the ids of the experiment's ``best`` best trials by the searcher
+    metric (best first, ties by id), and of every trial that has rows to draw, by id: those
+    with a validated searcher metric, or (``trained``) with trained batches. Two queries
+    answered from single columns (no row objects)."""
+    value = _trials.c.best_validation
+    ranked = (
+        select(_trials.c.id)
+        .where(_trials.c.experiment_id == experiment_id, value.is_not(None))
+        .order_by(value.asc() if smaller_is_better else value.desc(), _trials.c.id)
+        .limit(best)
+    )
+    has_rows = _trials.c.total_batches > 0 if trained else value.is_not(None)
+    candidates = (
+        select(_trials.c.id)
+        .where(_trials.c.experiment_id == experiment_id, has_rows)
+        .order_by(_trials.c.id)
+    )
+    return list(session.scalars(ranked).all()), list(session.scalars(candidates).all())
+
+
 def trial_hparams_after(
     session: Session, experiment_id: int, after_id: int = 0
 ) -> list[tuple[int, dict[str, Any]]]:
