@@ -1,6 +1,8 @@
 import { defineConfig } from "vite";
-import { stubApi } from "./dev/stub-api";
 
+// `npm run dev` serves the UI with hot reload and sends /api to a running master
+// (PEDL_MASTER, default http://127.0.0.1:8080); `npm run build` writes the app the master
+// serves at / into pedl/master/ui_dist/.
 const master = process.env.PEDL_MASTER ?? "http://127.0.0.1:8080";
 
 export default defineConfig({
@@ -9,11 +11,8 @@ export default defineConfig({
     outDir: "../pedl/master/ui_dist",
     emptyOutDir: true,
     target: "es2022",
-    chunkSizeWarningLimit: 200,
   },
   server: {
     proxy: { "/api": { target: master, changeOrigin: true } },
   },
-  // Dev only: answers the endpoints of ui/API.md that the master does not serve yet.
-  plugins: [stubApi(master)],
 });

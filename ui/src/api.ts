@@ -208,15 +208,25 @@ function url(path: string, query: Query = {}): string {
   return `${BASE}${path}${search ? `?${search}` : ""}`;
 }
 
+/** A GET the page started before the app loaded (index.html), taken at most once. */
+function prefetched(address: string): Promise<Response> | undefined {
+  const store = (window as { __pedlPrefetch?: Record<string, Promise<Response> | undefined> }).__pedlPrefetch;
+  const pending = store?.[address];
+  if (store && pending) delete store[address];
+  return pending;
+}
+
 async function request<T>(method: string, path: string, query?: Query, body?: unknown, signal?: AbortSignal): Promise<T> {
+  const address = url(path, query);
   let response: Response;
   try {
-    response = await fetch(url(path, query), {
+    response = await ((method === "GET" ? prefetched(address) : undefined) ??
+      fetch(address, {
       method,
       headers: body === undefined ? { Accept: "application/json" } : { Accept: "application/json", "Content-Type": "application/json" },
-      body: body === undefined ? null : JSON.stringify(body),
-      signal: signal ?? null,
-    });
+        body: body === undefined ? null : JSON.stringify(body),
+        signal: signal ?? null,
+      }));
   } catch (err) {
     if (err instanceof DOMException && err.name === "AbortError") throw err;
     throw new ApiError(0, "The master cannot be reached.");

@@ -33,8 +33,9 @@ export class ParallelCoordinates {
   private readonly tooltip: HTMLElement;
   private readonly legend: HTMLElement;
   private data: ParallelData | null = null;
-  /** Per trial, the y pixel at each axis (NaN where it has no value). */
-  private ys: Float32Array[] = [];
+  /** The y pixel of trial i at axis k is ys[i * axes + k] (NaN where it has no value). */
+  private ys = new Float32Array(0);
+  private axisCount = 0;
   private xs: number[] = [];
   private width = 0;
   private hovered = -1;
@@ -101,17 +102,18 @@ export class ParallelCoordinates {
     const plotH = this.height - PAD.top - PAD.bottom;
     this.xs = axes.map((_a, k) => PAD.left + (axes.length === 1 ? plotW / 2 : (k * plotW) / (axes.length - 1)));
     const n = data.trialIds.length;
-    this.ys = [];
-    for (let i = 0; i < n; i++) {
-      const row = new Float32Array(axes.length);
-      axes.forEach((axis, k) => {
+    const m = axes.length;
+    this.axisCount = m;
+    this.ys = new Float32Array(n * m);
+    axes.forEach((axis, k) => {
+      for (let i = 0; i < n; i++) {
         const t = axis.normalized(i);
-        row[k] = t == null ? Number.NaN : PAD.top + (1 - t) * plotH;
-      });
-      this.ys.push(row);
-    }
+        this.ys[i * m + k] = t == null ? Number.NaN : PAD.top + (1 - t) * plotH;
+      }
+    });
 
-    const alpha = n <= 50 ? 0.85 : n <= MANY ? 0.5 : 0.22;
+    // Within one bucket's path overlaps do not add up; across the buckets they do.
+    const alpha = n <= 50 ? 0.85 : n <= MANY ? 0.5 : 0.12;
     ctx.lineJoin = "round";
     const score = (i: number) => {
       const t = data.metric.normalized(i);
@@ -176,11 +178,10 @@ export class ParallelCoordinates {
 
   /** Add trial i's polyline to the current path (broken where it has no value). */
   private traceRow(ctx: CanvasRenderingContext2D, i: number): void {
-    const row = this.ys[i];
-    if (!row) return;
+    const m = this.axisCount;
     let drawing = false;
-    for (let k = 0; k < row.length; k++) {
-      const y = row[k] as number;
+    for (let k = 0; k < m; k++) {
+      const y = this.ys[i * m + k] as number;
       if (Number.isNaN(y)) {
         drawing = false;
         continue;
@@ -258,10 +259,10 @@ export class ParallelCoordinates {
     const f = Math.max(0, Math.min(1, (mx - x0) / (x1 - x0)));
     let nearest = -1;
     let nearestD = HOVER_PX;
-    for (let i = 0; i < this.ys.length; i++) {
-      const row = this.ys[i] as Float32Array;
-      const y0 = row[k] as number;
-      const y1 = row[k + 1] as number;
+    const m = this.axisCount;
+    for (let i = 0; i < this.data.trialIds.length; i++) {
+      const y0 = this.ys[i * m + k] as number;
+      const y1 = this.ys[i * m + k + 1] as number;
       if (Number.isNaN(y0) || Number.isNaN(y1)) continue;
       const d = Math.abs(y0 + (y1 - y0) * f - my);
       if (d < nearestD || (d === nearestD && this.data.best.has(this.data.trialIds[i] as number))) {

@@ -30,8 +30,6 @@ export interface TableOptions<T> {
   sort?: string;
   onSort?: (sort: string) => void;
   empty: string;
-  /** As wide as its content instead of the container. */
-  narrow?: boolean;
 }
 
 /** Parse `-key` into its key and direction. */
@@ -102,7 +100,7 @@ export function dataTable<T>(rows: readonly T[], options: TableOptions<T>): HTML
 
   return h(
     "table",
-    { class: options.narrow ? "data narrow" : "data", "data-testid": options.testId ?? null },
+    { class: "data", "data-testid": options.testId ?? null },
     h("caption", { class: "visually-hidden" }, options.caption),
     h("thead", {}, head),
     body,

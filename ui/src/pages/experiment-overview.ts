@@ -83,6 +83,7 @@ export class OverviewTab implements ExperimentTab {
     const metric = experiment.searcher_metric;
     if (metric) {
       this.curvesTitle.textContent = `Learning curves: ${metric} (validation)`;
+      // index.html asks for these curves before the app has loaded: keep the two alike.
       this.curves = new LiveCurves(
         this.context,
         { kind: "validation", metric, x: "batches", maxTrials: 50, maxPoints: 200 },

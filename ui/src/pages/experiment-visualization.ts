@@ -18,6 +18,7 @@ import { navigate, setQuery } from "../router";
 import type { ExperimentContext, ExperimentTab } from "./experiment-context";
 import { LiveCurves } from "./live-curves";
 
+// index.html asks for the default curves with these before the app has loaded.
 const MAX_TRIALS = 100;
 const MAX_POINTS = 200;
 const BEST_COUNT = 5;
@@ -236,8 +237,10 @@ export class VisualizationTab implements ExperimentTab {
       const scatter = new HpScatter(220, (id) => navigate(`/trials/${id}`));
       this.scatters.push(scatter);
       this.scatterHost.append(h("figure", { class: "scatter-cell" }, h("figcaption", {}, axis.name, axis.kind === "log" ? h("span", { class: "muted" }, " (log)") : null), scatter.el));
-      scatter.setData({ axis, trialIds: summary.trial_ids, metric: summary.best_validation, best, metricName });
     }
+    // The cells are equally wide: one layout for all, not one per plot.
+    const width = this.scatters[0]?.width();
+    shown.forEach((axis, i) => this.scatters[i]?.setData({ axis, trialIds: summary.trial_ids, metric: summary.best_validation, best, metricName }, width));
     if (axes.length > shown.length) this.scatterHost.append(h("p", { class: "muted" }, `${axes.length - shown.length} more hyperparameters are in the parallel coordinates.`));
   }
 }

@@ -158,7 +158,9 @@ export class TrialPage implements Page {
     );
     if (hadFocus) this.tabsHost.querySelector<HTMLElement>("[aria-selected=true]")?.focus();
     const panel = tabPanel(this.tab);
-    if (this.tab === "overview") panel.append(h("section", { class: "card" }, h("h2", {}, "Hyperparameters"), this.hparams), this.metrics.el);
+    if (this.tab === "overview") {
+      panel.append(h("div", { class: "trial-overview" }, h("section", { class: "card" }, h("h2", {}, "Hyperparameters"), this.hparams), this.metrics.el));
+    }
     else if (this.tab === "checkpoints") {
       panel.append(h("section", { class: "card" }, h("h2", {}, "Checkpoints"), this.checkpoints));
       void this.loadCheckpoints();
@@ -216,7 +218,6 @@ export class TrialPage implements Page {
             { label: "Value", cell: ([, value]) => formatValue(value) },
           ],
           empty: "No hyperparameters.",
-          narrow: true,
         }),
       );
     }
