@@ -97,7 +97,7 @@ export class LineChart {
   private readonly resizeObserver: ResizeObserver;
 
   constructor(private readonly options: LineChartOptions) {
-    this.host = h("div", { class: "chart-canvas" });
+    this.host = h("div", { class: "chart-canvas", role: "img", "aria-label": `${options.yLabel} by ${options.xLabel}` });
     this.empty = h("div", { class: "chart-empty", hidden: true }, options.emptyText);
     this.tooltip = h("div", { class: "chart-tooltip", hidden: true, role: "status" });
     this.marker = h("div", { class: "chart-marker", hidden: true });
@@ -108,8 +108,6 @@ export class LineChart {
         class: "chart",
         "data-testid": options.testId ?? null,
         "data-series-count": 0,
-        role: "img",
-        "aria-label": `${options.yLabel} by ${options.xLabel}`,
       },
       this.host,
       this.empty,

@@ -32,6 +32,7 @@ export class ParallelCoordinates {
   private readonly overlay: HTMLCanvasElement;
   private readonly tooltip: HTMLElement;
   private readonly legend: HTMLElement;
+  private readonly stack: HTMLElement;
   private data: ParallelData | null = null;
   /** The y pixel of trial i at axis k is ys[i * axes + k] (NaN where it has no value). */
   private ys = new Float32Array(0);
@@ -49,10 +50,11 @@ export class ParallelCoordinates {
     this.overlay = h("canvas", { class: "pc-overlay" });
     this.tooltip = h("div", { class: "chart-tooltip", hidden: true, role: "status" });
     this.legend = h("div", { class: "pc-legend" });
+    this.stack = h("div", { class: "pc-stack", style: `height: ${height}px`, role: "img" }, this.base, this.overlay, this.tooltip);
     this.el = h(
       "div",
-      { class: "chart parallel", "data-testid": "parallel-coordinates", "data-trial-count": 0, role: "img" },
-      h("div", { class: "pc-stack", style: `height: ${height}px` }, this.base, this.overlay, this.tooltip),
+      { class: "chart parallel", "data-testid": "parallel-coordinates", "data-trial-count": 0 },
+      this.stack,
       this.legend,
     );
     this.overlay.addEventListener("mousemove", (e) => this.hover(e));
@@ -162,7 +164,7 @@ export class ParallelCoordinates {
     }
     this.drawAxes(ctx, axes, plotH);
     this.el.dataset.trialCount = String(n);
-    this.el.setAttribute(
+    this.stack.setAttribute(
       "aria-label",
       `Parallel coordinates of ${n} trials over ${axes.map((a) => a.name).join(", ")}; the ${data.best.size} best trials highlighted.`,
     );

@@ -71,7 +71,7 @@ export class HpScatter {
     private readonly onPick: (trialId: number) => void,
   ) {
     this.tooltip = h("div", { class: "chart-tooltip", hidden: true, role: "status" });
-    this.el = h("div", { class: "chart scatter" });
+    this.el = h("div", { class: "chart scatter", role: "img" });
     this.resizeObserver = new ResizeObserver(() => {
       const width = this.width();
       if (this.plot && Math.abs(width - this.plot.width) >= 1) this.plot.setSize({ width, height: this.height });

@@ -15,6 +15,8 @@ import { labelChip } from "./labels";
 const PAGE_SIZE = 50;
 const DEFAULT_SORT = "-id";
 const POLL_MS = 5000;
+/** Labels shown in a row; the others are counted ("+2", listed in its tooltip). */
+const SHOWN_LABELS = 2;
 
 interface ListState {
   state: ExperimentState | "";
@@ -178,12 +180,17 @@ export class ExperimentListPage implements Page {
       },
       {
         label: "Labels",
-        cell: (e) =>
-          h(
+        className: "labels",
+        cell: (e) => {
+          const shown = e.labels.slice(0, SHOWN_LABELS);
+          const rest = e.labels.slice(SHOWN_LABELS);
+          return h(
             "div",
             { class: "chips" },
-            e.labels.map((label) => labelChip(label, { onSelect: () => this.addLabelFilter(label), selectLabel: `Filter by label ${label}` })),
-          ),
+            shown.map((label) => labelChip(label, { onSelect: () => this.addLabelFilter(label), selectLabel: `Filter by label ${label}` })),
+            rest.length > 0 ? h("span", { class: "chip more", title: rest.join(", ") }, `+${rest.length}`) : null,
+          );
+        },
       },
       { label: "State", sortKey: "state", cell: (e) => stateBadge(e.state, "experiment-state") },
       { label: "Progress", sortKey: "progress", className: "progress-cell", cell: (e) => progressBar(e.progress, e.state) },
@@ -197,7 +204,7 @@ export class ExperimentListPage implements Page {
             "span",
             { class: "metric" },
             formatNumber(e.best_validation),
-            e.searcher_metric ? h("span", { class: "muted small" }, ` ${e.searcher_metric}`) : null,
+            e.searcher_metric ? h("span", { class: "muted small metric-name" }, e.searcher_metric) : null,
           ),
       },
       { label: "Owner", cell: (e) => e.owner },
