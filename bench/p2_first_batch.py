@@ -24,8 +24,9 @@ had imported it before: a warm worker); the difference ("beyond the framework im
 the process was started for this trial ("cold") or was already running ("warm"); and the
 consecutive spans between the recorded events after the launch. Throughput: trials divided by
 the time from creating the experiment to the last trial's end, and in the steady state (after
-the first ``--slots`` trials ended); and per trial, launch to its end. Prints one JSON line per
-trial and a summary.
+the first ``--slots`` trials ended); and per trial, launch to its end. The CPU time of the
+master and all its trial processes (start-up included) says what the run would cost on an idle
+machine. Prints one JSON line per trial and a summary.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import base64
 import itertools
 import json
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -164,6 +166,7 @@ def main() -> None:
         backend = p5_master.make_backend("sqlite", home)
         master = p5_master.MasterProcess(home, backend.url, cpu_slots=args.slots)
         load = [p5_master.loadavg()]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             master.start()
             with httpx.Client(base_url=master.url + "/api/v1", timeout=30) as http:
@@ -206,6 +209,8 @@ def main() -> None:
                 raise RuntimeError(f"experiment {experiment_id} ended {state}")
         finally:
             master.stop()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
     summary: dict[str, Any] = {
         "summary": "p2",
@@ -213,6 +218,9 @@ def main() -> None:
         "worker_reuse": os.environ.get("PEDL_WORKER_REUSE", "default"),
         "loadavg_1m": load,
         "throughput": rate,
+        # the master and every trial process (reaped by the master before it exits)
+        "cpu_s": round(cpu, 2),
+        "cpu_s_per_trial": round(cpu / max(1, len(results)), 3),
     }
     for kind in ("cold", "warm"):
         chosen = [r for r in results if r["process"] == kind]
