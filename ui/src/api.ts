@@ -2,13 +2,7 @@
 // through here; nothing else calls fetch.
 
 export type ExperimentState =
-  | "ACTIVE"
-  | "PAUSED"
-  | "STOPPING_CANCELED"
-  | "STOPPING_KILLED"
-  | "CANCELED"
-  | "COMPLETED"
-  | "ERROR";
+  "ACTIVE" | "PAUSED" | "STOPPING_CANCELED" | "STOPPING_KILLED" | "CANCELED" | "COMPLETED" | "ERROR";
 
 export type TrialState =
   | "ACTIVE"
@@ -21,13 +15,7 @@ export type TrialState =
   | "COMPLETED"
   | "ERROR";
 
-export type TrialOutcome =
-  | "COMPLETED"
-  | "STOPPED_EARLY"
-  | "INVALID_HP"
-  | "ERRORED"
-  | "KILLED"
-  | "PREEMPTED";
+export type TrialOutcome = "COMPLETED" | "STOPPED_EARLY" | "INVALID_HP" | "ERRORED" | "KILLED" | "PREEMPTED";
 
 export type CheckpointState = "ACTIVE" | "COMPLETED" | "ERROR" | "DELETED";
 export type MetricKind = "training" | "validation";
@@ -216,14 +204,23 @@ function prefetched(address: string): Promise<Response> | undefined {
   return pending;
 }
 
-async function request<T>(method: string, path: string, query?: Query, body?: unknown, signal?: AbortSignal): Promise<T> {
+async function request<T>(
+  method: string,
+  path: string,
+  query?: Query,
+  body?: unknown,
+  signal?: AbortSignal,
+): Promise<T> {
   const address = url(path, query);
   let response: Response;
   try {
     response = await ((method === "GET" ? prefetched(address) : undefined) ??
       fetch(address, {
-      method,
-      headers: body === undefined ? { Accept: "application/json" } : { Accept: "application/json", "Content-Type": "application/json" },
+        method,
+        headers:
+          body === undefined
+            ? { Accept: "application/json" }
+            : { Accept: "application/json", "Content-Type": "application/json" },
         body: body === undefined ? null : JSON.stringify(body),
         signal: signal ?? null,
       }));

@@ -75,7 +75,12 @@ const dateTimeFormat = new Intl.DateTimeFormat("en-GB", {
   hour: "2-digit",
   minute: "2-digit",
 });
-const thisYearFormat = new Intl.DateTimeFormat("en-GB", { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+const thisYearFormat = new Intl.DateTimeFormat("en-GB", {
+  month: "short",
+  day: "numeric",
+  hour: "2-digit",
+  minute: "2-digit",
+});
 
 /** A timestamp in local time: "3 May, 14:03" this year, "3 May 2024, 14:03" before. */
 export function formatTime(iso: string | null | undefined): string {

@@ -3,10 +3,15 @@
 
 import { formatValue } from "./format";
 
-export function flattenHparams(hparams: Record<string, unknown>, prefix = "", out: Record<string, unknown> = {}): Record<string, unknown> {
+export function flattenHparams(
+  hparams: Record<string, unknown>,
+  prefix = "",
+  out: Record<string, unknown> = {},
+): Record<string, unknown> {
   for (const [key, value] of Object.entries(hparams)) {
     const name = prefix ? `${prefix}.${key}` : key;
-    if (value !== null && typeof value === "object" && !Array.isArray(value)) flattenHparams(value as Record<string, unknown>, name, out);
+    if (value !== null && typeof value === "object" && !Array.isArray(value))
+      flattenHparams(value as Record<string, unknown>, name, out);
     else out[name] = value;
   }
   return out;
@@ -31,7 +36,11 @@ export type DeclaredType = "categorical" | "log" | "int" | "double" | "const";
 
 /** The declared type of every hyperparameter of an experiment config, by flattened name
  * (`optimizer.lr`); nested groups without a `type` are walked into. */
-export function declaredTypes(hyperparameters: unknown, prefix = "", out = new Map<string, DeclaredType>()): Map<string, DeclaredType> {
+export function declaredTypes(
+  hyperparameters: unknown,
+  prefix = "",
+  out = new Map<string, DeclaredType>(),
+): Map<string, DeclaredType> {
   if (!hyperparameters || typeof hyperparameters !== "object") return out;
   for (const [key, spec] of Object.entries(hyperparameters as Record<string, unknown>)) {
     const name = prefix ? `${prefix}.${key}` : key;

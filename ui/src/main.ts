@@ -36,11 +36,20 @@ const nav = [
 const links = nav.map((item) => h("a", { href: item.href }, item.label));
 const main = h("main", { id: "main", tabindex: -1 });
 document.body.replaceChildren(
-  h("a", { class: "skip-link", href: "#main", onclick: (e: Event) => (e.preventDefault(), main.focus()) }, "Skip to content"),
+  h(
+    "a",
+    { class: "skip-link", href: "#main", onclick: (e: Event) => (e.preventDefault(), main.focus()) },
+    "Skip to content",
+  ),
   h(
     "header",
     { class: "topbar" },
-    h("a", { class: "brand", href: "#/experiments", "aria-label": "PEDL home" }, h("span", { class: "brand-mark" }, "▲"), "PEDL"),
+    h(
+      "a",
+      { class: "brand", href: "#/experiments", "aria-label": "PEDL home" },
+      h("span", { class: "brand-mark" }, "▲"),
+      "PEDL",
+    ),
     h("nav", { "aria-label": "Sections" }, links),
   ),
   main,

@@ -26,7 +26,12 @@ export function confirmAction(options: ConfirmOptions): Promise<boolean> {
   const titleId = "confirm-title";
   const el = h(
     "dialog",
-    { class: "confirm", "data-testid": "confirm-dialog", "aria-labelledby": titleId, "aria-describedby": "confirm-message" },
+    {
+      class: "confirm",
+      "data-testid": "confirm-dialog",
+      "aria-labelledby": titleId,
+      "aria-describedby": "confirm-message",
+    },
     h("h2", { id: titleId }, options.title),
     h("p", { id: "confirm-message" }, options.message),
     h("div", { class: "dialog-actions" }, cancel, yes),

@@ -65,7 +65,9 @@ export function buildAxis(name: string, values: readonly unknown[], declared?: D
   const distinct = [...new Set(present.map(categoryKey))];
   if (distinct.length < 2) return null;
   const allNumbers = present.every((v) => typeof v === "number");
-  distinct.sort(allNumbers ? (a, b) => Number(a) - Number(b) : (a, b) => a.localeCompare(b, undefined, { numeric: true }));
+  distinct.sort(
+    allNumbers ? (a, b) => Number(a) - Number(b) : (a, b) => a.localeCompare(b, undefined, { numeric: true }),
+  );
   const index = new Map(distinct.map((c, i) => [c, i]));
   const positionOf = (i: number) => {
     const v = values[i];
@@ -88,8 +90,12 @@ export function buildAxis(name: string, values: readonly unknown[], declared?: D
 
 /** The axis of the searcher metric (kept even when constant, centred then). */
 export function metricAxis(name: string, values: readonly (number | null)[]): Axis {
-  const axis = buildAxis(name, values.map((v) => (v != null && Number.isFinite(v) ? v : null)));
-  if (axis && axis.kind !== "categorical") return { ...axis, kind: "linear", normalized: linearNormalized(values, axis.min, axis.max) };
+  const axis = buildAxis(
+    name,
+    values.map((v) => (v != null && Number.isFinite(v) ? v : null)),
+  );
+  if (axis && axis.kind !== "categorical")
+    return { ...axis, kind: "linear", normalized: linearNormalized(values, axis.min, axis.max) };
   const only = values.find((v) => v != null && Number.isFinite(v)) ?? 0;
   return {
     name,

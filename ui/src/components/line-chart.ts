@@ -97,7 +97,11 @@ export class LineChart {
   private readonly resizeObserver: ResizeObserver;
 
   constructor(private readonly options: LineChartOptions) {
-    this.host = h("div", { class: "chart-canvas", role: "img", "aria-label": `${options.yLabel} by ${options.xLabel}` });
+    this.host = h("div", {
+      class: "chart-canvas",
+      role: "img",
+      "aria-label": `${options.yLabel} by ${options.xLabel}`,
+    });
     this.empty = h("div", { class: "chart-empty", hidden: true }, options.emptyText);
     this.tooltip = h("div", { class: "chart-tooltip", hidden: true, role: "status" });
     this.marker = h("div", { class: "chart-marker", hidden: true });
@@ -217,7 +221,10 @@ export class LineChart {
     if (!shown) return;
     this.legendEl.replaceChildren(
       ...series.map((s) => {
-        const swatch = h("span", { class: "swatch", style: `border-color: ${s.color}; border-top-width: ${s.emphasis ? 4 : 2}px` });
+        const swatch = h("span", {
+          class: "swatch",
+          style: `border-color: ${s.color}; border-top-width: ${s.emphasis ? 4 : 2}px`,
+        });
         const link = this.options.linkOf?.(s.id);
         return h("li", {}, link ? h("a", { href: link }, swatch, s.label) : [swatch, s.label]);
       }),

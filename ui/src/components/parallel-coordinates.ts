@@ -50,7 +50,13 @@ export class ParallelCoordinates {
     this.overlay = h("canvas", { class: "pc-overlay" });
     this.tooltip = h("div", { class: "chart-tooltip", hidden: true, role: "status" });
     this.legend = h("div", { class: "pc-legend" });
-    this.stack = h("div", { class: "pc-stack", style: `height: ${height}px`, role: "img" }, this.base, this.overlay, this.tooltip);
+    this.stack = h(
+      "div",
+      { class: "pc-stack", style: `height: ${height}px`, role: "img" },
+      this.base,
+      this.overlay,
+      this.tooltip,
+    );
     this.el = h(
       "div",
       { class: "chart parallel", "data-testid": "parallel-coordinates", "data-trial-count": 0 },
@@ -135,7 +141,9 @@ export class ParallelCoordinates {
         (buckets[s < 0 ? 0 : 1 + Math.round(s * BUCKETS)] as number[]).push(i);
       }
     }
-    const colours = buckets.map((_rows, b): [number, number, number] => (b === 0 ? GREY : sequentialRgb(((b - 1) / BUCKETS) * 0.9)));
+    const colours = buckets.map((_rows, b): [number, number, number] =>
+      b === 0 ? GREY : sequentialRgb(((b - 1) / BUCKETS) * 0.9),
+    );
     // Many lines: one path per colour bucket, one device pixel wide (wider strokes of many
     // overlapping lines cost Skia ten times more without a GPU). Few: one stroke each.
     const many = n > MANY;
@@ -297,7 +305,11 @@ export class ParallelCoordinates {
     this.tooltip.replaceChildren(
       h("strong", {}, `Trial ${id}${this.data.best.has(id as number) ? " (best)" : ""}`),
       ...this.allAxes().map((axis) =>
-        h("span", {}, `${axis.name}: ${axis === this.data?.metric ? formatNumber(axis.position(i)) : formatValue(axis.values[i])}`),
+        h(
+          "span",
+          {},
+          `${axis.name}: ${axis === this.data?.metric ? formatNumber(axis.position(i)) : formatValue(axis.values[i])}`,
+        ),
       ),
     );
     this.tooltip.hidden = false;

@@ -115,7 +115,13 @@ export class HpScatter {
     this.xs = xs.subarray(0, count);
     this.ys = ys.subarray(0, count);
     this.best = best.subarray(0, count);
-    const corners: uPlot.AlignedData = count > 0 ? [[xMin, xMax], [yMin, yMax]] : [[], []];
+    const corners: uPlot.AlignedData =
+      count > 0
+        ? [
+            [xMin, xMax],
+            [yMin, yMax],
+          ]
+        : [[], []];
 
     this.plot?.destroy();
     const xAxis: uPlot.Axis = {
@@ -123,7 +129,9 @@ export class HpScatter {
       label: axis.name,
       labelSize: 20,
       values: (u, splits) =>
-        axis.kind === "categorical" ? splits.map((v) => String(axis.categories[Math.round(v)] ?? "")) : axisValues(u, splits),
+        axis.kind === "categorical"
+          ? splits.map((v) => String(axis.categories[Math.round(v)] ?? ""))
+          : axisValues(u, splits),
     };
     if (axis.kind === "categorical") xAxis.splits = () => axis.categories.map((_c, i) => i);
     this.plot = new uPlot(

@@ -115,14 +115,22 @@ export function pager(total: number, page: number, pageSize: number, onPage: (pa
   return h(
     "nav",
     { class: "pager", "aria-label": "Pages" },
-    h("span", { class: "muted" }, total === 0 ? "None" : `${formatInteger(first)}–${formatInteger(last)} of ${formatInteger(total)}`),
+    h(
+      "span",
+      { class: "muted" },
+      total === 0 ? "None" : `${formatInteger(first)}–${formatInteger(last)} of ${formatInteger(total)}`,
+    ),
     h(
       "button",
       { type: "button", disabled: page <= 1, onclick: () => onPage(page - 1), "aria-label": "Previous page" },
       "‹ Previous",
     ),
     h("span", { class: "muted" }, `Page ${formatInteger(page)} of ${formatInteger(pages)}`),
-    h("button", { type: "button", disabled: page >= pages, onclick: () => onPage(page + 1), "aria-label": "Next page" }, "Next ›"),
+    h(
+      "button",
+      { type: "button", disabled: page >= pages, onclick: () => onPage(page + 1), "aria-label": "Next page" },
+      "Next ›",
+    ),
   );
 }
 

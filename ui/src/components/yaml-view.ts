@@ -7,14 +7,20 @@ type Token = { text: string; kind?: "key" | "string" | "number" | "literal" | "p
 type Line = Token[];
 
 const PLAIN = /^[A-Za-z_./][\w ./@+-]*$/;
-const LOOKS_LIKE_OTHER = /^(true|false|yes|no|on|off|null|~|[-+]?(\d[\d_]*(\.\d*)?|\.\d+)([eE][-+]?\d+)?|\.inf|\.nan)$/i;
+const LOOKS_LIKE_OTHER =
+  /^(true|false|yes|no|on|off|null|~|[-+]?(\d[\d_]*(\.\d*)?|\.\d+)([eE][-+]?\d+)?|\.inf|\.nan)$/i;
 
 function scalar(value: unknown): Token {
   if (value === null || value === undefined) return { text: "null", kind: "literal" };
   if (typeof value === "boolean") return { text: String(value), kind: "literal" };
   if (typeof value === "number") return { text: String(value), kind: "number" };
   const text = String(value);
-  const plain = PLAIN.test(text) && !LOOKS_LIKE_OTHER.test(text) && !text.endsWith(" ") && !text.includes(": ") && !text.includes(" #");
+  const plain =
+    PLAIN.test(text) &&
+    !LOOKS_LIKE_OTHER.test(text) &&
+    !text.endsWith(" ") &&
+    !text.includes(": ") &&
+    !text.includes(" #");
   return { text: plain ? text : JSON.stringify(text), kind: "string" };
 }
 

@@ -7,7 +7,11 @@ import { h } from "../dom";
 import { formatBytes, formatInteger, formatNumber, formatTime } from "../format";
 import { href } from "../router";
 
-export function checkpointTable(checkpoints: readonly Checkpoint[], metric: string | null, options: { showTrial: boolean }): HTMLTableElement {
+export function checkpointTable(
+  checkpoints: readonly Checkpoint[],
+  metric: string | null,
+  options: { showTrial: boolean },
+): HTMLTableElement {
   const columns: Column<Checkpoint>[] = [
     {
       label: "Checkpoint",
@@ -15,14 +19,21 @@ export function checkpointTable(checkpoints: readonly Checkpoint[], metric: stri
       cell: (c) => h("span", { title: c.uuid }, c.uuid.slice(0, 8)),
     },
     ...(options.showTrial
-      ? [{ label: "Trial", numeric: true, cell: (c: Checkpoint) => h("a", { href: href(`/trials/${c.trial_id}`) }, String(c.trial_id)) }]
+      ? [
+          {
+            label: "Trial",
+            numeric: true,
+            cell: (c: Checkpoint) => h("a", { href: href(`/trials/${c.trial_id}`) }, String(c.trial_id)),
+          },
+        ]
       : []),
     { label: "Batches", numeric: true, cell: (c) => formatInteger(c.total_batches) },
     {
       label: metric ?? "Metric",
       numeric: true,
       title: "The searcher metric of the validation at the checkpoint's batch",
-      cell: (c) => h("span", { class: "metric" }, formatNumber(metric ? metricNumber(c.validation_metrics?.[metric]) : null)),
+      cell: (c) =>
+        h("span", { class: "metric" }, formatNumber(metric ? metricNumber(c.validation_metrics?.[metric]) : null)),
     },
     { label: "Size", numeric: true, cell: (c) => formatBytes(c.size) },
     { label: "State", cell: (c) => stateBadge(c.state) },
@@ -31,7 +42,15 @@ export function checkpointTable(checkpoints: readonly Checkpoint[], metric: stri
       label: "Download",
       cell: (c) =>
         c.state === "COMPLETED"
-          ? h("a", { href: checkpointArchiveUrl(c.uuid), download: `checkpoint-${c.uuid}.tar`, "aria-label": `Download checkpoint ${c.uuid} (${formatBytes(c.size)})` }, "Download .tar")
+          ? h(
+              "a",
+              {
+                href: checkpointArchiveUrl(c.uuid),
+                download: `checkpoint-${c.uuid}.tar`,
+                "aria-label": `Download checkpoint ${c.uuid} (${formatBytes(c.size)})`,
+              },
+              "Download .tar",
+            )
           : h("span", { class: "muted" }, "—"),
     },
   ];

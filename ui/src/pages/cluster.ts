@@ -29,7 +29,12 @@ export class ClusterPage implements Page {
       h("div", { class: "page-head" }, h("h1", {}, "Cluster")),
       this.message,
       h("section", { class: "card" }, h("h2", {}, "Slots"), this.slots),
-      h("div", { class: "cards two" }, h("section", { class: "card" }, this.runningTitle, this.running), h("section", { class: "card" }, this.queuedTitle, this.queued)),
+      h(
+        "div",
+        { class: "cards two" },
+        h("section", { class: "card" }, this.runningTitle, this.running),
+        h("section", { class: "card" }, this.queuedTitle, this.queued),
+      ),
     );
     void this.load();
     this.poller.start();
@@ -47,7 +52,8 @@ export class ClusterPage implements Page {
       this.render(await api.cluster(this.controller.signal));
       this.message.replaceChildren();
     } catch (err) {
-      if (!this.controller.signal.aborted) this.message.replaceChildren(notice(`Could not load the cluster: ${errorMessage(err)}`));
+      if (!this.controller.signal.aborted)
+        this.message.replaceChildren(notice(`Could not load the cluster: ${errorMessage(err)}`));
     }
   }
 
@@ -57,13 +63,22 @@ export class ClusterPage implements Page {
     this.slots.dataset.slotsUsed = String(used);
     this.slots.dataset.slotsTotal = String(total);
     this.slots.replaceChildren(
-      h("p", { class: "slots-text" }, h("strong", {}, formatInteger(used)), ` of ${formatInteger(total)} slot${total === 1 ? "" : "s"} in use`),
+      h(
+        "p",
+        { class: "slots-text" },
+        h("strong", {}, formatInteger(used)),
+        ` of ${formatInteger(total)} slot${total === 1 ? "" : "s"} in use`,
+      ),
       h(
         "div",
         { class: "slot-cells", role: "img", "aria-label": `${used} of ${total} slots in use` },
         total <= 64
           ? Array.from({ length: total }, (_x, i) => h("span", { class: i < used ? "slot used" : "slot" }))
-          : h("div", { class: "progress-track" }, h("div", { class: "progress-fill", style: `width: ${fraction * 100}%` })),
+          : h(
+              "div",
+              { class: "progress-track" },
+              h("div", { class: "progress-fill", style: `width: ${fraction * 100}%` }),
+            ),
       ),
     );
     this.runningTitle.textContent = `Running (${formatInteger(cluster.running.length)})`;
@@ -73,8 +88,16 @@ export class ClusterPage implements Page {
       dataTable(cluster.running, {
         caption: "Running trials",
         columns: [
-          { label: "Trial", numeric: true, cell: (r) => h("a", { href: href(`/trials/${r.trial_id}`) }, String(r.trial_id)) },
-          { label: "Experiment", numeric: true, cell: (r) => h("a", { href: href(`/experiments/${r.experiment_id}`) }, String(r.experiment_id)) },
+          {
+            label: "Trial",
+            numeric: true,
+            cell: (r) => h("a", { href: href(`/trials/${r.trial_id}`) }, String(r.trial_id)),
+          },
+          {
+            label: "Experiment",
+            numeric: true,
+            cell: (r) => h("a", { href: href(`/experiments/${r.experiment_id}`) }, String(r.experiment_id)),
+          },
           { label: "Slots", numeric: true, cell: (r) => formatInteger(r.slots) },
         ],
         rowKey: (r) => String(r.trial_id),
@@ -87,8 +110,16 @@ export class ClusterPage implements Page {
       dataTable(cluster.queued, {
         caption: "Queued trials",
         columns: [
-          { label: "Trial", numeric: true, cell: (q) => h("a", { href: href(`/trials/${q.trial_id}`) }, String(q.trial_id)) },
-          { label: "Experiment", numeric: true, cell: (q) => h("a", { href: href(`/experiments/${q.experiment_id}`) }, String(q.experiment_id)) },
+          {
+            label: "Trial",
+            numeric: true,
+            cell: (q) => h("a", { href: href(`/trials/${q.trial_id}`) }, String(q.trial_id)),
+          },
+          {
+            label: "Experiment",
+            numeric: true,
+            cell: (q) => h("a", { href: href(`/experiments/${q.experiment_id}`) }, String(q.experiment_id)),
+          },
           { label: "Why it waits", cell: (q) => q.reason ?? "—" },
         ],
         rowKey: (q) => String(q.trial_id),

@@ -34,7 +34,10 @@ export class CheckpointsTab implements ExperimentTab {
     this.page = Math.max(1, Number(query.get("page")) || 1);
     this.sortSelect = h(
       "select",
-      { id: "checkpoints-sort", onchange: () => setQuery({ sort: this.sortSelect.value === "best" ? null : this.sortSelect.value, page: null }) },
+      {
+        id: "checkpoints-sort",
+        onchange: () => setQuery({ sort: this.sortSelect.value === "best" ? null : this.sortSelect.value, page: null }),
+      },
       h("option", { value: "best" }, "Best first"),
       h("option", { value: "created" }, "Oldest first"),
     );
@@ -42,7 +45,12 @@ export class CheckpointsTab implements ExperimentTab {
     this.el = h(
       "div",
       {},
-      h("form", { class: "filters", onsubmit: (e: Event) => e.preventDefault() }, h("div", { class: "field" }, h("label", { for: "checkpoints-sort" }, "Order"), this.sortSelect), this.count),
+      h(
+        "form",
+        { class: "filters", onsubmit: (e: Event) => e.preventDefault() },
+        h("div", { class: "field" }, h("label", { for: "checkpoints-sort" }, "Order"), this.sortSelect),
+        this.count,
+      ),
       this.message,
       this.tableHost,
       this.pagerHost,
@@ -70,19 +78,27 @@ export class CheckpointsTab implements ExperimentTab {
     const controller = new AbortController();
     this.controller = controller;
     try {
-      const [experiment, result]: [Experiment, Awaited<ReturnType<typeof api.experimentCheckpoints>>] = await Promise.all([
-        this.context.ready,
-        api.experimentCheckpoints(this.context.id, { sort: this.sort, limit: PAGE_SIZE, offset: (this.page - 1) * PAGE_SIZE }, controller.signal),
-      ]);
+      const [experiment, result]: [Experiment, Awaited<ReturnType<typeof api.experimentCheckpoints>>] =
+        await Promise.all([
+          this.context.ready,
+          api.experimentCheckpoints(
+            this.context.id,
+            { sort: this.sort, limit: PAGE_SIZE, offset: (this.page - 1) * PAGE_SIZE },
+            controller.signal,
+          ),
+        ]);
       if (controller.signal.aborted) return live;
       this.message.replaceChildren();
       this.count.textContent = `${formatInteger(result.total)} checkpoint${result.total === 1 ? "" : "s"}`;
       swapTable(this.tableHost, checkpointTable(result.items, experiment.searcher_metric, { showTrial: true }));
       this.pagerHost.replaceChildren(
-        result.total > PAGE_SIZE || this.page > 1 ? pager(result.total, this.page, PAGE_SIZE, (p) => setQuery({ page: p > 1 ? p : null })) : "",
+        result.total > PAGE_SIZE || this.page > 1
+          ? pager(result.total, this.page, PAGE_SIZE, (p) => setQuery({ page: p > 1 ? p : null }))
+          : "",
       );
     } catch (err) {
-      if (!controller.signal.aborted) this.message.replaceChildren(notice(`Could not load the checkpoints: ${errorMessage(err)}`));
+      if (!controller.signal.aborted)
+        this.message.replaceChildren(notice(`Could not load the checkpoints: ${errorMessage(err)}`));
     }
     return live;
   }

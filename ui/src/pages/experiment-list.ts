@@ -60,7 +60,10 @@ export class ExperimentListPage implements Page {
       EXPERIMENT_STATES.map((s) => h("option", { value: s }, formatState(s))),
     );
     // Typing goes into one history entry: the first change pushes one, the next ones rewrite it.
-    const nameChanged = debounce(() => setQuery({ name: this.nameInput.value.trim(), page: null }, { replace: this.state.name !== "" }), 250);
+    const nameChanged = debounce(
+      () => setQuery({ name: this.nameInput.value.trim(), page: null }, { replace: this.state.name !== "" }),
+      250,
+    );
     this.nameInput = h("input", {
       id: "filter-name",
       type: "search",
@@ -166,7 +169,12 @@ export class ExperimentListPage implements Page {
     this.count.textContent = `${formatInteger(total)} experiment${total === 1 ? "" : "s"}`;
     const now = Date.now();
     const columns: Column<Experiment>[] = [
-      { label: "ID", sortKey: "id", numeric: true, cell: (e) => h("a", { href: href(`/experiments/${e.id}`) }, String(e.id)) },
+      {
+        label: "ID",
+        sortKey: "id",
+        numeric: true,
+        cell: (e) => h("a", { href: href(`/experiments/${e.id}`) }, String(e.id)),
+      },
       {
         label: "Name",
         sortKey: "name",
@@ -176,7 +184,8 @@ export class ExperimentListPage implements Page {
       {
         label: "Description",
         className: "description",
-        cell: (e) => (e.description ? h("span", { title: e.description }, e.description) : h("span", { class: "muted" }, EM_DASH)),
+        cell: (e) =>
+          e.description ? h("span", { title: e.description }, e.description) : h("span", { class: "muted" }, EM_DASH),
       },
       {
         label: "Labels",
@@ -187,13 +196,20 @@ export class ExperimentListPage implements Page {
           return h(
             "div",
             { class: "chips" },
-            shown.map((label) => labelChip(label, { onSelect: () => this.addLabelFilter(label), selectLabel: `Filter by label ${label}` })),
+            shown.map((label) =>
+              labelChip(label, { onSelect: () => this.addLabelFilter(label), selectLabel: `Filter by label ${label}` }),
+            ),
             rest.length > 0 ? h("span", { class: "chip more", title: rest.join(", ") }, `+${rest.length}`) : null,
           );
         },
       },
       { label: "State", sortKey: "state", cell: (e) => stateBadge(e.state, "experiment-state") },
-      { label: "Progress", sortKey: "progress", className: "progress-cell", cell: (e) => progressBar(e.progress, e.state) },
+      {
+        label: "Progress",
+        sortKey: "progress",
+        className: "progress-cell",
+        cell: (e) => progressBar(e.progress, e.state),
+      },
       {
         label: "Best metric",
         sortKey: "best_validation",
@@ -208,7 +224,11 @@ export class ExperimentListPage implements Page {
           ),
       },
       { label: "Owner", cell: (e) => e.owner },
-      { label: "Started", sortKey: "created_at", cell: (e) => h("time", { datetime: e.created_at, title: e.created_at }, formatTime(e.created_at)) },
+      {
+        label: "Started",
+        sortKey: "created_at",
+        cell: (e) => h("time", { datetime: e.created_at, title: e.created_at }, formatTime(e.created_at)),
+      },
       { label: "Duration", numeric: true, cell: (e) => formatDuration(elapsed(e.created_at, e.ended_at, now)) },
     ];
     swapTable(
@@ -223,10 +243,14 @@ export class ExperimentListPage implements Page {
         rowHref: (e) => href(`/experiments/${e.id}`),
         sort: this.state.sort,
         onSort: (sort) => setQuery({ sort: sort === DEFAULT_SORT ? null : sort, page: null }),
-        empty: this.hasFilters() ? "No experiment matches these filters." : "No experiments yet: create one with `pedl experiment create`.",
+        empty: this.hasFilters()
+          ? "No experiment matches these filters."
+          : "No experiments yet: create one with `pedl experiment create`.",
       }),
     );
-    this.pagerHost.replaceChildren(total > PAGE_SIZE || page > 1 ? pager(total, page, PAGE_SIZE, (p) => setQuery({ page: p > 1 ? p : null })) : "");
+    this.pagerHost.replaceChildren(
+      total > PAGE_SIZE || page > 1 ? pager(total, page, PAGE_SIZE, (p) => setQuery({ page: p > 1 ? p : null })) : "",
+    );
   }
 
   private hasFilters(): boolean {

@@ -7,7 +7,16 @@ import { errorMessage, notice } from "../components/notice";
 import { stateBadge } from "../components/state-badge";
 import { dataTable, swapTable } from "../components/table";
 import { h } from "../dom";
-import { EM_DASH, elapsed, formatDuration, formatInteger, formatNumber, formatPercent, formatState, formatTime } from "../format";
+import {
+  EM_DASH,
+  elapsed,
+  formatDuration,
+  formatInteger,
+  formatNumber,
+  formatPercent,
+  formatState,
+  formatTime,
+} from "../format";
 import { hparamsInline } from "../hparams";
 import { markChartsPainted } from "../perf";
 import { Poller } from "../poll";
@@ -16,6 +25,7 @@ import type { ExperimentContext, ExperimentTab } from "./experiment-context";
 import { LiveCurves } from "./live-curves";
 
 const POLL_MS = 5000;
+const SUMMARY_EVERY = 3;
 const BEST_COUNT = 5;
 
 /** "6 epochs", "1,000 batches" from a Determined length `{epochs: 6}`. */
@@ -46,6 +56,7 @@ export class OverviewTab implements ExperimentTab {
   private readonly controller = new AbortController();
   private readonly unsubscribe: () => void;
   private readonly poller = new Poller(() => this.refreshTrials(), POLL_MS);
+  private polls = 0;
 
   constructor(
     private readonly context: ExperimentContext,
@@ -116,7 +127,10 @@ export class OverviewTab implements ExperimentTab {
       ...fact("Metric", `${e.searcher_metric ?? EM_DASH} (${e.smaller_is_better ? "smaller" : "larger"} is better)`),
       ...fact("Max trials", searcher.max_trials == null ? EM_DASH : formatInteger(Number(searcher.max_trials))),
       ...fact("Length", formatLength(searcher.max_length)),
-      ...fact("Concurrent", searcher.max_concurrent_trials ? formatInteger(Number(searcher.max_concurrent_trials)) : "no limit"),
+      ...fact(
+        "Concurrent",
+        searcher.max_concurrent_trials ? formatInteger(Number(searcher.max_concurrent_trials)) : "no limit",
+      ),
       ...fact("Slots per trial", String(resources.slots_per_trial ?? 1)),
     );
   }
@@ -126,13 +140,23 @@ export class OverviewTab implements ExperimentTab {
     const experiment = await this.context.ready;
     const signal = this.controller.signal;
     try {
+      // The summary (every trial, for the counts by state) is big for a big experiment: asked
+      // for at most every SUMMARY_EVERY-th poll; the best and failed trials are one page each.
+      const withSummary = this.polls++ % SUMMARY_EVERY === 0 || !live;
       const [summary, best, failed] = await Promise.all([
-        api.trialsSummary(this.context.id, signal),
-        api.trials(this.context.id, { sort: experiment.smaller_is_better ? "best_validation" : "-best_validation", limit: BEST_COUNT, offset: 0 }, signal),
+        withSummary ? api.trialsSummary(this.context.id, signal) : null,
+        api.trials(
+          this.context.id,
+          { sort: experiment.smaller_is_better ? "best_validation" : "-best_validation", limit: BEST_COUNT, offset: 0 },
+          signal,
+        ),
         api.trials(this.context.id, { state: ["ERROR"], sort: "-id", limit: 5, offset: 0 }, signal),
       ]);
-      this.renderCounts(summary.states);
-      this.renderBest(best.items.filter((t) => t.best_validation != null), experiment);
+      if (summary) this.renderCounts(summary.states);
+      this.renderBest(
+        best.items.filter((t) => t.best_validation != null),
+        experiment,
+      );
       this.renderFailure(this.context.experiment ?? experiment, failed.items, failed.total);
     } catch (err) {
       if (signal.aborted) return false;
@@ -154,7 +178,12 @@ export class OverviewTab implements ExperimentTab {
               h(
                 "li",
                 {},
-                h("a", { href: href(`/experiments/${this.context.id}/trials`, { state: s }) }, h("strong", {}, formatInteger(counts.get(s))), ` ${formatState(s)}`),
+                h(
+                  "a",
+                  { href: href(`/experiments/${this.context.id}/trials`, { state: s }) },
+                  h("strong", {}, formatInteger(counts.get(s))),
+                  ` ${formatState(s)}`,
+                ),
               ),
             ),
             h("li", { class: "muted" }, `${formatInteger(states.length)} in all`),
@@ -169,7 +198,11 @@ export class OverviewTab implements ExperimentTab {
         caption: "Best trials",
         columns: [
           { label: "Trial", numeric: true, cell: (t) => h("a", { href: href(`/trials/${t.id}`) }, String(t.id)) },
-          { label: `Best ${experiment.searcher_metric ?? "metric"}`, numeric: true, cell: (t) => h("span", { class: "metric" }, formatNumber(t.best_validation)) },
+          {
+            label: `Best ${experiment.searcher_metric ?? "metric"}`,
+            numeric: true,
+            cell: (t) => h("span", { class: "metric" }, formatNumber(t.best_validation)),
+          },
           { label: "State", cell: (t) => stateBadge(t.state) },
           { label: "Batches", numeric: true, cell: (t) => formatInteger(t.total_batches) },
           { label: "Hyperparameters", className: "hparams", cell: (t) => hparamsInline(t.hparams) },
@@ -202,14 +235,23 @@ export class OverviewTab implements ExperimentTab {
                   {},
                   h("a", { href: href(`/trials/${t.id}`) }, `Trial ${t.id}`),
                   t.error
-                    ? [": ", h("strong", {}, t.error.type), ` ${t.error.message}`, t.error.location ? h("span", { class: "muted" }, ` at ${t.error.location}`) : null]
+                    ? [
+                        ": ",
+                        h("strong", {}, t.error.type),
+                        ` ${t.error.message}`,
+                        t.error.location ? h("span", { class: "muted" }, ` at ${t.error.location}`) : null,
+                      ]
                     : ": errored",
                 ),
               ),
             )
           : null,
         total > failed.length
-          ? h("a", { href: href(`/experiments/${experiment.id}/trials`, { state: "ERROR" }) }, `All ${formatInteger(total)} failed trials`)
+          ? h(
+              "a",
+              { href: href(`/experiments/${experiment.id}/trials`, { state: "ERROR" }) },
+              `All ${formatInteger(total)} failed trials`,
+            )
           : null,
       ),
     );

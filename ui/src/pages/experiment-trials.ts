@@ -7,7 +7,16 @@ import { errorMessage, notice } from "../components/notice";
 import { stateBadge } from "../components/state-badge";
 import { type Column, dataTable, pager, swapTable } from "../components/table";
 import { h } from "../dom";
-import { EM_DASH, elapsed, formatDuration, formatInteger, formatNumber, formatState, formatTime, formatValue } from "../format";
+import {
+  EM_DASH,
+  elapsed,
+  formatDuration,
+  formatInteger,
+  formatNumber,
+  formatState,
+  formatTime,
+  formatValue,
+} from "../format";
 import { declaredTypes, flattenHparams, hparamNames } from "../hparams";
 import { Poller } from "../poll";
 import { href, setQuery } from "../router";
@@ -93,13 +102,18 @@ export class TrialsTab implements ExperimentTab {
     try {
       const [experiment, result] = await Promise.all([
         this.context.ready,
-        api.trials(this.context.id, { state: state ? [state] : undefined, sort, limit: PAGE_SIZE, offset: (page - 1) * PAGE_SIZE }, controller.signal),
+        api.trials(
+          this.context.id,
+          { state: state ? [state] : undefined, sort, limit: PAGE_SIZE, offset: (page - 1) * PAGE_SIZE },
+          controller.signal,
+        ),
       ]);
       if (controller.signal.aborted) return live;
       this.message.replaceChildren();
       this.render(result.items, result.total, experiment);
     } catch (err) {
-      if (!controller.signal.aborted) this.message.replaceChildren(notice(`Could not load the trials: ${errorMessage(err)}`));
+      if (!controller.signal.aborted)
+        this.message.replaceChildren(notice(`Could not load the trials: ${errorMessage(err)}`));
     }
     return live;
   }
@@ -112,7 +126,12 @@ export class TrialsTab implements ExperimentTab {
     const declared = declaredTypes(experiment.config.hyperparameters);
     const now = Date.now();
     const columns: Column<Trial>[] = [
-      { label: "Trial", sortKey: "id", numeric: true, cell: (t) => h("a", { href: href(`/trials/${t.id}`) }, String(t.id)) },
+      {
+        label: "Trial",
+        sortKey: "id",
+        numeric: true,
+        cell: (t) => h("a", { href: href(`/trials/${t.id}`) }, String(t.id)),
+      },
       { label: "State", sortKey: "state", cell: (t) => stateBadge(t.state) },
       {
         label: "Outcome",
@@ -133,15 +152,13 @@ export class TrialsTab implements ExperimentTab {
       { label: "Restarts", sortKey: "restarts", numeric: true, cell: (t) => formatInteger(t.restarts) },
       ...hparamNames(trials)
         .filter((name) => declared.get(name) !== "const")
-        .map(
-        (name): Column<Trial> => ({
+        .map((name): Column<Trial> => ({
           label: name,
           numeric: trials.some((t) => typeof flat.get(t.id)?.[name] === "number"),
           className: "hparam",
           title: `Hyperparameter ${name}`,
           cell: (t) => formatValue(flat.get(t.id)?.[name]),
-        }),
-      ),
+        })),
       { label: "Started", cell: (t) => formatTime(t.created_at) },
       { label: "Duration", numeric: true, cell: (t) => formatDuration(elapsed(t.created_at, t.ended_at, now)) },
     ];
@@ -160,6 +177,8 @@ export class TrialsTab implements ExperimentTab {
         empty: this.state.state ? `No ${formatState(this.state.state)} trials.` : "No trials yet.",
       }),
     );
-    this.pagerHost.replaceChildren(total > PAGE_SIZE || page > 1 ? pager(total, page, PAGE_SIZE, (p) => setQuery({ page: p > 1 ? p : null })) : "");
+    this.pagerHost.replaceChildren(
+      total > PAGE_SIZE || page > 1 ? pager(total, page, PAGE_SIZE, (p) => setQuery({ page: p > 1 ? p : null })) : "",
+    );
   }
 }

@@ -76,7 +76,10 @@ export class VisualizationTab implements ExperimentTab {
     this.state = readState(query);
     const pick = (id: number) => navigate(`/trials/${id}`);
     this.pc = new ParallelCoordinates(340, pick);
-    this.metricSelect = h("select", { id: "vis-metric", onchange: () => setQuery({ metric: this.metricSelect.value }) });
+    this.metricSelect = h("select", {
+      id: "vis-metric",
+      onchange: () => setQuery({ metric: this.metricSelect.value }),
+    });
     this.kindSelect = h(
       "select",
       { id: "vis-kind", onchange: () => this.changeKind(this.kindSelect.value as MetricKind) },
@@ -216,7 +219,13 @@ export class VisualizationTab implements ExperimentTab {
       this.pcHost.replaceChildren(h("p", { class: "muted" }, "No trials yet."));
     } else {
       if (!this.pc.el.isConnected) this.pcHost.replaceChildren(this.pc.el);
-      this.pc.setData({ trialIds: summary.trial_ids, axes, metric, smallerIsBetter: experiment.smaller_is_better, best });
+      this.pc.setData({
+        trialIds: summary.trial_ids,
+        axes,
+        metric,
+        smallerIsBetter: experiment.smaller_is_better,
+        best,
+      });
     }
     this.renderScatters(summary, axes, best, metricName);
   }
@@ -227,7 +236,11 @@ export class VisualizationTab implements ExperimentTab {
     const hasMetric = summary.best_validation.some((v) => v != null);
     if (axes.length === 0 || !hasMetric) {
       this.scatterHost.replaceChildren(
-        h("p", { class: "muted" }, axes.length === 0 ? "No hyperparameter varies between the trials." : `No trial has a ${metricName} yet.`),
+        h(
+          "p",
+          { class: "muted" },
+          axes.length === 0 ? "No hyperparameter varies between the trials." : `No trial has a ${metricName} yet.`,
+        ),
       );
       return;
     }
@@ -236,11 +249,30 @@ export class VisualizationTab implements ExperimentTab {
     for (const axis of shown) {
       const scatter = new HpScatter(220, (id) => navigate(`/trials/${id}`));
       this.scatters.push(scatter);
-      this.scatterHost.append(h("figure", { class: "scatter-cell" }, h("figcaption", {}, axis.name, axis.kind === "log" ? h("span", { class: "muted" }, " (log)") : null), scatter.el));
+      this.scatterHost.append(
+        h(
+          "figure",
+          { class: "scatter-cell" },
+          h("figcaption", {}, axis.name, axis.kind === "log" ? h("span", { class: "muted" }, " (log)") : null),
+          scatter.el,
+        ),
+      );
     }
     // The cells are equally wide: one layout for all, not one per plot.
     const width = this.scatters[0]?.width();
-    shown.forEach((axis, i) => this.scatters[i]?.setData({ axis, trialIds: summary.trial_ids, metric: summary.best_validation, best, metricName }, width));
-    if (axes.length > shown.length) this.scatterHost.append(h("p", { class: "muted" }, `${axes.length - shown.length} more hyperparameters are in the parallel coordinates.`));
+    shown.forEach((axis, i) =>
+      this.scatters[i]?.setData(
+        { axis, trialIds: summary.trial_ids, metric: summary.best_validation, best, metricName },
+        width,
+      ),
+    );
+    if (axes.length > shown.length)
+      this.scatterHost.append(
+        h(
+          "p",
+          { class: "muted" },
+          `${axes.length - shown.length} more hyperparameters are in the parallel coordinates.`,
+        ),
+      );
   }
 }

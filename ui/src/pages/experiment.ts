@@ -57,7 +57,8 @@ const ACTIONS: ActionDef[] = [
     allowed: ["ACTIVE", "PAUSED", "STOPPING_CANCELED"],
     confirm: {
       title: "Kill this experiment?",
-      message: "Its trials stop at once, without a checkpoint: work since their last checkpoint is lost. This cannot be undone.",
+      message:
+        "Its trials stop at once, without a checkpoint: work since their last checkpoint is lost. This cannot be undone.",
       confirmLabel: "Kill experiment",
     },
   },
@@ -80,7 +81,13 @@ export class ExperimentPage implements Page {
   private readonly buttons = new Map<ExperimentAction, HTMLButtonElement>();
   private readonly controller = new AbortController();
   private readonly poller = new Poller(() => this.refresh(), POLL_MS);
-  private headParts: { title: HTMLElement; state: HTMLElement; meta: HTMLElement; progress: HTMLElement; best: HTMLElement } | null = null;
+  private headParts: {
+    title: HTMLElement;
+    state: HTMLElement;
+    meta: HTMLElement;
+    progress: HTMLElement;
+    best: HTMLElement;
+  } | null = null;
 
   constructor(
     private readonly id: number,
@@ -94,7 +101,12 @@ export class ExperimentPage implements Page {
     this.el = h(
       "div",
       { class: "page" },
-      h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, h("a", { href: href("/experiments") }, "Experiments"), h("span", {}, `Experiment ${id}`)),
+      h(
+        "nav",
+        { class: "crumbs", "aria-label": "Breadcrumb" },
+        h("a", { href: href("/experiments") }, "Experiments"),
+        h("span", {}, `Experiment ${id}`),
+      ),
       this.head,
       this.message,
       this.tabsHost,
@@ -117,7 +129,11 @@ export class ExperimentPage implements Page {
     const hadFocus = this.tabsHost.contains(document.activeElement);
     this.tabsHost.replaceChildren(
       tabBar(
-        TABS.map((t) => ({ id: t.id, label: t.label, href: href(`/experiments/${this.id}${t.id === "overview" ? "" : `/${t.id}`}`) })),
+        TABS.map((t) => ({
+          id: t.id,
+          label: t.label,
+          href: href(`/experiments/${this.id}${t.id === "overview" ? "" : `/${t.id}`}`),
+        })),
         id,
         "Experiment sections",
       ),
@@ -174,7 +190,10 @@ export class ExperimentPage implements Page {
     if (!this.headParts) this.buildHead(experiment);
     const parts = this.headParts;
     if (!parts) return;
-    parts.title.replaceChildren(experiment.name ?? `Experiment ${experiment.id}`, h("span", { class: "muted id" }, ` #${experiment.id}`));
+    parts.title.replaceChildren(
+      experiment.name ?? `Experiment ${experiment.id}`,
+      h("span", { class: "muted id" }, ` #${experiment.id}`),
+    );
     parts.state.replaceChildren(stateBadge(experiment.state, "experiment-state"));
     parts.meta.replaceChildren(
       h("span", {}, `Owner ${experiment.owner}`),

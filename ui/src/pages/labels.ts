@@ -14,14 +14,33 @@ export function labelChip(
   options: { onSelect?: () => void; selectLabel?: string; onRemove?: () => void; removeLabel?: string } = {},
 ): HTMLElement {
   const text = options.onSelect
-    ? h("button", { type: "button", class: "chip-text", title: options.selectLabel ?? null, "aria-label": options.selectLabel ?? null, onclick: options.onSelect }, label)
+    ? h(
+        "button",
+        {
+          type: "button",
+          class: "chip-text",
+          title: options.selectLabel ?? null,
+          "aria-label": options.selectLabel ?? null,
+          onclick: options.onSelect,
+        },
+        label,
+      )
     : h("span", { class: "chip-text" }, label);
   return h(
     "span",
     { class: "chip" },
     text,
     options.onRemove
-      ? h("button", { type: "button", class: "chip-remove", "aria-label": options.removeLabel ?? `Remove ${label}`, onclick: options.onRemove }, "×")
+      ? h(
+          "button",
+          {
+            type: "button",
+            class: "chip-remove",
+            "aria-label": options.removeLabel ?? `Remove ${label}`,
+            onclick: options.onRemove,
+          },
+          "×",
+        )
       : null,
   );
 }
@@ -44,7 +63,9 @@ export class ExperimentNotes {
 
   /** A fresher copy of the experiment (polling); an open editor keeps its text. */
   set(experiment: Experiment): void {
-    const changed = experiment.description !== this.experiment.description || experiment.labels.join("\n") !== this.experiment.labels.join("\n");
+    const changed =
+      experiment.description !== this.experiment.description ||
+      experiment.labels.join("\n") !== this.experiment.labels.join("\n");
     this.experiment = experiment;
     if (changed && !this.editing && !this.el.contains(document.activeElement)) this.render();
   }

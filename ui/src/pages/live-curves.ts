@@ -80,7 +80,10 @@ export class LiveCurves {
       this.render();
     } catch (err) {
       if (this.controller.signal.aborted) return;
-      const reason = err instanceof ApiError && err.field === "x" ? "This experiment's config does not say how many batches make an epoch." : errorMessage(err);
+      const reason =
+        err instanceof ApiError && err.field === "x"
+          ? "This experiment's config does not say how many batches make an epoch."
+          : errorMessage(err);
       this.chart.setEmptyText(`Could not load the learning curves: ${reason}`);
       this.chart.setData([]);
     }

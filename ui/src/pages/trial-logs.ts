@@ -95,7 +95,11 @@ export class TrialLogs {
     try {
       const fresh: LogLine[] = [];
       for (;;) {
-        const page = await api.trialLogs(this.trialId, { after: this.lastSeq < 0 ? undefined : this.lastSeq, limit: PAGE_LINES }, this.signal);
+        const page = await api.trialLogs(
+          this.trialId,
+          { after: this.lastSeq < 0 ? undefined : this.lastSeq, limit: PAGE_LINES },
+          this.signal,
+        );
         for (const line of page) {
           if (line.seq <= this.lastSeq) continue;
           fresh.push(line);

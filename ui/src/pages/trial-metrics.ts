@@ -43,11 +43,14 @@ export class TrialMetrics {
     try {
       await this.fetchNew();
       const names = this.names();
-      this.defaults = [searcherMetric, names.has("loss") ? "loss" : null].filter((n): n is string => n !== null && names.has(n));
+      this.defaults = [searcherMetric, names.has("loss") ? "loss" : null].filter(
+        (n): n is string => n !== null && names.has(n),
+      );
       if (this.defaults.length === 0) this.defaults = [...names.keys()].slice(0, 2);
       this.render();
     } catch (err) {
-      if (!this.signal.aborted) this.message.replaceChildren(notice(`Could not load the metrics: ${errorMessage(err)}`));
+      if (!this.signal.aborted)
+        this.message.replaceChildren(notice(`Could not load the metrics: ${errorMessage(err)}`));
     }
   }
 
@@ -65,7 +68,11 @@ export class TrialMetrics {
     await Promise.all(
       KINDS.map(async (kind) => {
         for (;;) {
-          const rows = await api.trialMetrics(this.trialId, { kind, afterBatches: this.after[kind] < 0 ? undefined : this.after[kind], limit: PAGE_ROWS }, this.signal);
+          const rows = await api.trialMetrics(
+            this.trialId,
+            { kind, afterBatches: this.after[kind] < 0 ? undefined : this.after[kind], limit: PAGE_ROWS },
+            this.signal,
+          );
           for (const row of rows) {
             if (row.total_batches <= this.after[kind]) continue;
             this.rows[kind].push(row);
@@ -104,6 +111,7 @@ export class TrialMetrics {
       return;
     }
     const sorted = [...names.keys()].sort();
+    const focused = this.chooser.contains(document.activeElement) ? (document.activeElement as HTMLElement).id : null;
     this.chooser.replaceChildren(
       h("legend", {}, "Show"),
       ...sorted.map((name) => {
@@ -121,6 +129,7 @@ export class TrialMetrics {
         return h("label", { class: "check", for: id }, box, ` ${name} `, h("span", { class: "muted small" }, kinds));
       }),
     );
+    if (focused) document.getElementById(focused)?.focus();
     for (const [name, chart] of this.chartsByName) {
       if (!chosen.includes(name)) {
         chart.dispose();
@@ -131,7 +140,13 @@ export class TrialMetrics {
     for (const name of chosen) {
       let chart = this.chartsByName.get(name);
       if (!chart) {
-        chart = new LineChart({ height: 240, xLabel: "Batches", yLabel: name, emptyText: `No points for ${name}.`, legend: true });
+        chart = new LineChart({
+          height: 240,
+          xLabel: "Batches",
+          yLabel: name,
+          emptyText: `No points for ${name}.`,
+          legend: true,
+        });
         this.chartsByName.set(name, chart);
         this.charts.append(h("figure", { class: "chart-cell" }, h("figcaption", {}, name), chart.el));
       }
@@ -150,7 +165,9 @@ export class TrialMetrics {
       label: kind,
       color: seriesColor(kind === "training" ? 0 : 1),
       emphasis: kind === "validation",
-      points: this.rows[kind].filter((r) => name in r.metrics).map((r): Point => [r.total_batches, finite(metricNumber(r.metrics[name]))]),
+      points: this.rows[kind]
+        .filter((r) => name in r.metrics)
+        .map((r): Point => [r.total_batches, finite(metricNumber(r.metrics[name]))]),
     }));
   }
 }

@@ -9,7 +9,16 @@ import { stateBadge } from "../components/state-badge";
 import { dataTable, swapTable } from "../components/table";
 import { tabBar, tabPanel } from "../components/tabs";
 import { h } from "../dom";
-import { EM_DASH, elapsed, formatDuration, formatInteger, formatNumber, formatState, formatTime, formatValue } from "../format";
+import {
+  EM_DASH,
+  elapsed,
+  formatDuration,
+  formatInteger,
+  formatNumber,
+  formatState,
+  formatTime,
+  formatValue,
+} from "../format";
 import { flattenHparams } from "../hparams";
 import { Poller } from "../poll";
 import { type Page, type Route, href } from "../router";
@@ -66,7 +75,13 @@ export class TrialPage implements Page {
     this.tab = tabOf(route.query);
     this.killButton = h(
       "button",
-      { type: "button", class: "button danger-outline", "data-testid": "action-kill", disabled: true, onclick: () => void this.kill() },
+      {
+        type: "button",
+        class: "button danger-outline",
+        "data-testid": "action-kill",
+        disabled: true,
+        onclick: () => void this.kill(),
+      },
       "Kill trial",
     );
     this.metrics = new TrialMetrics(id, route.query.getAll("metric"), this.controller.signal);
@@ -80,7 +95,12 @@ export class TrialPage implements Page {
       h(
         "div",
         { class: "exp-head" },
-        h("div", { class: "exp-title" }, h("div", { class: "title-line" }, this.title, this.state), h("div", { class: "actions" }, this.killButton)),
+        h(
+          "div",
+          { class: "exp-title" },
+          h("div", { class: "title-line" }, this.title, this.state),
+          h("div", { class: "actions" }, this.killButton),
+        ),
       ),
       this.message,
       this.errorHost,
@@ -119,7 +139,8 @@ export class TrialPage implements Page {
     try {
       this.show(await api.trial(this.id, signal));
     } catch (err) {
-      if (!signal.aborted) this.message.replaceChildren(notice(`Could not load trial ${this.id}: ${errorMessage(err)}`));
+      if (!signal.aborted)
+        this.message.replaceChildren(notice(`Could not load trial ${this.id}: ${errorMessage(err)}`));
       return;
     }
     const trial = this.trial as Trial;
@@ -151,7 +172,11 @@ export class TrialPage implements Page {
     const hadFocus = this.tabsHost.contains(document.activeElement);
     this.tabsHost.replaceChildren(
       tabBar(
-        TABS.map((t) => ({ id: t.id, label: t.label, href: href(`/trials/${this.id}`, t.id === "overview" ? {} : { tab: t.id }) })),
+        TABS.map((t) => ({
+          id: t.id,
+          label: t.label,
+          href: href(`/trials/${this.id}`, t.id === "overview" ? {} : { tab: t.id }),
+        })),
         this.tab,
         "Trial sections",
       ),
@@ -159,9 +184,15 @@ export class TrialPage implements Page {
     if (hadFocus) this.tabsHost.querySelector<HTMLElement>("[aria-selected=true]")?.focus();
     const panel = tabPanel(this.tab);
     if (this.tab === "overview") {
-      panel.append(h("div", { class: "trial-overview" }, h("section", { class: "card" }, h("h2", {}, "Hyperparameters"), this.hparams), this.metrics.el));
-    }
-    else if (this.tab === "checkpoints") {
+      panel.append(
+        h(
+          "div",
+          { class: "trial-overview" },
+          h("section", { class: "card" }, h("h2", {}, "Hyperparameters"), this.hparams),
+          this.metrics.el,
+        ),
+      );
+    } else if (this.tab === "checkpoints") {
       panel.append(h("section", { class: "card" }, h("h2", {}, "Checkpoints"), this.checkpoints));
       void this.loadCheckpoints();
     } else {
@@ -178,7 +209,9 @@ export class TrialPage implements Page {
   }
 
   private showCrumbs(trial: Trial): void {
-    const name = this.experiment?.name ? `${this.experiment.name} (#${trial.experiment_id})` : `Experiment ${trial.experiment_id}`;
+    const name = this.experiment?.name
+      ? `${this.experiment.name} (#${trial.experiment_id})`
+      : `Experiment ${trial.experiment_id}`;
     this.crumbs.replaceChildren(
       h("a", { href: href("/experiments") }, "Experiments"),
       h("a", { href: href(`/experiments/${trial.experiment_id}`) }, name),
@@ -203,8 +236,18 @@ export class TrialPage implements Page {
       ...fact("Seed", String(trial.seed)),
       ...fact("Started", formatTime(trial.created_at)),
       ...fact("Duration", formatDuration(elapsed(trial.created_at, trial.ended_at))),
-      ...fact("Latest checkpoint", trial.latest_checkpoint_uuid ? h("span", { class: "mono", title: trial.latest_checkpoint_uuid }, trial.latest_checkpoint_uuid.slice(0, 8)) : EM_DASH),
-      ...fact("Best checkpoint", trial.best_checkpoint_uuid ? h("span", { class: "mono", title: trial.best_checkpoint_uuid }, trial.best_checkpoint_uuid.slice(0, 8)) : EM_DASH),
+      ...fact(
+        "Latest checkpoint",
+        trial.latest_checkpoint_uuid
+          ? h("span", { class: "mono", title: trial.latest_checkpoint_uuid }, trial.latest_checkpoint_uuid.slice(0, 8))
+          : EM_DASH,
+      ),
+      ...fact(
+        "Best checkpoint",
+        trial.best_checkpoint_uuid
+          ? h("span", { class: "mono", title: trial.best_checkpoint_uuid }, trial.best_checkpoint_uuid.slice(0, 8))
+          : EM_DASH,
+      ),
     );
     this.errorHost.replaceChildren(trial.error ? this.errorBox(trial) : "");
     if (first) {
@@ -230,26 +273,41 @@ export class TrialPage implements Page {
       "section",
       { class: "card failure", "data-testid": "trial-error" },
       h("h2", {}, trial.state === "ERROR" ? "Why it failed" : "Latest error"),
-      h("p", {}, h("strong", { class: "error-type" }, error.type), ": ", h("span", { class: "error-message" }, error.message)),
+      h(
+        "p",
+        {},
+        h("strong", { class: "error-type" }, error.type),
+        ": ",
+        h("span", { class: "error-message" }, error.message),
+      ),
       error.location ? h("p", { class: "muted" }, "at ", h("code", { class: "error-location" }, error.location)) : null,
-      error.before_progress ? h("p", { class: "muted small" }, "It failed before training progressed, so it was not restarted.") : null,
-      error.traceback ? h("details", {}, h("summary", {}, "Traceback"), h("pre", { class: "traceback" }, error.traceback)) : null,
+      error.before_progress
+        ? h("p", { class: "muted small" }, "It failed before training progressed, so it was not restarted.")
+        : null,
+      error.traceback
+        ? h("details", {}, h("summary", {}, "Traceback"), h("pre", { class: "traceback" }, error.traceback))
+        : null,
     );
   }
 
   private async loadCheckpoints(): Promise<void> {
     try {
       const page = await api.trialCheckpoints(this.id, { limit: 1000, offset: 0 }, this.controller.signal);
-      swapTable(this.checkpoints, checkpointTable(page.items, this.experiment?.searcher_metric ?? null, { showTrial: false }));
+      swapTable(
+        this.checkpoints,
+        checkpointTable(page.items, this.experiment?.searcher_metric ?? null, { showTrial: false }),
+      );
     } catch (err) {
-      if (!this.controller.signal.aborted) this.checkpoints.replaceChildren(notice(`Could not load the checkpoints: ${errorMessage(err)}`));
+      if (!this.controller.signal.aborted)
+        this.checkpoints.replaceChildren(notice(`Could not load the checkpoints: ${errorMessage(err)}`));
     }
   }
 
   private async kill(): Promise<void> {
     const confirmed = await confirmAction({
       title: `Kill trial ${this.id}?`,
-      message: "It stops at once, without a checkpoint, and is not restarted. Its experiment goes on with its other trials.",
+      message:
+        "It stops at once, without a checkpoint, and is not restarted. Its experiment goes on with its other trials.",
       confirmLabel: "Kill trial",
       danger: true,
     });
