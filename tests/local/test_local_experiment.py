@@ -119,7 +119,7 @@ def test_grid_search_runs_every_point_and_summarises(tmp_path: Path) -> None:
             kept = [c.uuid for c, _ in _checkpoints(session, trial.id, CheckpointState.COMPLETED)]
             assert 1 <= len(kept) <= 2
             assert trial.latest_checkpoint_uuid in kept
-            rows = metrics_repo.list_metrics(session, trial.trial_id, kind=MetricKind.VALIDATION)
+            rows = metrics_repo.list_metrics(session, trial.id, kind=MetricKind.VALIDATION)
             assert [r.total_batches for r in rows] == [4, 8]
             assert trial.outcome == TrialOutcome.COMPLETED
         deleted = [
