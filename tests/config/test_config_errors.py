@@ -321,8 +321,7 @@ CASES = [
         HEAD.replace("name: random", "name: 3"),
         "searcher.name",
         5,
-        "must be one of single, grid, random, adaptive_asha, async_halving, tpe, gp, custom; "
-        "got 3",
+        "must be one of single, grid, random, adaptive_asha, async_halving, tpe, gp, custom; got 3",
     ),
     (
         "max-restarts-negative",
