@@ -183,10 +183,14 @@ export class HpScatter {
     ctx.beginPath();
     ctx.rect(bbox.left, bbox.top, bbox.width, bbox.height);
     ctx.clip();
-    ctx.fillStyle = withAlpha(OTHER_COLOR, many ? 0.35 : 0.65);
-    for (let k = 0; k < count; k++) {
-      if (this.best[k]) continue;
-      ctx.fillRect(px(this.xs[k] as number) - half, py(this.ys[k] as number) - half, 2 * half, 2 * half);
+    if (many) {
+      this.blendSquares(u, px, py, Math.max(2, Math.round(2 * half)), 0.35);
+    } else {
+      ctx.fillStyle = withAlpha(OTHER_COLOR, 0.65);
+      for (let k = 0; k < count; k++) {
+        if (this.best[k]) continue;
+        ctx.fillRect(px(this.xs[k] as number) - half, py(this.ys[k] as number) - half, 2 * half, 2 * half);
+      }
     }
     ctx.fillStyle = BEST_COLOR;
     ctx.strokeStyle = "#ffffff";
@@ -199,6 +203,47 @@ export class HpScatter {
       ctx.stroke();
     }
     ctx.restore();
+  }
+
+  /** The many dots as `size`-pixel squares blended straight into the plot area's pixels:
+   * one read and one write of the pixels instead of 10,000 fillRect calls (~8 ms each
+   * 10,000 without a GPU, per plot). */
+  private blendSquares(
+    u: uPlot,
+    px: (value: number) => number,
+    py: (value: number) => number,
+    size: number,
+    alpha: number,
+  ): void {
+    const left = Math.floor(u.bbox.left);
+    const top = Math.floor(u.bbox.top);
+    const width = Math.ceil(u.bbox.width);
+    const height = Math.ceil(u.bbox.height);
+    if (width <= 0 || height <= 0) return;
+    const image = u.ctx.getImageData(left, top, width, height);
+    const pixels = image.data;
+    const colour = Number.parseInt(OTHER_COLOR.slice(1), 16);
+    const rgb = [(colour >> 16) & 255, (colour >> 8) & 255, colour & 255];
+    const offset = size / 2;
+    for (let k = 0; k < this.xs.length; k++) {
+      if (this.best[k]) continue;
+      const x0 = Math.round(px(this.xs[k] as number) - left - offset);
+      const y0 = Math.round(py(this.ys[k] as number) - top - offset);
+      for (let y = Math.max(0, y0); y < Math.min(height, y0 + size); y++) {
+        for (let x = Math.max(0, x0); x < Math.min(width, x0 + size); x++) {
+          // Source-over of a translucent colour on a (possibly transparent) pixel, in the
+          // non-premultiplied values ImageData holds.
+          const at = (y * width + x) * 4;
+          const below = (pixels[at + 3] as number) / 255;
+          const out = alpha + below * (1 - alpha);
+          for (let c = 0; c < 3; c++) {
+            pixels[at + c] = ((rgb[c] as number) * alpha + (pixels[at + c] as number) * below * (1 - alpha)) / out;
+          }
+          pixels[at + 3] = out * 255;
+        }
+      }
+    }
+    u.ctx.putImageData(image, left, top);
   }
 
   /** The dot nearest the cursor (CSS pixels), within HOVER_PX. */
