@@ -59,8 +59,6 @@ from pedl import model_def
 from pedl.exec._exit_codes import EXIT_ERROR, EXIT_OK
 from pedl.exec._trial_process import configure_logging, die_with_master, serve_trial
 
-logger = logging.getLogger("pedl.exec")
-
 PRELOAD = ("pedl.keras",)
 """Imported when the worker starts (each only if installed): the framework and PEDL's layer
 over it."""
