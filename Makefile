@@ -33,6 +33,7 @@ demo-stop:
 
 ## test: lint, type-check, and run the whole test suite (PostgreSQL is started if needed).
 test: lint typecheck postgres ui $(CHROMIUM)
+	cd ui && npm test
 	$(BIN)/pytest
 
 ## ui: build the web UI (ui/: TypeScript, Vite) into pedl/master/ui_dist/, which the master
