@@ -30,6 +30,8 @@ CHECK_INTERVAL_S = 1.0
 """How often the master checks that its read processes still run."""
 RESTART_DELAY_S = 5.0
 """A read process that exits is started again, at most once per this many seconds."""
+READY_TIMEOUT_S = 60.0
+"""How long the master's startup waits for its read processes to serve."""
 STOP_TIMEOUT_S = 15.0
 """How long a stopping read process may take to finish its requests before it is killed."""
 
@@ -45,8 +47,9 @@ class ReadProcesses:
     """``count`` read processes on the database of ``settings``, implementing
     :class:`pedl.master.api._forward.ReadSource` for :func:`~pedl.master.api.create_app`.
 
-    :meth:`start` (on the app's event loop, once the database is migrated) starts them and a
-    task that checks on them every ``check_interval_s`` and starts again any that exited
+    :meth:`start` (on the app's event loop, once the database is migrated) starts them,
+    waits until they serve (up to ``ready_timeout_s``), and starts a task that checks on them
+    every ``check_interval_s`` and starts again any that exited
     (logging its exit status), at most once per ``restart_delay_s`` each; :meth:`sockets`
     lists the sockets of those running; :meth:`stop` stops them (they finish the requests
     they have, up to :data:`STOP_TIMEOUT_S`) and removes their directory.
@@ -59,11 +62,13 @@ class ReadProcesses:
         *,
         check_interval_s: float = CHECK_INTERVAL_S,
         restart_delay_s: float = RESTART_DELAY_S,
+        ready_timeout_s: float = READY_TIMEOUT_S,
     ) -> None:
         self.settings = settings
         self.count = count
         self.check_interval_s = check_interval_s
         self.restart_delay_s = restart_delay_s
+        self.ready_timeout_s = ready_timeout_s
         self.restarts = 0
         self._dir: Path | None = None
         self._children: list[_Child] = []
@@ -71,10 +76,17 @@ class ReadProcesses:
         self._watch: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        """Start the processes and wait until each serves (at most ``ready_timeout_s``; one
+        that is not ready by then is left to come up on its own, its reads served by the
+        master meanwhile)."""
         self._dir = Path(tempfile.mkdtemp(prefix="pedl-reads-"))
         self._children = [_Child(str(self._dir / f"{i}.sock")) for i in range(self.count)]
         for child in self._children:
             await anyio.to_thread.run_sync(self._spawn, child)
+        deadline = time.monotonic() + self.ready_timeout_s
+        for child in self._children:
+            if not await _serving(child, deadline):
+                logger.warning("read process on %s is not serving yet", child.socket)
         self._refresh()
         self._watch = asyncio.create_task(self._watch_children(), name="pedl-read-processes")
 
@@ -156,3 +168,20 @@ class ReadProcesses:
                 child.process.wait()
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
+
+
+async def _serving(child: _Child, deadline: float) -> bool:
+    """Wait until ``child`` accepts a connection on its socket (True), exits or the
+    deadline passes (False)."""
+    while time.monotonic() < deadline:
+        if child.process is None or child.process.poll() is not None:
+            return False
+        try:
+            _reader, writer = await asyncio.open_unix_connection(child.socket)
+        except OSError:
+            await asyncio.sleep(0.05)
+            continue
+        writer.close()
+        await writer.wait_closed()
+        return True
+    return False
