@@ -16,6 +16,7 @@ import pytest
 from pedl.client import Client, PEDLError
 from pedl.config import ConfigWarning
 from pedl.engine import ExperimentState, TrialOutcome, TrialState
+from pedl.master.api._convert import TRIAL_PUBLIC_FIELDS
 from pedl.master.api._schemas import Page, TrialPublic
 from pedl.master.db import Database
 from pedl.master.db import checkpoints as checkpoints_repo
@@ -274,9 +275,9 @@ def test_sdk_surfaces_the_warning_and_the_refusal(
 def test_the_lean_trials_page_has_the_public_shape(
     client: httpx.Client, database: Database
 ) -> None:
-    """GET /experiments/{id}/trials reads plain rows, not ORM objects: the same document
-    Page[TrialPublic] gives for the ORM rows, every field set or not, with paging and the
-    state filter."""
+    """GET /experiments/{id}/trials builds its JSON from plain rows, not ORM objects or
+    TrialPublic models: the same document Page[TrialPublic] gives for the ORM rows, every field
+    set or not (timestamps in the same text), with paging and the state filter."""
     experiment_id = create_experiment(client)["id"]
     plain = create_trial(database, experiment_id, seed=1)[0]
     full = create_trial(database, experiment_id, seed=2, request_id="r-2", hparams={"x": 1e-5})[0]
@@ -303,6 +304,7 @@ def test_the_lean_trials_page_has_the_public_shape(
     got = client.get(f"/experiments/{experiment_id}/trials")
     assert got.status_code == 200 and got.headers["content-type"] == "application/json"
     assert got.json() == expected()
+    assert tuple(TrialPublic.model_fields) == TRIAL_PUBLIC_FIELDS  # the lean path's fields
     errored = got.json()["items"][1]
     assert errored["id"] == full and errored["error"]["traceback"] == ""
     assert errored["ended_at"] is not None and errored["hparams"] == {"x": 1e-5}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pedl.master.api._schemas import CheckpointPublic
+from typing import Any
+
+from pedl.master.api._schemas import CheckpointPublic, TrialErrorPublic
 from pedl.master.db import Checkpoint
 
 
@@ -23,3 +25,34 @@ def checkpoint_public(
         created_at=checkpoint.created_at,
         validation_metrics=validation_metrics,
     )
+
+
+TRIAL_PUBLIC_FIELDS = (
+    "id",
+    "experiment_id",
+    "request_id",
+    "hparams",
+    "seed",
+    "state",
+    "restarts",
+    "total_batches",
+    "latest_checkpoint_uuid",
+    "best_checkpoint_uuid",
+    "best_validation",
+    "outcome",
+    "error",
+    "created_at",
+    "ended_at",
+)
+"""The fields of :class:`TrialPublic`, in its order (a test checks they are the same)."""
+
+
+def trial_public_document(document: dict[str, Any]) -> dict[str, Any]:
+    """A trial's JSON-ready document (:func:`pedl.master.db.trials.list_trial_documents`) as
+    :class:`TrialPublic` serializes it (with ``inf_nan_mode="null"``), without building the
+    model: its fields in order, the error through :class:`TrialErrorPublic` (defaults filled),
+    every other field already what the model writes."""
+    public = {name: document[name] for name in TRIAL_PUBLIC_FIELDS}
+    if public["error"] is not None:
+        public["error"] = TrialErrorPublic.model_validate(public["error"]).model_dump(mode="json")
+    return public

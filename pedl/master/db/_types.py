@@ -47,3 +47,20 @@ def as_utc(value: datetime) -> datetime:
 def utcnow() -> datetime:
     """The current time, timezone-aware, in UTC."""
     return datetime.now(UTC)
+
+
+def utc_iso(moment: datetime) -> str:
+    """``moment`` in UTC as pydantic writes a datetime: ``YYYY-MM-DDTHH:MM:SS[.ffffff]Z``
+    (no fraction when it is zero); a naive ``moment`` is taken to be UTC."""
+    return as_utc(moment).replace(tzinfo=None).isoformat() + "Z"
+
+
+def sqlite_stamp_iso(stored: str) -> str:
+    """A timestamp as stored on SQLite (naive UTC text) in :func:`utc_iso`'s form, read
+    without parsing it when it has the form SQLAlchemy and the metric upsert store
+    (``YYYY-MM-DD HH:MM:SS.ffffff``)."""
+    if len(stored) == 26 and stored[10] == " " and stored[19] == ".":
+        if stored.endswith("000000"):
+            return f"{stored[:10]}T{stored[11:19]}Z"
+        return f"{stored[:10]}T{stored[11:]}Z"
+    return utc_iso(datetime.fromisoformat(stored))

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, cast
 
-import pydantic_core
 from sqlalchemy import String, Table, Text, TextClause, bindparam, select, text, type_coerce, update
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.orm import Session
@@ -18,7 +17,7 @@ from pedl.engine import MetricKind
 from pedl.master.db import trials as trials_repo
 from pedl.master.db._errors import NotFoundError
 from pedl.master.db._models import Metric, Trial
-from pedl.master.db._types import as_utc, utcnow
+from pedl.master.db._types import as_utc, sqlite_stamp_iso, utc_iso, utcnow
 
 
 @dataclass(frozen=True)
@@ -229,19 +228,11 @@ _KIND_JSON = {kind.value: json.dumps(kind.value) for kind in MetricKind}
 
 
 def _datetime_json(moment: datetime) -> str:
-    """``moment`` (UTC) as pydantic serializes a datetime field."""
-    return pydantic_core.to_json(moment).decode()
+    return f'"{utc_iso(moment)}"'
 
 
 def _sqlite_stamp_json(stored: str) -> str:
-    """A timestamp stored on SQLite as pydantic serializes it once read back (UTC)."""
-    # SQLAlchemy and the upsert above store naive UTC as 'YYYY-MM-DD HH:MM:SS.ffffff';
-    # pydantic writes 'YYYY-MM-DDTHH:MM:SS[.ffffff]Z' (no fraction when it is zero).
-    if len(stored) == 26 and stored[10] == " " and stored[19] == ".":
-        if stored.endswith("000000"):
-            return f'"{stored[:10]}T{stored[11:19]}Z"'
-        return f'"{stored[:10]}T{stored[11:]}Z"'
-    return _datetime_json(as_utc(datetime.fromisoformat(stored)))
+    return f'"{sqlite_stamp_iso(stored)}"'
 
 
 def validation_metrics_at(
