@@ -38,7 +38,9 @@ test: lint typecheck postgres ui $(CHROMIUM)
 
 ## ui: build the web UI (ui/: TypeScript, Vite) into pedl/master/ui_dist/, which the master
 ## serves at / (and a wheel includes); rebuilt when a file under ui/ changes. Node and npm
-## come from Debian's packages where missing.
+## come from Debian's packages where missing. `npm install` (which keeps to package-lock.json)
+## rather than `npm ci`: npm 11 writes no entries for other platforms' optional packages
+## (rollup's, esbuild's) into the lock, and `npm ci` then refuses it as out of sync.
 ui: $(UI_BUILT)
 
 $(UI_BUILT): $(UI_SOURCES)
@@ -47,7 +49,7 @@ $(UI_BUILT): $(UI_SOURCES)
 	cd ui; \
 	if [ ! -f node_modules/.package-lock.json ] || [ package.json -nt node_modules/.package-lock.json ] \
 		|| [ package-lock.json -nt node_modules/.package-lock.json ]; then \
-		if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi; \
+		npm install --no-audit --no-fund; \
 	fi; \
 	npm run build; cd ..; touch $@
 
