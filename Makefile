@@ -6,7 +6,11 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo demo-stop test lint typecheck postgres clean ui
+ESTIMATOR_PYTHON ?= $(shell command -v python3.11)
+ESTIMATOR_VENV := .venv-estimator
+ESTIMATOR_INSTALLED := $(ESTIMATOR_VENV)/.installed
+
+.PHONY: demo demo-stop test lint typecheck postgres clean ui .venv-estimator
 
 # Root runs apt-get itself; anyone else through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -22,6 +26,21 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[tf,dev,examples]'
 	touch $@
 
+## .venv-estimator: the environment EstimatorTrials run in. tf.estimator is gone from
+## TensorFlow 2.16 on, so it is Python 3.11 with TensorFlow 2.15.1, tensorflow-estimator 2.15.0,
+## NumPy 1.x (the estimator extra), PEDL itself (editable) and pytest. Made once; remade when
+## pyproject.toml changes. Point an experiment at it with
+## PEDL_TRIAL_PYTHON=$(CURDIR)/.venv-estimator/bin/python (see README, EstimatorTrial).
+.venv-estimator: $(ESTIMATOR_INSTALLED)
+
+$(ESTIMATOR_INSTALLED): pyproject.toml
+	@$(ESTIMATOR_PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11)' 2>/dev/null \
+		|| (echo "The estimator environment needs Python 3.11 (TensorFlow 2.15 supports 3.9 to 3.11): set ESTIMATOR_PYTHON=/path/to/python3.11"; exit 1)
+	test -x $(ESTIMATOR_VENV)/bin/python || $(ESTIMATOR_PYTHON) -m venv $(ESTIMATOR_VENV)
+	$(ESTIMATOR_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(ESTIMATOR_VENV)/bin/python -m pip install --quiet -e '.[estimator]' 'pytest>=8,<10' 'pytest-timeout>=2.3,<3'
+	touch $@
+
 ## demo: start a master (SQLite), run a random search on the digits example, follow it.
 ## PEDL_DEMO_PORT (8080) and PEDL_DEMO_HOME (.pedl-demo) move it; it stops with a reason and
 ## the end of the master's log if the master dies.
@@ -31,10 +50,12 @@ demo: $(INSTALLED) ui
 demo-stop:
 	-kill $$(cat .pedl-demo/master.pid) && rm -f .pedl-demo/master.pid
 
-## test: lint, type-check, and run the whole test suite (PostgreSQL is started if needed).
-test: lint typecheck postgres ui $(CHROMIUM)
+## test: lint, type-check, and run the whole test suite (PostgreSQL is started if needed); the
+## EstimatorTrial tests that need tf.estimator in the test process run in .venv-estimator.
+test: lint typecheck postgres ui $(CHROMIUM) $(ESTIMATOR_INSTALLED)
 	cd ui && npm test
 	$(BIN)/pytest
+	$(ESTIMATOR_VENV)/bin/pytest tests/estimator
 
 ## ui: build the web UI (ui/: TypeScript, Vite) into pedl/master/ui_dist/, which the master
 ## serves at / (and a wheel includes); rebuilt when a file under ui/ changes. Node and npm
@@ -69,4 +90,4 @@ postgres:
 	scripts/ensure-postgres.sh
 
 clean:
-	rm -rf $(VENV) pedl-local .pedl-demo .pytest_cache .mypy_cache .ruff_cache pedl/master/ui_dist ui/node_modules
+	rm -rf $(VENV) $(ESTIMATOR_VENV) pedl-local .pedl-demo .pytest_cache .mypy_cache .ruff_cache pedl/master/ui_dist ui/node_modules

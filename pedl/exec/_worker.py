@@ -40,6 +40,7 @@ import contextlib
 import ctypes
 import gc
 import importlib
+import inspect
 import json
 import logging
 import multiprocessing
@@ -59,9 +60,10 @@ from pedl import model_def
 from pedl.exec._exit_codes import EXIT_ERROR, EXIT_OK
 from pedl.exec._trial_process import configure_logging, die_with_master, serve_trial
 
-PRELOAD = ("pedl.keras",)
-"""Imported when the worker starts (each only if installed): the framework and PEDL's layer
-over it."""
+PRELOAD = ("pedl.keras", "pedl.estimator")
+"""Imported when the worker starts (each only where it imports: ``pedl.keras`` needs Keras 3,
+``pedl.estimator`` TensorFlow 2.15's ``tf.estimator``): the framework and PEDL's layer over
+it."""
 
 MAX_MESSAGE = 1 << 20
 _THREAD_GRACE_SECONDS = 0.5
@@ -161,12 +163,13 @@ def run_worker(control_fd: int) -> int:
 
 
 def preload(modules: tuple[str, ...] = PRELOAD) -> None:
-    """Import ``modules``; one that is not installed is left to the trial to import (and to
-    say what to install)."""
+    """Import ``modules``; one that does not import in this environment (not installed, or
+    another version of the framework) is left to the trial to import (and to say what to
+    install)."""
     for name in modules:
         try:
             importlib.import_module(name)
-        except ImportError:
+        except Exception:
             continue
 
 
@@ -224,7 +227,11 @@ def clean_up(baseline: ProcessState) -> list[str]:
         getattr(warnings, "_filters_mutated", lambda: None)()
     keras: Any = sys.modules.get("keras")
     if keras is not None and hasattr(keras, "backend"):
-        keras.backend.clear_session(free_memory=False)
+        clear_session = keras.backend.clear_session
+        if "free_memory" in inspect.signature(clear_session).parameters:
+            clear_session(free_memory=False)
+        else:  # Keras 2 (TensorFlow 2.15's, in an estimator environment)
+            clear_session()
     _forget_tracing_counts()
     _forget_custom_gradients(baseline.custom_gradients)
     # Free the trial's garbage now (tens of ms, more on a busy machine) rather than during

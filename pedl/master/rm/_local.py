@@ -7,6 +7,7 @@ import logging
 import os
 import queue
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +24,9 @@ from pedl.master.rm._warm import WarmPool, WarmWorker
 logger = logging.getLogger("pedl.master")
 
 TRIAL_MODULE = "pedl.exec.trial"
+TRIAL_PYTHON_VARIABLE = "PEDL_TRIAL_PYTHON"
+"""An experiment's environment variable naming the Python its trials run with (e.g. the
+TensorFlow 2.15 environment of EstimatorTrials) instead of the master's."""
 WORKER_IDLE_SECONDS = 30.0
 """How long an idle warm worker waits for another trial of its experiment before it is
 retired."""
@@ -66,6 +70,10 @@ class LocalResourceManager(ResourceManager):
     experiment's environment variables set it), the launch's variables, and
     ``PEDL_MASTER_URL``, ``PEDL_TRIAL_ID``, ``PEDL_TRIAL_TOKEN``, ``PEDL_MASTER_PID`` (the
     child exits when its master dies: see :mod:`pedl.exec`).
+
+    The child runs with ``python``, or with the interpreter that the launch's
+    ``PEDL_TRIAL_PYTHON`` names (a path, or a command on PATH), which must have PEDL
+    installed.
 
     With ``reuse_workers``, a trial of an experiment (``launch.experiment_id`` set) runs in a
     warm worker instead (``python -m pedl.exec.worker``, see :mod:`pedl.exec._worker`): one
@@ -172,7 +180,7 @@ class LocalResourceManager(ResourceManager):
             env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
         try:
             popen = subprocess.Popen(
-                [self._python, "-m", TRIAL_MODULE],
+                [self._python_for(launch), "-m", TRIAL_MODULE],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -211,7 +219,9 @@ class LocalResourceManager(ResourceManager):
         self._make_room(gpu_count)
         gpus = self._take_gpus(launch.trial_id, gpu_count)
         try:
-            worker = WarmWorker.spawn(self._python, env, gpus=gpus, experiment_id=experiment_id)
+            worker = WarmWorker.spawn(
+                self._python_for(launch), env, gpus=gpus, experiment_id=experiment_id
+            )
         except OSError:
             self._free_gpus.extend(gpus)
             raise
@@ -223,6 +233,21 @@ class LocalResourceManager(ResourceManager):
             raise
         note = f"the trial runs in a new warm worker process {worker.pid}"
         return _Process(launch.trial_id, worker.popen, gpus, worker), streams, note
+
+    def _python_for(self, launch: TrialLaunch) -> str:
+        """The interpreter of the trial's process: ``PEDL_TRIAL_PYTHON`` if the experiment sets
+        it, else the resource manager's. (A warm worker serves only trials of its environment,
+        hence of its interpreter.)"""
+        python = launch.env.get(TRIAL_PYTHON_VARIABLE)
+        if not python:
+            return self._python
+        if shutil.which(python) is None:
+            raise FileNotFoundError(
+                f"{TRIAL_PYTHON_VARIABLE}={python} (in the experiment's "
+                "environment.environment_variables) names no executable Python on the master's "
+                "machine"
+            )
+        return python
 
     def _take_gpus(self, trial_id: int, count: int) -> list[str]:
         """Take ``count`` free GPUs (the caller holds the lock)."""
