@@ -3,8 +3,11 @@
 ``load_config``/``parse_config`` return an ``ExperimentConfig`` or raise one
 ``ConfigError`` listing every problem with its dotted path and YAML line; a config PEDL
 cannot run (a searcher or checkpoint storage it lacks, an impossible ``global_batch_size``,
-an oversized grid) is such a problem. ``config_warnings``/``unused_fields`` name the
-Determined fields a config sets that PEDL ignores.
+an oversized grid) is such a problem, as is a config over the bounds of size, nesting, YAML
+alias expansion and values (``MAX_CONFIG_*``). ``check_storage_roots`` keeps the paths a config
+names on the master's machine inside the directories the master allows.
+``config_warnings``/``unused_fields`` name the Determined fields a config sets that PEDL
+ignores.
 ``sample_hparams``/``grid_hparams``/``flatten_hparams`` work on hyperparameter spaces.
 """
 
@@ -21,11 +24,26 @@ from pedl.config._hyperparameters import (
 )
 from pedl.config._issues import ConfigError, ConfigIssue, ConfigWarning
 from pedl.config._length import Length
+from pedl.config._limits import (
+    MAX_CONFIG_BYTES,
+    MAX_CONFIG_DEPTH,
+    MAX_CONFIG_NODES,
+    MAX_LENGTH,
+    MAX_RESTARTS,
+    MAX_SLOTS,
+    MAX_TRIALS,
+)
 from pedl.config._load import load_config, parse_config
 from pedl.config._reproducibility import ReproducibilityConfig
 from pedl.config._resources import ResourcesConfig
 from pedl.config._runnable import MAX_GLOBAL_BATCH_SIZE, MAX_GRID_POINTS, runnable_searchers
-from pedl.config._sampling import flatten_hparams, grid_hparams, grid_size, sample_hparams
+from pedl.config._sampling import (
+    flatten_hparams,
+    grid_axis_sizes,
+    grid_hparams,
+    grid_size,
+    sample_hparams,
+)
 from pedl.config._searcher import (
     AdaptiveASHASearcherConfig,
     AsyncHalvingSearcherConfig,
@@ -46,12 +64,20 @@ from pedl.config._storage import (
     S3StorageConfig,
     SharedFSStorageConfig,
 )
+from pedl.config._storage_roots import check_storage_roots
 from pedl.config._unused import UNUSED_FIELDS_WARNING, config_warnings, unused_fields
 
 __all__ = [
     "DEFAULT_HOST_PATH",
+    "MAX_CONFIG_BYTES",
+    "MAX_CONFIG_DEPTH",
+    "MAX_CONFIG_NODES",
     "MAX_GLOBAL_BATCH_SIZE",
     "MAX_GRID_POINTS",
+    "MAX_LENGTH",
+    "MAX_RESTARTS",
+    "MAX_SLOTS",
+    "MAX_TRIALS",
     "RUNNABLE_STORAGE_TYPES",
     "UNUSED_FIELDS_WARNING",
     "AdaptiveASHASearcherConfig",
@@ -84,8 +110,10 @@ __all__ = [
     "SharedFSStorageConfig",
     "SingleSearcherConfig",
     "TPESearcherConfig",
+    "check_storage_roots",
     "config_warnings",
     "flatten_hparams",
+    "grid_axis_sizes",
     "grid_hparams",
     "grid_size",
     "load_config",

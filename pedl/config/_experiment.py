@@ -11,6 +11,7 @@ from pedl.config._base import ConfigModel, config_error
 from pedl.config._environment import EnvironmentConfig
 from pedl.config._hyperparameters import HyperparameterSpace
 from pedl.config._length import Length
+from pedl.config._limits import MAX_LENGTH, MAX_RESTARTS
 from pedl.config._reproducibility import ReproducibilityConfig
 from pedl.config._resources import ResourcesConfig
 from pedl.config._searcher import (
@@ -48,13 +49,13 @@ class ExperimentConfig(ConfigModel):
     entrypoint: str | None = None
     hyperparameters: HyperparameterSpace = Field(default_factory=dict)
     searcher: SearcherConfig
-    records_per_epoch: int = Field(default=0, ge=0)
-    scheduling_unit: int = Field(default=100, ge=1)
+    records_per_epoch: int = Field(default=0, ge=0, le=MAX_LENGTH)
+    scheduling_unit: int = Field(default=100, ge=1, le=MAX_LENGTH)
     min_validation_period: Length = Field(default_factory=_never)
     min_checkpoint_period: Length = Field(default_factory=_never)
     checkpoint_policy: Literal["best", "all", "none"] = "best"
     perform_initial_validation: bool = False
-    max_restarts: int = Field(default=5, ge=0)
+    max_restarts: int = Field(default=5, ge=0, le=MAX_RESTARTS)
     checkpoint_storage: CheckpointStorageConfig = Field(default_factory=default_checkpoint_storage)
     resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
     environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)

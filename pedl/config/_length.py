@@ -10,6 +10,7 @@ from pydantic import Field, model_serializer, model_validator
 
 from pedl.config._base import ConfigModel, config_error
 from pedl.config._issues import describe_value
+from pedl.config._limits import MAX_LENGTH
 
 LengthUnit = Literal["batches", "records", "epochs"]
 LENGTH_UNITS: tuple[str, ...] = ("batches", "records", "epochs")
@@ -24,7 +25,7 @@ class Length(ConfigModel):
     """
 
     unit: LengthUnit
-    value: int = Field(ge=0)
+    value: int = Field(ge=0, le=MAX_LENGTH)
 
     @model_validator(mode="before")
     @classmethod

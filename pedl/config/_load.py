@@ -22,6 +22,7 @@ from pedl.config._issues import (
     format_path,
 )
 from pedl.config._legacy import Aliases, apply_legacy
+from pedl.config._limits import MAX_CONFIG_BYTES, shape_problem, value_problems
 from pedl.config._overrides import Overridden, apply_overrides
 from pedl.config._runnable import check_runnable, check_runnable_raw
 from pedl.config._translate import translate_errors
@@ -46,7 +47,10 @@ def parse_config(
 ) -> ExperimentConfig:
     """Validate an experiment config given as YAML text or an already-parsed mapping.
 
-    ``overrides`` (``"dotted.key=yaml_value"``) are applied first, then legacy names are
+    A config over the bounds of :mod:`._limits` (size, nesting, node count with YAML aliases
+    expanded) or with a value no database stores (NUL, lone surrogate, NaN, infinity, an
+    integer beyond 64 bits) is refused first, naming the field. ``overrides``
+    (``"dotted.key=yaml_value"``) are applied next, then legacy names are
     translated, then the config is validated, including that PEDL can run it (a searcher,
     storage type or hyperparameter setting the engine cannot carry out is a problem too).
     Every problem found is raised at once as a ConfigError naming ``name``, each with its
@@ -54,8 +58,15 @@ def parse_config(
     """
     lines: LineTable = {}
     if isinstance(source, str):
+        size = len(source.encode("utf-8", "surrogatepass"))
+        if size > MAX_CONFIG_BYTES:
+            message = f"the config is {size:,} bytes, more than the limit of {MAX_CONFIG_BYTES:,}"
+            raise ConfigError([ConfigIssue("", message, None)], name)
         data, lines = load_yaml(source, name)
     elif isinstance(source, Mapping):
+        shape = shape_problem(source)
+        if shape is not None:
+            raise ConfigError([ConfigIssue(format_path(shape[0]), shape[1], None)], name)
         data = copy.deepcopy(dict(source))
     else:
         raise TypeError(f"source must be YAML text or a mapping, not {type(source).__name__}")
@@ -78,6 +89,9 @@ def parse_config(
         )
 
     override_problems, overridden = apply_overrides(data, overrides)
+    values = value_problems(data)
+    if values:
+        raise ConfigError([_to_issue(problem, lines, overridden) for problem in values], name)
     legacy_problems, aliases = apply_legacy(data)
     runnable_problems = check_runnable_raw(data)
     # A section whose searcher/storage PEDL lacks gets that one problem, not its fields'.

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from pedl.config._base import ConfigModel
+from pedl.config._limits import MAX_SLOTS
 
 
 class ResourcesConfig(ConfigModel):
@@ -31,8 +32,8 @@ class ResourcesConfig(ConfigModel):
         }
     )
 
-    slots_per_trial: int = Field(default=1, ge=0)
-    max_slots: int | None = Field(default=None, ge=1)
+    slots_per_trial: int = Field(default=1, ge=0, le=MAX_SLOTS)
+    max_slots: int | None = Field(default=None, ge=1, le=MAX_SLOTS)
     priority: int | None = Field(default=None, ge=1, le=99)
     weight: float = Field(default=1.0, ge=0)
     resource_pool: str = ""

@@ -23,7 +23,7 @@ from pedl.config._hyperparameters import (
 from pedl.config._issues import PathElement, Problem, describe_value
 from pedl.config._legacy import REMOVED_SEARCHERS
 from pedl.config._length import Length
-from pedl.config._sampling import grid_size
+from pedl.config._sampling import grid_axis_sizes, grid_size
 from pedl.config._searcher import (
     SEARCHER_NAMES,
     TIME_METRIC_UNITS,
@@ -110,11 +110,17 @@ def check_runnable(config: ExperimentConfig) -> list[Problem]:
     if isinstance(config.searcher, GridSearcherConfig):
         points = grid_size(config.hyperparameters)
         if points is not None and points > MAX_GRID_POINTS:
+            axes = sorted(
+                ((name, size) for name, size in grid_axis_sizes(config.hyperparameters)),
+                key=lambda axis: -(axis[1] or 0),
+            )
+            counts = " x ".join(f"{name} ({size:,})" for name, size in axes if size and size > 1)
             problems.append(
                 (
                     ("hyperparameters",),
                     f"the grid has {points:,} points (one trial each), more than the limit of "
-                    f"{MAX_GRID_POINTS:,}; lower the counts or the number of categorical values",
+                    f"{MAX_GRID_POINTS:,}: {counts}; lower the counts or the number of "
+                    "categorical values",
                 )
             )
     return problems

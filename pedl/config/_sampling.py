@@ -140,6 +140,23 @@ def grid_size(space: Mapping[str, Any]) -> int | None:
     return _space_size(_validated(space))
 
 
+def grid_axis_sizes(space: Mapping[str, Any]) -> list[tuple[str, int | None]]:
+    """Each hyperparameter of the grid (dotted name, nested groups expanded, sorted) with its
+    number of values (``None`` without a ``count``), computed without building them."""
+    return _axis_sizes(_validated(space), ())
+
+
+def _axis_sizes(space: Mapping[str, Any], route: tuple[str, ...]) -> list[tuple[str, int | None]]:
+    sizes: list[tuple[str, int | None]] = []
+    for name in sorted(space):
+        spec = space[name]
+        if isinstance(spec, Mapping):
+            sizes.extend(_axis_sizes(spec, (*route, name)))
+        else:
+            sizes.append((".".join((*route, name)), _axis_size(spec)))
+    return sizes
+
+
 def grid_hparams(space: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every point of the hyperparameter grid, as Determined's grid searcher builds it.
 

@@ -8,6 +8,7 @@ from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from pedl.config._base import ConfigModel, config_error, tag_of
 from pedl.config._length import LENGTH_UNITS, Length
+from pedl.config._limits import MAX_LENGTH, MAX_TRIALS
 
 SEARCHER_NAMES: tuple[str, ...] = (
     "single",
@@ -61,15 +62,15 @@ class GridSearcherConfig(_LengthSearcher):
     """``grid``: one trial per point of the hyperparameter grid (int/double/log need ``count``)."""
 
     name: Literal["grid"]
-    max_concurrent_trials: int = Field(default=16, ge=0)
+    max_concurrent_trials: int = Field(default=16, ge=0, le=MAX_TRIALS)
 
 
 class RandomSearcherConfig(_LengthSearcher):
     """``random``: ``max_trials`` trials with independently sampled hyperparameters."""
 
     name: Literal["random"]
-    max_trials: int = Field(ge=1)
-    max_concurrent_trials: int = Field(default=16, ge=0)
+    max_trials: int = Field(ge=1, le=MAX_TRIALS)
+    max_concurrent_trials: int = Field(default=16, ge=0, le=MAX_TRIALS)
 
 
 TIME_METRIC_UNITS: tuple[str, ...] = LENGTH_UNITS
@@ -86,12 +87,12 @@ class _HalvingSearcherConfig(_SearcherBase):
     """
 
     max_length: Length | None = None
-    max_trials: int = Field(ge=1)
+    max_trials: int = Field(ge=1, le=MAX_TRIALS)
     divisor: float = Field(default=4.0, gt=1)
-    max_concurrent_trials: int = Field(default=16, ge=0)
+    max_concurrent_trials: int = Field(default=16, ge=0, le=MAX_TRIALS)
     stop_once: bool = False
     time_metric: str | None = None
-    max_time: int | None = Field(default=None, ge=1)
+    max_time: int | None = Field(default=None, ge=1, le=MAX_LENGTH)
 
     @field_validator("max_length")
     @classmethod
@@ -129,9 +130,9 @@ class AdaptiveASHASearcherConfig(_HalvingSearcherConfig):
     """
 
     name: Literal["adaptive_asha"]
-    max_rungs: int = Field(default=5, ge=1)
+    max_rungs: int = Field(default=5, ge=1, le=64)
     mode: Literal["aggressive", "standard", "conservative"] = "standard"
-    bracket_rungs: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    bracket_rungs: list[Annotated[int, Field(ge=1, le=MAX_TRIALS)]] = Field(default_factory=list)
 
 
 class AsyncHalvingSearcherConfig(_HalvingSearcherConfig):
@@ -139,13 +140,13 @@ class AsyncHalvingSearcherConfig(_HalvingSearcherConfig):
     rungs (see :class:`pedl.searcher.AsyncHalvingSearch`)."""
 
     name: Literal["async_halving"]
-    num_rungs: int = Field(ge=1)
+    num_rungs: int = Field(ge=1, le=64)
 
 
 class _BayesianSearcherConfig(_LengthSearcher):
-    max_trials: int = Field(ge=1)
-    max_concurrent_trials: int = Field(default=16, ge=0)
-    n_startup_trials: int = Field(default=10, ge=0)
+    max_trials: int = Field(ge=1, le=MAX_TRIALS)
+    max_concurrent_trials: int = Field(default=16, ge=0, le=MAX_TRIALS)
+    n_startup_trials: int = Field(default=10, ge=0, le=MAX_TRIALS)
     """Trials drawn at random before the model of the metric guides the draws."""
 
 

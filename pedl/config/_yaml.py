@@ -8,18 +8,89 @@ from typing import Any
 import yaml
 
 from pedl.config._issues import ConfigError, ConfigIssue, PathElement, format_path
+from pedl.config._limits import MAX_CONFIG_DEPTH, MAX_CONFIG_NODES, text_problem
 
 LineTable = dict[tuple[PathElement, ...], int]
 """Maps a config path (tuple of keys and indices) to the 1-based line where it appears."""
 
 
+def _refusal(problem: str, mark: Any) -> yaml.composer.ComposerError:
+    return yaml.composer.ComposerError(None, None, problem, mark)
+
+
 class ConfigLoader(yaml.SafeLoader):
-    """A SafeLoader that reads numbers as YAML 1.2 (and Determined) do.
+    """A SafeLoader that reads numbers as YAML 1.2 (and Determined) do, and refuses, while it
+    composes the node tree and before it builds anything, a document over the bounds of
+    :mod:`._limits`.
 
     PyYAML follows YAML 1.1, where a float needs a dot and a signed exponent, so ``1e-4``,
     ``1E5`` and ``1.0e5`` would be strings. Here any YAML 1.2 float, exponent form
     included, is a float; everything else resolves as in ``SafeLoader``.
+
+    Bounds (a ``yaml.ComposerError`` at the offending node): at most ``MAX_CONFIG_NODES``
+    nodes counted with every alias expanded (each alias adds its anchor's expanded size, so a
+    "billion laughs" is refused after a few hundred nodes, and nothing grows); at most
+    ``MAX_CONFIG_DEPTH`` levels, aliases expanded; no alias inside its own anchor (a recursive
+    structure); no scalar with a NUL character or a lone UTF-16 surrogate (escapes such as
+    ``"\\0"`` and ``"\\udcff"`` produce them).
     """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._values = 0
+        self._depth = 0
+        self._deepest = 0
+        self._sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, height)
+
+    def _count(self, nodes: int, mark: Any) -> None:
+        self._values += nodes
+        if self._values > MAX_CONFIG_NODES:
+            raise _refusal(
+                f"the config has more than {MAX_CONFIG_NODES:,} values with its aliases "
+                "expanded; it is too large to be an experiment config",
+                mark,
+            )
+
+    def _reach(self, depth: int, mark: Any) -> None:
+        if depth > MAX_CONFIG_DEPTH:
+            raise _refusal(
+                f"nested deeper than {MAX_CONFIG_DEPTH} levels of mappings and lists "
+                "(aliases expanded)",
+                mark,
+            )
+        self._deepest = max(self._deepest, depth)
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            anchored = self.anchors.get(event.anchor)
+            if anchored is not None:
+                size = self._sizes.get(id(anchored))
+                if size is None:
+                    raise _refusal(
+                        f"alias *{event.anchor} is inside its own anchor (a recursive "
+                        "structure, which a config cannot be)",
+                        event.start_mark,
+                    )
+                self._count(size[0], event.start_mark)
+                self._reach(self._depth + size[1], event.start_mark)
+            return super().compose_node(parent, index)
+        self._depth += 1
+        outer_deepest, start = self._deepest, self._values
+        self._deepest = 0
+        self._reach(self._depth, event.start_mark)
+        self._count(1, event.start_mark)
+        node = super().compose_node(parent, index)
+        if node is None:
+            return None
+        if isinstance(node, yaml.ScalarNode):
+            problem = text_problem(node.value)
+            if problem is not None:
+                raise _refusal(problem, node.start_mark)
+        self._sizes[id(node)] = (self._values - start, self._deepest - self._depth + 1)
+        self._deepest = max(outer_deepest, self._deepest)
+        self._depth -= 1
+        return node
 
 
 # Checked after SafeLoader's own resolvers, so it only decides what they leave a string.
@@ -28,7 +99,8 @@ ConfigLoader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, lis
 
 
 def load_value(text: str) -> Any:
-    """One YAML value (e.g. an override's right-hand side), numbers read as YAML 1.2."""
+    """One YAML value (e.g. an override's right-hand side), numbers read as YAML 1.2, within
+    the bounds of :class:`ConfigLoader` (raises ``yaml.YAMLError`` otherwise)."""
     return yaml.load(text, Loader=ConfigLoader)  # a SafeLoader subclass
 
 
@@ -37,6 +109,8 @@ class _LineLoader(ConfigLoader):
 
 
 def _key_of(loader: _LineLoader, node: yaml.Node) -> PathElement | None:
+    if node.tag == "tag:yaml.org,2002:merge":
+        return "<<"  # a merge key has no constructor of its own
     if isinstance(node, yaml.ScalarNode):
         value = loader.construct_object(node)
         if isinstance(value, str | int) and not isinstance(value, bool):
@@ -81,8 +155,8 @@ def _walk(
 def load_yaml(text: str, source: str = "<config>") -> tuple[Any, LineTable]:
     """Parse one YAML document; return the data and a table of source lines per path.
 
-    Raises ConfigError (with the line) on a YAML syntax error or a duplicate mapping key.
-    An empty document yields ``None``.
+    Raises ConfigError (with the line) on a YAML syntax error, a duplicate mapping key, or a
+    document over the bounds of :class:`ConfigLoader`. An empty document yields ``None``.
     """
     loader = _LineLoader(text)
     try:

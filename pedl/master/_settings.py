@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from pydantic_settings import (
 
 DEFAULT_HOME = Path("~/.pedl")
 CONFIG_FILE_ENV = "PEDL_CONFIG_FILE"
+
+MiB = 1024 * 1024
 
 DEFAULT_DB_CONNECTIONS = {"sqlite": 16, "postgresql": 20}
 """``max_db_connections`` when not set, by backend."""
@@ -143,6 +146,34 @@ class MasterSettings(BaseSettings):
         "fresh process); false starts a fresh process for every trial.",
     )
 
+    max_request_bytes: int = Field(
+        default=16 * MiB,
+        ge=1024,
+        description="Largest request body of every route but experiment creation, in bytes; "
+        "a larger one is answered 413 as soon as its Content-Length or its streamed bytes "
+        "pass it, before it is read whole.",
+    )
+    max_upload_bytes: int = Field(
+        default=129 * MiB,
+        ge=1024,
+        description="Largest body of POST /experiments (the base64 model definition, at most "
+        "96 MiB as an archive, and the config), in bytes; larger: 413 while streaming.",
+    )
+    max_json_depth: int = Field(
+        default=64,
+        ge=2,
+        le=500,
+        description="Deepest nesting of arrays and objects in a JSON request body; deeper: 400, "
+        "before the body is parsed.",
+    )
+    storage_roots: list[Path] | None = Field(
+        default=None,
+        description="Directories under which an experiment config may place files on this "
+        "machine (checkpoint_storage host_path, storage_path, container_path); a path outside "
+        "them is refused (422). Default: home, checkpoint_dir and the system temporary "
+        "directory.",
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _derive_defaults(cls, data: Any) -> Any:
@@ -189,6 +220,15 @@ class MasterSettings(BaseSettings):
             path in ("", "/:memory:") or "mode=memory" in self.db_url
         )
         return 0 if in_memory else self.read_processes
+
+    @property
+    def allowed_storage_roots(self) -> tuple[Path, ...]:
+        """``storage_roots``, or home, ``checkpoint_dir`` and the system temporary directory;
+        each made absolute with symbolic links resolved."""
+        roots = self.storage_roots
+        if roots is None:
+            roots = [self.home, self.checkpoint_dir, Path(tempfile.gettempdir())]
+        return tuple(Path(os.path.realpath(root.expanduser())) for root in roots)
 
     @field_validator("home", "checkpoint_dir", "config_file")
     @classmethod

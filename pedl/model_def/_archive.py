@@ -19,8 +19,9 @@ DEFAULT_MAX_BYTES = 96 * 1024 * 1024
 DEFAULT_MAX_UNPACKED_BYTES = 1024 * 1024 * 1024
 """The largest total size of the files :func:`extract` writes, by default (a zip-bomb guard)."""
 
-DEFAULT_MAX_MEMBERS = 100_000
-"""The most members :func:`extract` accepts in one archive, by default."""
+DEFAULT_MAX_MEMBERS = 10_000
+"""The most members (files and directories) :func:`check_archive` and :func:`extract` accept
+in one archive, by default."""
 
 _FILE_MODE = 0o644
 _EXEC_MODE = 0o755
@@ -60,6 +61,64 @@ def package(model_dir: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> byt
     if size > max_bytes:
         raise ModelDefError(_too_large_message(files, size, max_bytes))
     return buffer.getvalue()
+
+
+def check_archive(
+    archive: bytes,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    max_members: int = DEFAULT_MAX_MEMBERS,
+) -> None:
+    """Check a gzip-compressed model-definition archive without unpacking it, member by member
+    as the stream is decompressed: only headers are kept (at most ``max_members``), and the
+    first problem stops the reading (a million members are refused after ``max_members``).
+
+    Raises :class:`ModelDefError` when ``archive`` is over ``max_bytes`` or is not a
+    gzip-compressed tar, and :class:`UnsafeArchiveError`, naming the member, for what
+    :func:`extract` refuses: an absolute path or a ``..`` component, a link, a device, pipe
+    or other special file, more than ``max_members`` members, or an unpacked size over
+    ``max_unpacked_bytes`` (counted from the headers, before any member's data is inflated).
+    """
+    if len(archive) > max_bytes:
+        raise ModelDefError(
+            f"The model definition archive is {_human(len(archive))} ({len(archive)} bytes), "
+            f"over the limit of {_human(max_bytes)} ({max_bytes} bytes)."
+        )
+    limits = _Limits(max_unpacked_bytes, max_members)
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r|gz") as tar:
+            while (member := tar.next()) is not None:
+                limits.count(member)
+                _check_name(member)
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise ModelDefError(
+            f"The model definition is not a gzip-compressed tar archive: {e}"
+        ) from e
+
+
+class _Limits:
+    """Counts an archive's members and unpacked bytes, refusing the one that passes a limit."""
+
+    def __init__(self, max_unpacked_bytes: int, max_members: int) -> None:
+        self.max_unpacked_bytes = max_unpacked_bytes
+        self.max_members = max_members
+        self.members = 0
+        self.unpacked = 0
+
+    def count(self, member: tarfile.TarInfo) -> None:
+        self.members += 1
+        if self.members > self.max_members:
+            raise UnsafeArchiveError(
+                f"Archive member {member.name!r} exceeds the limit of {self.max_members} "
+                "members; refusing to unpack."
+            )
+        self.unpacked += member.size if member.isreg() else 0
+        if self.unpacked > self.max_unpacked_bytes:
+            raise UnsafeArchiveError(
+                f"Archive member {member.name!r} brings the unpacked size to {self.unpacked} "
+                f"bytes, over the limit of {self.max_unpacked_bytes} bytes; refusing to unpack."
+            )
 
 
 def extract(
@@ -107,23 +166,12 @@ def _checked_members(
 ) -> list[tarfile.TarInfo]:
     """Read every member header and check it; raise on the first unsafe one."""
     members: list[tarfile.TarInfo] = []
-    total = 0
+    limits = _Limits(max_unpacked_bytes, max_members)
     for member in tar:
-        if len(members) >= max_members:
-            raise UnsafeArchiveError(
-                f"Archive member {member.name!r} exceeds the limit of {max_members} "
-                "members; refusing to unpack."
-            )
+        limits.count(member)
         name = _check_member(member, real_root)
-        if name is None:
-            continue
-        total += member.size if member.isreg() else 0
-        if total > max_unpacked_bytes:
-            raise UnsafeArchiveError(
-                f"Archive member {member.name!r} brings the unpacked size to {total} "
-                f"bytes, over the limit of {max_unpacked_bytes} bytes; refusing to unpack."
-            )
-        members.append(member.replace(name=name, deep=False))
+        if name is not None:
+            members.append(member.replace(name=name, deep=False))
     return members
 
 
@@ -186,6 +234,21 @@ def _human(n: int) -> str:
 
 def _check_member(member: tarfile.TarInfo, real_root: Path) -> str | None:
     """Return the member's normalised name, None to skip it (the root), or raise."""
+    name = _check_name(member)
+    if name is None:
+        return None
+    dest = Path(os.path.realpath(real_root.joinpath(*name.split("/"))))
+    if not dest.is_relative_to(real_root):
+        raise UnsafeArchiveError(
+            f"Archive member {member.name!r} would be written outside the target directory; "
+            "refusing to unpack."
+        )
+    return name
+
+
+def _check_name(member: tarfile.TarInfo) -> str | None:
+    """The member's normalised name, None for the root; raise for a path that escapes, a
+    link, or anything but a regular file or directory (without looking at any directory)."""
     raw = member.name
     if raw.startswith(("/", "\\")) or (len(raw) > 1 and raw[0].isalpha() and raw[1] == ":"):
         raise UnsafeArchiveError(
@@ -213,14 +276,7 @@ def _check_member(member: tarfile.TarInfo, real_root: Path) -> str | None:
             f"Archive member {raw!r} is a device, pipe or other special file; only regular "
             "files and directories are allowed."
         )
-    name = "/".join(parts)
-    dest = Path(os.path.realpath(real_root.joinpath(*parts)))
-    if not dest.is_relative_to(real_root):
-        raise UnsafeArchiveError(
-            f"Archive member {raw!r} would be written outside the target directory; "
-            "refusing to unpack."
-        )
-    return name
+    return "/".join(parts)
 
 
 def _data_filter_keep_time_now(member: tarfile.TarInfo, dest_path: str) -> tarfile.TarInfo:

@@ -31,7 +31,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from pydantic import ValidationError
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pedl import __version__
 from pedl.master._settings import MasterSettings
@@ -59,6 +59,7 @@ from pedl.master.api._forward import (
     ReadsOnly,
     ReadSource,
 )
+from pedl.master.api._limits import RequestLimits, replay_body
 from pedl.master.api._schemas import MetricsBatch
 from pedl.master.api._web_ui import UI_DIST, web_ui_route
 from pedl.master.db import Database, MetricIngestor, NotFoundError
@@ -168,7 +169,7 @@ class MetricReportFastPath:
         try:
             batch = MetricsBatch.model_validate(json.loads(body))
         except (ValueError, ValidationError):
-            await self.app(scope, _replay(body, receive), send)
+            await self.app(scope, replay_body(body, receive), send)
             return
         response = await self._ingest(int(match[1]), batch, token)
         await response(scope, receive, send)
@@ -210,28 +211,15 @@ async def _read_body(receive: Receive) -> bytes:
     return b"".join(chunks)
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
-
-
 class _MasterApp(FastAPI):
     """FastAPI with the master's own ASGI layers (``front``: :class:`InFlightLimit`, then
-    :class:`MetricReportFastPath` and :class:`~._forward.ReadForwarder`, or
-    :class:`~._forward.ReadsOnly`) in front of FastAPI's middleware stack instead of inside
-    it: what they answer themselves (shed requests, metric reports, forwarded reads) skips
-    FastAPI's five layers of middleware (~13% of the master's CPU under P5b's load); the rest
-    goes on to FastAPI unchanged (:meth:`fastapi`). They handle their own errors: the fast
-    path answers them in the standard error shape (a 500 too), a read that fails to forward
-    goes on to FastAPI."""
+    :class:`~._limits.RequestLimits`, :class:`MetricReportFastPath` and
+    :class:`~._forward.ReadForwarder`, or :class:`~._forward.ReadsOnly`) in front of FastAPI's
+    middleware stack instead of inside it: what they answer themselves (shed requests, metric
+    reports, forwarded reads) skips FastAPI's five layers of middleware (~13% of the master's CPU
+    under P5b's load); the rest goes on to FastAPI unchanged (:meth:`fastapi`). They handle their
+    own errors: the fast path answers them in the standard error shape (a 500 too), a read that
+    fails to forward goes on to FastAPI."""
 
     front: ASGIApp | None = None
 
@@ -361,3 +349,10 @@ def create_app(
         app.include_router(module.router, prefix=API_PREFIX)
     app.router.routes.append(web_ui_route(ui_dir))  # last: every other route comes first
     return app
+    front = RequestLimits(  # before every route and fast path: size, JSON depth, text
+        front,
+        max_body=settings.max_request_bytes,
+        max_upload=settings.max_upload_bytes,
+        upload_path=f"{API_PREFIX}/experiments",
+        max_json_depth=settings.max_json_depth,
+    )

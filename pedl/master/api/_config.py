@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,7 +11,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from pedl.config import ConfigError, ExperimentConfig, config_warnings, parse_config
+from pedl.config import (
+    ConfigError,
+    ExperimentConfig,
+    check_storage_roots,
+    config_warnings,
+    parse_config,
+)
 from pedl.engine import CheckpointState, with_default_storage
 from pedl.master.api._errors import ApiError
 from pedl.master.api._schemas import ErrorIssue
@@ -37,12 +43,17 @@ class ValidatedConfig:
 
 
 def validate_experiment_config(
-    source: str | Mapping[str, Any], *, default_checkpoint_dir: Path | None = None
+    source: str | Mapping[str, Any],
+    *,
+    default_checkpoint_dir: Path | None = None,
+    storage_roots: Sequence[Path] | None = None,
 ) -> ValidatedConfig:
     """Parse and validate ``source`` (YAML text or a mapping).
 
     A config that names no ``checkpoint_storage`` gets ``shared_fs`` at
-    ``default_checkpoint_dir`` when one is given (the master's ``checkpoint_dir``).
+    ``default_checkpoint_dir`` when one is given (the master's ``checkpoint_dir``). With
+    ``storage_roots`` (resolved directories), every path the config names on this machine
+    must lie inside one of them (see :func:`pedl.config.check_storage_roots`).
 
     Raises :class:`ApiError` 422 listing every problem, each with the field path under
     ``config`` (e.g. ``config.searcher.metric``) and the YAML line when known; that includes
@@ -51,26 +62,18 @@ def validate_experiment_config(
     try:
         config = parse_config(source)
     except ConfigError as err:
-        issues = [
-            ErrorIssue(
-                field=f"config.{issue.path}" if issue.path else "config",
-                message=issue.message,
-                line=issue.line,
-            )
-            for issue in err.issues
-        ]
-        count = len(issues)
-        summary = f"invalid experiment config ({count} problem{'s' if count != 1 else ''})"
-        first = issues[0]
-        raise ApiError(
-            422, f"{summary}: {first.field}: {first.message}", field=first.field, issues=issues
-        ) from err
+        raise _config_api_error(err) from err
     unavailable = unavailable_reason(config)
     if unavailable is not None:
         raise _refuse("name", unavailable)
     warnings = config_warnings(config)
     if default_checkpoint_dir is not None:
         config = with_default_storage(config, default_checkpoint_dir)
+    if storage_roots is not None:
+        try:
+            check_storage_roots(config, storage_roots)
+        except ConfigError as err:
+            raise _config_api_error(err) from err
     text = source if isinstance(source, str) else json.dumps(dict(source), indent=2)
     return ValidatedConfig(
         document=config.as_dict(),
@@ -80,6 +83,23 @@ def validate_experiment_config(
         smaller_is_better=config.searcher.smaller_is_better,
         config=config,
         warnings=warnings,
+    )
+
+
+def _config_api_error(err: ConfigError) -> ApiError:
+    issues = [
+        ErrorIssue(
+            field=f"config.{issue.path}" if issue.path else "config",
+            message=issue.message,
+            line=issue.line,
+        )
+        for issue in err.issues
+    ]
+    count = len(issues)
+    summary = f"invalid experiment config ({count} problem{'s' if count != 1 else ''})"
+    first = issues[0]
+    return ApiError(
+        422, f"{summary}: {first.field}: {first.message}", field=first.field, issues=issues
     )
 
 

@@ -1,12 +1,13 @@
 """One error shape for every failure: ``{"error": {"message", "field", "issues"}}``.
 
-Bad input is always a 4xx: request validation -> 422, unknown ids -> 404, illegal state
-changes and conflicting writes -> 409, missing/invalid token -> 401, another trial's token ->
-403. Load the master sheds is a 503 with a ``Retry-After`` header: no free pooled connection
-within ``db_pool_timeout`` (``sqlalchemy.exc.TimeoutError``), SQLite's lock not granted
-within its busy timeout, PostgreSQL refusing connections (too many clients, restarting), the
-metric writer's queue full or stuck, too many requests in flight (see :mod:`._app`).
-Anything unexpected is a 500 in the same shape (and logged).
+Bad input is always a 4xx: a body over the size limit -> 413, JSON nested too deeply or text that is
+not text (lone surrogates) -> 400 (see :mod:`._limits`), request validation -> 422, unknown ids ->
+404, illegal state changes and conflicting writes -> 409, missing/invalid token -> 401, another
+trial's token -> 403. Load the master sheds is a 503 with a ``Retry-After`` header: no free pooled
+connection within ``db_pool_timeout`` (``sqlalchemy.exc.TimeoutError``), SQLite's lock not granted
+within its busy timeout, PostgreSQL refusing connections (too many clients, restarting), the metric
+writer's queue full or stuck, too many requests in flight (see :mod:`._app`). Anything unexpected is
+a 500 in the same shape (and logged).
 """
 
 from __future__ import annotations
@@ -52,8 +53,10 @@ class ApiError(Exception):
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse, "description": description}
     for code, description in (
+        (400, "Malformed request: JSON nested too deeply, a lone surrogate, NUL in the URL"),
         (404, "Not found"),
         (409, "Conflicts with the current state"),
+        (413, "Request body over the master's size limit"),
         (422, "Invalid request"),
         (503, "Overloaded or briefly unavailable: retry after Retry-After seconds"),
     )
@@ -225,6 +228,9 @@ async def _on_db_error(request: Request, exc: Exception) -> JSONResponse:
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     if is_transient_db_error(exc):  # e.g. wrapped by a library: still load, not a bug
         return _overloaded(request, exc)
+    if isinstance(exc, RecursionError):  # input nested past what a recursive step handles
+        logger.info("%s %s: input nested too deeply", request.method, request.url.path)
+        return error_response(400, "the request is nested too deeply to process")
     logger.exception("unhandled error", exc_info=exc)
     return error_response(500, "internal server error")
 

@@ -55,8 +55,11 @@ def create_experiment(
     experiment starts ACTIVE, or PAUSED when ``activate`` is false. ``warnings`` lists, in
     one message, the Determined fields the config sets that PEDL ignores.
     """
+    settings = request.app.state.settings
     config = validate_experiment_config(
-        body.config, default_checkpoint_dir=request.app.state.settings.checkpoint_dir
+        body.config,
+        default_checkpoint_dir=settings.checkpoint_dir,
+        storage_roots=settings.allowed_storage_roots,
     )
     config = resolve_warm_start(session, config)
     orchestrator = getattr(request.app.state, "orchestrator", None)

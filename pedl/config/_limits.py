@@ -1,0 +1,127 @@
+"""Bounds on an experiment config as a document: its size, nesting, node count and values.
+
+A config is refused (ConfigError naming the field) when its YAML text is over
+``MAX_CONFIG_BYTES``; when it nests deeper than ``MAX_CONFIG_DEPTH`` mappings and lists;
+when it has more than ``MAX_CONFIG_NODES`` values counted with every YAML alias expanded (a
+"billion laughs" is refused while it is composed, before anything is built; see
+:mod:`._yaml`); and when a value is one that no database stores as given: a string with a
+NUL character or a lone UTF-16 surrogate, a NaN or infinite number, an integer outside
+64 bits. The numeric fields PEDL acts on have their own bounds (``MAX_LENGTH``,
+``MAX_TRIALS``, ``MAX_SLOTS``, ``MAX_RESTARTS``; ``MAX_GRID_POINTS`` and
+``MAX_GLOBAL_BATCH_SIZE`` in :mod:`._runnable`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pedl.config._issues import PathElement, Problem
+
+MAX_CONFIG_BYTES = 1024 * 1024
+"""The largest experiment config, in bytes of YAML (or JSON) text."""
+
+MAX_CONFIG_DEPTH = 32
+"""The deepest nesting of mappings and lists in a config (the top mapping is depth 1)."""
+
+MAX_CONFIG_NODES = 100_000
+"""The most values (mappings, lists, scalars, keys included) in a config, aliases expanded."""
+
+MAX_LENGTH = 2**53
+"""The largest training length, period or ``records_per_epoch`` (exact as a float)."""
+
+MAX_TRIALS = 100_000
+"""The most trials a searcher may be asked to run, or to run at once."""
+
+MAX_SLOTS = 1024
+"""The most slots one trial may ask for."""
+
+MAX_RESTARTS = 10_000
+"""The largest ``max_restarts``."""
+
+_MIN_INT = -(2**63)
+_MAX_INT = 2**63 - 1
+
+
+def _surrogate(text: str) -> bool:
+    return any("\ud800" <= char <= "\udfff" for char in text)
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored as a string (a NUL, a lone surrogate), or ``None``."""
+    if "\x00" in text:
+        return "NUL characters are not allowed"
+    if not text.isascii() and _surrogate(text):
+        return "a lone UTF-16 surrogate (\\ud800-\\udfff) is not text"
+    return None
+
+
+def _scalar_problem(value: Any) -> str | None:
+    if isinstance(value, str):
+        return text_problem(value)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and not _MIN_INT <= value <= _MAX_INT:
+        return f"integer {value:.3g} is out of range (a 64-bit integer, at most 2**63-1)"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value} is not allowed: numbers must be finite"
+    return None
+
+
+def _element(key: Any) -> PathElement:
+    """``key`` as a path element that is safe to show: escaped unless it is text."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return key
+    text = str(key)
+    if text_problem(text) is None:
+        return text
+    return text.encode("ascii", "backslashreplace").decode()
+
+
+def shape_problem(data: Any) -> Problem | None:
+    """The first bound of depth or node count that ``data`` (a parsed config, which may share
+    subtrees, as aliases do) passes, or ``None``. Iterative: any depth is safe to check."""
+    count = 0
+    stack: list[tuple[Any, tuple[PathElement, ...]]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        count += 1
+        if count > MAX_CONFIG_NODES:
+            return (
+                (),
+                f"the config has more than {MAX_CONFIG_NODES:,} values (YAML aliases counted "
+                "expanded); it is too large to be an experiment config",
+            )
+        if isinstance(value, Mapping | list):
+            if len(path) >= MAX_CONFIG_DEPTH:
+                return (path, f"nested deeper than {MAX_CONFIG_DEPTH} levels of mappings and lists")
+            if isinstance(value, Mapping):
+                count += len(value)  # the keys
+                stack.extend((item, (*path, _element(key))) for key, item in value.items())
+            else:
+                stack.extend((item, (*path, index)) for index, item in enumerate(value))
+    return None
+
+
+def value_problems(data: Any) -> list[Problem]:
+    """Keys and values that no database stores as given (see the module's docstring), each
+    with its path. ``data`` must have passed :func:`shape_problem`."""
+    problems: list[Problem] = []
+    stack: list[tuple[Any, tuple[PathElement, ...]]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                problem = _scalar_problem(key)
+                if problem is not None:
+                    problems.append(((*path, _element(key)), f"key: {problem}"))
+                else:
+                    stack.append((item, (*path, _element(key))))
+        elif isinstance(value, list):
+            stack.extend((item, (*path, index)) for index, item in enumerate(value))
+        else:
+            problem = _scalar_problem(value)
+            if problem is not None:
+                problems.append((path, problem))
+    return sorted(problems, key=lambda problem: [str(part) for part in problem[0]])
