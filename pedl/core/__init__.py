@@ -4,6 +4,7 @@ from pedl.core._checkpoint import METADATA_FILE, CheckpointContext, CheckpointRe
 from pedl.core._context import Context, TrialInfo, build_context
 from pedl.core._detached import detached_context
 from pedl.core._distributed import DistributedContext
+from pedl.core._init import active_context, init, use_context
 from pedl.core._master_client import MasterClient, MasterError
 from pedl.core._memory import FixedLengths, MemoryRecorder
 from pedl.core._preempt import PreemptContext, SignalPreemption
@@ -41,6 +42,9 @@ __all__ = [
     "TrainContext",
     "TrialInfo",
     "Unit",
+    "active_context",
     "build_context",
     "detached_context",
+    "init",
+    "use_context",
 ]

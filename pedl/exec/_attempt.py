@@ -70,12 +70,7 @@ def run_attempt(
         trial_class = definition.trial_class
         if trial_class is None:
             raise model_def.ModelDefError(
-                "the entrypoint "
-                f"{entrypoint!r} runs a script; this runs Trial classes only (give "
-                '"module:TrialClass", or no entrypoint with a model definition that defines '
-                "one Trial class)"
-                if definition.entrypoint_script is not None
-                else f"the model definition (entrypoint {entrypoint!r}) has no Trial class"
+                f"the model definition (entrypoint {entrypoint!r}) has no Trial class"
             )
         controller_class = trial_class.trial_controller_class
         if controller_class is None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from pedl import Trial
 from pedl.model_def._errors import ModelDefError
+from pedl.script import ScriptTrial
 
 PACKAGE_NAME = "model_def"
 """The name a model definition package (or single file) is imported under."""
@@ -30,16 +31,21 @@ class ModelDefinition:
     """A loaded model definition.
 
     ``module`` is the imported user module (None for a script entrypoint, which is not
-    imported); ``trial_class`` the user's concrete :class:`pedl.Trial` subclass (None for a
-    script entrypoint); ``make_data_loaders`` the module's function of that name (the old PEDL
-    form) or None; ``entrypoint_script`` the script of a simple model definition, as a POSIX
-    path relative to the code directory, or None.
+    imported); ``trial_class`` the user's concrete :class:`pedl.Trial` subclass, or
+    :class:`pedl.script.ScriptTrial` for a simple model definition (a script or a
+    ``module:function`` entrypoint); ``make_data_loaders`` the module's function of that name
+    (the old PEDL form) or None; ``entrypoint_script`` the script of a simple model
+    definition, as a POSIX path relative to the code directory, or None; ``entrypoint_args``
+    the command-line arguments given after the script; ``entrypoint_function`` the function of
+    a ``module:function`` entrypoint, or None.
     """
 
     module: types.ModuleType | None
     trial_class: type[Trial] | None
     make_data_loaders: Callable[..., Any] | None
     entrypoint_script: str | None
+    entrypoint_args: tuple[str, ...] = ()
+    entrypoint_function: Callable[[], Any] | None = None
 
 
 @dataclass
@@ -58,8 +64,13 @@ def load(code_dir: str | Path, entrypoint: str | None = None) -> ModelDefinition
 
     - ``entrypoint="pkg.module:ClassName"``: ``code_dir`` goes first on ``sys.path``, the module
       is imported by name and the class taken from it (it must be a concrete Trial subclass).
+    - ``entrypoint="pkg.module:function"``: as above, but the attribute is a function (a simple
+      model definition that calls ``model.fit``); the Trial class is :class:`ScriptTrial`.
     - an entrypoint naming a script (``"train.py"``, ``"python3 train.py --epochs 3"``): nothing
-      is imported; ``entrypoint_script`` is the script's path (it must exist in ``code_dir``).
+      is imported; ``entrypoint_script`` is the script's path (it must exist in ``code_dir``),
+      ``entrypoint_args`` the arguments after it, the Trial class :class:`ScriptTrial`; the
+      script runs with ``code_dir`` first on ``sys.path`` and its imports are unloaded by the
+      next :func:`load` or :func:`unload`, as an imported model definition's are.
     - no entrypoint, ``code_dir/__init__.py`` exists: the directory is imported as the package
       ``model_def`` (relative imports work; ``code_dir`` is also on ``sys.path``) and the Trial
       class is the one concrete subclass of :class:`pedl.Trial` in its namespace.
@@ -81,10 +92,10 @@ def load(code_dir: str | Path, entrypoint: str | None = None) -> ModelDefinition
         root = given.resolve()
         if entrypoint is not None and entrypoint.strip() == "":
             entrypoint = None
-        if entrypoint is not None:
-            script = _script_of(entrypoint)
-            if script is not None:
-                return _script_definition(root, entrypoint, script)
+        script = _script_of(entrypoint) if entrypoint is not None else None
+        if script is not None:
+            assert entrypoint is not None
+            definition = _script_definition(root, entrypoint, script)
 
         directory = root if root.is_dir() else root.parent
         path_entry = str(directory)
@@ -93,6 +104,8 @@ def load(code_dir: str | Path, entrypoint: str | None = None) -> ModelDefinition
             root=directory, path_entry=path_entry, preexisting=frozenset(sys.modules)
         )
         importlib.invalidate_caches()
+        if script is not None:
+            return definition
         try:
             if entrypoint is not None:
                 return _load_entrypoint(directory, entrypoint)
@@ -137,8 +150,9 @@ def _unload_current() -> None:
     importlib.invalidate_caches()
 
 
-def _script_of(entrypoint: str) -> str | None:
-    """Return the script an entrypoint runs, or None if it is a ``module:Class`` entrypoint."""
+def _script_of(entrypoint: str) -> tuple[str, tuple[str, ...]] | None:
+    """Return the script an entrypoint runs and its arguments, or None if it is a
+    ``module:Class`` / ``module:function`` entrypoint."""
     try:
         tokens = shlex.split(entrypoint)
     except ValueError as e:
@@ -146,11 +160,11 @@ def _script_of(entrypoint: str) -> str | None:
     if not tokens:
         return None
     if tokens[0].endswith(".py"):
-        return tokens[0]
+        return tokens[0], tuple(tokens[1:])
     if _PYTHON_RE.match(tokens[0]):
-        for token in tokens[1:]:
+        for i, token in enumerate(tokens[1:], start=1):
             if token.endswith(".py") and not token.startswith("-"):
-                return token
+                return token, tuple(tokens[i + 1 :])
         raise ModelDefError(
             f"Entrypoint {entrypoint!r} runs Python but names no script (.py file); "
             'give e.g. "python3 train.py" or a "module:TrialClass" entrypoint.'
@@ -158,7 +172,10 @@ def _script_of(entrypoint: str) -> str | None:
     return None
 
 
-def _script_definition(root: Path, entrypoint: str, script: str) -> ModelDefinition:
+def _script_definition(
+    root: Path, entrypoint: str, script_and_args: tuple[str, tuple[str, ...]]
+) -> ModelDefinition:
+    script, args = script_and_args
     directory = root if root.is_dir() else root.parent
     path = PurePosixPath(script.replace("\\", "/"))
     resolved = (directory / path).resolve()
@@ -174,9 +191,10 @@ def _script_definition(root: Path, entrypoint: str, script: str) -> ModelDefinit
         )
     return ModelDefinition(
         module=None,
-        trial_class=None,
+        trial_class=ScriptTrial,
         make_data_loaders=None,
         entrypoint_script=resolved.relative_to(directory).as_posix(),
+        entrypoint_args=args,
     )
 
 
@@ -184,8 +202,8 @@ def _load_entrypoint(directory: Path, entrypoint: str) -> ModelDefinition:
     module_name, sep, attr = entrypoint.strip().partition(":")
     if not sep or not module_name or not attr:
         raise ModelDefError(
-            f'Entrypoint {entrypoint!r} is not of the form "module:TrialClass" (e.g. '
-            '"model_def:MyTrial") and names no .py script.'
+            f'Entrypoint {entrypoint!r} is not of the form "module:TrialClass" or '
+            '"module:function" (e.g. "model_def:MyTrial") and names no .py script.'
         )
     module = _import_module(module_name, directory)
     obj: Any = module
@@ -196,10 +214,19 @@ def _load_entrypoint(directory: Path, entrypoint: str) -> ModelDefinition:
                 f"attribute {attr!r}."
             )
         obj = getattr(obj, part)
+    if inspect.isfunction(obj):
+        return ModelDefinition(
+            module=module,
+            trial_class=ScriptTrial,
+            make_data_loaders=None,
+            entrypoint_script=None,
+            entrypoint_function=obj,
+        )
     if not (isinstance(obj, type) and issubclass(obj, Trial)):
         raise ModelDefError(
-            f"Entrypoint {entrypoint!r} names {obj!r}, which is not a subclass of pedl.Trial "
-            "(e.g. pedl.keras.TFKerasTrial)."
+            f"Entrypoint {entrypoint!r} names {obj!r}, which is neither a subclass of "
+            "pedl.Trial (e.g. pedl.keras.TFKerasTrial) nor a function that trains with "
+            "model.fit()."
         )
     if inspect.isabstract(obj):
         missing = ", ".join(sorted(getattr(obj, "__abstractmethods__", ())))

@@ -220,14 +220,6 @@ LOAD_FAILURES: dict[str, tuple[str, dict[str, str], str | None, str, str, int | 
         "exposes no concrete pedl.Trial subclasses",
         None,
     ),
-    "a script entrypoint": (
-        "import pedl\n",
-        {"train.py": "print('training')\n"},
-        "python3 train.py",
-        "ModelDefError",
-        "the entrypoint 'python3 train.py' runs a script; this runs Trial classes only",
-        None,
-    ),
     "an entrypoint naming no module": (
         "import pedl\n",
         {},

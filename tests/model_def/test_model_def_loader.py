@@ -12,6 +12,7 @@ import pytest
 
 import pedl
 from pedl.model_def import PACKAGE_NAME, ModelDefError, load, unload
+from pedl.script import ScriptTrial
 
 TRIAL_SRC = """
 import pedl
@@ -103,7 +104,7 @@ def test_entrypoint_errors(tmp_path: Path) -> None:
     write(tmp_path, "mod.py", TRIAL_SRC.format(name="T", value=1) + "\nNOT_A_CLASS = 3\n")
     with pytest.raises(ModelDefError, match="no attribute 'Missing'"):
         load(tmp_path, "mod:Missing")
-    with pytest.raises(ModelDefError, match=r"not a subclass of pedl\.Trial"):
+    with pytest.raises(ModelDefError, match=r"neither a subclass of pedl\.Trial"):
         load(tmp_path, "mod:NOT_A_CLASS")
     with pytest.raises(ModelDefError, match="no such module"):
         load(tmp_path, "nomod:T")
@@ -135,21 +136,36 @@ def test_directory_with_several_files_and_no_init(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("entrypoint", "script"),
+    ("entrypoint", "script", "args"),
     [
-        ("train.py", "train.py"),
-        ("python3 train.py --epochs 3", "train.py"),
-        ("python scripts/run.py", "scripts/run.py"),
-        ("python3.11 -u ./scripts/run.py x", "scripts/run.py"),
+        ("train.py", "train.py", ()),
+        ("python3 train.py --epochs 3", "train.py", ("--epochs", "3")),
+        ("python scripts/run.py", "scripts/run.py", ()),
+        ("python3.11 -u ./scripts/run.py x", "scripts/run.py", ("x",)),
     ],
 )
-def test_script_entrypoint(tmp_path: Path, entrypoint: str, script: str) -> None:
+def test_script_entrypoint(
+    tmp_path: Path, entrypoint: str, script: str, args: tuple[str, ...]
+) -> None:
     failing = "raise RuntimeError('a script must not be imported')\n"
     write(tmp_path, "train.py", failing)
     write(tmp_path, "scripts/run.py", failing)
     definition = load(tmp_path, entrypoint)
     assert definition.entrypoint_script == script
-    assert definition.module is None and definition.trial_class is None
+    assert definition.entrypoint_args == args
+    assert definition.module is None and definition.trial_class is ScriptTrial
+    assert str(tmp_path.resolve()) in sys.path  # the script runs with its directory importable
+    unload()
+    assert str(tmp_path.resolve()) not in sys.path
+
+
+def test_function_entrypoint(tmp_path: Path) -> None:
+    write(tmp_path, "train.py", "def main():\n    return 'trained'\n")
+    definition = load(tmp_path, "train:main")
+    assert definition.trial_class is ScriptTrial
+    assert definition.entrypoint_script is None
+    assert definition.entrypoint_function is not None
+    assert definition.entrypoint_function() == "trained"
 
 
 def test_script_entrypoint_errors(tmp_path: Path) -> None:

@@ -1,0 +1,45 @@
+"""Runs a simple model definition as a trial: the script (or function) runs with its
+``model.fit`` call intercepted, so PEDL trains it like a TFKerasTrial."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from pedl import core
+from pedl.engine import TrialOutcome
+
+if TYPE_CHECKING:
+    from pedl.model_def import ModelDefinition
+
+
+class ScriptController:
+    """The controller of :class:`ScriptTrial` (see :class:`pedl.TrialController`)."""
+
+    def __init__(self, definition: ModelDefinition, context: core.Context) -> None:
+        self._definition = definition
+        self._context = context
+        self._run: Any = None
+
+    @classmethod
+    def from_definition(
+        cls, definition: ModelDefinition, context: core.Context
+    ) -> ScriptController:
+        if definition.entrypoint_script is None and definition.entrypoint_function is None:
+            raise ValueError("the model definition names no entrypoint script or function")
+        return cls(definition, context)
+
+    @property
+    def progressed(self) -> bool:
+        """True once a training batch completed in this run."""
+        return bool(self._run is not None and self._run.progressed)
+
+    def run(self) -> TrialOutcome:
+        """Run the script; its ``fit`` trains until the searcher closes the trial or a
+        preemption (then the rest of the script does not run)."""
+        # TensorFlow is imported only when a script trial runs, not when one is loaded (the
+        # master and the CLI load model definitions and must stay light).
+        fit: Any = importlib.import_module("pedl.script._fit")
+        self._run = fit.ScriptRun(self._definition, self._context)
+        outcome: TrialOutcome = self._run.execute()
+        return outcome

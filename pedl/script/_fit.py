@@ -1,0 +1,375 @@
+"""A script's run as a trial: its ``model.fit`` call becomes a TFKerasTrial trained by PEDL.
+
+While the script runs, ``keras.Model.fit`` is replaced by :meth:`ScriptRun.fit`, which turns
+the call's model, data, validation data and callbacks into a TFKerasTrial and trains it with
+:class:`pedl.keras.TFKerasTrialController`: in chunks, with metrics, validations,
+checkpoints, preemption and exact resume, for the searcher's length (``epochs`` is not
+used). When the trial is preempted the rest of the script does not run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import inspect
+import logging
+import math
+import os
+import runpy
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from pedl import core, model_def
+from pedl.config import Length
+from pedl.engine import MetricKind, TrialOutcome
+from pedl.keras import TFKerasTrial, TFKerasTrialContext, TFKerasTrialController
+from pedl.script._callback import DeterminedCallback
+
+logger = logging.getLogger("pedl.script")
+
+DEFAULT_BATCH_SIZE = 32
+"""Keras' batch size when ``fit`` gets arrays and no ``batch_size``."""
+
+_FIT_SIGNATURE = inspect.signature(keras.Model.fit)
+_KERAS_OWN_CALLBACKS = (keras.callbacks.History, keras.callbacks.ProgbarLogger)
+
+
+class ScriptError(RuntimeError):
+    """The script's use of ``fit`` is one PEDL cannot train; the message says why."""
+
+
+class _Preempted(BaseException):
+    """Unwinds the script once its fit() was preempted (checkpointed; the trial resumes
+    later). A BaseException, so that the script's ``except Exception`` does not catch it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FitCall:
+    """One ``model.fit`` call, as a TFKerasTrial sees it."""
+
+    model: keras.Model
+    training: Any
+    validation: Any
+    callbacks: list[Any]
+    batch_size: int
+    batches_per_epoch: int | None
+    options: dict[str, Any]
+    """``configure_fit`` options (verbose, shuffle, class_weight, validation_steps)."""
+    determined: DeterminedCallback | None
+
+
+class _FitTrial(TFKerasTrial):
+    """The TFKerasTrial a script's fit() call stands for."""
+
+    def __init__(self, context: TFKerasTrialContext, call: FitCall) -> None:
+        super().__init__(context)
+        self._call = call
+        context.configure_fit(**call.options)
+
+    def build_model(self) -> keras.Model:
+        return self._call.model
+
+    def build_training_data_loader(self) -> Any:
+        return self._wrap(self._call.training)
+
+    def build_validation_data_loader(self) -> Any:
+        return self._wrap(self._call.validation)
+
+    def keras_callbacks(self) -> list[keras.callbacks.Callback]:
+        return list(self._call.callbacks)
+
+    def _wrap(self, data: Any) -> Any:
+        if isinstance(data, tf.data.Dataset):
+            return self.context.wrap_dataset(data)
+        return data
+
+
+class _HistoryWriter:
+    """Forwards metrics to the trial's TrainContext and keeps them for fit()'s History."""
+
+    def __init__(self, train: core.TrainContext) -> None:
+        self._train = train
+        self.history: dict[str, list[float]] = {}
+
+    def write_metrics(
+        self, kind: MetricKind, total_batches: int, metrics: Mapping[str, float]
+    ) -> None:
+        for name, value in metrics.items():
+            self.history.setdefault(name, []).append(value)
+        if kind is MetricKind.VALIDATION:
+            self._train.report_validation_metrics(total_batches, metrics)
+        else:
+            self._train.report_training_metrics(total_batches, metrics)
+
+
+class ScriptRun:
+    """Runs a simple model definition's script (or function) once, as the trial of
+    ``context``; see the module docstring."""
+
+    def __init__(self, definition: model_def.ModelDefinition, context: core.Context) -> None:
+        self._definition = definition
+        self._context = context
+        self._controller: TFKerasTrialController | None = None
+        self._outcome: TrialOutcome | None = None
+        self._inside_fit = False
+
+    @property
+    def progressed(self) -> bool:
+        return self._controller is not None and self._controller.progressed
+
+    def execute(self) -> TrialOutcome:
+        """Run the entrypoint; return the outcome of its fit() call."""
+        # The script builds its model before PEDL sees it: seed first, so that its initial
+        # weights are the trial seed's.
+        keras.utils.set_random_seed(self._context.info.trial_seed)
+        with core.use_context(self._context), self._fit_intercepted():
+            try:
+                self._run_entrypoint()
+            except _Preempted:
+                pass
+            except SystemExit as e:
+                if e.code not in (0, None):
+                    raise ScriptError(f"the script exited with status {e.code!r}") from e
+        if self._outcome is None:
+            raise ScriptError(
+                "the script ended without calling model.fit(); PEDL trains a simple model "
+                "definition through its fit() call"
+            )
+        return self._outcome
+
+    def _run_entrypoint(self) -> None:
+        function = self._definition.entrypoint_function
+        if function is not None:
+            function()
+            return
+        script = self._definition.entrypoint_script
+        assert script is not None
+        code_dir = Path(self._context.info.code_dir)
+        if not code_dir.is_dir():
+            code_dir = code_dir.parent
+        path = code_dir / script
+        with _as_main_script(path, self._definition.entrypoint_args, code_dir):
+            runpy.run_path(str(path), run_name="__main__")
+
+    @contextlib.contextmanager
+    def _fit_intercepted(self) -> Iterator[None]:
+        original = keras.Model.fit
+
+        @functools.wraps(original)
+        def fit(model: keras.Model, *args: Any, **kwargs: Any) -> Any:
+            if self._inside_fit:  # the controller's own fit call
+                return original(model, *args, **kwargs)
+            return self.fit(model, args, kwargs)
+
+        keras.Model.fit = fit
+        try:
+            yield
+        finally:
+            keras.Model.fit = original
+
+    def fit(self, model: keras.Model, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The script's ``model.fit(*args, **kwargs)``: train it as this trial."""
+        if self._outcome is not None:
+            raise ScriptError(
+                "the script called model.fit() a second time; PEDL trains the first fit() call "
+                "of a script for the searcher's whole length (put further training in the same "
+                "call, or use a TFKerasTrial)"
+            )
+        call = parse_fit(model, args, kwargs, self._context.info.hparams)
+        history_writer = _HistoryWriter(self._context.train)
+        context = self._trial_context(call, history_writer)
+        self._inside_fit = True
+        try:
+            self._controller = TFKerasTrialController(
+                lambda trial_context: _FitTrial(trial_context, call), context
+            )
+            self._outcome = self._controller.run()
+        finally:
+            self._inside_fit = False
+        if self._outcome is TrialOutcome.PREEMPTED:
+            raise _Preempted
+        history = keras.callbacks.History()
+        history.set_model(model)
+        history.history = history_writer.history
+        return history
+
+    def _trial_context(self, call: FitCall, writer: _HistoryWriter) -> core.Context:
+        """The trial's context as the TFKerasTrial of ``call`` needs it: the fit's batch size
+        as ``global_batch_size``, DeterminedCallback's options applied, metrics recorded."""
+        info = self._context.info
+        config = info.config
+        warm_start = info.warm_start_checkpoint
+        determined = call.determined
+        if determined is not None:
+            if (
+                determined.checkpoint_epochs > 0
+                and config.min_checkpoint_period.value == 0
+                and call.batches_per_epoch
+            ):
+                period = Length(
+                    unit="batches", value=determined.checkpoint_epochs * call.batches_per_epoch
+                )
+                config = config.model_copy(update={"min_checkpoint_period": period})
+            if determined.checkpoint and info.latest_checkpoint is None and warm_start is None:
+                warm_start = determined.checkpoint
+        info = dataclasses.replace(
+            info,
+            hparams={**info.hparams, "global_batch_size": call.batch_size},
+            config=config,
+            warm_start_checkpoint=warm_start,
+        )
+        train = core.TrainContext(writer, is_chief=self._context.distributed.is_chief)
+        return dataclasses.replace(self._context, info=info, train=train)
+
+
+def parse_fit(
+    model: keras.Model, args: tuple[Any, ...], kwargs: dict[str, Any], hparams: Mapping[str, Any]
+) -> FitCall:
+    """Read a ``model.fit`` call's arguments as PEDL trains them (see :class:`FitCall`)."""
+    try:
+        bound = _FIT_SIGNATURE.bind(model, *args, **kwargs)
+    except TypeError as e:
+        raise ScriptError(f"model.fit() was called with arguments Keras does not take: {e}") from e
+    bound.apply_defaults()
+    a = bound.arguments
+    x, y, sample_weight = a["x"], a["y"], a["sample_weight"]
+    if x is None:
+        raise ScriptError("model.fit() was called without training data (x)")
+    callbacks = list(a["callbacks"] or [])
+    determined = [cb for cb in callbacks if isinstance(cb, DeterminedCallback)]
+    if len(determined) > 1:
+        raise ScriptError("model.fit() got more than one DeterminedCallback")
+    user_callbacks = [
+        cb for cb in callbacks if not isinstance(cb, (DeterminedCallback, *_KERAS_OWN_CALLBACKS))
+    ]
+    validation = a["validation_data"]
+    split = a["validation_split"]
+    if validation is None and split:
+        x, y, sample_weight, validation = _split(x, y, sample_weight, float(split))
+    if validation is None:
+        raise ScriptError(
+            "model.fit() was called without validation_data (or validation_split): PEDL "
+            "validates the model to report the searcher's metric; pass validation_data="
+        )
+    if _is_data_object(x):
+        training = x
+    else:
+        training = (x, y) if sample_weight is None else (x, y, sample_weight)
+    batch_size = _batch_size(a["batch_size"], x, hparams)
+    ignored = [
+        f"{name}={a[name]!r}"
+        for name, default in (("epochs", 1), ("initial_epoch", 0), ("steps_per_epoch", None))
+        if a[name] != default
+    ]
+    if ignored:
+        logger.info(
+            "model.fit(%s): not used; PEDL trains for the searcher's max_length",
+            ", ".join(ignored),
+        )
+    verbose = a["verbose"]
+    return FitCall(
+        model=model,
+        training=training,
+        validation=validation,
+        callbacks=user_callbacks,
+        batch_size=batch_size,
+        batches_per_epoch=_batches_per_epoch(x, batch_size),
+        options={
+            "verbose": verbose not in (0, False),
+            "shuffle": bool(a["shuffle"]),
+            "class_weight": a["class_weight"],
+            "validation_steps": a["validation_steps"],
+        },
+        determined=determined[0] if determined else None,
+    )
+
+
+def _is_data_object(x: Any) -> bool:
+    return isinstance(x, (tf.data.Dataset, keras.utils.PyDataset))
+
+
+def _batch_size(given: Any, x: Any, hparams: Mapping[str, Any]) -> int:
+    from_hparams = hparams.get("global_batch_size")
+    if given is not None:
+        if from_hparams is not None and from_hparams != given:
+            raise ScriptError(
+                f"model.fit(batch_size={given!r}) differs from the global_batch_size "
+                f"hyperparameter ({from_hparams!r}); pass "
+                "batch_size=pedl.get_hyperparameter('global_batch_size')"
+            )
+        size = given
+    elif from_hparams is not None:
+        size = from_hparams
+    elif _is_data_object(x):
+        size = _leading_dimension(x)
+    else:
+        size = DEFAULT_BATCH_SIZE
+    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+        raise ScriptError(f"the batch size must be a positive integer, got {size!r}")
+    return size
+
+
+def _leading_dimension(data: Any) -> int:
+    """The batch size of a batched dataset or PyDataset: its first batch's length."""
+    if isinstance(data, tf.data.Dataset):
+        first = next(iter(data.take(1)), None)
+    else:
+        first = data[0] if len(data) else None
+    if first is None:
+        raise ScriptError("the training data given to model.fit() is empty")
+    leaves = keras.tree.flatten(first)
+    return int(leaves[0].shape[0])
+
+
+def _batches_per_epoch(x: Any, batch_size: int) -> int | None:
+    if isinstance(x, tf.data.Dataset):
+        cardinality = int(x.cardinality())
+        return cardinality if cardinality > 0 else None
+    if isinstance(x, keras.utils.PyDataset):
+        return len(x)
+    leaves = keras.tree.flatten(x)
+    return math.ceil(len(leaves[0]) / batch_size) if leaves else None
+
+
+def _split(x: Any, y: Any, sample_weight: Any, split: float) -> tuple[Any, Any, Any, Any]:
+    """Keras' ``validation_split``: the last ``split`` of the arrays validates."""
+    if _is_data_object(x) or not 0.0 < split < 1.0:
+        raise ScriptError(
+            "validation_split works with arrays and must be between 0 and 1; pass "
+            "validation_data= instead"
+        )
+    n = len(keras.tree.flatten(x)[0])
+    cut = int(n * (1.0 - split))
+
+    def part(data: Any, s: slice) -> Any:
+        return None if data is None else keras.tree.map_structure(lambda a: a[s], data)
+
+    head, tail = slice(0, cut), slice(cut, n)
+    validation: tuple[Any, ...] = (part(x, tail), part(y, tail))
+    if sample_weight is not None:
+        validation = (*validation, part(sample_weight, tail))
+    return part(x, head), part(y, head), part(sample_weight, head), validation
+
+
+@contextlib.contextmanager
+def _as_main_script(path: Path, args: tuple[str, ...], code_dir: Path) -> Iterator[None]:
+    """Run as ``python3 path args`` would: argv, the script's directory first on sys.path,
+    the model definition as the working directory."""
+    saved_argv, saved_cwd = sys.argv, os.getcwd()
+    script_dir = str(path.parent)
+    sys.argv = [str(path), *args]
+    sys.path.insert(0, script_dir)
+    os.chdir(code_dir)
+    try:
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        sys.argv = saved_argv
+        with contextlib.suppress(ValueError):
+            sys.path.remove(script_dir)

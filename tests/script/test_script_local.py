@@ -1,0 +1,153 @@
+"""Simple model definitions (scripts that call ``model.fit``) through ``experiment create
+--test`` and short local runs, in this process: a plain Keras script reading
+hyperparameters, Determined 0.38's callback script, a ``module:function`` entrypoint."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import pedl
+from pedl import core
+from pedl.config import load_config
+from pedl.engine import CheckpointState, MetricKind, TrialOutcome
+from pedl.exec import run_attempt
+from pedl.local import LocalExperiment, smoke_test
+from pedl.model_def import unload
+from tests import local_record as record
+
+HERE = Path(__file__).parent
+FIT_MODEL = HERE / "fit_model"
+CALLBACK_MODEL = HERE / "callback_model"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _unload() -> None:
+    unload()
+
+
+def run_local(config: Path, model: Path, out: Path) -> Path:
+    experiment = LocalExperiment.create(config, model, out)
+    try:
+        summary = experiment.run()
+        assert summary.state == "COMPLETED", [t.error for t in summary.trials]
+    finally:
+        experiment.close()
+    return experiment.directory
+
+
+def checkpoints(directory: Path) -> list[int]:
+    """The batches of every checkpoint the run took (kept, or deleted by retention)."""
+    return sorted(
+        record.checkpoint_batches(directory)
+        + record.checkpoint_batches(directory, CheckpointState.DELETED)
+    )
+
+
+@pytest.mark.parametrize("model", [FIT_MODEL, CALLBACK_MODEL], ids=["fit", "determined"])
+def test_smoke_test_passes(model: Path) -> None:
+    steps = smoke_test(model / "const.yaml", model)
+    assert [s.ok for s in steps] == [True] * 4, steps
+    assert steps[1].detail == "ScriptTrial"
+
+
+def test_fit_script_local_run(tmp_path: Path) -> None:
+    directory = run_local(FIT_MODEL / "const.yaml", FIT_MODEL, tmp_path)
+    (trial,) = record.trials(directory)
+    assert trial.state == "COMPLETED"
+    rows = record.metric_rows(directory, trial.id)
+    assert [b for k, b, _ in rows if k == MetricKind.VALIDATION] == [8, 16, 24]
+    assert [b for k, b, _ in rows if k == MetricKind.TRAINING] == [5, 8, 13, 16, 21, 24]
+    validation = [m for k, _, m in rows if k == MetricKind.VALIDATION]
+    assert set(validation[-1]) == {"val_accuracy", "val_loss"}
+    assert checkpoints(directory) == [8, 16, 24]
+
+
+def test_determined_callback_script_local_run(tmp_path: Path) -> None:
+    """checkpoint_epochs=1 with 96 records in batches of 16: a checkpoint every 6 batches."""
+    directory = run_local(CALLBACK_MODEL / "const.yaml", CALLBACK_MODEL, tmp_path)
+    (trial,) = record.trials(directory)
+    rows = record.metric_rows(directory, trial.id, MetricKind.VALIDATION)
+    assert [b for _, b, _ in rows] == [6, 12, 18]
+    assert "val_categorical_accuracy" in rows[-1][2]
+    assert checkpoints(directory) == [6, 12, 18]
+
+
+FUNCTION_MODEL = """
+import keras
+import numpy as np
+import pedl
+
+
+def main():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 3)).astype("float32")
+    y = (x[:, 0] > 0).astype("int32")
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, activation="softmax")])
+    model.compile("sgd", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.fit(x, y, batch_size=pedl.get_hyperparameter("batch"), validation_data=(x, y))
+    raise SystemExit(0)  # like a script's sys.exit(0): the trial still completes
+"""
+
+FUNCTION_CONFIG = """
+name: function-entrypoint
+entrypoint: train:main
+hyperparameters: {batch: 8}
+searcher: {name: single, metric: val_accuracy, max_length: {batches: 4}}
+scheduling_unit: 2
+"""
+
+
+def test_function_entrypoint_local_run(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "train.py").write_text(FUNCTION_MODEL)
+    (tmp_path / "const.yaml").write_text(FUNCTION_CONFIG)
+    directory = run_local(tmp_path / "const.yaml", model, tmp_path / "out")
+    (trial,) = record.trials(directory)
+    assert [b for _, b, _ in record.metric_rows(directory, trial.id, MetricKind.TRAINING)] == [
+        2,
+        4,
+    ]
+
+
+def test_a_script_that_never_calls_fit_errors_clearly(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("print('no training here')\n")
+    config = tmp_path / "const.yaml"
+    config.write_text(FUNCTION_CONFIG.replace("train:main", "train.py"))
+    steps = smoke_test(config, tmp_path)
+    assert [s.ok for s in steps] == [True, True, False]
+    assert "ScriptError: the script ended without calling model.fit()" in steps[2].detail
+
+
+def test_get_hyperparameter_outside_a_trial_says_so() -> None:
+    with pytest.raises(RuntimeError, match=r"only available in a script that PEDL runs"):
+        pedl.get_hyperparameter("learning_rate")
+
+
+def test_run_attempt_reports_the_scripts_error_with_its_line(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(
+        textwrap.dedent(
+            """
+            import pedl
+            rate = pedl.get_hyperparameter("no_such_name")
+            """
+        )
+    )
+    config = tmp_path / "const.yaml"
+    config.write_text(FUNCTION_CONFIG.replace("train:main", "train.py"))
+    parsed = load_config(config)
+
+    def context() -> core.Context:
+        return core.detached_context(parsed, hparams={"batch": 8}, code_dir=tmp_path)
+
+    result = run_attempt(tmp_path, "train.py", context)
+    assert result.outcome is TrialOutcome.ERRORED
+    assert result.error is not None
+    assert result.error.type == "KeyError"
+    assert "no hyperparameter 'no_such_name'" in result.error.message
+    assert result.error.location == "train.py:3"
