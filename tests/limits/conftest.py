@@ -1,0 +1,73 @@
+"""A real master process per database (SQLite, PostgreSQL), for the hostile-input tests.
+
+The masters are the end-to-end tests' :class:`~tests.master.e2e.MasterProcess` (signed in as
+the test administrator), with no read processes (every request is served, and measured, in
+the master process itself).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from pedl.master.db import Database
+from tests.master.conftest import BACKENDS, _create_pg_database, _drop_pg_database
+from tests.master.e2e import MasterProcess
+
+RSS_LIMIT_BYTES = 500 * 1024 * 1024
+
+
+class Master:
+    """A running master, the URL of its database, and its process's memory."""
+
+    def __init__(self, process: MasterProcess, db_url: str) -> None:
+        self.process = process
+        self.http = process.http
+        self.db_url = db_url
+
+    def database(self) -> Database:
+        return Database(self.db_url)
+
+    def peak_rss(self) -> int:
+        """The master process's peak resident memory so far (VmHWM), in bytes."""
+        assert self.process.proc is not None
+        with open(f"/proc/{self.process.proc.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+        raise AssertionError("no VmHWM in /proc/<pid>/status")
+
+    def assert_well(self) -> None:
+        """The master is alive, under 500 MB at its peak, and still serves a list."""
+        assert self.process.proc is not None and self.process.proc.poll() is None, (
+            self.process.log()[-3000:]
+        )
+        peak = self.peak_rss()
+        assert peak < RSS_LIMIT_BYTES, f"the master's peak RSS is {peak / 2**20:.0f} MiB"
+        assert self.http.get("/health").status_code == 200
+        listing = self.http.get("/experiments")
+        assert listing.status_code == 200, listing.text
+
+
+@pytest.fixture(scope="package", params=BACKENDS)
+def master(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Master]:
+    """A master process on each database, shared by the package's tests."""
+    home = tmp_path_factory.mktemp(f"limits-{request.param}")
+    env = {"PEDL_READ_PROCESSES": "0", "PEDL_CPU_SLOTS": "1"}
+    name = None
+    if request.param == "postgresql":
+        name, db_url = _create_pg_database()
+        # MasterProcess drops an inherited PEDL_DB_URL; the settings read names in any case.
+        env["pedl_db_url"] = db_url
+    else:
+        db_url = f"sqlite:///{home / 'pedl' / 'pedl.db'}"
+    process = MasterProcess(home, cpu_slots=1, env=env).start()
+    try:
+        yield Master(process, db_url)
+    finally:
+        process.stop()
+        if name is not None:
+            _drop_pg_database(name)
