@@ -25,6 +25,7 @@ from pedl.engine import (
     TrialOutcome,
     TrialState,
 )
+from pedl.master._secrets import mask_config
 from pedl.model_def import ModelDefError, check_archive
 
 MAX_BIGINT = 2**63 - 1
@@ -175,7 +176,11 @@ class ExperimentPublic(BaseModel):
     owner: str
     state: ExperimentState
     progress: float = Field(description="How far the search is, 0 to 1 (from the searcher).")
-    config: dict[str, Any]
+    config: Annotated[dict[str, Any], AfterValidator(mask_config)] = Field(
+        description="The experiment config (canonical form), its secrets masked as "
+        "`********`: environment variables and checkpoint storage fields whose names look "
+        "secret, passwords in URLs (the trials get the real values)."
+    )
     searcher_metric: str | None
     smaller_is_better: bool
     best_validation: float | None = Field(
