@@ -197,6 +197,7 @@ class EstimatorTrialController:
             save_checkpoints_secs=None,
             log_step_count_steps=None,
         )
+        _remove_if_unused(user.model_dir)
         return tf_estimator.Estimator(
             model_fn=user.model_fn,
             config=config,
@@ -577,6 +578,21 @@ def _positioned_input_fn(user_fn: Callable[..., Any], skip: int) -> Callable[...
         return dataset.skip(skip) if skip else dataset
 
     return input_fn
+
+
+def _remove_if_unused(model_dir: str | None) -> None:
+    """Remove the empty temporary directory an estimator built without ``model_dir`` made for
+    itself (PEDL trains on its own model directory)."""
+    if not model_dir:
+        return
+    path = Path(model_dir)
+    if (
+        path.parent == Path(tempfile.gettempdir())
+        and path.name.startswith("tmp")
+        and path.is_dir()
+        and not any(path.iterdir())
+    ):
+        path.rmdir()
 
 
 def _scalar_metrics(results: Mapping[str, Any]) -> dict[str, float]:
