@@ -7,6 +7,7 @@ Collected only where ``tf.estimator`` imports (see conftest.py).
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,7 @@ def run_trial(
     config: dict[str, Any] = CONFIG,
     latest: tuple[Run, str] | None = None,
     preempt_after: int | None = None,
+    warm_start: str | None = None,
 ) -> Run:
     """Run the trial in this process until the searcher's ``length`` (or a preemption after
     ``preempt_after`` boundaries), on ``latest``'s storage and records when resuming."""
@@ -79,6 +81,7 @@ def run_trial(
         config=parsed,
         code_dir=model,
         latest_checkpoint=latest[1] if latest else None,
+        warm_start_checkpoint=warm_start,
     )
     context = core.build_context(
         info,
@@ -160,6 +163,22 @@ def test_preempted_and_resumed_continues_the_global_step_with_the_same_metrics(
     assert json.loads((last / "metadata.json").read_text())["global_step"] == 20
     for kind in (MetricKind.TRAINING, MetricKind.VALIDATION):  # exactly (op determinism)
         assert rows(resumed.records, kind) == rows(uninterrupted.records, kind), kind
+
+
+@pytest.mark.slow
+def test_warm_start_takes_the_weights_of_another_trials_checkpoint(
+    tmp_path: Path, uninterrupted: Run
+) -> None:
+    source_id = uninterrupted.records.checkpoints[-1][0]
+    shutil.copytree(uninterrupted.storage.path_of(source_id), tmp_path / "checkpoints" / source_id)
+    config = dict(CONFIG, perform_initial_validation=True)
+    run = run_trial(tmp_path, 5, config=config, warm_start=source_id)
+    assert run.outcome is TrialOutcome.COMPLETED
+    assert run.controller.global_step == 5  # its own counters, from 0
+    validation = rows(run.records, MetricKind.VALIDATION)
+    assert [b for b, _ in validation] == [0, 5]
+    # Before training, the model is the source's at its batch 20.
+    assert validation[0][1] == rows(uninterrupted.records, MetricKind.VALIDATION)[-1][1]
 
 
 LEGACY = """
