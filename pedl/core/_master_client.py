@@ -63,21 +63,23 @@ class MasterClient:
         )
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> MasterClient:
-        """Build from ``PEDL_MASTER_URL``, ``PEDL_TRIAL_ID``, ``PEDL_TRIAL_TOKEN`` (and the
-        optional ``PEDL_MASTER_GIVE_UP_SECONDS``), as the resource manager sets them."""
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, token: str | None = None
+    ) -> MasterClient:
+        """Build from ``PEDL_MASTER_URL``, ``PEDL_TRIAL_ID`` (and the optional
+        ``PEDL_MASTER_GIVE_UP_SECONDS``), as the resource manager sets them, with the trial's
+        ``token``. The resource manager passes the token outside the environment (the trial
+        process reads it first); without ``token``, ``PEDL_TRIAL_TOKEN`` is used (a trial
+        process started by hand)."""
         env = os.environ if environ is None else environ
-        missing = [
-            name
-            for name in ("PEDL_MASTER_URL", "PEDL_TRIAL_ID", "PEDL_TRIAL_TOKEN")
-            if not env.get(name)
-        ]
+        wanted = ["PEDL_MASTER_URL", "PEDL_TRIAL_ID"] + ([] if token else ["PEDL_TRIAL_TOKEN"])
+        missing = [name for name in wanted if not env.get(name)]
         if missing:
             raise MasterError(f"not started by a PEDL master: {', '.join(missing)} not set")
         return cls(
             env["PEDL_MASTER_URL"],
             int(env["PEDL_TRIAL_ID"]),
-            env["PEDL_TRIAL_TOKEN"],
+            token or env["PEDL_TRIAL_TOKEN"],
             give_up_after=float(env.get("PEDL_MASTER_GIVE_UP_SECONDS") or str(DEFAULT_GIVE_UP_S)),
         )
 

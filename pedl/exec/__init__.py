@@ -10,6 +10,7 @@ from pedl.exec._exit_codes import (
     EXIT_OK,
     is_permanent_failure,
 )
+from pedl.exec._private import TOKEN_FD_ENV, make_undumpable, take_token, token_channel
 from pedl.exec._trial_process import die_with_master, run_trial, serve_trial
 from pedl.exec._worker import run_worker
 
@@ -18,12 +19,16 @@ __all__ = [
     "EXIT_MASTER_GONE",
     "EXIT_MODEL_DEF_ERROR",
     "EXIT_OK",
+    "TOKEN_FD_ENV",
     "AttemptResult",
     "classify_failure",
     "die_with_master",
     "is_permanent_failure",
+    "make_undumpable",
     "run_attempt",
     "run_trial",
     "run_worker",
     "serve_trial",
+    "take_token",
+    "token_channel",
 ]

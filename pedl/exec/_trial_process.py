@@ -24,6 +24,7 @@ from pedl.config import parse_config
 from pedl.engine import TrialOutcome
 from pedl.exec._attempt import AttemptResult, classify_failure, run_attempt
 from pedl.exec._exit_codes import EXIT_ERROR, EXIT_MASTER_GONE, EXIT_MODEL_DEF_ERROR, EXIT_OK
+from pedl.exec._private import make_undumpable, take_token
 from pedl.storage import make_storage
 
 logger = logging.getLogger("pedl.exec")
@@ -74,10 +75,21 @@ def run_trial() -> int:
     loaded; :data:`EXIT_ERROR` when the trial raised; :data:`EXIT_MASTER_GONE` when the
     master is unreachable or revoked this process. An error's traceback is printed to stderr
     once, which the resource manager ships into the trial's logs.
+
+    First the process makes itself non-dumpable (:func:`make_undumpable`) and reads its token
+    from the socket ``PEDL_TRIAL_TOKEN_FD`` names (:func:`take_token`), so the token is in no
+    environment that the model code's subprocesses inherit; without it (a trial run by hand),
+    ``PEDL_TRIAL_TOKEN`` is used.
     """
+    make_undumpable()
+    try:
+        token = take_token()
+    except ValueError as err:
+        print(f"pedl trial: {err}", file=sys.stderr)
+        return EXIT_MASTER_GONE
     die_with_master()
     configure_logging()
-    return serve_trial()
+    return serve_trial(token)
 
 
 def configure_logging() -> None:
@@ -90,12 +102,13 @@ def configure_logging() -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
-def serve_trial() -> int:
-    """Run the trial named by the environment in this (set-up) process: what
-    :func:`run_trial` does after the process-wide set-up; a warm worker calls it once per
-    trial. Returns the exit status :func:`run_trial` documents."""
+def serve_trial(token: str | None = None) -> int:
+    """Run the trial named by the environment in this (set-up) process, with its ``token``
+    (default ``PEDL_TRIAL_TOKEN``): what :func:`run_trial` does after the process-wide set-up;
+    a warm worker calls it once per trial. Returns the exit status :func:`run_trial`
+    documents."""
     try:
-        client = core.MasterClient.from_env()
+        client = core.MasterClient.from_env(token=token)
     except (core.MasterError, ValueError) as err:
         print(f"pedl trial: {err}", file=sys.stderr)
         return EXIT_MASTER_GONE

@@ -10,12 +10,13 @@ Protocol, over a ``socketpair(AF_UNIX, SOCK_SEQPACKET)`` whose worker end is the
 descriptor given on the command line (``python -m pedl.exec.worker FD``); one JSON object per
 message:
 
-- the resource manager sends ``{"trial_id": N, "env": {...}}`` (the trial's own variables:
-  ``PEDL_TRIAL_ID``, ``PEDL_TRIAL_TOKEN``) with two file descriptors, the write ends of the
-  trial's stdout and stderr pipes;
+- the resource manager sends ``{"trial_id": N, "token": "...", "env": {...}}`` (the trial's
+  token, and its own variables: ``PEDL_TRIAL_ID``, ``TMPDIR``) with two file descriptors, the
+  write ends of the trial's stdout and stderr pipes;
 - the worker points its file descriptors 1 and 2 at them, sets the variables, runs the trial
-  exactly as a trial process does (:func:`~pedl.exec.serve_trial`), cleans up, and points 1
-  and 2 back at its own output, so that the trial's pipes end (EOF) when the trial is over;
+  exactly as a trial process does (:func:`~pedl.exec.serve_trial`, with the token, which is
+  never put in the environment), cleans up, and points 1 and 2 back at its own output, so
+  that the trial's pipes end (EOF) when the trial is over;
 - if the process is fit for another trial it answers ``{"trial_id": N, "returncode": 0}``
   and waits for the next; otherwise it exits with the trial's exit status, as a trial process
   would. An empty message or a closed socket retires it (exit 0).
@@ -27,10 +28,11 @@ left that a fresh process would not have: no child processes, no threads it star
 framework's process-wide settings (:func:`framework_settings`) as they were. The clean-up
 unloads the model definition's modules and its ``sys.path`` entry (:func:`pedl.model_def.unload`;
 modules installed elsewhere stay imported, as in local mode), restores the environment
-variables, the working directory, ``sys.path``, ``sys.stdout``/``sys.stderr``, the root logger's
-handlers and the warning filters, clears Keras' session, and forgets what TensorFlow registered
-for the trial's functions (custom gradients, retracing counts). Each trial then seeds every
-generator and resets Keras' names itself (as in a fresh process), so its weights are bit for bit
+variables (and :mod:`tempfile`'s directory), the working directory, ``sys.path``,
+``sys.stdout``/``sys.stderr``, the root logger's handlers and the warning filters, clears
+Keras' session, and forgets what TensorFlow registered for the trial's functions (custom
+gradients, retracing counts). Each trial then seeds every generator and resets Keras' names
+itself (as in a fresh process), so its weights are bit for bit
 those of the same trial in a fresh process.
 """
 
@@ -47,6 +49,7 @@ import multiprocessing
 import os
 import socket
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -58,6 +61,7 @@ from typing import Any, TextIO, cast
 
 from pedl import model_def
 from pedl.exec._exit_codes import EXIT_ERROR, EXIT_OK
+from pedl.exec._private import make_undumpable
 from pedl.exec._trial_process import configure_logging, die_with_master, serve_trial
 
 PRELOAD = ("pedl.keras", "pedl.estimator")
@@ -99,6 +103,7 @@ class ProcessState:
     had it before its first trial."""
 
     environ: dict[str, str]
+    tempdir: str | None
     cwd: str
     path: list[str]
     stdout: TextIO
@@ -115,6 +120,7 @@ class ProcessState:
         root = logging.getLogger()
         return cls(
             environ=dict(os.environ),
+            tempdir=tempfile.tempdir,
             cwd=os.getcwd(),
             path=list(sys.path),
             stdout=sys.stdout,
@@ -130,7 +136,10 @@ class ProcessState:
 
 def run_worker(control_fd: int) -> int:
     """Serve trials over the control socket ``control_fd`` until retired or unfit (see the
-    module docstring); returns the exit status."""
+    module docstring); returns the exit status. The process is non-dumpable
+    (:func:`~pedl.exec.make_undumpable`): the tokens it is handed stay out of other processes'
+    reach."""
+    make_undumpable()
     die_with_master()
     configure_logging()
     preload()
@@ -189,7 +198,9 @@ def run_assigned(
     os.close(output[1])
     try:
         os.environ.update({str(k): str(v) for k, v in assignment.get("env", {}).items()})
-        returncode, normal = _call(serve_trial)
+        tempfile.tempdir = None  # the trial's TMPDIR, read again
+        token = assignment.get("token")
+        returncode, normal = _call(lambda: serve_trial(token))
         try:
             problems = clean_up(baseline)
         except Exception:
@@ -215,6 +226,7 @@ def clean_up(baseline: ProcessState) -> list[str]:
     if dict(os.environ) != baseline.environ:
         os.environ.clear()
         os.environ.update(baseline.environ)
+    tempfile.tempdir = baseline.tempdir
     with contextlib.suppress(OSError):
         os.chdir(baseline.cwd)
     sys.path[:] = baseline.path

@@ -20,9 +20,10 @@ from pedl.master.rm import LocalResourceManager, TrialLaunch
 
 from .helpers import create_trial, make_archive
 
-FAKE_TRIAL = """#!/bin/sh
+FAKE_TRIAL = """#!/bin/bash
 echo "args $*"
-echo "trial $PEDL_TRIAL_ID at $PEDL_MASTER_URL token=$PEDL_TRIAL_TOKEN tf=$TF_CPP_MIN_LOG_LEVEL"
+read -r token <&"$PEDL_TRIAL_TOKEN_FD"
+echo "trial $PEDL_TRIAL_ID at $PEDL_MASTER_URL token=$token tf=$TF_CPP_MIN_LOG_LEVEL"
 echo "to stderr" >&2
 if [ "$FAKE_MODE" = sleep ]; then sleep 30; fi
 exit "${FAKE_EXIT:-0}"

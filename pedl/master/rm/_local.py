@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from pedl.exec import TOKEN_FD_ENV, token_channel
 from pedl.master.rm._base import ExitHandler, LogSink, ResourceManager, TrialLaunch
+from pedl.master.rm._isolation import (
+    private_dir,
+    protect_master_process,
+    remove_dir,
+    trial_environment,
+)
 from pedl.master.rm._warm import WarmPool, WarmWorker
 
 logger = logging.getLogger("pedl.master")
@@ -56,6 +63,8 @@ class _Process:
     worker: WarmWorker | None = None
     lines: queue.Queue[tuple[str, str] | None] = field(default_factory=queue.Queue)
     killed: bool = False
+    tmpdir: Path | None = None
+    """The trial's private temporary directory, removed once the process is reaped."""
 
 
 class LocalResourceManager(ResourceManager):
@@ -65,11 +74,19 @@ class LocalResourceManager(ResourceManager):
     ``CUDA_VISIBLE_DEVICES``) or, without GPUs, ``cpu_slots`` CPU slots. The child's stdout
     and stderr go, line by line, to ``log_sink``; when the process has exited and its output
     is drained, ``on_exit(trial_id, returncode)`` is called; TensorFlow's start-up chatter
-    (:func:`is_tf_noise`) is dropped unless the trial's ``TF_CPP_MIN_LOG_LEVEL`` is ``0``. The
-    environment is the master's (HOME untouched) plus ``TF_CPP_MIN_LOG_LEVEL=2`` (unless the
-    experiment's environment variables set it), the launch's variables, and
-    ``PEDL_MASTER_URL``, ``PEDL_TRIAL_ID``, ``PEDL_TRIAL_TOKEN``, ``PEDL_MASTER_PID`` (the
-    child exits when its master dies: see :mod:`pedl.exec`).
+    (:func:`is_tf_noise`) is dropped unless the trial's ``TF_CPP_MIN_LOG_LEVEL`` is ``0``.
+
+    What the trial gets of the master (see :mod:`pedl.master.rm._isolation`): the master's
+    environment without the master's own variables (:func:`trial_environment`: no database
+    URL, no password; HOME untouched) plus ``TF_CPP_MIN_LOG_LEVEL=2`` (unless the
+    experiment's environment variables set it), the launch's variables, ``PEDL_MASTER_URL``,
+    ``PEDL_TRIAL_ID``, ``PEDL_MASTER_PID`` (the child exits when its master dies: see
+    :mod:`pedl.exec`) and ``TMPDIR``, a private directory (0700) of the trial's removed when
+    its process has been reaped, however it ended. The trial's token is never in an
+    environment or a command line: a trial process reads it from an inherited socket named by
+    ``PEDL_TRIAL_TOKEN_FD``, a warm worker gets it in its control message. Each process runs
+    in its own process group (session). Constructing the resource manager makes this process
+    non-dumpable and hides its secrets from ``/proc`` (:func:`protect_master_process`).
 
     The child runs with ``python``, or with the interpreter that the launch's
     ``PEDL_TRIAL_PYTHON`` names (a path, or a command on PATH), which must have PEDL
@@ -109,6 +126,7 @@ class LocalResourceManager(ResourceManager):
         self._idle_seconds = worker_idle_seconds
         self._pool = WarmPool()
         self._closed = threading.Event()
+        protect_master_process()
         if reuse_workers:
             threading.Thread(
                 target=self._retire_idle, name="pedl-rm-idle-workers", daemon=True
@@ -127,14 +145,14 @@ class LocalResourceManager(ResourceManager):
             if launch.trial_id in self._procs:
                 raise RuntimeError(f"trial {launch.trial_id} is already running")
             env = {
-                **os.environ,
+                **trial_environment(os.environ),
                 "TF_CPP_MIN_LOG_LEVEL": "2",
                 "PYTHONUNBUFFERED": "1",
                 **launch.env,
                 "PEDL_MASTER_URL": launch.master_url,
                 "PEDL_MASTER_PID": str(os.getpid()),
             }
-            variables = {"PEDL_TRIAL_ID": str(launch.trial_id), "PEDL_TRIAL_TOKEN": launch.token}
+            variables = {"PEDL_TRIAL_ID": str(launch.trial_id)}
             # TF_CPP_MIN_LOG_LEVEL=0 in the experiment's environment asks for every C++ line
             drop_tf_noise = env["TF_CPP_MIN_LOG_LEVEL"] != "0"
             if self._reuse and launch.experiment_id is not None:
@@ -178,19 +196,29 @@ class LocalResourceManager(ResourceManager):
         gpus = self._take_gpus(launch.trial_id, gpu_count)
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+        tmpdir: Path | None = None
         try:
-            popen = subprocess.Popen(
-                [self._python_for(launch), "-m", TRIAL_MODULE],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env={**env, **variables},
-                start_new_session=True,
-            )
+            tmpdir = private_dir(launch.trial_id)
+            with token_channel(launch.token) as token:
+                popen = subprocess.Popen(
+                    [self._python_for(launch), "-m", TRIAL_MODULE],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env={
+                        **env,
+                        **variables,
+                        "TMPDIR": str(tmpdir),
+                        TOKEN_FD_ENV: str(token.fileno()),
+                    },
+                    start_new_session=True,
+                    pass_fds=(token.fileno(),),
+                )
         except OSError:
             self._free_gpus.extend(gpus)
+            remove_dir(tmpdir)
             raise
-        return _Process(launch.trial_id, popen, gpus)
+        return _Process(launch.trial_id, popen, gpus, tmpdir=tmpdir)
 
     def _start_in_worker(
         self,
@@ -207,7 +235,7 @@ class LocalResourceManager(ResourceManager):
         while (worker := self._pool.take(experiment_id, env, gpu_count)) is not None:
             earlier = worker.trials
             try:
-                streams = worker.assign(launch.trial_id, variables)
+                streams, tmpdir = self._assign(worker, launch, variables)
             except OSError:  # it died while idle
                 self._retire(worker)
                 continue
@@ -215,7 +243,8 @@ class LocalResourceManager(ResourceManager):
                 f"the trial runs in the warm worker process {worker.pid}, which ran {earlier} "
                 "earlier trial(s) of this experiment"
             )
-            return _Process(launch.trial_id, worker.popen, worker.gpus, worker), streams, note
+            proc = _Process(launch.trial_id, worker.popen, worker.gpus, worker, tmpdir=tmpdir)
+            return proc, streams, note
         self._make_room(gpu_count)
         gpus = self._take_gpus(launch.trial_id, gpu_count)
         try:
@@ -227,12 +256,30 @@ class LocalResourceManager(ResourceManager):
             raise
         self._forward_worker_output(worker, drop_tf_noise)
         try:
-            streams = worker.assign(launch.trial_id, variables)
+            streams, tmpdir = self._assign(worker, launch, variables)
         except OSError:
             self._retire(worker)
             raise
         note = f"the trial runs in a new warm worker process {worker.pid}"
-        return _Process(launch.trial_id, worker.popen, gpus, worker), streams, note
+        proc = _Process(launch.trial_id, worker.popen, gpus, worker, tmpdir=tmpdir)
+        return proc, streams, note
+
+    @staticmethod
+    def _assign(
+        worker: WarmWorker, launch: TrialLaunch, variables: dict[str, str]
+    ) -> tuple[tuple[IO[bytes], IO[bytes]], Path]:
+        """Hand the trial to ``worker`` with a private temporary directory (under the
+        worker's): its output streams and that directory. Raises ``OSError`` (the directory
+        removed) if the worker is gone."""
+        tmpdir = private_dir(launch.trial_id, base=worker.tmpdir)
+        try:
+            streams = worker.assign(
+                launch.trial_id, launch.token, {**variables, "TMPDIR": str(tmpdir)}
+            )
+        except OSError:
+            remove_dir(tmpdir)
+            raise
+        return streams, tmpdir
 
     def _python_for(self, launch: TrialLaunch) -> str:
         """The interpreter of the trial's process: ``PEDL_TRIAL_PYTHON`` if the experiment sets
@@ -335,6 +382,7 @@ class LocalResourceManager(ResourceManager):
             returncode, ready = proc.popen.wait(), False
         else:
             returncode, ready = worker.wait()
+        remove_dir(proc.tmpdir)
         with self._lock:
             self._procs.pop(proc.trial_id, None)
             if worker is not None and ready and not proc.killed and not self._closed.is_set():

@@ -12,7 +12,10 @@ import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import IO
+
+from pedl.master.rm._isolation import remove_dir, worker_dir
 
 WORKER_MODULE = "pedl.exec.worker"
 _MAX_MESSAGE = 1 << 16
@@ -20,6 +23,9 @@ _MAX_MESSAGE = 1 << 16
 
 class WarmWorker:
     """One worker process (in its own process group) and its control socket.
+
+    Its temporary files go to ``tmpdir``, a private directory (0700) that holds its trials'
+    directories too, and is removed once the process is gone.
 
     It serves only trials of ``experiment_id`` whose environment (without the trial's own
     variables) is ``env`` on the same number of GPUs, ``gpus``, which it holds while idle (its
@@ -35,8 +41,10 @@ class WarmWorker:
         env: Mapping[str, str],
         gpus: Sequence[str],
         experiment_id: int,
+        tmpdir: Path | None = None,
     ) -> None:
         self.popen = popen
+        self.tmpdir = tmpdir
         self.env = dict(env)
         self.gpus = list(gpus)
         self.experiment_id = experiment_id
@@ -57,9 +65,11 @@ class WarmWorker:
         experiment_id: int,
     ) -> WarmWorker:
         """Start ``python -m pedl.exec.worker`` with ``env`` (plus ``CUDA_VISIBLE_DEVICES`` for
-        ``gpus``, if any); its own output (outside trials) is on ``popen.stdout/stderr``."""
+        ``gpus``, if any, and ``TMPDIR``: a new private directory); its own output (outside
+        trials) is on ``popen.stdout/stderr``."""
+        tmpdir = worker_dir()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        child_env = dict(env)
+        child_env = {**env, "TMPDIR": str(tmpdir)}
         if gpus:
             child_env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
         try:
@@ -74,10 +84,11 @@ class WarmWorker:
             )
         except OSError:
             ours.close()
+            remove_dir(tmpdir)
             raise
         finally:
             theirs.close()
-        return cls(popen, ours, env=env, gpus=gpus, experiment_id=experiment_id)
+        return cls(popen, ours, env=env, gpus=gpus, experiment_id=experiment_id, tmpdir=tmpdir)
 
     @property
     def pid(self) -> int:
@@ -93,12 +104,17 @@ class WarmWorker:
             and self.popen.poll() is None
         )
 
-    def assign(self, trial_id: int, variables: Mapping[str, str]) -> tuple[IO[bytes], IO[bytes]]:
-        """Hand the worker a trial (``variables``: its own environment variables); return the
-        read ends of the trial's stdout and stderr. Raises ``OSError`` if the worker is gone."""
+    def assign(
+        self, trial_id: int, token: str, variables: Mapping[str, str]
+    ) -> tuple[IO[bytes], IO[bytes]]:
+        """Hand the worker a trial (its ``token``, which the worker keeps out of its
+        environment, and ``variables``: its own environment variables); return the read ends
+        of the trial's stdout and stderr. Raises ``OSError`` if the worker is gone."""
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
-        message = json.dumps({"trial_id": trial_id, "env": dict(variables)}).encode()
+        message = json.dumps(
+            {"trial_id": trial_id, "token": token, "env": dict(variables)}
+        ).encode()
         try:
             socket.send_fds(self._control, [message], [out_write, err_write])
         except OSError:
@@ -125,7 +141,9 @@ class WarmWorker:
                 return int(reply["returncode"]), True
             self.kill()  # it answered for another trial: not to be trusted with a next one
         self._control.close()
-        return self.popen.wait(), False
+        returncode = self.popen.wait()
+        remove_dir(self.tmpdir)
+        return returncode, False
 
     def kill(self) -> None:
         """SIGKILL the worker's process group (no-op if it is gone); :meth:`wait` then
@@ -139,6 +157,7 @@ class WarmWorker:
         self._control.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(timeout)
+        remove_dir(self.tmpdir)
 
 
 class WarmPool:
