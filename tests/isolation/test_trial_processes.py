@@ -107,6 +107,26 @@ def test_the_private_directory_goes_however_the_process_ends(
     assert list(temp_root.iterdir()) == []
 
 
+def test_a_new_master_removes_what_a_sigkilled_one_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    dead = int(gone.stdout)
+    left = [tmp_path / f"pedl-trial-3-{dead}-ab12", tmp_path / f"pedl-worker-{dead}-cd34"]
+    kept = [tmp_path / f"pedl-trial-4-{os.getpid()}-ef56", tmp_path / "pedl-something-else"]
+    for path in left + kept:
+        (path / "code").mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    rec = Recorder()
+    LocalResourceManager(cpu_slots=1, on_exit=rec.on_exit, log_sink=rec.sink, gpus=[])
+    assert [p.exists() for p in left + kept] == [False, False, True, True]
+
+
 def test_the_master_s_own_variables_never_reach_a_trial() -> None:
     own = master_variables()
     assert {"PEDL_DB_URL", "PEDL_ADMIN_PASSWORD", "PEDL_PASSWORD", "PEDL_CONFIG_FILE"} <= own

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,7 @@ from pedl.master._settings import CONFIG_FILE_ENV, MasterSettings
 
 TRIAL_DIR_PREFIX = "pedl-trial-"
 WORKER_DIR_PREFIX = "pedl-worker-"
+_STALE_NAME = re.compile(r"pedl-(?:trial-\d+|worker)-(?P<pid>\d+)-[^-]+")
 _OTHER_VARIABLES = ("PEDL_ADMIN_PASSWORD", "PEDL_USER", "PEDL_PASSWORD", "PEDL_TRIAL_TOKEN")
 """Variables the master's environment may hold that are no trial's business, settings or not:
 the administrator's password, the CLI's and the SDK's sign-in of whoever started the master, a
@@ -49,15 +51,40 @@ def trial_environment(master_env: Mapping[str, str]) -> dict[str, str]:
 
 
 def private_dir(trial_id: int, base: str | Path | None = None) -> Path:
-    """A new directory ``pedl-trial-<id>-*`` (mode 0700) under ``base`` (default the
-    master's temporary directory) for one trial process's temporary files."""
-    return Path(tempfile.mkdtemp(prefix=f"{TRIAL_DIR_PREFIX}{trial_id}-", dir=base))
+    """A new directory ``pedl-trial-<id>-<master pid>-*`` (mode 0700) under ``base`` (default
+    the master's temporary directory) for one trial process's temporary files."""
+    prefix = f"{TRIAL_DIR_PREFIX}{trial_id}-{os.getpid()}-"
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
 
 
 def worker_dir() -> Path:
-    """A new directory ``pedl-worker-*`` (mode 0700) for a warm worker's own temporary files
-    and, under it, its trials' :func:`private_dir`."""
-    return Path(tempfile.mkdtemp(prefix=WORKER_DIR_PREFIX))
+    """A new directory ``pedl-worker-<master pid>-*`` (mode 0700) for a warm worker's own
+    temporary files and, under it, its trials' :func:`private_dir`."""
+    return Path(tempfile.mkdtemp(prefix=f"{WORKER_DIR_PREFIX}{os.getpid()}-"))
+
+
+def remove_stale_dirs(root: str | Path | None = None) -> list[Path]:
+    """Remove the directories of :func:`private_dir` and :func:`worker_dir` under ``root``
+    (default the temporary directory) whose master is gone (e.g. SIGKILLed before it could
+    remove them); return them."""
+    removed = []
+    for path in Path(root or tempfile.gettempdir()).glob("pedl-*"):
+        match = _STALE_NAME.fullmatch(path.name)
+        if match is None or not path.is_dir() or _alive(int(match.group("pid"))):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # e.g. another user's process
+    return True
 
 
 def remove_dir(path: Path | None) -> None:

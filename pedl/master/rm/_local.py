@@ -24,6 +24,7 @@ from pedl.master.rm._isolation import (
     private_dir,
     protect_master_process,
     remove_dir,
+    remove_stale_dirs,
     trial_environment,
 )
 from pedl.master.rm._warm import WarmPool, WarmWorker
@@ -86,7 +87,8 @@ class LocalResourceManager(ResourceManager):
     environment or a command line: a trial process reads it from an inherited socket named by
     ``PEDL_TRIAL_TOKEN_FD``, a warm worker gets it in its control message. Each process runs
     in its own process group (session). Constructing the resource manager makes this process
-    non-dumpable and hides its secrets from ``/proc`` (:func:`protect_master_process`).
+    non-dumpable and hides its secrets from ``/proc`` (:func:`protect_master_process`), and
+    removes the private directories that masters gone before (SIGKILLed) left behind.
 
     The child runs with ``python``, or with the interpreter that the launch's
     ``PEDL_TRIAL_PYTHON`` names (a path, or a command on PATH), which must have PEDL
@@ -127,6 +129,7 @@ class LocalResourceManager(ResourceManager):
         self._pool = WarmPool()
         self._closed = threading.Event()
         protect_master_process()
+        remove_stale_dirs()
         if reuse_workers:
             threading.Thread(
                 target=self._retire_idle, name="pedl-rm-idle-workers", daemon=True
