@@ -7,6 +7,9 @@ the master process itself).
 
 from __future__ import annotations
 
+import functools
+import tarfile
+import zlib
 from collections.abc import Iterator
 
 import pytest
@@ -16,6 +19,15 @@ from tests.master.conftest import BACKENDS, _create_pg_database, _drop_pg_databa
 from tests.master.e2e import MasterProcess
 
 RSS_LIMIT_BYTES = 500 * 1024 * 1024
+
+
+@functools.cache
+def million_member_archive() -> bytes:
+    """A gzip-compressed tar of 1,000,000 empty files (one name, repeated); built once."""
+    block = tarfile.TarInfo("f").tobuf(tarfile.GNU_FORMAT) * 1000
+    gz = zlib.compressobj(1, zlib.DEFLATED, 31)
+    parts = [gz.compress(block) for _ in range(1000)]
+    return b"".join([*parts, gz.compress(b"\0" * 1024), gz.flush()])
 
 
 class Master:

@@ -5,13 +5,10 @@ stays under 500 MB, and it keeps serving (health and a list answer after each)."
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import select
 import socket
-import tarfile
 import time
-import zlib
 from typing import Any
 
 import httpx
@@ -19,7 +16,7 @@ import pytest
 
 from tests.master.helpers import CONFIG_YAML, bearer, create_trial, experiment_body
 
-from .conftest import Master
+from .conftest import Master, million_member_archive
 
 pytestmark = pytest.mark.slow  # a master process per database
 
@@ -128,18 +125,8 @@ def test_body_over_the_limit_is_refused_while_streaming(master: Master) -> None:
     master.assert_well()
 
 
-@functools.cache
-def _million_member_archive() -> bytes:
-    """A gzip-compressed tar of 1,000,000 empty files (one name, repeated), built in a second."""
-    info = tarfile.TarInfo("f")
-    block = info.tobuf(tarfile.GNU_FORMAT) * 1000
-    gz = zlib.compressobj(1, zlib.DEFLATED, 31)
-    parts = [gz.compress(block) for _ in range(1000)]
-    return b"".join([*parts, gz.compress(b"\0" * 1024), gz.flush()])
-
-
 def test_archive_of_a_million_files_is_refused_quickly(master: Master) -> None:
-    archive = base64.b64encode(_million_member_archive()).decode()
+    archive = base64.b64encode(million_member_archive()).decode()
     started = time.monotonic()
     response = master.http.post(
         "/experiments", json={"config": CONFIG_YAML, "model_definition": archive}
