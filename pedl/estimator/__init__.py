@@ -12,6 +12,7 @@ from pedl.estimator._context import (
     ServingInputReceiverFn,
 )
 from pedl.estimator._controller import EstimatorTrialController, TrialError
+from pedl.estimator._metric_reducer import MetricReducer
 from pedl.estimator._requirements import (
     ESTIMATOR_REQUIREMENTS,
     EstimatorUnavailableError,
@@ -27,6 +28,7 @@ __all__ = [
     "EstimatorTrialContext",
     "EstimatorTrialController",
     "EstimatorUnavailableError",
+    "MetricReducer",
     "RunHook",
     "ServingInputReceiverFn",
     "TrialError",

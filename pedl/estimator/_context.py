@@ -9,6 +9,8 @@ from typing import Any
 import tensorflow as tf
 
 from pedl import core
+from pedl.estimator import _metric_reducer
+from pedl.estimator._metric_reducer import MetricReducer
 
 logger = logging.getLogger("pedl.estimator")
 
@@ -136,3 +138,18 @@ class EstimatorTrialContext:
         if shard_dataset and self.distributed.get_size() > 1:
             dataset = dataset.shard(self.distributed.get_size(), self.distributed.get_rank())
         return dataset
+
+    # Metrics -----------------------------------------------------------------------------
+
+    def make_metric(
+        self,
+        metric: Any,
+        reducer: MetricReducer | Callable[[list[Any]], Any],
+        numpy_dtype: Any,
+    ) -> tuple[Any, Any]:
+        """A validation metric computed in Python: call it in the ``model_fn`` in EVAL mode and
+        put the returned ``(value_op, update_op)`` in ``eval_metric_ops``. ``metric`` is a
+        tensor, a flat list or a flat dict of tensors; ``reducer`` a :class:`MetricReducer` or a
+        function of the list of every batch's value (e.g. ``sklearn.metrics.roc_auc_score`` on
+        them); ``numpy_dtype`` the result's type."""
+        return _metric_reducer.make_metric(metric, reducer, numpy_dtype)

@@ -185,7 +185,7 @@ LEGACY = """
 import numpy as np
 import tensorflow as tf
 
-from pedl.estimator import EstimatorTrial
+from pedl.estimator import EstimatorTrial, MetricReducer
 
 
 def blobs(n, seed):
@@ -194,17 +194,16 @@ def blobs(n, seed):
     return x, (x[:, 0] + x[:, 1] > 0).astype("int32")
 
 
-def model_fn(features, labels, mode, params):
-    w = tf.compat.v1.get_variable("w", [2, 2], initializer=tf.compat.v1.zeros_initializer())
-    logits = tf.matmul(features["x"], w)
-    classes = tf.argmax(logits, 1)
-    if mode == tf.estimator.ModeKeys.PREDICT:
-        return tf.estimator.EstimatorSpec(mode, predictions={"classes": classes})
-    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
-    optimizer = params["wrap"](tf.compat.v1.train.GradientDescentOptimizer(params["lr"]))
-    train_op = optimizer.minimize(loss, tf.compat.v1.train.get_global_step())
-    metrics = {"accuracy": tf.compat.v1.metrics.accuracy(labels, classes)}
-    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, eval_metric_ops=metrics)
+class Count(MetricReducer):
+    def __init__(self):
+        self.count = 0
+
+    def accumulate(self, metric):
+        self.count += len(metric["labels"])
+        return self.count
+
+    def cross_slot_reduce(self, per_slot_metrics):
+        return sum(per_slot_metrics)
 
 
 def input_fn(x, y, batch_size):
@@ -213,14 +212,37 @@ def input_fn(x, y, batch_size):
 
 class LegacyTrial(EstimatorTrial):
     def build_estimator(self, hparams):
-        params = {"lr": hparams["lr"], "wrap": self.context.wrap_optimizer}
-        return tf.estimator.Estimator(model_fn, params=params)
+        context = self.context
+
+        def model_fn(features, labels, mode):
+            w = tf.compat.v1.get_variable("w", [2, 2], initializer=tf.zeros_initializer())
+            logits = tf.matmul(features["x"], w)
+            classes = tf.argmax(logits, 1)
+            if mode == tf.estimator.ModeKeys.PREDICT:
+                return tf.estimator.EstimatorSpec(mode, predictions={"classes": classes})
+            loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+            optimizer = context.wrap_optimizer(
+                tf.compat.v1.train.GradientDescentOptimizer(hparams["lr"])
+            )
+            train_op = optimizer.minimize(loss, tf.compat.v1.train.get_global_step())
+            metrics = {
+                "accuracy": tf.compat.v1.metrics.accuracy(labels, classes),
+                "mean_label": context.make_metric(
+                    labels, lambda batches: np.mean(np.hstack(batches)), np.float32
+                ),
+                "count": context.make_metric({"labels": labels}, Count(), np.int64),
+            }
+            return tf.estimator.EstimatorSpec(
+                mode, loss=loss, train_op=train_op, eval_metric_ops=metrics
+            )
+
+        return tf.estimator.Estimator(model_fn)
 
     def build_train_spec(self, hparams):
         return tf.estimator.TrainSpec(input_fn(*blobs(64, 0), hparams["global_batch_size"]))
 
     def build_validation_spec(self, hparams):
-        return tf.estimator.EvalSpec(input_fn(*blobs(32, 1), 32), steps=None)
+        return tf.estimator.EvalSpec(input_fn(*blobs(32, 1), 8), steps=None)
 """
 
 LEGACY_CONFIG = """
@@ -246,6 +268,19 @@ def test_pedl_0x_form_with_a_custom_model_fn_passes_the_smoke_test(tmp_path: Pat
     assert [s.ok for s in steps] == [True] * 4, steps
     assert steps[1].detail == "LegacyTrial"
     assert steps[2].detail.startswith("accuracy = ")
+
+
+@pytest.mark.slow
+def test_make_metric_reduces_every_validation_batch_in_python(tmp_path: Path) -> None:
+    model = write(tmp_path / "model", {"model_def.py": LEGACY})
+    config = dict(CONFIG, hyperparameters={"global_batch_size": 8, "lr": 0.5})
+    run = run_trial(tmp_path, 5, model=model, config=config)
+    metrics = rows(run.records, MetricKind.VALIDATION)[-1][1]
+    labels = (lambda x: x[:, 0] + x[:, 1] > 0)(
+        np.random.default_rng(1).normal(size=(32, 2)).astype("float32")
+    )
+    assert metrics["mean_label"] == pytest.approx(labels.mean())
+    assert metrics["count"] == 32  # 4 batches of 8, each counted once
 
 
 @pytest.mark.slow
