@@ -28,7 +28,12 @@ _EXEC_MODE = 0o755
 _DIR_MODE = 0o755
 
 
-def package(model_dir: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+def package(
+    model_dir: str | Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_members: int = DEFAULT_MAX_MEMBERS,
+) -> bytes:
     """Return a gzip-compressed tar of ``list_files(model_dir)``.
 
     The bytes depend only on the files' relative paths, contents and whether they are
@@ -38,9 +43,19 @@ def package(model_dir: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> byt
     a symbolic link is stored as a copy of its target (which must lie inside ``model_dir``).
 
     Raises :class:`ModelDefError` when the archive would exceed ``max_bytes``; the message
-    gives the size, the limit, the five largest files, and suggests ``.pedlignore``.
+    gives the size, the limit, the five largest files, and suggests ``.pedlignore``; and when
+    it would hold more than ``max_members`` files and directories (which
+    :func:`check_archive` refuses), before reading any file.
     """
     files = collect_files(model_dir)
+    dirs = {str(parent) for f in files for parent in PurePosixPath(f.relpath).parents[:-1]}
+    if len(files) + len(dirs) > max_members:
+        raise ModelDefError(
+            f"The model definition has {len(files)} files in {len(dirs)} directories, more than "
+            f"the limit of {max_members} members the master accepts. Keep data sets and other "
+            f"large artifacts out of it by listing them in a {IGNORE_FILE} file at its top "
+            "(same syntax as .gitignore)."
+        )
     buffer = io.BytesIO()
     with (
         gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as gz,

@@ -8,10 +8,11 @@ import resource
 import tarfile
 import time
 import zlib
+from pathlib import Path
 
 import pytest
 
-from pedl.model_def import ModelDefError, UnsafeArchiveError, check_archive
+from pedl.model_def import ModelDefError, UnsafeArchiveError, check_archive, package
 
 from .conftest import million_member_archive
 
@@ -82,3 +83,11 @@ def test_not_a_gzip_tar_and_too_large_are_model_def_errors() -> None:
         check_archive(b"plain bytes")
     with pytest.raises(ModelDefError, match="over the limit"):
         check_archive(_archive(_member("a.py")), max_bytes=10)
+
+
+def test_packaging_refuses_more_members_than_the_master_accepts(tmp_path: Path) -> None:
+    for i in range(6):
+        (tmp_path / f"m{i}.py").write_text("")
+    check_archive(package(tmp_path, max_members=6))  # six files: accepted
+    with pytest.raises(ModelDefError, match="6 files in 0 directories, more than the limit of 5"):
+        package(tmp_path, max_members=5)
