@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow
 CONFIG = """
 name: {name}
 hyperparameters: {{global_batch_size: 16, learning_rate: 0.05}}
-searcher: {{name: single, metric: accuracy, smaller_is_better: false, max_length: {{batches: 30}}}}
+searcher: {{name: single, metric: accuracy, smaller_is_better: false, max_length: {{batches: 20}}}}
 scheduling_unit: 5
 min_validation_period: {{batches: 10}}
 min_checkpoint_period: {{batches: 10}}
@@ -98,7 +98,7 @@ def test_estimator_experiment_on_the_master_pauses_and_resumes_from_its_checkpoi
         http, CONFIG.format(name="reference", python=estimator_python, sleep=0), model
     )
     paused = create_experiment(
-        http, CONFIG.format(name="paused", python=estimator_python, sleep=0.3), model
+        http, CONFIG.format(name="paused", python=estimator_python, sleep=0.25), model
     )
     trial = one_trial(master, paused)
     wait_trial(
@@ -110,7 +110,7 @@ def test_estimator_experiment_on_the_master_pauses_and_resumes_from_its_checkpoi
     assert http.post(f"/experiments/{paused}/pause").status_code == 200
     wait_for(http, paused, {"PAUSED"}, master=master)
     stopped = wait_trial(http, trial["id"], lambda t: t["state"] == "PAUSED")
-    assert 5 <= stopped["total_batches"] < 30 and stopped["latest_checkpoint_uuid"]
+    assert 5 <= stopped["total_batches"] < 20 and stopped["latest_checkpoint_uuid"]
     _, at_pause = checkpoint_metadata(master, stopped)
     assert at_pause["global_step"] == stopped["total_batches"]
     assert http.post(f"/experiments/{paused}/activate").status_code == 200
@@ -119,7 +119,7 @@ def test_estimator_experiment_on_the_master_pauses_and_resumes_from_its_checkpoi
 
     resumed, undisturbed = one_trial(master, paused), one_trial(master, reference)
     path, metadata = checkpoint_metadata(master, resumed)
-    assert metadata["global_step"] == metadata["steps_completed"] == 30
+    assert metadata["global_step"] == metadata["steps_completed"] == 20
     assert metadata["tensorflow_version"] == "2.15.1"
     for key in ("raw", "parsing"):
         assert (path / metadata["saved_models"][key] / "saved_model.pb").is_file()
