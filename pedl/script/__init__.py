@@ -7,7 +7,7 @@
 :func:`get_cluster_info`, ``pedl.core.init()`` and :class:`DeterminedCallback`.
 
 Importing this package does not import TensorFlow; ``DeterminedCallback`` (a Keras callback)
-imports it when first used.
+and ``from_tf_config`` import it when first used.
 """
 
 from typing import Any
@@ -23,6 +23,7 @@ __all__ = [
     "ScriptController",
     "ScriptTrial",
     "TrialClusterInfo",
+    "from_tf_config",
     "get_cluster_info",
     "get_hyperparameter",
 ]
@@ -33,4 +34,8 @@ def __getattr__(name: str) -> Any:
         from pedl.script._callback import DeterminedCallback
 
         return DeterminedCallback
+    if name == "from_tf_config":
+        from pedl.script._tf_config import from_tf_config
+
+        return from_tf_config
     raise AttributeError(f"module 'pedl.script' has no attribute {name!r}")

@@ -1,15 +1,19 @@
 """End to end on a real master: a simple model definition (a script that calls ``fit()``)
-and a TensorFlowTrial, each run undisturbed and run SIGKILLed mid-chunk (after batch 11; the
-latest checkpoint is at batch 8) and restarted by the master: the restarted run's final
-checkpoint is bitwise equal to the undisturbed run's and its metric rows are the same."""
+and a TensorFlowTrial, each SIGKILLed mid-chunk (after batch 11; the latest checkpoint is at
+batch 8) and restarted by the master. The restarted trial's final checkpoint is bitwise equal
+to that of the same experiment run undisturbed in local mode (in this process), and its
+metric rows are the same."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pedl.local import LocalExperiment
+from tests import local_record as record
 from tests.script.test_script_local import FIT_MODEL
 from tests.tensorflow.test_tensorflow_local import MODEL as TF_MODEL
 
@@ -42,49 +46,59 @@ FORMS = {
 
 
 @pytest.fixture(scope="module")
-def experiments(
+def killed(
     master: MasterProcess, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, tuple[int, int, Path]]:
-    """Per form: the undisturbed and the killed experiment (all four run side by side)."""
+) -> dict[str, tuple[int, Path]]:
+    """Per form: the experiment whose trial is killed, and the kill's marker file."""
     created = {}
     for form, (model, _) in FORMS.items():
         marker = tmp_path_factory.mktemp(form) / "killed"
         env = ["PEDL_TEST_KILL_AT_BATCH=11", f"PEDL_TEST_MARKER={marker}"]
-        reference = create_experiment(master.http, config(model, "reference", []), model)
-        killed = create_experiment(master.http, config(model, "killed", env), model)
-        created[form] = (reference, killed, marker)
+        experiment_id = create_experiment(master.http, config(model, "killed", env), model)
+        created[form] = (experiment_id, marker)
     return created
 
 
+def undisturbed(model: Path, tmp_path: Path, state_file: str) -> tuple[bytes, list[Any]]:
+    """The final state file and metric rows of an undisturbed local run."""
+    experiment = LocalExperiment.create(model / "const.yaml", model, tmp_path)
+    try:
+        assert experiment.run().state == "COMPLETED"
+    finally:
+        experiment.close()
+    (trial,) = record.trials(experiment.directory)
+    assert trial.latest_checkpoint_uuid is not None
+    checkpoint = experiment.directory / "checkpoints" / trial.latest_checkpoint_uuid
+    return (checkpoint / state_file).read_bytes(), record.metric_rows(
+        experiment.directory, trial.id
+    )
+
+
 def check_exact_restart(
-    master: MasterProcess, form: str, experiments: dict[str, tuple[int, int, Path]]
+    master: MasterProcess, form: str, killed: dict[str, tuple[int, Path]], tmp_path: Path
 ) -> None:
     http = master.http
-    reference, killed, marker = experiments[form]
-    results = []
-    for experiment_id in (reference, killed):
-        wait_for(http, experiment_id, {"COMPLETED"}, timeout=240, master=master)
-        (trial,) = trials(http, experiment_id)
-        assert trial["state"] == "COMPLETED", logs(http, trial["id"])
-        checkpoint = master.home / "pedl" / "checkpoints" / trial["latest_checkpoint_uuid"]
-        results.append((trial, (checkpoint / FORMS[form][1]).read_bytes()))
-    (reference_trial, reference_state), (killed_trial, killed_state) = results
+    model, state_file = FORMS[form]
+    expected_state, expected_rows = undisturbed(model, tmp_path, state_file)
+    assert [b for kind, b, _ in expected_rows if kind == "validation"] == [8, 16, 24]
+    experiment_id, marker = killed[form]
+    wait_for(http, experiment_id, {"COMPLETED"}, timeout=240, master=master)
+    (trial,) = trials(http, experiment_id)
     assert marker.exists()
-    assert killed_trial["restarts"] == 1
-    assert "from the checkpoint at batch 8" in logs(http, killed_trial["id"])
-    assert killed_state == reference_state
-    rows = metric_rows(http, reference_trial["id"])
-    assert [b for kind, b, _ in rows if kind == "validation"] == [8, 16, 24]
-    assert metric_rows(http, killed_trial["id"]) == rows
+    assert trial["restarts"] == 1
+    assert "from the checkpoint at batch 8" in logs(http, trial["id"])
+    checkpoint = master.home / "pedl" / "checkpoints" / trial["latest_checkpoint_uuid"]
+    assert (checkpoint / state_file).read_bytes() == expected_state
+    assert metric_rows(http, trial["id"]) == expected_rows
 
 
 def test_script_killed_mid_chunk_restarts_exactly(
-    master: MasterProcess, experiments: dict[str, tuple[int, int, Path]]
+    master: MasterProcess, killed: dict[str, tuple[int, Path]], tmp_path: Path
 ) -> None:
-    check_exact_restart(master, "script", experiments)
+    check_exact_restart(master, "script", killed, tmp_path)
 
 
 def test_tensorflow_trial_killed_mid_chunk_restarts_exactly(
-    master: MasterProcess, experiments: dict[str, tuple[int, int, Path]]
+    master: MasterProcess, killed: dict[str, tuple[int, Path]], tmp_path: Path
 ) -> None:
-    check_exact_restart(master, "tensorflow", experiments)
+    check_exact_restart(master, "tensorflow", killed, tmp_path)

@@ -1,6 +1,7 @@
 """Simple model definitions (scripts that call ``model.fit``) through ``experiment create
 --test`` and short local runs, in this process: a plain Keras script reading
-hyperparameters, Determined 0.38's callback script, a ``module:function`` entrypoint."""
+hyperparameters (its local run is the reference of tests/master/test_script_tensorflow_e2e.py),
+Determined 0.38's callback script, a ``module:function`` entrypoint."""
 
 from __future__ import annotations
 
@@ -53,18 +54,6 @@ def test_smoke_test_passes(model: Path) -> None:
     steps = smoke_test(model / "const.yaml", model)
     assert [s.ok for s in steps] == [True] * 4, steps
     assert steps[1].detail == "ScriptTrial"
-
-
-def test_fit_script_local_run(tmp_path: Path) -> None:
-    directory = run_local(FIT_MODEL / "const.yaml", FIT_MODEL, tmp_path)
-    (trial,) = record.trials(directory)
-    assert trial.state == "COMPLETED"
-    rows = record.metric_rows(directory, trial.id)
-    assert [b for k, b, _ in rows if k == MetricKind.VALIDATION] == [8, 16, 24]
-    assert [b for k, b, _ in rows if k == MetricKind.TRAINING] == [5, 8, 13, 16, 21, 24]
-    validation = [m for k, _, m in rows if k == MetricKind.VALIDATION]
-    assert set(validation[-1]) == {"val_accuracy", "val_loss"}
-    assert checkpoints(directory) == [8, 16, 24]
 
 
 def test_determined_callback_script_local_run(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Determined 0.38's script form: get_cluster_info, core.init() and DeterminedCallback."""
+"""Determined 0.38's script form: get_cluster_info, from_tf_config, core.init() and
+DeterminedCallback (its iris example's shape, with PEDL's names)."""
 
 import argparse
 
@@ -6,7 +7,7 @@ import keras
 import numpy as np
 
 import pedl
-from pedl.script import DeterminedCallback, get_cluster_info
+from pedl.script import DeterminedCallback, from_tf_config, get_cluster_info
 
 
 def data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -15,20 +16,21 @@ def data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return x, keras.utils.to_categorical((x[:, 0] - x[:, 2] > 0).astype("int32"), 2)
 
 
-def main(core_context, checkpoint, continue_id, hparams, epochs):
+def main(core_context, strategy, checkpoint, continue_id, hparams, epochs):
     train_x, train_y = data(96, 0)
-    model = keras.Sequential(
-        [
-            keras.Input((4,)),
-            keras.layers.Dense(hparams["layer1_dense_size"]),
-            keras.layers.Dense(2, activation="softmax"),
-        ]
-    )
-    model.compile(
-        keras.optimizers.RMSprop(hparams["learning_rate"]),
-        keras.losses.categorical_crossentropy,
-        metrics=[keras.metrics.categorical_accuracy],
-    )
+    with strategy.scope():
+        model = keras.Sequential(
+            [
+                keras.Input((4,)),
+                keras.layers.Dense(hparams["layer1_dense_size"]),
+                keras.layers.Dense(2, activation="softmax"),
+            ]
+        )
+        model.compile(
+            keras.optimizers.RMSprop(hparams["learning_rate"]),
+            keras.losses.categorical_crossentropy,
+            metrics=[keras.metrics.categorical_accuracy],
+        )
     det_cb = DeterminedCallback(
         core_context, checkpoint=checkpoint, continue_id=continue_id, checkpoint_epochs=1
     )
@@ -48,9 +50,11 @@ if __name__ == "__main__":
     args = parser.parse_args()
     info = get_cluster_info()
     assert info is not None and info.task_type == "TRIAL"
-    with pedl.core.init() as core_context:
+    distributed, strategy = from_tf_config()
+    with pedl.core.init(distributed=distributed) as core_context:
         main(
             core_context,
+            strategy,
             info.latest_checkpoint,
             info.trial.trial_id,
             info.trial.hparams,
