@@ -12,11 +12,12 @@ import pytest
 
 import pedl
 from pedl import core
-from pedl.config import load_config
+from pedl.config import ExperimentConfig, load_config
 from pedl.engine import CheckpointState, MetricKind, TrialOutcome
 from pedl.exec import run_attempt
 from pedl.local import LocalExperiment, smoke_test
 from pedl.model_def import unload
+from pedl.storage import SharedFSStorage
 from tests import local_record as record
 
 HERE = Path(__file__).parent
@@ -140,3 +141,59 @@ def test_run_attempt_reports_the_scripts_error_with_its_line(tmp_path: Path) -> 
     assert result.error.type == "KeyError"
     assert "no hyperparameter 'no_such_name'" in result.error.message
     assert result.error.location == "train.py:3"
+
+
+PREEMPTED_SCRIPT = """
+import keras
+import numpy as np
+
+x = np.random.default_rng(0).normal(size=(64, 3)).astype("float32")
+y = (x[:, 0] > 0).astype("int32")
+model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, activation="softmax")])
+model.compile("sgd", "sparse_categorical_crossentropy", metrics=["accuracy"])
+model.fit(x, y, batch_size=8, validation_data=(x, y))
+open("after_fit.txt", "w").close()
+"""
+
+
+def test_a_preempted_script_checkpoints_and_stops_at_its_fit_call(tmp_path: Path) -> None:
+    """Pause/preemption: fit() checkpoints at the chunk boundary and the rest of the script
+    does not run; the trial's outcome is PREEMPTED."""
+    (tmp_path / "train.py").write_text(PREEMPTED_SCRIPT)
+    config = load_config_text(FUNCTION_CONFIG.replace("train:main", "train.py"), tmp_path)
+    recorder = core.MemoryRecorder()
+    asked = []
+
+    def should_preempt() -> bool:
+        asked.append(True)
+        return len(asked) > 1  # at the first chunk boundary
+
+    def context() -> core.Context:
+        info = core.TrialInfo(
+            trial_id=1,
+            experiment_id=1,
+            hparams={"batch": 8},
+            trial_seed=3,
+            config=config,
+            code_dir=tmp_path,
+        )
+        return core.build_context(
+            info,
+            metrics=recorder,
+            checkpoints=recorder,
+            storage=SharedFSStorage(tmp_path / "checkpoints"),
+            searcher=core.FixedLengths([4]),
+            should_preempt=should_preempt,
+        )
+
+    result = run_attempt(tmp_path, "train.py", context)
+    assert result.outcome is TrialOutcome.PREEMPTED, result.error
+    assert [batches for _, batches in recorder.checkpoints] == [2]
+    assert not (tmp_path / "after_fit.txt").exists()
+    assert pedl.core.active_context() is None  # the script's run left no trial context behind
+
+
+def load_config_text(text: str, directory: Path) -> ExperimentConfig:
+    path = directory / "const.yaml"
+    path.write_text(text)
+    return load_config(path)
