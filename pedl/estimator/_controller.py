@@ -169,6 +169,7 @@ class EstimatorTrialController:
         self._chunk_sums: dict[str, float] = {}
         self._chunk_batches = 0
         self._session: Any = None
+        self._saved_batches: int | None = None
         self._saver: Any = None
         self._global_step_tensor: Any = None
         self.global_step: int | None = None
@@ -248,6 +249,9 @@ class EstimatorTrialController:
         the config asks; return whether to train (else the outcome is set)."""
         self._session, self._saver, self._global_step_tensor = session, saver, global_step
         self.global_step = int(session.run(global_step))
+        # A restored model directory holds the state at this batch already.
+        restored = _model_dir.latest_prefix(self.model_dir) is not None
+        self._saved_batches = self.progress.batches if restored else None
         p = self.progress
         if self._config.perform_initial_validation and p.batches == 0 and p.last_validation < 0:
             self._validate()
@@ -348,14 +352,13 @@ class EstimatorTrialController:
 
     def _save_model(self) -> None:
         """Save the training session's variables to the model directory (where ``evaluate``
-        and ``export_saved_model`` read them) unless it holds this step already."""
-        if self._session is None:
+        and ``export_saved_model`` read them) unless it holds this batch's state already."""
+        if self._session is None or self._saved_batches == self.progress.batches:
             return
         step = int(self._session.run(self._global_step_tensor))
         self.global_step = step
-        if _model_dir.latest_prefix(self.model_dir) == f"model.ckpt-{step}":
-            return
         self._saver.save(self._session, str(self.model_dir / "model.ckpt"), global_step=step)
+        self._saved_batches = self.progress.batches
         _model_dir.prune(self.model_dir)
 
     # Validation --------------------------------------------------------------------------

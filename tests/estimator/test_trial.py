@@ -224,7 +224,8 @@ class LegacyTrial(EstimatorTrial):
             optimizer = context.wrap_optimizer(
                 tf.compat.v1.train.GradientDescentOptimizer(hparams["lr"])
             )
-            train_op = optimizer.minimize(loss, tf.compat.v1.train.get_global_step())
+            step = None if hparams.get("no_global_step") else tf.compat.v1.train.get_global_step()
+            train_op = optimizer.minimize(loss, step)
             metrics = {
                 "accuracy": tf.compat.v1.metrics.accuracy(labels, classes),
                 "mean_label": context.make_metric(
@@ -301,6 +302,19 @@ def test_example_smoke_test_and_short_local_run(tmp_path: Path) -> None:
         "parsing",
         "raw",
     ]
+
+
+@pytest.mark.slow
+def test_a_model_fn_that_leaves_the_global_step_still_trains_in_chunks(tmp_path: Path) -> None:
+    model = write(tmp_path / "model", {"model_def.py": LEGACY})
+    hparams = {"global_batch_size": 8, "lr": 0.5, "no_global_step": True}
+    config = dict(CONFIG, hyperparameters=hparams, min_validation_period={"batches": 5})
+    run = run_trial(tmp_path, 10, model=model, config=config)
+    assert run.outcome is TrialOutcome.COMPLETED
+    assert run.controller.global_step == 0
+    validation = rows(run.records, MetricKind.VALIDATION)
+    assert [b for b, _ in validation] == [5, 10]
+    assert validation[0][1]["loss"] != validation[1][1]["loss"]  # each saw its own state
 
 
 def test_a_serving_key_that_would_overwrite_the_checkpoint_is_refused(tmp_path: Path) -> None:
