@@ -24,6 +24,10 @@ PACKAGE_NAME = "model_def"
 """The name a model definition package (or single file) is imported under."""
 
 _PYTHON_RE = re.compile(r"^python(\d+(\.\d+)?)?$")
+_LAUNCHERS = ("determined.launch.", "pedl.launch.")
+"""Modules of Determined's launchers (``python3 -m determined.launch.tensorflow -- python3
+train.py``, ``... determined.launch.horovod --trial model_def:Trial``): PEDL starts the
+trial's processes itself, so the command they launch is the entrypoint."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,9 @@ def load(code_dir: str | Path, entrypoint: str | None = None) -> ModelDefinition
       ``entrypoint_args`` the arguments after it, the Trial class :class:`ScriptTrial`; the
       script runs with ``code_dir`` first on ``sys.path`` and its imports are unloaded by the
       next :func:`load` or :func:`unload`, as an imported model definition's are.
+    - a Determined launcher (``python3 -m determined.launch.tensorflow -- python3 train.py``,
+      ``python3 -m determined.launch.horovod --trial model_def:MyTrial``): the command or
+      Trial class it launches, as above.
     - no entrypoint, ``code_dir/__init__.py`` exists: the directory is imported as the package
       ``model_def`` (relative imports work; ``code_dir`` is also on ``sys.path``) and the Trial
       class is the one concrete subclass of :class:`pedl.Trial` in its namespace.
@@ -92,6 +99,8 @@ def load(code_dir: str | Path, entrypoint: str | None = None) -> ModelDefinition
         root = given.resolve()
         if entrypoint is not None and entrypoint.strip() == "":
             entrypoint = None
+        if entrypoint is not None:
+            entrypoint = _without_launcher(entrypoint)
         script = _script_of(entrypoint) if entrypoint is not None else None
         if script is not None:
             assert entrypoint is not None
@@ -148,6 +157,32 @@ def _unload_current() -> None:
     if loaded.path_entry in sys.path:
         sys.path.remove(loaded.path_entry)
     importlib.invalidate_caches()
+
+
+def _without_launcher(entrypoint: str) -> str:
+    """The entrypoint a Determined launcher command launches (the entrypoint itself if it
+    names no launcher)."""
+    try:
+        tokens = shlex.split(entrypoint)
+    except ValueError as e:
+        raise ModelDefError(f"Cannot parse entrypoint {entrypoint!r}: {e}") from e
+    if not (
+        len(tokens) >= 3
+        and _PYTHON_RE.match(tokens[0])
+        and tokens[1] == "-m"
+        and tokens[2].startswith(_LAUNCHERS)
+    ):
+        return entrypoint
+    rest = tokens[3:]
+    if "--trial" in rest and rest.index("--trial") + 1 < len(rest):
+        return rest[rest.index("--trial") + 1]
+    if "--" in rest and rest.index("--") + 1 < len(rest):
+        return shlex.join(rest[rest.index("--") + 1 :])
+    raise ModelDefError(
+        f"Entrypoint {entrypoint!r} runs the launcher {tokens[2]} without a command after "
+        '"--" or a "--trial module:TrialClass"; PEDL starts the processes itself, so give the '
+        'command (e.g. "python3 train.py") or the Trial class.'
+    )
 
 
 def _script_of(entrypoint: str) -> tuple[str, tuple[str, ...]] | None:

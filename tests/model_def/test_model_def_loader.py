@@ -142,6 +142,11 @@ def test_directory_with_several_files_and_no_init(tmp_path: Path) -> None:
         ("python3 train.py --epochs 3", "train.py", ("--epochs", "3")),
         ("python scripts/run.py", "scripts/run.py", ()),
         ("python3.11 -u ./scripts/run.py x", "scripts/run.py", ("x",)),
+        (
+            "python3 -m determined.launch.tensorflow -- python3 train.py --lr 0.1",
+            "train.py",
+            ("--lr", "0.1"),
+        ),
     ],
 )
 def test_script_entrypoint(
@@ -157,6 +162,14 @@ def test_script_entrypoint(
     assert str(tmp_path.resolve()) in sys.path  # the script runs with its directory importable
     unload()
     assert str(tmp_path.resolve()) not in sys.path
+
+
+def test_a_launchers_trial_is_the_entrypoint(tmp_path: Path) -> None:
+    write(tmp_path, "mod.py", TRIAL_SRC.format(name="T", value=1))
+    definition = load(tmp_path, "python3 -m determined.launch.horovod --autohorovod --trial mod:T")
+    assert definition.trial_class is not None and definition.trial_class.__name__ == "T"
+    with pytest.raises(ModelDefError, match="without a command after"):
+        load(tmp_path, "python3 -m determined.launch.tensorflow")
 
 
 def test_function_entrypoint(tmp_path: Path) -> None:
