@@ -8,6 +8,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import keras
+import numpy as np
 import pytest
 
 import pedl
@@ -17,6 +19,7 @@ from pedl.engine import CheckpointState, MetricKind, TrialOutcome
 from pedl.exec import run_attempt
 from pedl.local import LocalExperiment, smoke_test
 from pedl.model_def import unload
+from pedl.script import DeterminedCallback, from_tf_config, get_cluster_info
 from pedl.storage import SharedFSStorage
 from tests import local_record as record
 
@@ -197,3 +200,22 @@ def load_config_text(text: str, directory: Path) -> ExperimentConfig:
     path = directory / "const.yaml"
     path.write_text(text)
     return load_config(path)
+
+
+def test_outside_pedl_a_038_script_trains_as_plain_keras() -> None:
+    """Run by hand, Determined 0.38's pieces step aside: no cluster info, a detached core
+    context, a DeterminedCallback that does nothing, fit() as plain Keras."""
+    assert get_cluster_info() is None
+    distributed, strategy = from_tf_config()
+    with pedl.core.init(distributed=distributed) as core_context:
+        assert core_context.distributed is distributed
+        assert not core_context.preempt.should_preempt()
+        with strategy.scope():
+            model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+            model.compile("sgd", "mse")
+        callback = DeterminedCallback(core_context, checkpoint=None, continue_id="local")
+        x = np.ones((8, 3), "float32")
+        history = model.fit(x, x[:, :1], epochs=2, callbacks=[callback], verbose=0)
+    assert len(history.history["loss"]) == 2
+    with pytest.raises(TypeError, match="needs the core context"):
+        DeterminedCallback(object(), checkpoint=None, continue_id=1)  # type: ignore[arg-type]
