@@ -289,7 +289,7 @@ def test_example_smoke_test_and_short_local_run(tmp_path: Path) -> None:
     steps = smoke_test(EXAMPLE / "const.yaml", EXAMPLE)
     assert [s.ok for s in steps] == [True] * 4, steps
     config = tmp_path / "short.yaml"
-    text = (EXAMPLE / "const.yaml").read_text().replace("epochs: 20", "batches: 16")
+    text = (EXAMPLE / "const.yaml").read_text().replace("epochs: 20", "batches: 8")
     config.write_text(text.replace("epochs: 5", "batches: 8"))
     summary = LocalExperiment.create(config, EXAMPLE, tmp_path / "out").run()
     assert summary.state == "COMPLETED"
