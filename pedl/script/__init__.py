@@ -6,8 +6,8 @@
 :func:`get_hyperparameter` (also ``pedl.get_hyperparameter``); Determined 0.38's scripts use
 :func:`get_cluster_info`, ``pedl.core.init()`` and :class:`DeterminedCallback`.
 
-Importing this package does not import TensorFlow; ``DeterminedCallback`` (a Keras callback)
-and ``from_tf_config`` import it when first used.
+Importing this package does not import TensorFlow; ``DeterminedCallback``, ``TensorBoard``
+(Keras callbacks) and ``from_tf_config`` import it when first used.
 """
 
 from typing import Any
@@ -22,6 +22,7 @@ __all__ = [
     "DeterminedCallback",
     "ScriptController",
     "ScriptTrial",
+    "TensorBoard",
     "TrialClusterInfo",
     "from_tf_config",
     "get_cluster_info",
@@ -34,6 +35,10 @@ def __getattr__(name: str) -> Any:
         from pedl.script._callback import DeterminedCallback
 
         return DeterminedCallback
+    if name == "TensorBoard":
+        from pedl.script._tensorboard import TensorBoard
+
+        return TensorBoard
     if name == "from_tf_config":
         from pedl.script._tf_config import from_tf_config
 

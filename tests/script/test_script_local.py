@@ -61,13 +61,16 @@ def test_smoke_test_passes(model: Path) -> None:
 
 
 def test_determined_callback_script_local_run(tmp_path: Path) -> None:
-    """checkpoint_epochs=1 with 96 records in batches of 16: a checkpoint every 6 batches."""
+    """checkpoint_epochs=1 with 96 records in batches of 16: a checkpoint every 6 batches;
+    TensorBoard(core_context, ...) writes to the trial's TensorBoard directory."""
     directory = run_local(CALLBACK_MODEL / "const.yaml", CALLBACK_MODEL, tmp_path)
     (trial,) = record.trials(directory)
     rows = record.metric_rows(directory, trial.id, MetricKind.VALIDATION)
     assert [b for _, b, _ in rows] == [6, 12, 18]
     assert "val_categorical_accuracy" in rows[-1][2]
     assert checkpoints(directory) == [6, 12, 18]
+    events = list((directory / "tensorboard" / f"trial_{trial.id}").rglob("events.out.tfevents.*"))
+    assert events, "TensorBoard(core_context, ...) wrote no events to the trial's directory"
 
 
 FUNCTION_MODEL = """

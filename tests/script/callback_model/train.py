@@ -1,5 +1,5 @@
-"""Determined 0.38's script form: get_cluster_info, from_tf_config, core.init() and
-DeterminedCallback (its iris example's shape, with PEDL's names)."""
+"""Determined 0.38's script form: get_cluster_info, from_tf_config, core.init(),
+DeterminedCallback and TensorBoard (its iris example's shape, with PEDL's names)."""
 
 import argparse
 
@@ -7,7 +7,7 @@ import keras
 import numpy as np
 
 import pedl
-from pedl.script import DeterminedCallback, from_tf_config, get_cluster_info
+from pedl.script import DeterminedCallback, TensorBoard, from_tf_config, get_cluster_info
 
 
 def data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -40,7 +40,7 @@ def main(core_context, strategy, checkpoint, continue_id, hparams, epochs):
         batch_size=hparams["global_batch_size"],
         validation_data=data(32, 1),
         epochs=epochs,
-        callbacks=[det_cb],
+        callbacks=[det_cb, TensorBoard(core_context, update_freq="batch", profile_batch=0)],
     )
 
 
