@@ -12,6 +12,7 @@ from pedl.estimator._context import (
     ServingInputReceiverFn,
 )
 from pedl.estimator._controller import EstimatorTrialController, TrialError
+from pedl.estimator._load import load_estimator_from_checkpoint_path
 from pedl.estimator._metric_reducer import MetricReducer
 from pedl.estimator._requirements import (
     ESTIMATOR_REQUIREMENTS,
@@ -33,4 +34,5 @@ __all__ = [
     "ServingInputReceiverFn",
     "TrialError",
     "load_estimator",
+    "load_estimator_from_checkpoint_path",
 ]

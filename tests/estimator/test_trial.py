@@ -20,7 +20,11 @@ import tensorflow as tf
 from pedl import core, model_def
 from pedl.config import parse_config
 from pedl.engine import MetricKind, TrialOutcome
-from pedl.estimator import EstimatorTrialController, TrialError
+from pedl.estimator import (
+    EstimatorTrialController,
+    TrialError,
+    load_estimator_from_checkpoint_path,
+)
 from pedl.local import LocalExperiment, smoke_test
 from pedl.storage import SharedFSStorage
 
@@ -133,8 +137,9 @@ def test_trains_in_chunks_validates_and_checkpoints_with_saved_models(
         assert (path / "code" / "model_def.py").is_file()
     # The raw SavedModel of the last checkpoint serves predictions.
     last = run.storage.path_of(run.records.checkpoints[-1][0])
-    metadata = json.loads((last / "metadata.json").read_text())
-    loaded = tf.saved_model.load(str(last / metadata["saved_models"]["raw"]))
+    with pytest.raises(ValueError, match=r"several SavedModels \(parsing, raw\): choose one"):
+        load_estimator_from_checkpoint_path(last)
+    loaded = load_estimator_from_checkpoint_path(last, key="raw")
     features = {
         "sepal_length": [5.1, 6.7],
         "sepal_width": [3.5, 3.0],
