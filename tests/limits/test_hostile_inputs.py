@@ -174,6 +174,8 @@ def test_lone_surrogates_are_a_400(master: Master) -> None:
 
 def test_nul_and_nan_are_treated_alike_on_both_databases(master: Master) -> None:
     _refused(_create(master, CONFIG_YAML.replace("name: mnist", 'name: "a\\0b"')), 422, "NUL")
+    raw_nul = _refused(_create(master, CONFIG_YAML.replace("mnist", "mn\x00ist")), 422, "NUL")
+    assert raw_nul["field"] == "body.config"
     _refused(_create(master, CONFIG_YAML.replace("lr: 0.1", "lr: .nan")), 422, "finite")
     config = {
         "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}},

@@ -13,6 +13,7 @@ a 500 in the same shape (and logged).
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -135,10 +136,21 @@ def format_loc(loc: Sequence[int | str]) -> str:
     return text
 
 
+# pydantic's labels of union members and validator functions in an error's location, which
+# name no field: "function-after[_no_nul(), str]", "dict[str,any]", ...
+_UNION_MEMBER = re.compile(
+    r"^(?:function-(?:after|before|wrap|plain)\[.+\]|(?:list|dict|tuple|set|nullable)\[.+\])$"
+)
+
+
 def _validation_issues(errors: Sequence[Any]) -> list[ErrorIssue]:
     issues = []
     for error in errors:
-        loc = [part for part in error.get("loc", ()) if isinstance(part, int | str)]
+        loc = [
+            part
+            for part in error.get("loc", ())
+            if isinstance(part, int) or (isinstance(part, str) and not _UNION_MEMBER.match(part))
+        ]
         message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
         if error.get("type") == "json_invalid":
             message = "request body is not valid JSON"
