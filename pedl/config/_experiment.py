@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -11,7 +11,14 @@ from pedl.config._base import ConfigModel, config_error
 from pedl.config._environment import EnvironmentConfig
 from pedl.config._hyperparameters import HyperparameterSpace
 from pedl.config._length import Length
-from pedl.config._limits import MAX_LENGTH, MAX_RESTARTS
+from pedl.config._limits import (
+    MAX_DESCRIPTION,
+    MAX_LABEL,
+    MAX_LABELS,
+    MAX_LENGTH,
+    MAX_NAME,
+    MAX_RESTARTS,
+)
 from pedl.config._reproducibility import ReproducibilityConfig
 from pedl.config._resources import ResourcesConfig
 from pedl.config._searcher import (
@@ -42,9 +49,11 @@ class ExperimentConfig(ConfigModel):
     ValidationError.
     """
 
-    name: str | None = None
-    description: str | None = None
-    labels: list[str] = Field(default_factory=list)
+    name: str | None = Field(default=None, max_length=MAX_NAME)
+    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
+    labels: list[Annotated[str, Field(min_length=1, max_length=MAX_LABEL)]] = Field(
+        default_factory=list, max_length=MAX_LABELS
+    )
     data: dict[str, Any] = Field(default_factory=dict)
     entrypoint: str | None = None
     hyperparameters: HyperparameterSpace = Field(default_factory=dict)

@@ -8,7 +8,9 @@ when it has more than ``MAX_CONFIG_NODES`` values counted with every YAML alias 
 NUL character or a lone UTF-16 surrogate, a NaN or infinite number, an integer outside
 64 bits. The numeric fields PEDL acts on have their own bounds (``MAX_LENGTH``,
 ``MAX_TRIALS``, ``MAX_SLOTS``, ``MAX_RESTARTS``; ``MAX_GRID_POINTS`` and
-``MAX_GLOBAL_BATCH_SIZE`` in :mod:`._runnable`).
+``MAX_GLOBAL_BATCH_SIZE`` in :mod:`._runnable`), and so do the texts the master stores in
+columns of their own, the same on SQLite as on PostgreSQL (``MAX_NAME``, ``MAX_DESCRIPTION``,
+``MAX_LABELS``, ``MAX_LABEL``, ``MAX_METRIC_NAME``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,21 @@ MAX_SLOTS = 1024
 
 MAX_RESTARTS = 10_000
 """The largest ``max_restarts``."""
+
+MAX_NAME = 512
+"""The longest experiment ``name`` (the databases' column)."""
+
+MAX_DESCRIPTION = 10_000
+"""The longest experiment ``description``."""
+
+MAX_LABELS = 100
+"""The most ``labels`` of an experiment."""
+
+MAX_LABEL = 255
+"""The longest label."""
+
+MAX_METRIC_NAME = 256
+"""The longest ``searcher.metric`` (a metric name, as trials report them)."""
 
 _MIN_INT = -(2**63)
 _MAX_INT = 2**63 - 1

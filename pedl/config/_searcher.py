@@ -8,7 +8,7 @@ from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from pedl.config._base import ConfigModel, config_error, tag_of
 from pedl.config._length import LENGTH_UNITS, Length
-from pedl.config._limits import MAX_LENGTH, MAX_TRIALS
+from pedl.config._limits import MAX_LENGTH, MAX_METRIC_NAME, MAX_TRIALS
 
 SEARCHER_NAMES: tuple[str, ...] = (
     "single",
@@ -36,7 +36,7 @@ class _SearcherBase(ConfigModel):
     (resolved when the experiment is created), with its batch counters at 0.
     """
 
-    metric: str
+    metric: str = Field(min_length=1, max_length=MAX_METRIC_NAME)
     smaller_is_better: bool = True
     source_trial_id: int | None = Field(default=None, ge=1)
     source_checkpoint_uuid: str | None = Field(default=None, pattern=r"^[0-9a-fA-F-]{1,36}$")

@@ -245,3 +245,20 @@ def test_storage_paths_outside_the_allowed_roots(master: Master, storage: str, f
     )
     assert _create(master, inside).status_code == 201
     master.assert_well()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field"),
+    [
+        ("name: mnist", "name: " + "n" * 513, "config.name"),
+        ("metric: val_loss", "metric: " + "m" * 257, "config.searcher.metric"),
+        ("name: mnist", "name: mnist\nlabels: [" + ", ".join(["l"] * 101) + "]", "config.labels"),
+    ],
+    ids=["name", "metric", "labels"],
+)
+def test_texts_kept_in_columns_are_bounded_alike(
+    master: Master, old: str, new: str, field: str
+) -> None:
+    error = _refused(_create(master, CONFIG_YAML.replace(old, new)), 422, "at most")
+    assert error["field"] == field
+    master.assert_well()
