@@ -2,8 +2,10 @@
 
 Return instances from a legacy trial's ``callbacks(hparams)``. A "step" is one chunk of
 training (at most ``scheduling_unit`` batches, the old ``batches_per_step``); ``step_id``
-counts chunks from 1. PEDL 0.x passed one dict per batch to ``on_train_step_end``; PEDL now
-passes one dict with the metrics averaged over the chunk.
+counts chunks from 1 over the whole trial (a resumed trial goes on counting). As in PEDL 0.x,
+``on_train_step_end`` gets a list with one dict per batch of the step, each holding that
+batch's own metrics (not running averages); the step's reported training metrics are their
+mean.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ class Callback:
         """At the beginning of a training step."""
 
     def on_train_step_end(self, step_id: int, metrics: list[dict[str, Any]]) -> None:
-        """At the end of a training step, with its metrics."""
+        """At the end of a training step, with one metrics dict per batch of the step."""
 
     def on_validation_step_begin(self, step_id: int) -> None:
         """At the beginning of a validation step."""
 
     def on_validation_step_end(self, step_id: int, metrics: dict[str, Any]) -> None:
-        """At the end of a validation step, with its metrics."""
+        """At the end of a validation step (after training step ``step_id``), with its
+        metrics under Keras' ``val_`` names."""

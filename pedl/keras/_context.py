@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +11,8 @@ import keras
 import tensorflow as tf
 
 from pedl import core
+from pedl.keras._dataset_cache import CacheableDecorator
+from pedl.keras._env import EnvContext, ExperimentConfigDict
 
 logger = logging.getLogger("pedl.keras")
 
@@ -46,7 +49,41 @@ class FitConfig:
 
 
 class TFKerasExperimentalContext:
-    """Experimental features of the tf.keras API (none yet); reached as ``context.experimental``."""
+    """Experimental features of the tf.keras API, reached as ``context.experimental``.
+
+    ``cache_train_dataset`` and ``cache_validation_dataset`` are Determined's dataset-caching
+    decorators (see :mod:`pedl.keras._dataset_cache` for how PEDL keeps the cache).
+    """
+
+    def __init__(self, trial_seed: int, wrap: Any) -> None:
+        self._train = CacheableDecorator(training=True, seed=trial_seed, wrap=wrap)
+        self._validation = CacheableDecorator(training=False, seed=trial_seed, wrap=wrap)
+
+    def cache_train_dataset(
+        self,
+        dataset_id: str,
+        dataset_version: str,
+        shuffle: bool = False,
+        skip_shuffle_at_epoch_end: bool = False,
+    ) -> Any:
+        """Decorate a function that returns a ``tf.data.Dataset`` (unbatched) for training.
+
+        The dataset is built once per ``(dataset_id, dataset_version)`` in the trial process,
+        shuffled with the trial seed when ``shuffle`` (again each pass unless
+        ``skip_shuffle_at_epoch_end``) and wrapped as by ``context.wrap_dataset``. Batch and
+        augment the returned dataset yourself; do not ``repeat()`` it.
+        """
+        return self._train.cache_dataset(
+            dataset_id, dataset_version, shuffle, skip_shuffle_at_epoch_end
+        )
+
+    def cache_validation_dataset(
+        self, dataset_id: str, dataset_version: str, shuffle: bool = False
+    ) -> Any:
+        """As :meth:`cache_train_dataset`, for the validation data (shuffled at most once)."""
+        return self._validation.cache_dataset(
+            dataset_id, dataset_version, shuffle, skip_shuffle_at_epoch_end=True
+        )
 
 
 @dataclass
@@ -69,7 +106,8 @@ class TFKerasTrialContext:
         self._core = core_context
         self._info = core_context.info
         self.distributed: core.DistributedContext = core_context.distributed
-        self.experimental = TFKerasExperimentalContext()
+        self.experimental = TFKerasExperimentalContext(self._info.trial_seed, self.wrap_dataset)
+        self._env: EnvContext | None = None
         self._fit_options: dict[str, Any] = {}
         self._wrapped = _Wrapped()
         self._stop_requested = False
@@ -89,9 +127,18 @@ class TFKerasTrialContext:
             )
         return self._info.hparams[name]
 
+    @property
+    def env(self) -> EnvContext:
+        """The trial's environment under Determined's names (``env.experiment_config``,
+        ``env.hparams``, ``env.trial_seed``, ...): see :class:`pedl.keras.EnvContext`."""
+        if self._env is None:
+            self._env = EnvContext(self._info, self.distributed)
+        return self._env
+
     def get_experiment_config(self) -> dict[str, Any]:
-        """The experiment configuration, with defaults filled in, as a plain dict."""
-        return self._info.config.as_dict()
+        """The experiment configuration, with defaults filled in, as a plain dict (with
+        Determined's accessors, e.g. ``slots_per_trial()``)."""
+        return ExperimentConfigDict(copy.deepcopy(dict(self.env.experiment_config)))
 
     def get_data_config(self) -> dict[str, Any]:
         """The free-form ``data`` section of the experiment configuration."""
@@ -167,9 +214,11 @@ class TFKerasTrialContext:
     def wrap_dataset(self, dataset: Any, shard_dataset: bool = True) -> Any:
         """Register a ``tf.data.Dataset``; call it right after creating the dataset.
 
-        With several slots and ``shard_dataset=True`` each worker keeps every ``size``-th
-        element starting at its rank, so the workers see disjoint data. With
-        ``shard_dataset=False`` the user shards the data themselves.
+        Transform the returned dataset as you like (``shuffle``, ``batch``, ``map``,
+        ``repeat``, ...): every dataset derived from a wrapped one counts as wrapped. With
+        several slots and ``shard_dataset=True`` each worker keeps every ``size``-th element
+        starting at its rank, so the workers see disjoint data. With ``shard_dataset=False``
+        the user shards the data themselves.
         """
         if not isinstance(dataset, tf.data.Dataset):
             raise TypeError(f"wrap_dataset expects a tf.data.Dataset, got {type(dataset).__name__}")
@@ -180,7 +229,31 @@ class TFKerasTrialContext:
         return dataset
 
     def is_wrapped_dataset(self, dataset: Any) -> bool:
-        return id(dataset) in self._wrapped.dataset_ids
+        """Whether ``dataset`` was returned by :meth:`wrap_dataset` or derives from one."""
+        ids = self._wrapped.dataset_ids
+        return any(id(d) in ids for d in _lineage(dataset))
+
+    @property
+    def dataset_initialized(self) -> bool:
+        """Whether :meth:`wrap_dataset` was called (Determined's flag of the same name)."""
+        return bool(self._wrapped.dataset_ids)
+
+    def accepts_dataset(self, dataset: Any) -> bool:
+        """Whether a data loader may return ``dataset``: it derives from a wrapped dataset or,
+        as in Determined, ``wrap_dataset`` was called at all (a dataset that does not derive
+        from a wrapped one is then not sharded across slots: each slot sees all of it)."""
+        if self.is_wrapped_dataset(dataset):
+            return True
+        if not self.dataset_initialized:
+            return False
+        if self.distributed.get_size() > 1:
+            logger.warning(
+                "a data loader returned a tf.data.Dataset that does not derive from one passed "
+                "to context.wrap_dataset(): it is not sharded, so each of the %d slots trains on "
+                "all of it",
+                self.distributed.get_size(),
+            )
+        return True
 
     @property
     def wrapped_models(self) -> list[Any]:
@@ -226,3 +299,24 @@ class TFKerasTrialContext:
         """The options set so far through configure_fit, merged over the defaults."""
         options = {k: v for k, v in self._fit_options.items() if k in _FIT_OPTIONS}
         return FitConfig(**options)
+
+
+TFKerasContext = TFKerasTrialContext
+"""Determined's early name (2020) of the tf.keras context."""
+
+
+def _lineage(dataset: Any) -> list[Any]:
+    """``dataset`` and every dataset it was made from (``shuffle``, ``batch``, ``zip``, ...)."""
+    found: list[Any] = []
+    pending = [dataset]
+    seen: set[int] = set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        found.append(current)
+        inputs = getattr(current, "_inputs", None)
+        if callable(inputs):
+            pending.extend(inputs())
+    return found

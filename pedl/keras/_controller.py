@@ -31,11 +31,14 @@ from pedl import core, model_def
 from pedl._trial import TrialOutcome
 from pedl.config import Length
 from pedl.keras import _state
+from pedl.keras._build import build_variables
 from pedl.keras._context import TFKerasTrialContext
 from pedl.keras._data import (
+    DatasetData,
     make_training_data,
     make_validation_input,
 )
+from pedl.keras._shuffle_check import warn_if_unreproducible
 from pedl.keras.callbacks import Callback, TensorBoard
 
 if TYPE_CHECKING:
@@ -125,7 +128,7 @@ class TFKerasTrialController:
         self._fit_config = fit
         self.train_data = make_training_data(
             self.trial.build_training_data_loader(),
-            is_wrapped_dataset=self.context.is_wrapped_dataset,
+            is_wrapped_dataset=self.context.accepts_dataset,
             batch_size=self.context.get_per_slot_batch_size,
             shuffle=fit.shuffle,
             seed=self._info.trial_seed,
@@ -133,9 +136,11 @@ class TFKerasTrialController:
             fit_use_multiprocessing=fit.use_multiprocessing,
             fit_max_queue_size=fit.max_queue_size,
         )
+        if isinstance(self.train_data, DatasetData):
+            warn_if_unreproducible(self.train_data.dataset, self._info.code_dir)
         self.validation_input = make_validation_input(
             self.trial.build_validation_data_loader(),
-            is_wrapped_dataset=self.context.is_wrapped_dataset,
+            is_wrapped_dataset=self.context.accepts_dataset,
             batch_size=self.context.get_per_slot_batch_size,
         )
         self.user_callbacks = list(self.trial.keras_callbacks())
@@ -150,6 +155,11 @@ class TFKerasTrialController:
         self.callbacks = keras.callbacks.CallbackList(
             self.user_callbacks, add_history=False, add_progbar=False
         )
+        self.per_batch_metrics = self.wants_per_batch_metrics()
+        """When True, metrics are reset before every batch, so that the logs of
+        ``on_train_batch_end`` hold that batch's own metrics, and a chunk's training metrics
+        are the mean of its batches' (PEDL 0.x's step callbacks see one dict per batch)."""
+        self._batch_metrics: list[dict[str, float]] = []
         self.progress = _Progress()
         self._ops: Iterator[core.SearcherOperation] = iter(())
         self._op: core.SearcherOperation | None = None
@@ -168,6 +178,11 @@ class TFKerasTrialController:
         return cls(cast("Callable[[TFKerasTrialContext], TFKerasTrial]", trial_class), context)
 
     # Set-up ------------------------------------------------------------------------------
+
+    def wants_per_batch_metrics(self) -> bool:
+        """Whether each batch's own metrics are needed (see ``per_batch_metrics``); the
+        controller of the PEDL 0.x form says so when the trial has step callbacks."""
+        return False
 
     def _build_model(self) -> keras.Model:
         model = self.trial.build_model()
@@ -203,7 +218,7 @@ class TFKerasTrialController:
 
     def run(self) -> TrialOutcome:
         """Train until the searcher closes the trial, a preemption, or the model stops."""
-        _build_all(self.model, self.train_data.first_batch())
+        build_variables(self.model, self.train_data.first_batch())
         self.callbacks.set_model(self.model)
         self.callbacks.set_params({"verbose": 0, "epochs": None, "steps": self.batches_per_epoch})
         if self._info.latest_checkpoint:
@@ -299,7 +314,11 @@ class TFKerasTrialController:
     def on_chunk_end(self, logs: dict[str, Any]) -> bool:
         """At a boundary inside fit: report, validate, checkpoint; False stops training."""
         p = self.progress
-        metrics = {k: float(v) for k, v in logs.items()}
+        if self.per_batch_metrics and self._batch_metrics:
+            metrics = _mean_of(self._batch_metrics)
+            self._batch_metrics = []
+        else:
+            metrics = {k: float(v) for k, v in logs.items()}
         self._core.train.report_training_metrics(p.batches, metrics)
         for cb in self._pedl_callbacks:
             cb.on_train_workload_end(p.batches, dict(metrics))
@@ -320,6 +339,10 @@ class TFKerasTrialController:
         keep_going = self._advance()
         self.model.reset_metrics()
         return keep_going
+
+    def record_batch_metrics(self, logs: dict[str, float]) -> None:
+        """Keep one batch's own metrics, for the chunk's mean (``per_batch_metrics``)."""
+        self._batch_metrics.append(logs)
 
     # Validation --------------------------------------------------------------------------
 
@@ -464,6 +487,8 @@ class _PlatformCallback(keras.callbacks.Callback):
         if not self._chunk_open:
             self._chunk_open = True
             c.on_chunk_begin()
+        if c.per_batch_metrics:
+            self.model.reset_metrics()
         if self._has_user_callbacks:
             index = c.progress.batches
             if self._bpe:
@@ -477,6 +502,9 @@ class _PlatformCallback(keras.callbacks.Callback):
         c = self._c
         p = c.progress
         p.batches += 1
+        if c.per_batch_metrics:
+            logs = {k: float(v) for k, v in (logs or {}).items()}
+            c.record_batch_metrics(logs)
         if self._has_user_callbacks:
             index = p.batches - 1
             if self._bpe:
@@ -492,52 +520,6 @@ class _PlatformCallback(keras.callbacks.Callback):
                 self.model.stop_training = True
 
 
-def _build_all(model: keras.Model, batch: Any) -> None:
-    """Create every variable (model, metrics, optimizer) so a checkpoint can be restored."""
-    model._symbolic_build(data_batch=batch)
-
-
-def load_model_from_checkpoint_path(path: str | os.PathLike[str]) -> keras.Model:
-    """Rebuild the Keras model stored in a TFKerasTrial checkpoint directory.
-
-    The checkpoint carries the model definition (``code/``) and the trial's hyperparameters,
-    so the model is rebuilt by the trial's own ``build_model`` and its variables (including
-    the optimizer's) are restored. Download the checkpoint first (``Checkpoint.download``).
-    """
-    checkpoint = Path(path)
-    metadata = json.loads((checkpoint / core.METADATA_FILE).read_text())
-    if metadata.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(
-            f"{checkpoint} is not a TFKerasTrial checkpoint (format {metadata.get('format')!r})"
-        )
-    definition = model_def.load(
-        checkpoint / "code", metadata["experiment_config"].get("entrypoint")
-    )
-    if definition.trial_class is None:
-        raise ValueError(f"the model definition in {checkpoint / 'code'} has no Trial class")
-    context = core.detached_context(
-        metadata["experiment_config"],
-        hparams=metadata["hparams"],
-        trial_id=metadata["trial_id"],
-        experiment_id=metadata["experiment_id"],
-        trial_seed=metadata["trial_seed"],
-        code_dir=checkpoint / "code",
-    )
-    trial = cast("TFKerasTrial", definition.trial_class(TFKerasTrialContext(context)))
-    model: keras.Model = trial.build_model()
-    validation = make_validation_input(
-        trial.build_validation_data_loader(),
-        is_wrapped_dataset=lambda _: True,
-        batch_size=lambda: int(metadata["hparams"].get("global_batch_size", 1)),
-    )
-    _build_all(model, _first_validation_batch(validation))
-    _state.restore_variables(_state.model_variables(model), checkpoint / _STATE_DIR)
-    return model
-
-
-def _first_validation_batch(validation: dict[str, Any]) -> Any:
-    x = validation["x"]
-    if isinstance(x, tf.data.Dataset):
-        for batch in x.take(1):
-            return batch
-    return x[0]
+def _mean_of(batches: list[dict[str, float]]) -> dict[str, float]:
+    names = batches[0].keys()
+    return {k: sum(b[k] for b in batches) / len(batches) for k in names}

@@ -66,7 +66,33 @@ class SequenceAdapter:
 
 
 class KerasDataAdapter(SequenceAdapter):
-    """The PEDL 0.x name of :class:`SequenceAdapter` (same arguments)."""
+    """The PEDL 0.x (and Determined 2020) name of :class:`SequenceAdapter`.
+
+    Same arguments; the Sequence may also be given as ``data=`` (that era's keyword).
+    """
+
+    def __init__(
+        self,
+        sequence: Any = None,
+        use_multiprocessing: bool = False,
+        workers: int = 1,
+        max_queue_size: int = 10,
+        *,
+        data: Any = None,
+    ) -> None:
+        if (sequence is None) == (data is None):
+            raise TypeError("KerasDataAdapter takes one Sequence: give `sequence` or `data`")
+        super().__init__(
+            sequence if sequence is not None else data,
+            use_multiprocessing=use_multiprocessing,
+            workers=workers,
+            max_queue_size=max_queue_size,
+        )
+
+
+InputData = keras.utils.PyDataset | tf.data.Dataset | SequenceAdapter | tuple
+"""What a data loader may return (Determined's ``InputData``): a Sequence, a wrapped
+``tf.data.Dataset``, a :class:`SequenceAdapter`, or ``(x, y)``/``(x, y, sample_weights)``."""
 
 
 def _is_sequence(obj: Any) -> bool:
@@ -248,6 +274,8 @@ class SequenceData(TrainingData):
 
 class DatasetData(TrainingData):
     def __init__(self, dataset: tf.data.Dataset) -> None:
+        self.dataset = dataset
+        """The dataset the data loader returned."""
         self._dataset = dataset
         self._iterator: Any = None
         self._restore_from: Path | None = None
@@ -259,6 +287,14 @@ class DatasetData(TrainingData):
         return cardinality if cardinality > 0 else None
 
     def first_batch(self) -> Any:
+        """Zeros of the shape and type of one batch, where the element spec gives them.
+
+        Iterating the dataset here would start its first pass: a ``shuffle`` that reshuffles
+        each pass would then give training its second order, not the order ``fit`` gives.
+        """
+        zeros = _zeros_like_spec(self._dataset.element_spec)
+        if zeros is not None:
+            return zeros
         for batch in self._dataset.take(1):
             return batch
         raise InvalidDataError("the training dataset is empty")
@@ -302,6 +338,19 @@ class DatasetData(TrainingData):
             for file in directory.glob(f"{_ITERATOR_PREFIX}*"):
                 shutil.copy2(file, local / file.name)
             self._restore_from = local
+
+
+def _zeros_like_spec(spec: Any) -> Any:
+    """A batch of zeros for ``spec`` (the batch size its first axis gives, else 1), or None
+    when a component is not a dense tensor whose other axes are known."""
+    specs = tf.nest.flatten(spec)
+    if not all(isinstance(s, tf.TensorSpec) and s.shape.rank for s in specs):
+        return None
+    if any(None in s.shape.as_list()[1:] for s in specs):
+        return None
+    return tf.nest.map_structure(
+        lambda s: tf.zeros([s.shape[0] or 1, *s.shape.as_list()[1:]], s.dtype), spec
+    )
 
 
 def _as_tuple_structure(data: Any) -> Any:
@@ -383,7 +432,8 @@ def _check_wrapped(dataset: Any, is_wrapped: Callable[[Any], bool], where: str) 
         raise InvalidDataError(
             f"{where} returned a tf.data.Dataset that was not wrapped: call "
             "`dataset = self.context.wrap_dataset(dataset)` right after creating it, and "
-            "return that (PEDL needs it to shard the data and to checkpoint its position)"
+            "return that or a dataset made from it (PEDL needs it to shard the data across "
+            "slots)"
         )
 
 

@@ -1,4 +1,5 @@
-"""Which files of a model directory are packaged: ``.pedlignore`` and the built-in exclusions."""
+"""Which files of a model directory are packaged: ``.pedlignore``/``.detignore`` and the
+built-in exclusions."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import pathspec
 from pedl.model_def._errors import ModelDefError
 
 IGNORE_FILE = ".pedlignore"
+DETERMINED_IGNORE_FILE = ".detignore"
+"""Determined's name of the ignore file, honoured as well: a model directory moved over from
+Determined keeps excluding what it excluded there."""
 
 # Byte-compiled Python is never packaged, whatever .pedlignore says.
 _ALWAYS_IGNORED = pathspec.GitIgnoreSpec.from_lines(["__pycache__/", "*.pyc"])
@@ -28,10 +32,11 @@ class SourceFile:
 def list_files(model_dir: str | Path) -> list[str]:
     """Return the relative POSIX paths of the files that ``package(model_dir)`` would hold.
 
-    A directory is walked recursively. A ``.pedlignore`` file at its top excludes paths with
+    A directory is walked recursively. A ``.pedlignore`` file at its top (and Determined's
+    ``.detignore``, whose patterns are added to it when both exist) excludes paths with
     ``.gitignore`` semantics (negation, directory patterns, globs, anchoring; an excluded
     directory is not descended into, so a file inside it cannot be re-included). ``*.pyc``
-    files and ``__pycache__/`` directories are always excluded; ``.pedlignore`` itself is kept.
+    files and ``__pycache__/`` directories are always excluded; the ignore files are kept.
     A symbolic link counts as the file or directory it points to, provided that target lies
     inside ``model_dir``; a link that escapes it, or dangles, raises :class:`ModelDefError`
     naming the link (unless the link is ignored). A single ``.py`` file lists as its own name.
@@ -64,14 +69,22 @@ def collect_files(model_dir: str | Path) -> list[SourceFile]:
 
 
 def _read_ignore_spec(root: Path) -> pathspec.GitIgnoreSpec:
-    ignore_path = root / IGNORE_FILE
-    if not ignore_path.is_file():
-        return pathspec.GitIgnoreSpec.from_lines([])
+    lines: list[str] = []
+    for name in (DETERMINED_IGNORE_FILE, IGNORE_FILE):
+        ignore_path = root / name
+        if not ignore_path.is_file():
+            continue
+        try:
+            lines += ignore_path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ModelDefError(f"Cannot read {str(ignore_path)!r}: {e}") from e
     try:
-        lines = ignore_path.read_text(encoding="utf-8").splitlines()
         return pathspec.GitIgnoreSpec.from_lines(lines)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise ModelDefError(f"Cannot read {str(ignore_path)!r}: {e}") from e
+    except ValueError as e:
+        names = f"{IGNORE_FILE} / {DETERMINED_IGNORE_FILE}"
+        raise ModelDefError(
+            f"Cannot read the ignore patterns of {str(root)!r} ({names}): {e}"
+        ) from e
 
 
 def _is_ignored(spec: pathspec.GitIgnoreSpec, relpath: str, is_dir: bool) -> bool:

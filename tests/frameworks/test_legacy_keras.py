@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from pedl.engine import MetricKind
 from pedl.local import LocalExperiment
 from tests import local_record as record
@@ -48,7 +50,8 @@ class Record(pedl.callback.Callback):
         self._log("train_step_begin", step_id)
 
     def on_train_step_end(self, step_id, metrics):
-        self._log("train_step_end", step_id, sorted(metrics[0]))
+        mean_loss = sum(m["loss"] for m in metrics) / len(metrics)
+        self._log("train_step_end", step_id, len(metrics), sorted(metrics[0]), mean_loss)
 
     def on_validation_step_begin(self, step_id):
         self._log("validation_step_begin", step_id)
@@ -109,14 +112,21 @@ def test_legacy_trial_with_make_data_loaders_and_callbacks(tmp_path: Path) -> No
     assert [batches for _, batches, _ in training] == [4, 8, 12]
     validation = record.metric_rows(exp.directory, 1, MetricKind.VALIDATION)
     assert [batches for _, batches, _ in validation] == [12]
-    assert events == [
+    # One metrics dict per batch of the step (4), each that batch's own; the step's reported
+    # training loss is their mean.
+    losses = [metrics["loss"] for _, _, metrics in training]
+    assert [e[:4] for e in events if e[0] == "train_step_end"] == [
+        ["train_step_end", step, 4, ["accuracy", "loss"]] for step in (1, 2, 3)
+    ]
+    assert [e[4] for e in events if e[0] == "train_step_end"] == pytest.approx(losses)
+    assert [e[:2] if e[0] != "validation_step_end" else e for e in events] == [
         ["trial_begin"],
         ["train_step_begin", 1],
-        ["train_step_end", 1, ["accuracy", "loss"]],
+        ["train_step_end", 1],
         ["train_step_begin", 2],
-        ["train_step_end", 2, ["accuracy", "loss"]],
+        ["train_step_end", 2],
         ["train_step_begin", 3],
-        ["train_step_end", 3, ["accuracy", "loss"]],
+        ["train_step_end", 3],
         ["validation_step_begin", 3],
         ["validation_step_end", 3, ["val_accuracy", "val_loss"]],
     ]

@@ -33,20 +33,27 @@ def wrap_dataset(dataset: Any) -> Any:
 
 
 class _StepCallbacks(Callback):
-    """Calls PEDL 0.x callbacks from the chunk and validation hooks."""
+    """Calls PEDL 0.x callbacks from the chunk and validation hooks.
 
-    def __init__(self, callbacks: list[LegacyCallback], scheduling_unit: int) -> None:
+    A step is one chunk of training; ``step_id`` counts them from 1 over the whole trial
+    (saved in checkpoints). ``on_train_step_end`` gets one dict per batch of the step, each
+    with that batch's own metrics (the controller resets the metrics before every batch; see
+    :meth:`LegacyTFKerasTrialController.wants_per_batch_metrics`).
+    """
+
+    def __init__(self, callbacks: list[LegacyCallback]) -> None:
         super().__init__()
         self._callbacks = callbacks
-        self._unit = scheduling_unit
         self._started = False
         self._step = 0
+        self._batches: list[dict[str, Any]] = []
 
     def get_state(self) -> Any:
-        return {"started": self._started}
+        return {"started": self._started, "step": self._step}
 
     def load_state(self, state: Any) -> None:
         self._started = state["started"]
+        self._step = state.get("step", 0)
 
     def on_train_workload_begin(
         self, total_batches_trained: int, batches_requested: int | None, logs: dict[str, Any]
@@ -55,22 +62,26 @@ class _StepCallbacks(Callback):
             self._started = True
             for cb in self._callbacks:
                 cb.on_trial_begin()
-        self._step = total_batches_trained // self._unit + 1
+        self._step += 1
+        self._batches = []
         for cb in self._callbacks:
             cb.on_train_step_begin(self._step)
 
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        self._batches.append({k: float(v) for k, v in (logs or {}).items()})
+
     def on_train_workload_end(self, total_batches_trained: int, logs: dict[str, Any]) -> None:
         for cb in self._callbacks:
-            cb.on_train_step_end(self._step, [dict(logs)])
+            cb.on_train_step_end(self._step, [dict(b) for b in self._batches])
 
     def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
         for cb in self._callbacks:
             cb.on_validation_step_begin(self._step)
 
     def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
-        metrics = {f"val_{k}": v for k, v in (logs or {}).items()}
+        metrics = {f"val_{k}": float(v) for k, v in (logs or {}).items()}
         for cb in self._callbacks:
-            cb.on_validation_step_end(self._step, metrics)
+            cb.on_validation_step_end(self._step, dict(metrics))
 
 
 class _AdaptedTrial(TFKerasTrial):
@@ -126,13 +137,16 @@ class _AdaptedTrial(TFKerasTrial):
             if callable(set_trial_id):
                 set_trial_id(self.context.get_trial_id())
         if legacy:
-            unit = self.context.get_experiment_config()["scheduling_unit"]
-            callbacks.append(_StepCallbacks(legacy, unit))
+            callbacks.append(_StepCallbacks(legacy))
         return callbacks
 
 
 class LegacyTFKerasTrialController(TFKerasTrialController):
     """Builds the adapter from the legacy trial class and the module's ``make_data_loaders``."""
+
+    def wants_per_batch_metrics(self) -> bool:
+        """PEDL 0.x step callbacks get each batch's own metrics."""
+        return any(isinstance(cb, _StepCallbacks) for cb in self.user_callbacks)
 
     @classmethod
     def from_definition(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import keras
 
 from pedl.keras.callbacks._callback import Callback
+
+logger = logging.getLogger("pedl.keras")
 
 
 class TensorBoard(keras.callbacks.TensorBoard, Callback):
@@ -35,3 +38,14 @@ class TensorBoard(keras.callbacks.TensorBoard, Callback):
 
     def load_state(self, state: Any) -> None:
         self._global_train_batch = state["global_train_batch"]
+
+
+class TFKerasTensorBoard(TensorBoard):
+    """Determined's deprecated name of :class:`TensorBoard` (same arguments)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        logger.warning(
+            "TFKerasTensorBoard is a deprecated name for pedl.keras.callbacks.TensorBoard "
+            "(determined.keras.callbacks.TensorBoard); please update your code"
+        )
+        super().__init__(*args, **kwargs)

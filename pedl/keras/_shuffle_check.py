@@ -1,0 +1,82 @@
+"""Finding a ``Dataset.shuffle`` whose order no restart can reproduce.
+
+PEDL seeds TensorFlow with the trial seed before it calls the data loaders, so a
+``.shuffle(buffer)`` without a seed made there gets a fixed seed and a resumed trial sees the
+same order. A shuffle made before that (at import time of the model definition, say) with no
+seed gets TensorFlow's nondeterministic seed (both seeds 0 in the dataset's graph): its order
+differs in every process, and exact resume cannot hold for it. PEDL then warns, naming the
+``.shuffle(...)`` calls without a ``seed=`` in the model definition's code.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+from pathlib import Path
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.python.framework import tensor_util
+
+logger = logging.getLogger("pedl.keras")
+
+
+def nondeterministic_shuffles(dataset: tf.data.Dataset) -> int:
+    """How many shuffle ops in ``dataset``'s pipeline have TensorFlow's random seed."""
+    try:
+        serialized = dataset._as_serialized_graph()
+        graph = tf.compat.v1.GraphDef.FromString(serialized.numpy())
+    except (tf.errors.OpError, ValueError, TypeError, AttributeError):
+        return 0  # a pipeline TensorFlow cannot serialise: nothing to say about it
+    nodes = {node.name: node for node in graph.node}
+    count = 0
+    for node in graph.node:
+        if not node.op.startswith("Shuffle") or len(node.input) < 4:
+            continue
+        seeds = [_constant(nodes.get(name.split(":")[0])) for name in node.input[2:4]]
+        if seeds == [0, 0]:
+            count += 1
+    return count
+
+
+def _constant(node: Any) -> int | None:
+    if node is None or node.op != "Const":
+        return None
+    return int(tensor_util.MakeNdarray(node.attr["value"].tensor))
+
+
+def unseeded_shuffle_calls(code_dir: Path) -> list[str]:
+    """``file:line`` of each ``.shuffle(...)`` call without a seed in the Python files."""
+    found: list[str] = []
+    for path in sorted(code_dir.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "shuffle"
+                and len(node.args) < 2
+                and not any(k.arg == "seed" for k in node.keywords)
+            ):
+                found.append(f"{path.relative_to(code_dir).as_posix()}:{node.lineno}")
+    return found
+
+
+def warn_if_unreproducible(dataset: tf.data.Dataset, code_dir: Path) -> bool:
+    """Log a warning (once per call) when the training dataset's order cannot be reproduced;
+    return whether it did."""
+    if not nondeterministic_shuffles(dataset):
+        return False
+    calls = unseeded_shuffle_calls(code_dir)
+    where = f" at {', '.join(calls)}" if calls else ""
+    logger.warning(
+        "the training dataset is shuffled with a random seed%s (a .shuffle() without seed= "
+        "made before PEDL seeded TensorFlow): its order differs in every run, so a resumed "
+        "trial will not see the batches an uninterrupted one would. Pass seed= to .shuffle(), "
+        "or build the dataset inside build_training_data_loader()",
+        where,
+    )
+    return True

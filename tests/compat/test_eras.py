@@ -1,0 +1,59 @@
+"""Model definitions in the style of each Determined era and of the PEDL 0.x seed form.
+
+Each one passes ``pedl experiment create --test`` (the smoke test), runs locally to the end,
+and records, chunk by chunk, the training and validation metrics that plain Keras ``fit``
+gives the same model epoch by epoch (:mod:`tests.compat.reference`). They import
+``determined`` through PEDL's compatibility package (the PEDL 0.x one imports ``pedl``, as its
+seed does).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pedl.config import load_config
+from pedl.engine import MetricKind
+from pedl.local import LocalExperiment, smoke_test
+from tests import local_record as record
+
+from . import reference
+
+ERAS = ["det2020_iris", "det_adapters_iris", "det02x_digits", "det038_iris", "pedl0x_iris"]
+RESHUFFLED_DATASETS = {"det02x_digits", "pedl0x_iris"}
+"""Models whose training ``tf.data.Dataset`` reshuffles each pass (``shuffle(seed=)``). PEDL
+trains on the dataset repeated, so pass n has the order the dataset's n-th iteration gives
+(as ``dataset.repeat()`` does); Keras' ``fit(dataset, epochs=)`` draws its later passes'
+shuffle seeds otherwise. The first epoch is the same batches in the same order, so the
+metrics are compared for it; for the other models, for every epoch."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ERAS)
+def test_era_model_definition_runs_and_matches_plain_keras(tmp_path: Path, name: str) -> None:
+    model_dir = reference.MODELS / name
+    config_path = model_dir / "const.yaml"
+    steps = smoke_test(config_path, model_dir)
+    assert [s.ok for s in steps] == [True] * len(steps), steps
+
+    experiment = LocalExperiment.create(config_path, model_dir, tmp_path)
+    summary = experiment.run()
+    experiment.close()
+    assert summary.state == "COMPLETED", [t.error for t in summary.trials]
+    (trial,) = record.trials(experiment.directory)
+    training = record.metric_rows(experiment.directory, trial.id, MetricKind.TRAINING)
+    validation = record.metric_rows(experiment.directory, trial.id, MetricKind.VALIDATION)
+
+    config = load_config(config_path)
+    epochs = len(validation)
+    hparams = {k: v.val for k, v in config.hyperparameters.items()}  # type: ignore[union-attr]
+    plain = reference.run(name, trial.seed, hparams, epochs)
+    batches_per_epoch = config.records_per_epoch // hparams["global_batch_size"]
+    assert [b for _, b, _ in training] == [batches_per_epoch * (e + 1) for e in range(epochs)]
+    compared = 1 if name in RESHUFFLED_DATASETS else epochs
+    for key, values in plain.items():
+        rows = validation if key.startswith("val_") else training
+        recorded = [metrics[key] for _, _, metrics in rows][:compared]
+        np.testing.assert_allclose(recorded, values[:compared], rtol=1e-5, atol=1e-6, err_msg=key)
