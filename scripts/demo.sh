@@ -13,7 +13,16 @@ PORT=${PEDL_DEMO_PORT:-8080}
 URL=http://127.0.0.1:$PORT
 LOG=$DEMO_HOME/master.log
 PIDFILE=$DEMO_HOME/master.pid
+# The demo master's admin password: made once, kept (mode 0600) for the next runs.
+PASSFILE=$DEMO_HOME/admin-password
 mkdir -p "$DEMO_HOME"
+if [ ! -s "$PASSFILE" ]; then
+  (umask 077 && "$PY" -c "import secrets; print(secrets.token_urlsafe(12))" >"$PASSFILE")
+fi
+ADMIN_PASSWORD=$(cat "$PASSFILE")
+# This script's own commands sign in as admin (a user's PEDL_USER/PEDL_PASSWORD win).
+export PEDL_USER=${PEDL_USER:-admin}
+export PEDL_PASSWORD=${PEDL_PASSWORD:-$ADMIN_PASSWORD}
 
 healthy() {
   "$PY" -c "import httpx, sys; sys.exit(0 if httpx.get('$URL/api/v1/health', timeout=2).status_code == 200 else 1)" \
@@ -58,7 +67,7 @@ if healthy; then
   if [ -f "$PIDFILE" ]; then MASTER_PID=$(cat "$PIDFILE"); fi
 else
   echo "Starting a master at $URL (home: $DEMO_HOME, database: SQLite)"
-  nohup "$PEDL" master --home "$DEMO_HOME" --port "$PORT" >"$LOG" 2>&1 &
+  PEDL_ADMIN_PASSWORD=$ADMIN_PASSWORD nohup "$PEDL" master --home "$DEMO_HOME" --port "$PORT" >"$LOG" 2>&1 &
   MASTER_PID=$!
   STARTED_HERE=1
   echo "$MASTER_PID" >"$PIDFILE"
@@ -74,7 +83,7 @@ else
   fi
 fi
 
-echo "Web UI: $URL/  (open it to watch the search live)"
+echo "Web UI: $URL/  (open it to watch the search live; sign in as admin, password $ADMIN_PASSWORD)"
 
 # Follow the experiment in the background and watch the master meanwhile: if it goes, stop
 # following and say why. (A background job ignores Ctrl-C, so the trap passes it on.)
@@ -114,6 +123,9 @@ fi
 echo
 echo "The master is still running at $URL (REST API docs: $URL/docs); its log is $LOG."
 echo "Web UI: $URL/  (experiments, charts, trials, logs, the cluster)"
+echo "Sign in as admin, password $ADMIN_PASSWORD (kept in $PASSFILE):"
+echo "  in the web UI's sign-in form, or:  $PEDL -m $URL user login admin"
+echo "  (or set PEDL_USER=admin and PEDL_PASSWORD=\$(cat $PASSFILE) for the CLI and the SDK)"
 echo "Look around:  $PEDL -m $URL experiment list   |   $PEDL -m $URL experiment describe 1"
 if [ -f "$PIDFILE" ]; then
   echo "Stop it with: kill $(cat "$PIDFILE")   (or: make demo-stop)"

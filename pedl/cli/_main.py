@@ -14,6 +14,7 @@ from pedl.cli._checkpoint import checkpoint
 from pedl.cli._context import CliContext
 from pedl.cli._experiment import experiment
 from pedl.cli._trial import trial
+from pedl.cli._user import user
 from pedl.client import MASTER_ENV, PEDLError
 
 
@@ -82,6 +83,7 @@ def cli(ctx: click.Context, verbose: bool, master: str | None) -> None:
 cli.add_command(experiment)
 cli.add_command(trial)
 cli.add_command(checkpoint)
+cli.add_command(user)
 
 
 def main() -> None:

@@ -7,9 +7,10 @@ from typing import Any
 
 import click
 from pydantic import ValidationError
+from sqlalchemy import make_url
 
 from pedl.master import MasterSettings, serve
-from pedl.master._serve import ListenError
+from pedl.master._serve import NO_AUTH_WARNING, ListenError
 
 
 @click.command("master")
@@ -35,6 +36,14 @@ from pedl.master._serve import ListenError
     "TensorFlow once, or each in a fresh process [PEDL_WORKER_REUSE; reuse].",
 )
 @click.option(
+    "--no-auth",
+    "no_auth",
+    is_flag=True,
+    default=False,
+    help="No accounts: every caller is the administrator. For a laptop only: refused unless "
+    "the master listens on loopback [PEDL_AUTH=false].",
+)
+@click.option(
     "--config-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
@@ -47,6 +56,7 @@ def master(
     home: Path | None,
     cpu_slots: int | None,
     worker_reuse: bool | None,
+    no_auth: bool,
     config_file: Path | None,
 ) -> None:
     """Run the PEDL master. Flags beat PEDL_* environment variables, which beat the config
@@ -58,10 +68,14 @@ def master(
         "home": home,
         "cpu_slots": cpu_slots,
         "worker_reuse": worker_reuse,
+        "auth": False if no_auth else None,
         "config_file": config_file,
     }
     settings = master_settings(**given)
-    click.echo(f"Starting the PEDL master (home {settings.home}, database {settings.db_url})")
+    database = make_url(settings.db_url).render_as_string(hide_password=True)
+    click.echo(f"Starting the PEDL master (home {settings.home}, database {database})")
+    if not settings.auth:
+        click.secho(f"WARNING: {NO_AUTH_WARNING}", fg="yellow", err=True)
     try:
         serve(settings)
     except ListenError as err:  # one line, no traceback: the usual case is a second master

@@ -2,8 +2,10 @@
 
 Module-level functions use a default client whose master is ``$PEDL_MASTER`` (default
 ``http://127.0.0.1:8080``; change it with :func:`set_master`); a :class:`Client` binds the
-same methods to any master. Every failed request raises :class:`PEDLError` carrying the
-master's message, the offending field and every issue. Nothing here imports TensorFlow.
+same methods to any master, signed in from ``PEDL_USER``/``PEDL_PASSWORD`` or with the token
+``pedl user login`` saved (:class:`TokenStore`). Every failed request raises
+:class:`PEDLError` carrying the master's message, the offending field and every issue.
+Nothing here imports TensorFlow.
 """
 
 from pedl.client._checkpoint import Checkpoint
@@ -18,16 +20,34 @@ from pedl.client._client import (
     list_experiments,
     set_master,
 )
-from pedl.client._errors import ErrorIssue, MasterUnreachableError, NotFoundError, PEDLError
+from pedl.client._errors import (
+    ErrorIssue,
+    MasterUnreachableError,
+    NotFoundError,
+    NotSignedInError,
+    PEDLError,
+)
 from pedl.client._experiment import TERMINAL_EXPERIMENT_STATES, Experiment
 from pedl.client._session import DEFAULT_MASTER, MASTER_ENV, Session, master_url
+from pedl.client._tokens import (
+    CONFIG_DIR_ENV,
+    PASSWORD_ENV,
+    USER_ENV,
+    SavedToken,
+    TokenStore,
+    config_dir,
+)
 from pedl.client._trial import TERMINAL_TRIAL_STATES, LogLine, MetricRow, Trial
+from pedl.client._user import User
 
 __all__ = [
+    "CONFIG_DIR_ENV",
     "DEFAULT_MASTER",
     "MASTER_ENV",
+    "PASSWORD_ENV",
     "TERMINAL_EXPERIMENT_STATES",
     "TERMINAL_TRIAL_STATES",
+    "USER_ENV",
     "Checkpoint",
     "Client",
     "ConfigSource",
@@ -37,9 +57,14 @@ __all__ = [
     "MasterUnreachableError",
     "MetricRow",
     "NotFoundError",
+    "NotSignedInError",
     "PEDLError",
+    "SavedToken",
     "Session",
+    "TokenStore",
     "Trial",
+    "User",
+    "config_dir",
     "create_experiment",
     "default_client",
     "get_checkpoint",

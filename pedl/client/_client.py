@@ -17,6 +17,7 @@ from pedl.client._errors import ErrorIssue, PEDLError
 from pedl.client._experiment import Experiment
 from pedl.client._session import Session
 from pedl.client._trial import Trial
+from pedl.client._user import User
 from pedl.config import ConfigError, ConfigWarning, parse_config
 
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any]
@@ -65,7 +66,9 @@ def _config_document(config: ConfigSource, overrides: Sequence[str]) -> str | di
 
 class Client:
     """The SDK bound to one master (``master``, else ``$PEDL_MASTER``, else
-    ``http://127.0.0.1:8080``). Every method raises :class:`PEDLError` on failure."""
+    ``http://127.0.0.1:8080``), signed in as :class:`Session` says (``PEDL_USER`` and
+    ``PEDL_PASSWORD``, or the token ``pedl user login`` saved). Every method raises
+    :class:`PEDLError` on failure (:class:`NotSignedInError` when not signed in)."""
 
     def __init__(self, master: str | None = None, *, session: Session | None = None) -> None:
         self.session = session if session is not None else Session(master)
@@ -137,6 +140,49 @@ class Client:
     def get_checkpoint(self, uuid: str) -> Checkpoint:
         """The checkpoint with this uuid (:class:`NotFoundError` if none)."""
         return Checkpoint(self.session, self.session.get(f"/checkpoints/{uuid}"))
+
+    def login(self, username: str, password: str) -> User:
+        """Sign in as ``username``; the token is saved for this master (see :class:`Session`)
+        and used by this client from now on. :class:`NotSignedInError` for a wrong username
+        or password."""
+        self.session.login(username, password)
+        return self.whoami()
+
+    def logout(self) -> None:
+        """Sign out: the session's token stops working and is no longer saved."""
+        self.session.logout()
+
+    def whoami(self) -> User:
+        """The signed-in user."""
+        return User.from_dict(self.session.get("/me"))
+
+    def list_users(self) -> list[User]:
+        """Every account (administrators only)."""
+        return [User.from_dict(record) for record in self.session.get("/users")]
+
+    def create_user(self, username: str, password: str, *, admin: bool = False) -> User:
+        """Create an account (administrators only)."""
+        body = {"username": username, "password": password, "admin": admin}
+        return User.from_dict(self.session.post("/users", json=body))
+
+    def change_password(
+        self, password: str, *, username: str | None = None, old_password: str | None = None
+    ) -> None:
+        """Set a password: one's own (``username`` left out or one's own; ``old_password``
+        required), or another user's as an administrator. The account's other sessions end."""
+        target = username or self.whoami().username
+        body: dict[str, Any] = {"password": password}
+        if old_password is not None:
+            body["old_password"] = old_password
+        self.session.post(f"/users/{target}/password", json=body)
+
+    def deactivate_user(self, username: str) -> User:
+        """Deactivate an account (administrators only): no more signing in, sessions end."""
+        return User.from_dict(self.session.post(f"/users/{username}/deactivate"))
+
+    def activate_user(self, username: str) -> User:
+        """Let a deactivated account sign in again (administrators only)."""
+        return User.from_dict(self.session.post(f"/users/{username}/activate"))
 
 
 _default_lock = threading.Lock()

@@ -58,3 +58,8 @@ class NotFoundError(PEDLError):
 
 class MasterUnreachableError(PEDLError):
     """No answer from the master: it is not running, or the address is wrong."""
+
+
+class NotSignedInError(PEDLError):
+    """The master wants a signed-in user (HTTP 401): no token, or one that is unknown,
+    expired or revoked; or, when signing in, a wrong username or password."""

@@ -1,15 +1,24 @@
-"""The HTTP session with the master: base URL, timeouts, and errors as :class:`PEDLError`."""
+"""The HTTP session with the master: base URL, timeouts, signing in, and errors as
+:class:`PEDLError`."""
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
 
-from pedl.client._errors import ErrorIssue, MasterUnreachableError, NotFoundError, PEDLError
+from pedl.client._errors import (
+    ErrorIssue,
+    MasterUnreachableError,
+    NotFoundError,
+    NotSignedInError,
+    PEDLError,
+)
+from pedl.client._tokens import PASSWORD_ENV, USER_ENV, SavedToken, TokenStore
 
 DEFAULT_MASTER = "http://127.0.0.1:8080"
 """The master used when neither an address nor ``PEDL_MASTER`` is given."""
@@ -34,12 +43,19 @@ def master_url(master: str | None = None) -> str:
 
 
 class Session:
-    """A connection to one master's REST API (``<master>/api/v1``).
+    """A connection to one master's REST API (``<master>/api/v1``), signed in as a user.
+
+    Signing in, at the first request: with ``token``, that session token; else, when
+    ``PEDL_USER`` and ``PEDL_PASSWORD`` are set, as that user (re-using the token saved for
+    this master if it is that user's, else signing in and saving the new token); else with
+    the token saved for this master by ``pedl user login`` (:class:`TokenStore`), if any. A
+    401 answer to a saved token, when the password is known, signs in again once.
 
     Every method raises :class:`PEDLError` on failure: :class:`MasterUnreachableError` when
-    the master cannot be reached, :class:`NotFoundError` for a 404, a plain :class:`PEDLError`
-    carrying the API's ``message``, ``field`` and ``issues`` for any other error status.
-    Safe to share between threads (httpx clients are). Close it (or use ``with``) when done.
+    the master cannot be reached, :class:`NotSignedInError` for a 401 (saying how to sign
+    in), :class:`NotFoundError` for a 404, a plain :class:`PEDLError` carrying the API's
+    ``message``, ``field`` and ``issues`` for any other error status. Safe to share between
+    threads (httpx clients are). Close it (or use ``with``) when done.
     """
 
     def __init__(
@@ -48,11 +64,46 @@ class Session:
         *,
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
+        token: str | None = None,
+        tokens: TokenStore | None = None,
     ) -> None:
         self.master = master_url(master)
+        self.tokens = tokens if tokens is not None else TokenStore()
         self._http = httpx.Client(
             base_url=self.master + API_PREFIX, timeout=timeout, transport=transport
         )
+        self._token = token
+        self._resolved = token is not None
+        self._auth_lock = threading.Lock()
+
+    def login(self, username: str, password: str) -> dict[str, Any]:
+        """Sign in as ``username`` and save the new token for this master; the master's
+        answer (``token``, ``username``, ``admin``, ``expires_at``)."""
+        answer = self._send(
+            "POST", "/auth/login", None, json={"username": username, "password": password}
+        )
+        assert isinstance(answer, dict)
+        self.tokens.put(self.master, SavedToken(str(answer["username"]), str(answer["token"])))
+        with self._auth_lock:
+            self._token = str(answer["token"])
+            self._resolved = True
+        return answer
+
+    def logout(self) -> None:
+        """End the session on the master (if signed in) and forget its saved token."""
+        token = self._current_token()
+        try:
+            if token is not None:
+                self._send("POST", "/auth/logout", token)
+        except NotSignedInError:
+            pass  # already expired or revoked
+        finally:
+            saved = self.tokens.get(self.master)
+            if saved is not None and saved.token == token:
+                self.tokens.remove(self.master)
+            with self._auth_lock:
+                self._token = None
+                self._resolved = True
 
     def __enter__(self) -> Session:
         return self
@@ -88,22 +139,51 @@ class Session:
     @contextmanager
     def stream(self, path: str) -> Iterator[httpx.Response]:
         """``GET path`` as a streamed response (status already checked)."""
+        token = self._current_token()
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
         try:
-            with self._http.stream("GET", path) as response:
+            with self._http.stream("GET", path, headers=headers) as response:
                 if response.is_error:
                     response.read()
-                    raise _error_from(response)
+                    raise _error_from(response, self.master)
                 yield response
         except httpx.TransportError as err:
             raise self._transport_error(err) from err
 
+    def _current_token(self) -> str | None:
+        """The token to send: resolved once (see the class's docstring)."""
+        with self._auth_lock:
+            if self._resolved:
+                return self._token
+        user, password = os.environ.get(USER_ENV), os.environ.get(PASSWORD_ENV)
+        saved = self.tokens.get(self.master)
+        token = saved.token if saved is not None else None
+        if user and password and (saved is None or saved.username != user):
+            token = str(self.login(user, password)["token"])
+        with self._auth_lock:
+            self._token, self._resolved = token, True
+            return token
+
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        token = self._current_token()
         try:
-            response = self._http.request(method, path, **kwargs)
+            return self._send(method, path, token, **kwargs)
+        except NotSignedInError:
+            user, password = os.environ.get(USER_ENV), os.environ.get(PASSWORD_ENV)
+            if not (user and password and token is not None):
+                raise
+        # The saved token expired or was revoked: sign in again, once.
+        token = str(self.login(user, password)["token"])
+        return self._send(method, path, token, **kwargs)
+
+    def _send(self, method: str, path: str, token: str | None, **kwargs: Any) -> Any:
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        try:
+            response = self._http.request(method, path, headers=headers, **kwargs)
         except httpx.TransportError as err:
             raise self._transport_error(err) from err
         if response.is_error:
-            raise _error_from(response)
+            raise _error_from(response, self.master)
         if not response.content:
             return None
         try:
@@ -124,7 +204,7 @@ class Session:
         return PEDLError(f"request to the PEDL master at {self.master} failed: {err!r}")
 
 
-def _error_from(response: httpx.Response) -> PEDLError:
+def _error_from(response: httpx.Response, master: str) -> PEDLError:
     """Turn an error response (the API's ``{"error": {...}}`` shape, or anything) into an error."""
     message = f"HTTP {response.status_code} {response.reason_phrase}".strip()
     field: str | None = None
@@ -149,5 +229,12 @@ def _error_from(response: httpx.Response) -> PEDLError:
                 )
     elif response.text:
         message = f"{message}: {response.text[:500]}"
+    if response.status_code == 401:
+        hint = f"sign in with `pedl user login`, or set {USER_ENV} and {PASSWORD_ENV}"
+        if "pedl user login" not in message:
+            message = f"{message}; {hint}"
+        return NotSignedInError(
+            f"the PEDL master at {master} answered 401: {message}", status_code=401, field=field
+        )
     cls = NotFoundError if response.status_code == 404 else PEDLError
     return cls(message, status_code=response.status_code, field=field, issues=issues)

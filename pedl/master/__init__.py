@@ -6,8 +6,9 @@ experiments (:mod:`pedl.master.orchestrator`, :mod:`pedl.master.scheduler`,
 Nothing here imports TensorFlow.
 """
 
+from pedl.master._accounts import prepare_accounts
 from pedl.master._serve import master_url, serve
 from pedl.master._settings import MasterSettings
 from pedl.master.api import create_app
 
-__all__ = ["MasterSettings", "create_app", "master_url", "serve"]
+__all__ = ["MasterSettings", "create_app", "master_url", "prepare_accounts", "serve"]

@@ -12,6 +12,7 @@ import threading
 
 import uvicorn
 
+from pedl.master._accounts import ADMIN_PASSWORD_ENV, announce_password, prepare_accounts
 from pedl.master._reads import ReadProcesses
 from pedl.master._settings import MasterSettings
 from pedl.master.api import create_app
@@ -21,6 +22,12 @@ from pedl.master.orchestrator import Orchestrator
 logger = logging.getLogger("pedl.master")
 
 KEEP_ALIVE_S = 65
+
+NO_AUTH_WARNING = (
+    "auth is OFF (--no-auth): anyone who can connect to this master's port on this machine "
+    "acts as the administrator, and can run code as the master's user. Use it on a laptop "
+    "only; the master listens on loopback only."
+)
 
 
 def master_url(host: str, port: int) -> str:
@@ -65,7 +72,8 @@ def freeze_heap() -> None:
 
 def serve(settings: MasterSettings) -> None:
     """Run the master until SIGINT/SIGTERM: bind ``settings.host:settings.port`` (port 0
-    picks a free one; the chosen address is logged), apply migrations, start the orchestrator
+    picks a free one; the chosen address is logged), apply migrations, create the ``admin``
+    account at the first start (:func:`prepare_accounts`), start the orchestrator
     (which restores every unfinished experiment), and serve the REST API. On a graceful stop
     the trial processes are killed; they resume from their latest checkpoints next time.
     Raises :class:`ListenError` when the address cannot be bound.
@@ -83,7 +91,14 @@ def serve(settings: MasterSettings) -> None:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     port = sock.getsockname()[1]
     url = master_url(settings.host, port)
+    # Nothing the master starts (trials, read processes) inherits the admin's password.
+    os.environ.pop(ADMIN_PASSWORD_ENV, None)
     database = make_database(settings)
+    generated = prepare_accounts(database, settings)
+    if generated is not None:
+        announce_password(generated)
+    if not settings.auth:
+        logger.warning(NO_AUTH_WARNING)
     orchestrator = Orchestrator(database, settings, master_url=url)
     reads = settings.read_process_count
     app = create_app(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -26,6 +27,16 @@ DEFAULT_DB_CONNECTIONS = {"sqlite": 16, "postgresql": 20}
 RESERVED_DB_CONNECTIONS = 4
 """Connections kept out of the request threads' reach: the metric writer, the orchestrator,
 its log writer, and one spare."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) reaches this machine only."""
+    if host.strip("[]").lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _default_cpu_slots() -> int:
@@ -173,6 +184,44 @@ class MasterSettings(BaseSettings):
         "them is refused (422). Default: home, checkpoint_dir and the system temporary "
         "directory.",
     )
+
+    auth: bool = Field(
+        default=True,
+        description="Require a signed-in user (a session token) on every route but the health "
+        "check, signing in and the web UI's files. false (`pedl master --no-auth`, for a "
+        "laptop) makes every caller the administrator and is refused unless the master "
+        "listens on loopback only.",
+    )
+    admin_password: SecretStr | None = Field(
+        default=None,
+        exclude=True,
+        description="Password of the `admin` account: set at start (its sessions end when "
+        "it changes). Unset: at its first start the master creates `admin` with a generated "
+        "password, printed once.",
+    )
+    token_lifetime_hours: float = Field(
+        default=168.0,
+        gt=0,
+        le=24 * 366,
+        description="How long a session token (from signing in) is valid; default 7 days.",
+    )
+    token_cache_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        le=300,
+        description="How long a process of the master trusts a session token it found valid "
+        "without reading the database again (0: never). A logout or deactivation takes effect "
+        "at once on the master itself and within this many seconds on its read processes.",
+    )
+
+    @model_validator(mode="after")
+    def _no_auth_on_loopback_only(self) -> MasterSettings:
+        if not self.auth and not is_loopback(self.host):
+            raise ValueError(
+                f"auth is off (--no-auth), so the master may listen on loopback only "
+                f"(127.0.0.1, ::1 or localhost), not on {self.host!r}"
+            )
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from pedl.client import Client
+from pedl.master import MasterSettings, prepare_accounts
+from tests.accounts import auth_headers
 
 from .helpers import LiveMaster, write_config, write_model_dir
 
@@ -16,10 +18,19 @@ from .helpers import LiveMaster, write_config, write_model_dir
 def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveMaster]:
     live = LiveMaster(tmp_path_factory.mktemp("master-home"))
     live.start()
+    # The admin account with the tests' password (PEDL_ADMIN_PASSWORD, see tests/conftest.py),
+    # as `pedl master` makes it at its start.
+    prepare_accounts(live.database, MasterSettings(db_url=live.db_url))
     try:
         yield live
     finally:
         live.stop()
+
+
+@pytest.fixture(scope="session")
+def user_headers(master: LiveMaster) -> dict[str, str]:
+    """The Authorization header of a session of the test administrator, for raw HTTP."""
+    return auth_headers(master.url)
 
 
 @pytest.fixture

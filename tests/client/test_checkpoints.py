@@ -71,9 +71,11 @@ def test_download_default_path(
 
 
 def test_archive_route_is_a_plain_tar_of_known_length(
-    master: LiveMaster, checkpoint_uuid: str
+    master: LiveMaster, checkpoint_uuid: str, user_headers: dict[str, str]
 ) -> None:
-    response = httpx.get(f"{master.url}/api/v1/checkpoints/{checkpoint_uuid}/archive")
+    response = httpx.get(
+        f"{master.url}/api/v1/checkpoints/{checkpoint_uuid}/archive", headers=user_headers
+    )
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/x-tar"
     assert int(response.headers["content-length"]) == len(response.content)

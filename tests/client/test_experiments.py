@@ -15,12 +15,16 @@ import yaml
 import pedl.client
 from pedl.client import Client, Experiment, PEDLError
 from pedl.engine import ExperimentState
+from tests.accounts import auth_headers
 
 from .helpers import LiveMaster
 
 
 def _archive_names(master: LiveMaster, experiment_id: int) -> list[str]:
-    response = httpx.get(f"{master.url}/api/v1/experiments/{experiment_id}/model_definition")
+    response = httpx.get(
+        f"{master.url}/api/v1/experiments/{experiment_id}/model_definition",
+        headers=auth_headers(master.url),
+    )
     assert response.status_code == 200
     with tarfile.open(fileobj=io.BytesIO(response.content), mode="r:gz") as archive:
         return sorted(m.name for m in archive.getmembers() if m.isfile())

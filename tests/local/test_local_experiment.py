@@ -13,11 +13,12 @@ import pytest
 from pedl.engine import CheckpointState, MetricKind, TrialOutcome
 from pedl.local import LocalExperiment
 from pedl.master import MasterSettings, create_app
+from pedl.master.db import Database
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
 from pedl.searcher import missing_optuna_requirements
-from tests.master.helpers import LiveServer
+from tests.master.helpers import LiveServer, sign_in
 
 MODEL = """
 import os
@@ -231,8 +232,9 @@ def test_a_local_run_opens_in_the_master(tmp_path: Path) -> None:
     url = f"sqlite:///{exp.directory / 'experiment.db'}"
     server = LiveServer(create_app(MasterSettings(home=tmp_path / "home", db_url=url)))
     server.start()
+    database = Database(url)
     try:
-        with httpx.Client(base_url=server.url + "/api/v1") as http:
+        with httpx.Client(base_url=server.url + "/api/v1", headers=sign_in(database)) as http:
             (experiment,) = http.get("/experiments").json()["items"]
             assert experiment["state"] == "COMPLETED"
             (trial,) = http.get(f"/experiments/{experiment['id']}/trials").json()["items"]
@@ -242,6 +244,7 @@ def test_a_local_run_opens_in_the_master(tmp_path: Path) -> None:
             assert archive.status_code == 200 and archive.content
     finally:
         server.stop()
+        database.dispose()
 
 
 SINGLE = (

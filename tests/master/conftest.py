@@ -20,7 +20,7 @@ from sqlalchemy import delete
 from pedl.master import MasterSettings, create_app
 from pedl.master.db import Base, Database
 
-from .helpers import LiveServer
+from .helpers import LiveServer, sign_in
 
 PG_ADMIN_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test connect_timeout=5"
 BACKENDS = ["sqlite", "postgresql"]
@@ -109,7 +109,18 @@ def live_server(backend_url: str, tmp_path_factory: pytest.TempPathFactory) -> I
 
 
 @pytest.fixture
-def client(live_server: LiveServer, database: Database) -> Iterator[httpx.Client]:
-    """An HTTP client of the live master, whose database is empty at the start of the test."""
-    with httpx.Client(base_url=live_server.url + "/api/v1", timeout=30) as http:
+def admin_headers(database: Database) -> dict[str, str]:
+    """The Authorization header of a session of ``admin`` in this test's (emptied) database."""
+    return sign_in(database)
+
+
+@pytest.fixture
+def client(
+    live_server: LiveServer, database: Database, admin_headers: dict[str, str]
+) -> Iterator[httpx.Client]:
+    """An HTTP client of the live master, signed in as ``admin``, whose database is empty
+    (but for that account) at the start of the test."""
+    with httpx.Client(
+        base_url=live_server.url + "/api/v1", timeout=30, headers=admin_headers
+    ) as http:
         yield http

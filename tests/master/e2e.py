@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from pedl import model_def
+from tests.accounts import ADMIN, ADMIN_PASSWORD
 
 MODEL_DIR = Path(__file__).parent / "trial_model"
 TERMINAL = {"COMPLETED", "CANCELED", "ERROR"}
@@ -69,11 +70,19 @@ class MasterProcess:
             assert self.proc.poll() is None, self.log()
             try:
                 if self.http.get("/health").status_code == 200:
+                    self.sign_in()
                     return self
             except httpx.TransportError:
                 pass
             time.sleep(0.1)
         raise AssertionError(f"the master did not start:\n{self.log()}")
+
+    def sign_in(self, username: str = ADMIN, password: str = ADMIN_PASSWORD) -> None:
+        """Sign ``http`` in (as the test administrator, whose password the master has from
+        ``PEDL_ADMIN_PASSWORD``; see tests/conftest.py)."""
+        response = self.http.post("/auth/login", json={"username": username, "password": password})
+        assert response.status_code == 200, response.text
+        self.http.headers["Authorization"] = f"Bearer {response.json()['token']}"
 
     def log(self) -> str:
         path = self.home / "master.log"

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import tarfile
 import threading
 import time
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import uvicorn
 
-from pedl.master.db import Database
+from pedl.master.db import Database, NotFoundError
 from pedl.master.db import trials as trials_repo
+from pedl.master.db import users as users_repo
+from tests.accounts import ADMIN, ADMIN_PASSWORD
 
 CONFIG_YAML = """\
 name: mnist
@@ -96,3 +100,39 @@ def create_trial(database: Database, experiment_id: int, **kwargs: Any) -> tuple
 def bearer(token: str) -> dict[str, str]:
     """The Authorization header carrying ``token``."""
     return {"Authorization": f"Bearer {token}"}
+
+
+@functools.cache
+def password_hash(password: str) -> str:
+    """The argon2 hash of ``password``, made once per test session (hashing is slow on
+    purpose)."""
+    return users_repo.hash_password(password)
+
+
+def add_user(database: Database, username: str, password: str, *, admin: bool = False) -> None:
+    """Create an account (if it does not exist) the way ``POST /users`` does."""
+    with database.session(write=True) as session:
+        try:
+            users_repo.get_user(session, username)
+        except NotFoundError:
+            users_repo.create_user(
+                session, username, password_hash=password_hash(password), admin=admin
+            )
+
+
+def sign_in(
+    database: Database,
+    username: str = ADMIN,
+    password: str = ADMIN_PASSWORD,
+    *,
+    admin: bool | None = None,
+    lifetime: timedelta = timedelta(hours=1),
+) -> dict[str, str]:
+    """The Authorization header of a new session of ``username`` (created first if missing;
+    an administrator when it is :data:`ADMIN` unless ``admin`` says otherwise), made in the
+    database directly, as ``POST /auth/login`` does."""
+    add_user(database, username, password, admin=username == ADMIN if admin is None else admin)
+    with database.session(write=True) as session:
+        user = users_repo.get_user(session, username)
+        token, _expires = users_repo.create_session(session, user.id, lifetime)
+    return bearer(token)

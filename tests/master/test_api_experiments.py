@@ -158,11 +158,16 @@ def test_trials_and_checkpoints_of_an_experiment(client: httpx.Client, database:
 
 
 @pytest.mark.parametrize("action", ["pause", "activate", "cancel", "kill"])
-def test_actions_need_no_trial_token(client: httpx.Client, action: str) -> None:
-    # User-facing routes ignore trial tokens (user auth comes later); a bogus one is harmless.
+def test_actions_need_a_user_not_a_trial(
+    client: httpx.Client, database: Database, action: str
+) -> None:
+    # User-facing routes take a user's session token: a trial's token is not one.
     experiment_id = create_experiment(client)["id"]
-    response = client.post(f"/experiments/{experiment_id}/{action}", headers=bearer("x"))
-    assert response.status_code == 200
+    _trial_id, trial_token = create_trial(database, experiment_id)
+    for token in (trial_token, "x"):
+        response = client.post(f"/experiments/{experiment_id}/{action}", headers=bearer(token))
+        assert response.status_code == 401, response.text
+    assert client.post(f"/experiments/{experiment_id}/{action}").status_code == 200
 
 
 def test_config_is_stored_as_submitted(client: httpx.Client, database: Database) -> None:

@@ -25,7 +25,7 @@ from pedl.master.db import Checkpoint, Database, Metric
 from pedl.master.db import metrics as metrics_repo
 
 from .e2e import free_port
-from .helpers import LiveServer, bearer, create_experiment, create_trial
+from .helpers import LiveServer, bearer, create_experiment, create_trial, sign_in
 
 
 def assert_shed(response: httpx.Response) -> None:
@@ -59,7 +59,9 @@ class Master:
         self.settings = MasterSettings(home=home, db_url=url, **settings)
         self.server = LiveServer(create_app(self.settings, database=database))
         self.server.start()
-        self.http = httpx.Client(base_url=self.server.url + "/api/v1", timeout=30)
+        self.http = httpx.Client(
+            base_url=self.server.url + "/api/v1", timeout=30, headers=sign_in(database)
+        )
         experiment = create_experiment(self.http)
         self.trial_id, self.token = create_trial(database, experiment["id"])
 
@@ -256,7 +258,9 @@ def test_a_reporting_trial_loses_nothing_across_a_master_restart(
     server.start()
     database = Database(fresh_db_url)
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}/api/v1", timeout=30) as http:
+        with httpx.Client(
+            base_url=f"http://127.0.0.1:{port}/api/v1", timeout=30, headers=sign_in(database)
+        ) as http:
             experiment = create_experiment(http)
         trial_id, token = create_trial(database, experiment["id"])
         client = MasterClient(f"http://127.0.0.1:{port}", trial_id, token, give_up_after=60)

@@ -100,8 +100,9 @@ async def hammer(master: MasterProcess, experiment_id: int, tally: Tally) -> dic
     """Run the readers until the experiment ends; return its final state."""
     done = asyncio.Event()
     limits = httpx.Limits(max_connections=READERS, max_keepalive_connections=READERS)
+    signed_in = {"Authorization": master.http.headers["Authorization"]}
     async with httpx.AsyncClient(
-        base_url=master.url + "/api/v1", timeout=60, limits=limits
+        base_url=master.url + "/api/v1", timeout=60, limits=limits, headers=signed_in
     ) as http:
         tasks = [
             asyncio.create_task(reader(http, experiment_id, n, done, tally)) for n in range(READERS)

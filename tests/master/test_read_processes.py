@@ -52,16 +52,20 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> N
 
 
 @pytest.fixture
-def reads_master(backend_url: str, database: Database, tmp_path: Path) -> Iterator[ReadsMaster]:
+def reads_master(
+    backend_url: str, database: Database, admin_headers: dict[str, str], tmp_path: Path
+) -> Iterator[ReadsMaster]:
     """A master app (no orchestrator) with one read process, over HTTP, on an empty database,
-    once its read process answers."""
+    once its read process answers; signed in as ``admin``."""
     settings = MasterSettings(home=tmp_path / "home", db_url=backend_url)
     reads = ReadProcesses(settings, 1, check_interval_s=0.1, restart_delay_s=0.2)
     app = create_app(settings, reads=reads)
     server = LiveServer(app)
     server.start()
     try:
-        with httpx.Client(base_url=server.url + "/api/v1", timeout=60) as http:
+        with httpx.Client(
+            base_url=server.url + "/api/v1", timeout=60, headers=admin_headers
+        ) as http:
             master = ReadsMaster(http, app, reads)
 
             def answered() -> bool:
@@ -172,12 +176,14 @@ def test_reads_are_answered_while_the_read_process_restarts(reads_master: ReadsM
     assert reads_master.stats.served_here > served_here
 
 
-def test_a_read_process_app_serves_only_the_reads(backend_url: str, tmp_path: Path) -> None:
+def test_a_read_process_app_serves_only_the_reads(
+    backend_url: str, admin_headers: dict[str, str], tmp_path: Path
+) -> None:
     settings = MasterSettings(home=tmp_path / "home", db_url=backend_url)
     server = LiveServer(create_app(settings, reads_only=True))
     server.start()
     try:
-        with httpx.Client(base_url=server.url + "/api/v1") as http:
+        with httpx.Client(base_url=server.url + "/api/v1", headers=admin_headers) as http:
             assert http.get("/experiments").status_code == 200
             assert http.get("/health").status_code == 200
             assert http.post("/experiments", json={}).status_code == 404

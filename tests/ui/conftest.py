@@ -9,6 +9,7 @@ both); without the built UI they are skipped, saying so. Screenshots of every pa
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from pedl.master.api._web_ui import UI_DIST
+from tests.accounts import ADMIN
 from tests.master.e2e import MasterProcess, create_experiment, trials, wait_for
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -82,9 +84,16 @@ def browser(chromium_path: Path) -> Iterator[Browser]:
 
 
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
+def page(browser: Browser, experiments: Experiments) -> Iterator[Page]:
+    """A tab signed in as the test administrator (the session of ``experiments.master.http``
+    put where the UI's sign-in form puts it; tests/ui/test_sign_in.py uses the form)."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     context.set_default_timeout(20_000)
+    token = experiments.master.http.headers["Authorization"].removeprefix("Bearer ")
+    context.add_init_script(
+        f"sessionStorage.setItem('pedl.token', {json.dumps(token)});"
+        f"sessionStorage.setItem('pedl.username', {json.dumps(ADMIN)});"
+    )
     tab = context.new_page()
     errors: list[str] = []
     tab.on("pageerror", lambda err: errors.append(str(err)))

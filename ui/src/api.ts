@@ -1,5 +1,8 @@
 // The master's REST API under /api/v1, typed after ui/API.md. Every action of the UI goes
-// through here; nothing else calls fetch.
+// through here; nothing else calls fetch. Every request carries the signed-in user's token
+// (src/auth.ts); a 401 answer sends the user back to the sign-in form.
+
+import { authHeaders, signInAgain } from "./auth";
 
 export type ExperimentState =
   "ACTIVE" | "PAUSED" | "STOPPING_CANCELED" | "STOPPING_KILLED" | "CANCELED" | "COMPLETED" | "ERROR";
@@ -219,8 +222,8 @@ async function request<T>(
         method,
         headers:
           body === undefined
-            ? { Accept: "application/json" }
-            : { Accept: "application/json", "Content-Type": "application/json" },
+            ? { Accept: "application/json", ...authHeaders() }
+            : { Accept: "application/json", "Content-Type": "application/json", ...authHeaders() },
         body: body === undefined ? null : JSON.stringify(body),
         signal: signal ?? null,
       }));
@@ -238,8 +241,10 @@ async function request<T>(
     } catch {
       // Not JSON: keep the status line.
     }
+    if (response.status === 401) signInAgain();
     throw new ApiError(response.status, message, field);
   }
+  if (response.status === 204) return undefined as T;
   return (await response.json()) as T;
 }
 
@@ -275,7 +280,40 @@ export function checkpointArchiveUrl(uuid: string): string {
   return url(`/checkpoints/${encodeURIComponent(uuid)}/archive`);
 }
 
+export interface SignedIn {
+  token: string;
+  username: string;
+  admin: boolean;
+  expires_at: string;
+}
+
+export interface User {
+  username: string;
+  admin: boolean;
+  active: boolean;
+  created_at: string;
+}
+
+/** Fetch a checkpoint's files with the session's token and hand them to the browser as a
+ * download (a plain link cannot carry the token). */
+export async function downloadCheckpoint(uuid: string): Promise<void> {
+  const response = await fetch(checkpointArchiveUrl(uuid), { headers: authHeaders() });
+  if (!response.ok) {
+    if (response.status === 401) signInAgain();
+    throw new ApiError(response.status, `${response.status} ${response.statusText}`);
+  }
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(await response.blob());
+  link.download = `checkpoint-${uuid}.tar`;
+  link.click();
+  window.setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+}
+
 export const api = {
+  login: (username: string, password: string) =>
+    request<SignedIn>("POST", "/auth/login", undefined, { username, password }),
+  logout: () => request<void>("POST", "/auth/logout"),
+  me: (signal?: AbortSignal) => get<User>("/me", undefined, signal),
   experiments: (q: ExperimentQuery, signal?: AbortSignal) =>
     get<Page<Experiment>>("/experiments", { ...q, state: q.state, label: q.label }, signal),
   experiment: (id: number, signal?: AbortSignal) => get<Experiment>(`/experiments/${id}`, undefined, signal),

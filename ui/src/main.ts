@@ -1,11 +1,15 @@
-// The single-page app: a header with the main sections and the page the URL names.
+// The single-page app: a header with the main sections and the page the URL names, once
+// signed in (the sign-in form otherwise, and again whenever the master answers 401).
 
 import "./styles.css";
+import { ApiError, api } from "./api";
+import { forget, token, username } from "./auth";
 import { h } from "./dom";
 import { ClusterPage } from "./pages/cluster";
 import { ExperimentListPage } from "./pages/experiment-list";
 import { ExperimentPage } from "./pages/experiment";
 import { NotFoundPage } from "./pages/not-found";
+import { signInForm } from "./pages/sign-in";
 import { TrialPage } from "./pages/trial";
 import { type RouteDef, startRouter } from "./router";
 
@@ -35,6 +39,7 @@ const nav = [
 
 const links = nav.map((item) => h("a", { href: item.href }, item.label));
 const main = h("main", { id: "main", tabindex: -1 });
+const account = h("div", { class: "account", "data-testid": "account" });
 document.body.replaceChildren(
   h(
     "a",
@@ -51,6 +56,7 @@ document.body.replaceChildren(
       "PEDL",
     ),
     h("nav", { "aria-label": "Sections" }, links),
+    account,
   ),
   main,
 );
@@ -65,4 +71,36 @@ document.addEventListener("pedl:route", (event) => {
   });
 });
 
-startRouter(main, routes, (route) => new NotFoundPage(route));
+function signOut(): void {
+  api
+    .logout()
+    .catch(() => undefined)
+    .finally(() => {
+      forget();
+      location.reload();
+    });
+}
+
+function start(): void {
+  const name = username();
+  if (name) {
+    account.replaceChildren(
+      h("span", { class: "account-name", "data-testid": "account-name" }, name),
+      h("button", { type: "button", class: "sign-out", onclick: signOut }, "Sign out"),
+    );
+  }
+  startRouter(main, routes, (route) => new NotFoundPage(route));
+}
+
+// A 401 (expired or revoked token): back to the sign-in form, on the same page.
+document.addEventListener("pedl:signed-out", () => location.reload());
+
+if (token()) {
+  start();
+} else {
+  // A master without accounts (`pedl master --no-auth`) answers without a token.
+  api.me().then(start, (err: unknown) => {
+    if (err instanceof ApiError && err.status === 401) signInForm(main, start);
+    else start();
+  });
+}

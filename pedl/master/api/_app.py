@@ -43,8 +43,10 @@ from pedl.master.api import (
     health,
     trial_ops,
     trials,
+    users,
     visualization,
 )
+from pedl.master.api._auth import USER_TOKEN_PREFIX
 from pedl.master.api._deps import MAX_INT_ID
 from pedl.master.api._errors import (
     ApiError,
@@ -121,10 +123,17 @@ class InFlightLimit:
 
 
 def _has_bearer_token(scope: Scope) -> bool:
+    """Whether the request carries a trial's bearer token (a user's session token does not
+    count: users wait for the user slots)."""
     for name, value in scope["headers"]:
         if name == b"authorization":
-            return value[:7].lower() == b"bearer "
+            return value[:7].lower() == b"bearer " and not value[7:].lstrip().startswith(
+                _USER_TOKEN
+            )
     return False
+
+
+_USER_TOKEN = USER_TOKEN_PREFIX.encode()
 
 
 _METRICS_PATH = re.compile(rf"^{API_PREFIX}/trials/([1-9][0-9]{{0,9}})/metrics$")
@@ -324,6 +333,7 @@ def create_app(
         downloads,
         cluster,
         health,
+        users,
     )
     read_routes = ReadRoutes(
         (route for m in modules for route in m.router.routes if isinstance(route, APIRoute)),

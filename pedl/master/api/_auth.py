@@ -1,34 +1,83 @@
-"""Who is calling: trial tokens now, user accounts later.
+"""Who is calling: signed-in users and trials, each with a bearer token of their own.
 
-Trial-side writes depend on :data:`TrialAuth`, which requires ``Authorization: Bearer
-<token>`` where the token was issued for the trial named in the path (401 without a valid
-token, 403 with another trial's). A route that checks the token later itself (the metrics
-route, in the metric writer's transaction) depends on :data:`BearerToken` and answers a
-mismatch with :func:`token_error`. User-facing routes depend on :data:`CurrentUser`; until
-user accounts exist every caller is the default user, and that dependency is where user
-authentication will slot in.
+Two kinds of token, never interchangeable:
+
+- A **user's session token** (``pedl-user.<random>``, from ``POST /auth/login``): every route
+  but the public ones (:data:`PUBLIC_PATHS`, the web UI's files) depends on
+  :data:`CurrentUser` or :func:`require_user`: 401 without a token, or with one that is
+  unknown, expired, revoked (logout) or whose account was deactivated. With the master's
+  ``auth`` setting off (``pedl master --no-auth``, loopback only) every caller is the
+  administrator and no token is needed.
+- A **trial's token** (issued by the master to one trial process): the trial's own writes
+  depend on :data:`TrialAuth` (401 without a valid trial token, 403 with another trial's). A
+  route that checks the token later itself (the metrics route, in the metric writer's
+  transaction) depends on :data:`BearerToken` and answers a mismatch with :func:`token_error`.
+  A user's token is no trial token, and a trial's token is no user token (401 either way);
+  the one read a trial needs besides its own routes, its experiment's model definition,
+  depends on :data:`ExperimentReader` (a user, or a trial of that experiment).
+
+Looking a user token up costs a database read; to keep the dashboards' polling cheap, each
+process remembers a valid token for ``token_cache_seconds`` (never past its expiry). A
+logout, a deactivation or a password change forgets the tokens in the master's own memory at
+once; a read process may accept a revoked token for up to ``token_cache_seconds`` more.
+
+Experiments (and their trials and checkpoints) belong to the user who created them: writes
+check :func:`require_owner` (403 unless the owner or an administrator).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from typing import Annotated
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
-from fastapi import Depends
+import anyio.to_thread
+from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from pedl.master.api._deps import DatabaseDep, TrialId
+from pedl.master._settings import MasterSettings
+from pedl.master.api._deps import DatabaseDep, ExperimentId, TrialId
 from pedl.master.api._errors import ApiError
+from pedl.master.api._schemas import ErrorResponse
+from pedl.master.db import Database
 from pedl.master.db import trials as trials_repo
+from pedl.master.db import users as users_repo
 
-DEFAULT_USER = "admin"
+DEFAULT_USER = users_repo.ADMIN
+USER_TOKEN_PREFIX = users_repo.TOKEN_PREFIX
+
+PUBLIC_PATHS = frozenset({"/api/v1/health", "/api/v1/auth/login", "/docs", "/openapi.json"})
+"""The routes that answer without any token (besides the web UI's own files at ``/``): the
+liveness check, signing in, and the API's documentation (no data)."""
 
 _bearer = HTTPBearer(
     auto_error=False,
     scheme_name="TrialToken",
     description="The token the master issued to a trial; valid only for that trial's routes.",
 )
+_user_bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="UserToken",
+    description="A user's session token, from POST /api/v1/auth/login.",
+)
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
+
+USER_AUTH_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {
+        "model": ErrorResponse,
+        "description": "Not signed in (no token, or one that is unknown, expired or revoked)",
+    },
+}
+"""The ``responses=`` documentation of the routes that need a signed-in user."""
+
+OWNER_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **USER_AUTH_RESPONSES,
+    403: {"model": ErrorResponse, "description": "Only the owner or an administrator may"},
+}
+"""... and of those that only the owner of the resource or an administrator may use."""
+
+SIGN_IN_HINT = "sign in: POST /api/v1/auth/login, `pedl user login`, or PEDL_USER and PEDL_PASSWORD"
 
 
 @dataclass(frozen=True)
@@ -40,9 +89,16 @@ class TrialPrincipal:
 
 @dataclass(frozen=True)
 class UserPrincipal:
-    """A human (or SDK) caller."""
+    """A signed-in user (a person, the CLI, the SDK, the web UI). ``token`` is the session
+    token the request carried (``None`` with auth off)."""
 
     username: str
+    admin: bool = False
+    token: str | None = None
+
+
+NO_AUTH_USER = UserPrincipal(username=DEFAULT_USER, admin=True)
+"""Every caller of a master whose ``auth`` setting is off."""
 
 
 def bearer_token(
@@ -76,10 +132,155 @@ def require_trial(trial_id: TrialId, database: DatabaseDep, token: BearerToken) 
     return TrialPrincipal(trial_id=trial_id)
 
 
-def current_user() -> UserPrincipal:
-    """The calling user; the default user until user accounts exist."""
-    return UserPrincipal(username=DEFAULT_USER)
+class TokenCache:
+    """The user tokens this process found valid lately: token -> (user, valid until, on
+    :func:`time.monotonic`'s clock). No lock: each operation is one dict operation, atomic
+    under the GIL (the event loop reads and fills it, request handlers forget tokens)."""
+
+    MAX_ENTRIES = 10_000
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._entries: dict[str, tuple[UserPrincipal, float]] = {}
+
+    def get(self, token: str) -> UserPrincipal | None:
+        entry = self._entries.get(token)
+        if entry is None:
+            return None
+        if entry[1] <= time.monotonic():
+            del self._entries[token]
+            return None
+        return entry[0]
+
+    def put(self, token: str, user: UserPrincipal, expires_in: float) -> None:
+        if self.seconds <= 0:
+            return
+        if len(self._entries) >= self.MAX_ENTRIES:
+            self._entries.clear()
+        self._entries[token] = (user, time.monotonic() + min(self.seconds, expires_in))
+
+    def forget(self, token: str | None = None) -> None:
+        """Forget ``token``, or every token (``None``)."""
+        if token is None:
+            self._entries.clear()
+        else:
+            self._entries.pop(token, None)
 
 
-TrialAuth = Annotated[TrialPrincipal, Depends(require_trial)]
+def token_cache(request: Request) -> TokenCache:
+    """The app's :class:`TokenCache` (made on first use)."""
+    cache = getattr(request.app.state, "token_cache", None)
+    if not isinstance(cache, TokenCache):
+        settings = _settings(request)
+        cache = TokenCache(settings.token_cache_seconds)
+        request.app.state.token_cache = cache
+    return cache
+
+
+def _settings(request: Request) -> MasterSettings:
+    settings = request.app.state.settings
+    assert isinstance(settings, MasterSettings)
+    return settings
+
+
+def _not_signed_in(message: str) -> ApiError:
+    return ApiError(401, f"{message}; {SIGN_IN_HINT}", field="Authorization", headers=_CHALLENGE)
+
+
+async def current_user(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_user_bearer)],
+) -> UserPrincipal:
+    """The signed-in user whose session token the request carries (401 otherwise); every
+    caller is the administrator when the master's ``auth`` setting is off. Answered on the
+    event loop when the token is in the :class:`TokenCache`, else with one database read on
+    a worker thread."""
+    if not _settings(request).auth:
+        return NO_AUTH_USER
+    if credentials is None:
+        raise _not_signed_in("not signed in")
+    token = credentials.credentials
+    if not token.startswith(USER_TOKEN_PREFIX):
+        raise _not_signed_in("this is not a user's session token")
+    cache = token_cache(request)
+    user = cache.get(token)
+    if user is not None:
+        return user
+    database = request.app.state.database
+    assert isinstance(database, Database)
+
+    def look_up() -> users_repo.SignedIn | None:
+        with database.session() as session:
+            return users_repo.signed_in(session, token)
+
+    found = await anyio.to_thread.run_sync(look_up)
+    if found is None:
+        raise _not_signed_in("the session token is unknown, expired or revoked")
+    user = UserPrincipal(username=found.username, admin=found.admin, token=token)
+    cache.put(token, user, (found.expires_at - datetime.now(UTC)).total_seconds())
+    return user
+
+
 CurrentUser = Annotated[UserPrincipal, Depends(current_user)]
+TrialAuth = Annotated[TrialPrincipal, Depends(require_trial)]
+
+require_user = Depends(current_user)
+"""For a router's or route's ``dependencies=[require_user]``: a signed-in user only."""
+
+
+def require_admin(user: CurrentUser) -> UserPrincipal:
+    """The signed-in user, who must be an administrator (403 otherwise)."""
+    if not user.admin:
+        raise ApiError(403, "only an administrator may do this", field="Authorization")
+    return user
+
+
+AdminUser = Annotated[UserPrincipal, Depends(require_admin)]
+
+
+def require_owner(user: UserPrincipal, owner: str, what: str) -> None:
+    """403 unless ``user`` is ``owner`` or an administrator; ``what`` names the resource
+    (e.g. ``"experiment 3"``)."""
+    if not user.admin and user.username != owner:
+        raise ApiError(
+            403,
+            f"{what} belongs to {owner!r}: only its owner or an administrator may change it",
+            field="Authorization",
+        )
+
+
+async def experiment_reader(
+    experiment_id: ExperimentId,
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_user_bearer)],
+) -> UserPrincipal | TrialPrincipal:
+    """A signed-in user (as :func:`current_user`), or a trial of experiment
+    ``experiment_id`` (whose process fetches the experiment's model definition with its own
+    token): 401 with neither token, 403 with the token of another experiment's trial."""
+    token = None if credentials is None else credentials.credentials
+    if token is None or token.startswith(USER_TOKEN_PREFIX) or not _settings(request).auth:
+        return await current_user(request, credentials)
+    database = request.app.state.database
+    assert isinstance(database, Database)
+
+    def look_up() -> tuple[int, int] | None:
+        with database.session() as session:
+            trial_id = trials_repo.trial_id_for_token(session, token)
+            if trial_id is None:
+                return None
+            return trial_id, trials_repo.get_trial(session, trial_id).experiment_id
+
+    found = await anyio.to_thread.run_sync(look_up)
+    if found is None:
+        raise _not_signed_in("the token is neither a user's session token nor a trial's")
+    trial_id, trial_experiment = found
+    if trial_experiment != experiment_id:
+        raise ApiError(
+            403,
+            f"the token of trial {trial_id} is not valid for experiment {experiment_id}",
+            field="Authorization",
+        )
+    return TrialPrincipal(trial_id=trial_id)
+
+
+ExperimentReader = Annotated[UserPrincipal | TrialPrincipal, Depends(experiment_reader)]

@@ -6,6 +6,7 @@ from uuid import UUID
 
 from fastapi import APIRouter
 
+from pedl.master.api._auth import USER_AUTH_RESPONSES, require_user
 from pedl.master.api._convert import checkpoint_public
 from pedl.master.api._deps import ReadSession
 from pedl.master.api._errors import ERROR_RESPONSES
@@ -14,7 +15,12 @@ from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
 
-router = APIRouter(prefix="/checkpoints", tags=["checkpoints"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/checkpoints",
+    tags=["checkpoints"],
+    responses={**ERROR_RESPONSES, **USER_AUTH_RESPONSES},
+    dependencies=[require_user],
+)
 
 
 @router.get("/{checkpoint_uuid}")

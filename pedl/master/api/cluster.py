@@ -8,13 +8,18 @@ import anyio.to_thread
 from fastapi import APIRouter, Request
 
 from pedl.engine import TrialState
+from pedl.master.api._auth import USER_AUTH_RESPONSES, require_user
 from pedl.master.api._deps import DatabaseDep
 from pedl.master.api._errors import ERROR_RESPONSES
 from pedl.master.api._schemas import ClusterPublic, QueuedTrialPublic, RunningTrialPublic
 from pedl.master.db import trials as trials_repo
 from pedl.master.orchestrator import Orchestrator
 
-router = APIRouter(tags=["cluster"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    tags=["cluster"],
+    responses={**ERROR_RESPONSES, **USER_AUTH_RESPONSES},
+    dependencies=[require_user],
+)
 
 
 @router.get("/cluster")

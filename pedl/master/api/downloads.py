@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from pedl.config import ConfigError, parse_config
+from pedl.master.api._auth import USER_AUTH_RESPONSES, require_user
 from pedl.master.api._deps import ReadSession
 from pedl.master.api._errors import ERROR_RESPONSES, ApiError
 from pedl.master.db import checkpoints as checkpoints_repo
@@ -27,7 +28,12 @@ from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import trials as trials_repo
 from pedl.storage import StorageManager, UnsupportedStorageError, list_resources, make_storage
 
-router = APIRouter(prefix="/checkpoints", tags=["checkpoints"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/checkpoints",
+    tags=["checkpoints"],
+    responses={**ERROR_RESPONSES, **USER_AUTH_RESPONSES},
+    dependencies=[require_user],
+)
 
 CHUNK_BYTES = 1024 * 1024
 

@@ -10,7 +10,14 @@ import pydantic_core
 from fastapi import APIRouter, Query, Request, Response
 
 from pedl.engine import CheckpointState, ExperimentAction, ExperimentState, TrialState
-from pedl.master.api._auth import CurrentUser
+from pedl.master.api._auth import (
+    OWNER_RESPONSES,
+    USER_AUTH_RESPONSES,
+    CurrentUser,
+    ExperimentReader,
+    require_owner,
+    require_user,
+)
 from pedl.master.api._config import resolve_warm_start, validate_experiment_config
 from pedl.master.api._convert import checkpoint_public, trial_public_document
 from pedl.master.api._deps import (
@@ -39,7 +46,11 @@ from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
 from pedl.master.orchestrator import Orchestrator
 
-router = APIRouter(prefix="/experiments", tags=["experiments"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/experiments",
+    tags=["experiments"],
+    responses={**ERROR_RESPONSES, **USER_AUTH_RESPONSES},
+)
 
 
 @router.post("", status_code=201)
@@ -101,7 +112,7 @@ def _sort_key(value: str, allowed: tuple[str, ...]) -> tuple[str, bool]:
     return column, value.startswith("-")
 
 
-@router.get("")
+@router.get("", dependencies=[require_user])
 def list_experiments(
     session: ReadSession,
     state: Annotated[list[ExperimentState] | None, Query(description="Keep these states.")] = None,
@@ -144,19 +155,21 @@ def list_experiments(
     )
 
 
-@router.get("/{experiment_id}")
+@router.get("/{experiment_id}", dependencies=[require_user])
 def get_experiment(experiment_id: ExperimentId, session: ReadSession) -> ExperimentPublic:
     """One experiment."""
     return ExperimentPublic.model_validate(experiments_repo.get_experiment(session, experiment_id))
 
 
-@router.patch("/{experiment_id}")
+@router.patch("/{experiment_id}", responses=OWNER_RESPONSES)
 def patch_experiment(
-    experiment_id: ExperimentId, body: ExperimentPatch, session: WriteSession
+    experiment_id: ExperimentId, body: ExperimentPatch, session: WriteSession, user: CurrentUser
 ) -> ExperimentPublic:
     """Change an experiment's ``description`` (at most 10,000 characters; null clears it)
     and ``labels`` (at most 100, each 1 to 255 characters; duplicates dropped, order kept);
-    a field left out stays as it is. 422 beyond those limits."""
+    a field left out stays as it is. 422 beyond those limits. Its owner or an administrator
+    only (403)."""
+    _check_owner(session, experiment_id, user)
     changes: dict[str, Any] = {}
     if "description" in body.model_fields_set:
         changes["description"] = body.description
@@ -166,12 +179,16 @@ def patch_experiment(
     return ExperimentPublic.model_validate(experiment)
 
 
-@router.delete("/{experiment_id}", status_code=204)
-def delete_experiment(experiment_id: ExperimentId, session: WriteSession) -> Response:
-    """Delete an ended experiment and all its records (409 while it has not ended).
+@router.delete("/{experiment_id}", status_code=204, responses=OWNER_RESPONSES)
+def delete_experiment(
+    experiment_id: ExperimentId, session: WriteSession, user: CurrentUser
+) -> Response:
+    """Delete an ended experiment and all its records (409 while it has not ended). Its
+    owner or an administrator only (403).
 
     Checkpoint files in storage are not touched.
     """
+    _check_owner(session, experiment_id, user)
     experiments_repo.delete_experiment(session, experiment_id)
     return Response(status_code=204)
 
@@ -181,8 +198,11 @@ def delete_experiment(experiment_id: ExperimentId, session: WriteSession) -> Res
     response_class=Response,
     responses={200: {"content": {"application/gzip": {}}, "description": "The .tar.gz archive"}},
 )
-def get_model_definition(experiment_id: ExperimentId, session: ReadSession) -> Response:
-    """The model definition archive exactly as submitted (``application/gzip``)."""
+def get_model_definition(
+    experiment_id: ExperimentId, session: ReadSession, reader: ExperimentReader
+) -> Response:
+    """The model definition archive exactly as submitted (``application/gzip``), for a
+    signed-in user or with the token of one of the experiment's trials."""
     definition = experiments_repo.get_model_definition(session, experiment_id)
     return Response(
         content=definition.archive,
@@ -194,7 +214,9 @@ def get_model_definition(experiment_id: ExperimentId, session: ReadSession) -> R
     )
 
 
-@router.get("/{experiment_id}/trials", response_model=Page[TrialPublic])
+@router.get(
+    "/{experiment_id}/trials", response_model=Page[TrialPublic], dependencies=[require_user]
+)
 async def list_experiment_trials(
     experiment_id: ExperimentId,
     database: DatabaseDep,
@@ -235,7 +257,7 @@ async def list_experiment_trials(
     return Response(await anyio.to_thread.run_sync(read), media_type="application/json")
 
 
-@router.get("/{experiment_id}/checkpoints")
+@router.get("/{experiment_id}/checkpoints", dependencies=[require_user])
 def list_experiment_checkpoints(
     experiment_id: ExperimentId,
     session: ReadSession,
@@ -272,13 +294,23 @@ def list_experiment_checkpoints(
     return Page[CheckpointPublic](items=items, total=total, offset=offset, limit=limit)
 
 
-def _action_route(action: ExperimentAction) -> Callable[[int, WriteSession], ExperimentPublic]:
-    def handler(experiment_id: ExperimentId, session: WriteSession) -> ExperimentPublic:
+def _check_owner(session: WriteSession, experiment_id: int, user: CurrentUser) -> None:
+    owner = experiments_repo.get_experiment(session, experiment_id).owner
+    require_owner(user, owner, f"experiment {experiment_id}")
+
+
+def _action_route(
+    action: ExperimentAction,
+) -> Callable[[int, WriteSession, CurrentUser], ExperimentPublic]:
+    def handler(
+        experiment_id: ExperimentId, session: WriteSession, user: CurrentUser
+    ) -> ExperimentPublic:
+        _check_owner(session, experiment_id, user)
         experiment = experiments_repo.apply_experiment_action(session, experiment_id, action)
         return ExperimentPublic.model_validate(experiment)
 
     handler.__name__ = f"{action.value}_experiment"
-    handler.__doc__ = _ACTION_DOCS[action]
+    handler.__doc__ = _ACTION_DOCS[action] + " Its owner or an administrator only (403)."
     return handler
 
 
@@ -302,4 +334,5 @@ for _action in ExperimentAction:
         methods=["POST"],
         name=f"{_action.value}_experiment",
         summary=f"{_action.value.capitalize()} an experiment",
+        responses=OWNER_RESPONSES,
     )

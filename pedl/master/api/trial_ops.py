@@ -1,7 +1,8 @@
 """``/api/v1/trials/{id}/...``: the trial process's line to the orchestrator.
 
-Start info, searcher operations, completions, early exits and preemption. Every route but
-``scheduling`` requires the trial's bearer token. On a master without an orchestrator (an
+Start info, searcher operations, completions, early exits and preemption require the trial's
+bearer token; ``scheduling`` and ``kill`` are for signed-in users (``kill``: the experiment's
+owner or an administrator). On a master without an orchestrator (an
 API-only app) the orchestrator routes answer 409.
 """
 
@@ -12,7 +13,14 @@ import math
 from fastapi import APIRouter, Request
 
 from pedl.engine import TrialError
-from pedl.master.api._auth import TrialAuth
+from pedl.master.api._auth import (
+    OWNER_RESPONSES,
+    USER_AUTH_RESPONSES,
+    CurrentUser,
+    TrialAuth,
+    require_owner,
+    require_user,
+)
 from pedl.master.api._deps import ReadSession, TrialId
 from pedl.master.api._errors import AUTH_RESPONSES, ERROR_RESPONSES, ApiError
 from pedl.master.api._schemas import (
@@ -91,7 +99,7 @@ def get_preempt(trial_id: TrialId, auth: TrialAuth, request: Request) -> Preempt
     return PreemptPublic(preempt=_orchestrator(request).should_preempt(trial_id))
 
 
-@router.get("/{trial_id}/scheduling")
+@router.get("/{trial_id}/scheduling", dependencies=[require_user], responses=USER_AUTH_RESPONSES)
 def get_trial_scheduling(
     trial_id: TrialId, session: ReadSession, request: Request
 ) -> TrialSchedulingPublic:
@@ -102,10 +110,15 @@ def get_trial_scheduling(
     return TrialSchedulingPublic(trial_id=trial.id, state=trial.state, queue_reason=reason)
 
 
-@router.post("/{trial_id}/kill", status_code=202)
-def kill_trial(trial_id: TrialId, request: Request, session: ReadSession) -> TrialPublic:
-    """Kill one trial now; the rest of its experiment goes on. 409 if it already ended."""
+@router.post("/{trial_id}/kill", status_code=202, responses=OWNER_RESPONSES)
+def kill_trial(
+    trial_id: TrialId, request: Request, session: ReadSession, user: CurrentUser
+) -> TrialPublic:
+    """Kill one trial now; the rest of its experiment goes on. 409 if it already ended. The
+    experiment's owner or an administrator only (403)."""
     trial = trials_repo.get_trial(session, trial_id)
+    owner = experiments_repo.get_experiment(session, trial.experiment_id).owner
+    require_owner(user, owner, f"trial {trial_id} of experiment {trial.experiment_id}")
     if trial.state.is_terminal:
         raise ApiError(409, f"trial {trial_id} already ended ({trial.state.value})", field="state")
     _orchestrator(request).kill_trial(trial_id)

@@ -1,6 +1,7 @@
 """``/api/v1/trials``: a trial, its metrics, logs and checkpoints.
 
-The write routes are for the trial process and require its bearer token.
+The write routes are for the trial process and require its bearer token; the reads are for
+signed-in users.
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials
 
 from pedl.engine import CheckpointState, MetricKind
-from pedl.master.api._auth import TrialAuth, _bearer, bearer_token, token_error
+from pedl.master.api._auth import (
+    USER_AUTH_RESPONSES,
+    TrialAuth,
+    _bearer,
+    bearer_token,
+    require_user,
+    token_error,
+)
 from pedl.master.api._convert import checkpoint_public
 from pedl.master.api._deps import (
     DatabaseDep,
@@ -55,7 +63,7 @@ router = APIRouter(prefix="/trials", tags=["trials"], responses=ERROR_RESPONSES)
 Cursor = Annotated[int | None, Query(ge=-1, le=MAX_BIGINT)]
 
 
-@router.get("/{trial_id}")
+@router.get("/{trial_id}", dependencies=[require_user], responses=USER_AUTH_RESPONSES)
 async def get_trial(trial_id: TrialId, database: DatabaseDep) -> TrialPublic:
     """One trial (one worker-thread hop holding one short read session)."""
 
@@ -155,7 +163,12 @@ async def ingest_report(
     return MetricsIngested(trial_id=trial_id, rows=written)
 
 
-@router.get("/{trial_id}/metrics", response_model=list[MetricPublic])
+@router.get(
+    "/{trial_id}/metrics",
+    response_model=list[MetricPublic],
+    dependencies=[require_user],
+    responses=USER_AUTH_RESPONSES,
+)
 async def get_metrics(
     trial_id: TrialId,
     database: DatabaseDep,
@@ -200,7 +213,7 @@ def append_logs(
     return LogsIngested(trial_id=trial_id, received=len(lines), inserted=inserted)
 
 
-@router.get("/{trial_id}/logs")
+@router.get("/{trial_id}/logs", dependencies=[require_user], responses=USER_AUTH_RESPONSES)
 def get_logs(
     trial_id: TrialId,
     session: ReadSession,
@@ -251,7 +264,7 @@ def register_checkpoint(
     )
 
 
-@router.get("/{trial_id}/checkpoints")
+@router.get("/{trial_id}/checkpoints", dependencies=[require_user], responses=USER_AUTH_RESPONSES)
 def list_trial_checkpoints(
     trial_id: TrialId,
     session: ReadSession,

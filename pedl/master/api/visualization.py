@@ -18,6 +18,7 @@ import anyio.to_thread
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from pedl.engine import MetricKind
+from pedl.master.api._auth import USER_AUTH_RESPONSES, require_user
 from pedl.master.api._chart_cache import ChartCache
 from pedl.master.api._deps import DatabaseDep, ExperimentId
 from pedl.master.api._downsample import lttb
@@ -33,7 +34,12 @@ from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
 
-router = APIRouter(prefix="/experiments", tags=["visualization"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/experiments",
+    tags=["visualization"],
+    responses={**ERROR_RESPONSES, **USER_AUTH_RESPONSES},
+    dependencies=[require_user],
+)
 
 MAX_POINTS = 2_000
 MAX_TRIALS = 1_000

@@ -3,12 +3,13 @@
 Every query lives in a repository module (:mod:`~pedl.master.db.experiments`,
 :mod:`~pedl.master.db.trials`, :mod:`~pedl.master.db.metrics`,
 :mod:`~pedl.master.db.checkpoints`, :mod:`~pedl.master.db.logs`,
-:mod:`~pedl.master.db.searcher`); each function takes a :class:`~sqlalchemy.orm.Session` from
-:meth:`Database.session` and never commits (the caller's ``with`` block does).
+:mod:`~pedl.master.db.searcher`, :mod:`~pedl.master.db.users`); each function takes a
+:class:`~sqlalchemy.orm.Session` from :meth:`Database.session` and never commits (the
+caller's ``with`` block does).
 :class:`MetricIngestor` group-commits concurrent metric reports through one writer thread.
 """
 
-from pedl.master.db import checkpoints, experiments, logs, metrics, searcher, trials
+from pedl.master.db import checkpoints, experiments, logs, metrics, searcher, trials, users
 from pedl.master.db._database import Database
 from pedl.master.db._engine import WRITE_OPTION, make_engine, normalize_url
 from pedl.master.db._errors import ConflictError, NotFoundError
@@ -25,6 +26,8 @@ from pedl.master.db._models import (
     SearcherSnapshot,
     Trial,
     TrialLog,
+    User,
+    UserSession,
 )
 from pedl.master.db.logs import LogLine
 from pedl.master.db.metrics import MetricRow, TrialSeries
@@ -50,6 +53,8 @@ __all__ = [
     "TrialLog",
     "TrialSeries",
     "TrialTokenError",
+    "User",
+    "UserSession",
     "checkpoints",
     "current_revision",
     "experiments",
@@ -61,4 +66,5 @@ __all__ = [
     "searcher",
     "trials",
     "upgrade",
+    "users",
 ]

@@ -66,6 +66,34 @@ class Base(DeclarativeBase):
     type_annotation_map = {dict[str, Any]: JSONType, datetime: UTCDateTime}
 
 
+class User(Base):
+    """An account: who may sign in, with what password, and whether as an administrator."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    username: Mapped[str] = mapped_column(String(128), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(256))
+    """The password's argon2id hash (PHC string); the password itself is never stored."""
+    admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    """False once deactivated: the user can no longer sign in, and their tokens stop working."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class UserSession(Base):
+    """A signed-in session: the hash of its bearer token, whose it is, and until when."""
+
+    __tablename__ = "user_sessions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    """SHA-256 (hex) of the session's bearer token; the token itself is never stored."""
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+
+
 class Experiment(Base):
     """An experiment: a validated config, its model definition and the searcher's progress."""
 
@@ -84,6 +112,7 @@ class Experiment(Base):
     config_text: Mapped[str] = mapped_column(Text)
     """The config exactly as submitted (YAML or JSON text)."""
     owner: Mapped[str] = mapped_column(String(128))
+    """The username of the user who created it: with admins, the only one who may change it."""
     state: Mapped[ExperimentState] = mapped_column(
         _state_enum(ExperimentState, "experiment_state"), index=True
     )

@@ -1,6 +1,7 @@
 // The checkpoints table of the experiment and trial pages: metric, size, state, download.
 
-import { type Checkpoint, checkpointArchiveUrl, metricNumber } from "../api";
+import { type Checkpoint, checkpointArchiveUrl, downloadCheckpoint, metricNumber } from "../api";
+import { errorMessage, toast } from "../components/notice";
 import { stateBadge } from "../components/state-badge";
 import { type Column, dataTable } from "../components/table";
 import { h } from "../dom";
@@ -47,6 +48,10 @@ export function checkpointTable(
               {
                 href: checkpointArchiveUrl(c.uuid),
                 download: `checkpoint-${c.uuid}.tar`,
+                onclick: (event: Event) => {
+                  event.preventDefault();
+                  downloadCheckpoint(c.uuid).catch((err: unknown) => toast(errorMessage(err), "error"));
+                },
                 "aria-label": `Download checkpoint ${c.uuid} (${formatBytes(c.size)})`,
               },
               "Download .tar",

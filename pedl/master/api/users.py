@@ -1,0 +1,139 @@
+"""``/api/v1/auth``, ``/api/v1/me`` and ``/api/v1/users``: signing in and out, accounts.
+
+Signing in (``POST /auth/login``) is the one route here that needs no token. Creating,
+listing, deactivating and activating accounts is for administrators; users change their own
+password (giving the old one), administrators anyone's.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi import Path as PathParam
+
+from pedl.master._settings import MasterSettings
+from pedl.master.api._auth import (
+    OWNER_RESPONSES,
+    USER_AUTH_RESPONSES,
+    AdminUser,
+    CurrentUser,
+    token_cache,
+)
+from pedl.master.api._deps import ReadSession, WriteSession
+from pedl.master.api._errors import ERROR_RESPONSES, ApiError
+from pedl.master.api._schemas import ErrorResponse
+from pedl.master.api._user_schemas import (
+    USERNAME_PATTERN,
+    Login,
+    LoginPublic,
+    PasswordChange,
+    UserCreate,
+    UserPublic,
+)
+from pedl.master.db import users as users_repo
+
+router = APIRouter(tags=["users"], responses=ERROR_RESPONSES)
+
+UsernamePath = Annotated[
+    str, PathParam(pattern=USERNAME_PATTERN, max_length=128, description="Username.")
+]
+
+
+_LOGIN_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorResponse, "description": "Wrong username or password"}
+}
+
+
+@router.post("/auth/login", responses=_LOGIN_RESPONSES)
+def login(body: Login, session: WriteSession, request: Request) -> LoginPublic:
+    """Sign in: a new session token for ``username``, valid for the master's
+    ``token_lifetime_hours`` (default 7 days) or until ``POST /auth/logout``. 401 for a
+    wrong username or password or a deactivated account (the same answer for each)."""
+    user = users_repo.authenticate(session, body.username, body.password)
+    if user is None:
+        raise ApiError(401, "wrong username or password", field="password")
+    settings = request.app.state.settings
+    assert isinstance(settings, MasterSettings)
+    users_repo.delete_expired_sessions(session)
+    token, expires_at = users_repo.create_session(
+        session, user.id, timedelta(hours=settings.token_lifetime_hours)
+    )
+    return LoginPublic(token=token, username=user.username, admin=user.admin, expires_at=expires_at)
+
+
+@router.post("/auth/logout", status_code=204, responses=USER_AUTH_RESPONSES)
+def logout(user: CurrentUser, session: WriteSession, request: Request) -> Response:
+    """Sign out: the session token of this request stops working."""
+    if user.token is not None:
+        users_repo.end_session(session, user.token)
+        token_cache(request).forget(user.token)
+    return Response(status_code=204)
+
+
+@router.get("/me", responses=USER_AUTH_RESPONSES)
+def who_am_i(user: CurrentUser, session: ReadSession) -> UserPublic:
+    """The signed-in user."""
+    return UserPublic.model_validate(users_repo.get_user(session, user.username))
+
+
+@router.get("/users", responses=OWNER_RESPONSES)
+def list_users(admin: AdminUser, session: ReadSession) -> list[UserPublic]:
+    """Every account, by username (administrators only)."""
+    return [UserPublic.model_validate(user) for user in users_repo.list_users(session)]
+
+
+@router.post("/users", status_code=201, responses=OWNER_RESPONSES)
+def create_user(body: UserCreate, admin: AdminUser, session: WriteSession) -> UserPublic:
+    """Create an account (administrators only); 409 if the username is taken."""
+    user = users_repo.create_user(
+        session,
+        body.username,
+        password_hash=users_repo.hash_password(body.password),
+        admin=body.admin,
+    )
+    return UserPublic.model_validate(user)
+
+
+@router.post("/users/{username}/password", status_code=204, responses=OWNER_RESPONSES)
+def change_password(
+    username: UsernamePath,
+    body: PasswordChange,
+    user: CurrentUser,
+    session: WriteSession,
+    request: Request,
+) -> Response:
+    """Set ``username``'s password: one's own (``old_password`` required), or anyone's as an
+    administrator. The account's other sessions end (this request's stays valid)."""
+    if username == user.username:
+        if body.old_password is None:
+            raise ApiError(422, "give your current password to change it", field="old_password")
+        if users_repo.authenticate(session, username, body.old_password) is None:
+            raise ApiError(403, "the current password is wrong", field="old_password")
+    elif not user.admin:
+        raise ApiError(
+            403, "only an administrator may change another user's password", field="username"
+        )
+    users_repo.set_password(
+        session, username, users_repo.hash_password(body.password), keep_token=user.token
+    )
+    token_cache(request).forget()
+    return Response(status_code=204)
+
+
+@router.post("/users/{username}/deactivate", responses=OWNER_RESPONSES)
+def deactivate_user(
+    username: UsernamePath, admin: AdminUser, session: WriteSession, request: Request
+) -> UserPublic:
+    """Deactivate an account (administrators only): it can no longer sign in and its
+    sessions end; its experiments stay. 409 for the last active administrator."""
+    user = users_repo.set_active(session, username, False)
+    token_cache(request).forget()
+    return UserPublic.model_validate(user)
+
+
+@router.post("/users/{username}/activate", responses=OWNER_RESPONSES)
+def activate_user(username: UsernamePath, admin: AdminUser, session: WriteSession) -> UserPublic:
+    """Let a deactivated account sign in again (administrators only)."""
+    return UserPublic.model_validate(users_repo.set_active(session, username, True))
