@@ -13,6 +13,7 @@ import tensorflow as tf
 from pedl import core
 from pedl.keras._dataset_cache import CacheableDecorator
 from pedl.keras._env import EnvContext, ExperimentConfigDict
+from pedl.keras._lineage import dataset_lineage
 
 logger = logging.getLogger("pedl.keras")
 
@@ -231,7 +232,7 @@ class TFKerasTrialContext:
     def is_wrapped_dataset(self, dataset: Any) -> bool:
         """Whether ``dataset`` was returned by :meth:`wrap_dataset` or derives from one."""
         ids = self._wrapped.dataset_ids
-        return any(id(d) in ids for d in _lineage(dataset))
+        return any(id(d) in ids for d in dataset_lineage(dataset))
 
     @property
     def dataset_initialized(self) -> bool:
@@ -303,20 +304,3 @@ class TFKerasTrialContext:
 
 TFKerasContext = TFKerasTrialContext
 """Determined's early name (2020) of the tf.keras context."""
-
-
-def _lineage(dataset: Any) -> list[Any]:
-    """``dataset`` and every dataset it was made from (``shuffle``, ``batch``, ``zip``, ...)."""
-    found: list[Any] = []
-    pending = [dataset]
-    seen: set[int] = set()
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        found.append(current)
-        inputs = getattr(current, "_inputs", None)
-        if callable(inputs):
-            pending.extend(inputs())
-    return found

@@ -3,7 +3,7 @@
 PEDL seeds TensorFlow with the trial seed before it calls the data loaders, so a
 ``.shuffle(buffer)`` without a seed made there gets a fixed seed and a resumed trial sees the
 same order. A shuffle made before that (at import time of the model definition, say) with no
-seed gets TensorFlow's nondeterministic seed (both seeds 0 in the dataset's graph): its order
+seed gets TensorFlow's nondeterministic seed (both of its seeds 0): its order
 differs in every process, and exact resume cannot hold for it. PEDL then warns, naming the
 ``.shuffle(...)`` calls without a ``seed=`` in the model definition's code.
 """
@@ -13,36 +13,23 @@ from __future__ import annotations
 import ast
 import logging
 from pathlib import Path
-from typing import Any
 
 import tensorflow as tf
-from tensorflow.python.framework import tensor_util
+
+from pedl.keras._lineage import dataset_lineage
 
 logger = logging.getLogger("pedl.keras")
 
 
 def nondeterministic_shuffles(dataset: tf.data.Dataset) -> int:
-    """How many shuffle ops in ``dataset``'s pipeline have TensorFlow's random seed."""
-    try:
-        serialized = dataset._as_serialized_graph()
-        graph = tf.compat.v1.GraphDef.FromString(serialized.numpy())
-    except (tf.errors.OpError, ValueError, TypeError, AttributeError):
-        return 0  # a pipeline TensorFlow cannot serialise: nothing to say about it
-    nodes = {node.name: node for node in graph.node}
+    """How many ``shuffle`` steps of ``dataset``'s pipeline have TensorFlow's random seed
+    (both seeds 0)."""
     count = 0
-    for node in graph.node:
-        if not node.op.startswith("Shuffle") or len(node.input) < 4:
-            continue
-        seeds = [_constant(nodes.get(name.split(":")[0])) for name in node.input[2:4]]
-        if seeds == [0, 0]:
+    for step in dataset_lineage(dataset):
+        seed, seed2 = getattr(step, "_seed", None), getattr(step, "_seed2", None)
+        if seed is not None and seed2 is not None and int(seed) == int(seed2) == 0:
             count += 1
     return count
-
-
-def _constant(node: Any) -> int | None:
-    if node is None or node.op != "Const":
-        return None
-    return int(tensor_util.MakeNdarray(node.attr["value"].tensor))
 
 
 def unseeded_shuffle_calls(code_dir: Path) -> list[str]:
