@@ -96,12 +96,14 @@ def _stream(master: Master, path: str, total: int, *, declared: bool = False) ->
     sent = 0
     with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
         sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+        sock.settimeout(5)  # a master that answered and stopped reading leaves sendall waiting
         try:
             while not declared and sent < total and not select.select([sock], [], [], 0)[0]:
                 sock.sendall(framed)
                 sent += len(chunk)
-        except (BrokenPipeError, ConnectionResetError):
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
             pass
+        sock.settimeout(60)
         answer = b""
         while b"\r\n" not in answer:
             data = sock.recv(65536)

@@ -349,6 +349,13 @@ def create_app(
         front = MetricReportFastPath(
             front, ingestor=ingestor, retry_after_s=settings.retry_after_seconds
         )
+    front = RequestLimits(  # before every route and fast path: size, JSON depth, text
+        front,
+        max_body=settings.max_request_bytes,
+        max_upload=settings.max_upload_bytes,
+        upload_path=f"{API_PREFIX}/experiments",
+        max_json_depth=settings.max_json_depth,
+    )
     app.front = InFlightLimit(  # outermost: sheds before any other work
         front,
         limit=settings.max_requests_in_flight,
@@ -359,10 +366,3 @@ def create_app(
         app.include_router(module.router, prefix=API_PREFIX)
     app.router.routes.append(web_ui_route(ui_dir))  # last: every other route comes first
     return app
-    front = RequestLimits(  # before every route and fast path: size, JSON depth, text
-        front,
-        max_body=settings.max_request_bytes,
-        max_upload=settings.max_upload_bytes,
-        upload_path=f"{API_PREFIX}/experiments",
-        max_json_depth=settings.max_json_depth,
-    )
