@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.slow  # starts pedl master in a new process
 def test_the_start_up_line_names_the_database_without_its_password(tmp_path: Path) -> None:
     with socket.socket() as taken:  # a port in use: the master stops right after that line
         taken.bind(("127.0.0.1", 0))
