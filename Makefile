@@ -18,12 +18,13 @@ UI_BUILT := pedl/master/ui_dist/index.html
 UI_SOURCES := $(shell find ui -type f -not -path 'ui/node_modules/*' -not -path 'ui/dist/*' -not -name '*.md' 2>/dev/null)
 CHROMIUM := /usr/bin/chromium
 
-$(INSTALLED): pyproject.toml
+$(INSTALLED): pyproject.toml compat/determined/pyproject.toml
 	@$(PYTHON) -c 'import sys; assert (3, 11) <= sys.version_info[:2] <= (3, 13), "PEDL needs Python 3.11 to 3.13, found " + sys.version' \
 		|| (echo "Set PYTHON=/path/to/python3.11 (or 3.12, 3.13)"; exit 1)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[tf,dev,examples]'
+	$(BIN)/python -m pip install --quiet --no-deps -e compat/determined
 	touch $@
 
 ## .venv-estimator: the environment EstimatorTrials run in. tf.estimator is gone from

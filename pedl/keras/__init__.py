@@ -8,7 +8,6 @@ Importing this package imports TensorFlow.
 
 from pedl.keras import callbacks
 from pedl.keras._array_sequence import ArrayLikeAdapter, InMemorySequence
-from pedl.keras._build import ModelBuildError
 from pedl.keras._context import (
     FitConfig,
     TFKerasContext,
@@ -38,7 +37,6 @@ __all__ = [
     "InputData",
     "InvalidDataError",
     "KerasDataAdapter",
-    "ModelBuildError",
     "SequenceAdapter",
     "TFKerasContext",
     "TFKerasExperimentalContext",

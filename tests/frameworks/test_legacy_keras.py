@@ -105,6 +105,19 @@ def run(tmp_path: Path, validation: str) -> tuple[LocalExperiment, list[list[obj
     return exp, events
 
 
+def tensorboard_scalars(directory: Path, tag: str) -> dict[int, float]:
+    """The scalar ``tag`` of the event files in ``directory``, by step."""
+    import tensorflow as tf
+
+    points = {}
+    for path in sorted(directory.iterdir()):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                if value.tag == tag:
+                    points[event.step] = float(tf.make_ndarray(value.tensor))
+    return points
+
+
 def test_legacy_trial_with_make_data_loaders_and_callbacks(tmp_path: Path) -> None:
     exp, events = run(tmp_path, "dataset")
     # max_steps 3 of batches_per_step 4 = 12 batches, in three steps.
@@ -130,8 +143,11 @@ def test_legacy_trial_with_make_data_loaders_and_callbacks(tmp_path: Path) -> No
         ["validation_step_begin", 3],
         ["validation_step_end", 3, ["val_accuracy", "val_loss"]],
     ]
-    assert list((tmp_path / "tb" / "1" / "training").iterdir())
-    assert list((tmp_path / "tb" / "1" / "validation").iterdir())
+    # TensorBoard's training point of a step is the step's reported (mean) loss.
+    assert tensorboard_scalars(tmp_path / "tb" / "1" / "training", "loss") == pytest.approx(
+        dict(zip((1, 2, 3), losses, strict=True))
+    )
+    assert list(tensorboard_scalars(tmp_path / "tb" / "1" / "validation", "val_loss")) == [3]
     exp.close()
 
 

@@ -37,8 +37,12 @@ class TensorBoard(Callback):
         writer.flush()
 
     def on_train_step_end(self, step_id: int, metrics: list[dict[str, Any]]) -> None:
+        """``metrics`` holds one dict per batch of the step; the step's point is their mean,
+        as the step's reported training metrics are."""
         if metrics:
-            self._write("training", step_id, metrics[-1])
+            names = [name for name in metrics[0] if all(name in m for m in metrics)]
+            means = {name: sum(float(m[name]) for m in metrics) / len(metrics) for name in names}
+            self._write("training", step_id, means)
 
     def on_validation_step_end(self, step_id: int, metrics: dict[str, Any]) -> None:
         self._write("validation", step_id, metrics)
