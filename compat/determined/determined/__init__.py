@@ -1,4 +1,4 @@
-"""``determined``, mapped onto PEDL (the ``pedl-determined`` distribution, ``pedl[determined]``).
+"""``determined``, mapped onto PEDL (the ``pedl-determined`` distribution, ``compat/determined``).
 
 Model definitions written against Determined's TF-Keras API (2020 to 0.38) import
 ``determined``, ``determined.keras``, ``determined.core``, ``determined.experimental``: with
