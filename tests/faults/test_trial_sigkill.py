@@ -1,10 +1,11 @@
-"""SIGKILL a local experiment at a batch, resume it: the result equals an undisturbed run's.
+"""Fault injection: SIGKILL a trial process at random batches and while it writes a checkpoint.
 
-Each run is a real ``pedl experiment create --local`` process, killed by a real SIGKILL
-from inside the training loop (after a chosen batch, or while a checkpoint is being
-written), then continued with ``pedl experiment resume``. The final weights must be
-bitwise equal to an uninterrupted run's, and the metric rows exactly the same (none
-missing, none doubled).
+Each run is a real ``pedl experiment create --local`` process, killed by a real SIGKILL from
+inside the training loop (after a chosen batch, or while a checkpoint is being written), then
+continued with ``pedl experiment resume``, which may be killed again. The final weights must be
+bitwise equal to an uninterrupted run's, and the metric rows exactly the same (none missing,
+none doubled). The kill points are drawn from a seeded generator (the seed is in the test's
+name), so a failure replays.
 """
 
 from __future__ import annotations
@@ -85,29 +86,46 @@ def outcome(experiment: Path) -> tuple[bytes, list[tuple[str, int, dict[str, flo
     return (checkpoint / "state" / "variables.bin").read_bytes(), rows
 
 
+KILLS_PER_KIND = 7
+"""Three input kinds: 21 SIGKILLs in all."""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["arrays", "sequence", "dataset"])
-def test_sigkill_at_any_batch_then_resume_is_exact(tmp_path: Path, kind: str) -> None:
+def test_sigkilled_at_random_batches_then_resumed_ends_exactly_as_undisturbed(
+    tmp_path: Path, kind: str
+) -> None:
     baseline, code, output = create(tmp_path, kind, "baseline")
     assert code == 0, output
     expected_weights, expected_rows = outcome(baseline)
     assert [b for k, b, _ in expected_rows if k == "validation"] == [8, 16, 24, 32, 40, 48]
 
+    # One trial killed again and again, each time further on: the fixed points and random
+    # others, every one before the last batch (so every process is killed).
     rng = random.Random(f"kill-{kind}")
-    kills = [*FIXED_KILLS, rng.randrange(25, TOTAL_BATCHES)]
-    for kill_at in kills:
-        name = f"kill-{kill_at}"
-        experiment, code, output = create(
-            tmp_path, kind, name, env={"PEDL_TEST_KILL_AT_BATCH": str(kill_at)}
+    others = sorted(set(range(1, TOTAL_BATCHES)) - set(FIXED_KILLS))
+    kills = sorted([*FIXED_KILLS, *rng.sample(others, KILLS_PER_KIND - len(FIXED_KILLS))])
+    experiment, code, output = create(
+        tmp_path, kind, "killed", env={"PEDL_TEST_KILL_AT_BATCH": str(kills[0])}
+    )
+    assert code == -signal.SIGKILL, f"not killed at batch {kills[0]}:\n{output}"
+    for kill_at in kills[1:]:
+        resumed = pedl(
+            "experiment",
+            "resume",
+            str(experiment),
+            cwd=tmp_path,
+            env={"PEDL_TEST_KILL_AT_BATCH": str(kill_at)},
         )
-        assert code == -signal.SIGKILL, f"not killed at batch {kill_at}:\n{output}"
-        resumed = pedl("experiment", "resume", str(experiment), cwd=tmp_path)
-        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-        if kill_at > 12:
-            assert "resumed from checkpoint" in resumed.stderr
-        weights, rows = outcome(experiment)
-        assert weights == expected_weights, f"weights differ after a kill at batch {kill_at}"
-        assert rows == expected_rows, f"metric rows differ after a kill at batch {kill_at}"
+        assert resumed.returncode == -signal.SIGKILL, (
+            f"not killed at batch {kill_at}:\n{resumed.stdout}{resumed.stderr}"
+        )
+    resumed = pedl("experiment", "resume", str(experiment), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "resumed from checkpoint" in resumed.stderr
+    weights, rows = outcome(experiment)
+    assert weights == expected_weights, f"weights differ after kills at batches {kills}"
+    assert rows == expected_rows, f"metric rows differ after kills at batches {kills}"
 
 
 @pytest.mark.slow

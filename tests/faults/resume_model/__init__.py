@@ -1,8 +1,10 @@
 """A model definition for the kill-and-resume tests.
 
 ``data.input`` in the experiment config picks the input kind (arrays, sequence, dataset).
-``PEDL_TEST_KILL_AT_BATCH=n`` SIGKILLs the process after the n-th batch it trains;
-``PEDL_TEST_KILL_IN_CHECKPOINT=n`` SIGKILLs it while its n-th checkpoint is being written.
+``PEDL_TEST_KILL_AT_BATCH=n`` SIGKILLs the process after the trial's n-th batch (counted over
+the whole trial, so a resumed process counts on from its checkpoint);
+``PEDL_TEST_KILL_IN_CHECKPOINT=n`` SIGKILLs it while the n-th checkpoint this process writes is
+being written.
 """
 
 import os
@@ -43,6 +45,11 @@ class Killer(Callback):
         self.checkpoints = 0
         self.kill_at = int(os.environ.get("PEDL_TEST_KILL_AT_BATCH", "0"))
         self.kill_in_checkpoint = int(os.environ.get("PEDL_TEST_KILL_IN_CHECKPOINT", "0"))
+
+    def on_train_workload_begin(
+        self, total_batches_trained: int, batches_requested: int | None, logs: Any
+    ) -> None:
+        self.batches = total_batches_trained
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
         self.batches += 1
