@@ -34,6 +34,19 @@ def model_module(name: str) -> types.ModuleType:
     return module
 
 
+def script_module(name: str) -> types.ModuleType:
+    """Import a script model definition's ``train.py`` under a private name (its ``__main__``
+    part does not run)."""
+    spec = importlib.util.spec_from_file_location(
+        f"compat_reference_{name}", MODELS / name / "train.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def dense(inputs: int, hidden: int, classes: int) -> keras.Model:
     return keras.Sequential(
         [

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
@@ -57,3 +58,44 @@ def test_era_model_definition_runs_and_matches_plain_keras(tmp_path: Path, name:
         rows = validation if key.startswith("val_") else training
         recorded = [metrics[key] for _, _, metrics in rows][:compared]
         np.testing.assert_allclose(recorded, values[:compared], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+@pytest.mark.slow
+def test_det038_callback_script_runs_and_matches_plain_keras(tmp_path: Path) -> None:
+    """Determined 0.38's script form (``det.core.init()``, ``det.keras.DeterminedCallback``)
+    imported through the compatibility package: smoke test, a local run, and per epoch the
+    metrics plain Keras ``fit`` gives the same script's model."""
+    model_dir = reference.MODELS / "det038_script"
+    config_path = model_dir / "const.yaml"
+    steps = smoke_test(config_path, model_dir)
+    assert [s.ok for s in steps] == [True] * len(steps), steps
+
+    experiment = LocalExperiment.create(config_path, model_dir, tmp_path)
+    summary = experiment.run()
+    experiment.close()
+    assert summary.state == "COMPLETED", [t.error for t in summary.trials]
+    (trial,) = record.trials(experiment.directory)
+    training = record.metric_rows(experiment.directory, trial.id, MetricKind.TRAINING)
+    validation = record.metric_rows(experiment.directory, trial.id, MetricKind.VALIDATION)
+    assert [b for _, b, _ in training] == [4, 8, 12]
+    assert [b for _, b, _ in validation] == [4, 8, 12]
+
+    script = reference.script_module("det038_script")
+    config = load_config(config_path)
+    hparams = {k: v.val for k, v in config.hyperparameters.items()}  # type: ignore[union-attr]
+    keras.utils.set_random_seed(trial.seed)
+    model = script.build_model(hparams)
+    (x, y), held_out = script.load_data()
+    history = model.fit(
+        x,
+        y,
+        batch_size=hparams["global_batch_size"],
+        epochs=3,
+        shuffle=False,
+        validation_data=held_out,
+        verbose=0,
+    ).history
+    for key, values in history.items():
+        rows = validation if key.startswith("val_") else training
+        recorded = [metrics[key] for _, _, metrics in rows]
+        np.testing.assert_allclose(recorded, values, rtol=1e-5, atol=1e-6, err_msg=key)
