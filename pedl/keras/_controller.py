@@ -28,6 +28,7 @@ import tensorflow as tf
 
 import pedl
 from pedl import core, model_def
+from pedl._searcher_metric import record_searcher_metric
 from pedl._trial import TrialOutcome
 from pedl.config import Length
 from pedl.keras import _state
@@ -361,22 +362,7 @@ class TFKerasTrialController:
         self._core.train.report_validation_metrics(p.batches, metrics)
         self._last_validation_metrics = metrics
         p.last_validation = p.batches
-        searcher = self._config.searcher
-        if searcher.metric not in metrics:
-            raise TrialError(
-                f"the searcher metric {searcher.metric!r} is not among the validation metrics "
-                f"({', '.join(sorted(metrics))}); set searcher.metric in the experiment config "
-                "to one of them"
-            )
-        value = metrics[searcher.metric]
-        p.last_searcher_metric = value
-        improved = p.best_metric is None or (
-            value < p.best_metric if searcher.smaller_is_better else value > p.best_metric
-        )
-        if improved:
-            p.best_metric = value
-        policy = self._config.checkpoint_policy
-        if policy == "all" or (policy == "best" and improved):
+        if record_searcher_metric(p, self._config, metrics, choices="them", error=TrialError):
             self._checkpoint()
 
     # Checkpoints -------------------------------------------------------------------------
