@@ -10,7 +10,13 @@ from pedl.exec._exit_codes import (
     EXIT_OK,
     is_permanent_failure,
 )
-from pedl.exec._private import TOKEN_FD_ENV, make_undumpable, take_token, token_channel
+from pedl.exec._private import (
+    TOKEN_FD_ENV,
+    make_undumpable,
+    process_alive,
+    take_token,
+    token_channel,
+)
 from pedl.exec._trial_process import die_with_master, run_trial, serve_trial
 from pedl.exec._worker import run_worker
 
@@ -25,6 +31,7 @@ __all__ = [
     "die_with_master",
     "is_permanent_failure",
     "make_undumpable",
+    "process_alive",
     "run_attempt",
     "run_trial",
     "run_worker",

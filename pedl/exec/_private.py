@@ -63,3 +63,14 @@ def take_token(environ: MutableMapping[str, str] | None = None) -> str | None:
     except OSError as err:
         raise ValueError(f"cannot read the trial's token from {TOKEN_FD_ENV}={fd}: {err}") from err
     return b"".join(chunks).decode()
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user's counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True

@@ -24,7 +24,7 @@ from pedl.config import parse_config
 from pedl.engine import TrialOutcome
 from pedl.exec._attempt import AttemptResult, classify_failure, run_attempt
 from pedl.exec._exit_codes import EXIT_ERROR, EXIT_MASTER_GONE, EXIT_MODEL_DEF_ERROR, EXIT_OK
-from pedl.exec._private import make_undumpable, take_token
+from pedl.exec._private import make_undumpable, process_alive, take_token
 from pedl.storage import make_storage
 
 logger = logging.getLogger("pedl.exec")
@@ -146,21 +146,11 @@ def remove_stale_workdirs(root: Path) -> list[Path]:
         if len(parts) < 3 or not parts[1].isdigit() or not path.is_dir():
             continue
         pid = int(parts[1])
-        if pid == os.getpid() or _alive(pid):
+        if pid == os.getpid() or process_alive(pid):
             continue
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # e.g. another user's process
-    return True
 
 
 def _run(client: core.MasterClient, workdir: Path) -> int:

@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pedl.exec import make_undumpable
+from pedl.exec import make_undumpable, process_alive
 from pedl.master._secrets import is_secret_name, url_password_spans
 from pedl.master._settings import CONFIG_FILE_ENV, MasterSettings
 
@@ -70,21 +70,11 @@ def remove_stale_dirs(root: str | Path | None = None) -> list[Path]:
     removed = []
     for path in Path(root or tempfile.gettempdir()).glob("pedl-*"):
         match = _STALE_NAME.fullmatch(path.name)
-        if match is None or not path.is_dir() or _alive(int(match.group("pid"))):
+        if match is None or not path.is_dir() or process_alive(int(match.group("pid"))):
             continue
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # e.g. another user's process
-    return True
 
 
 def remove_dir(path: Path | None) -> None:
