@@ -54,9 +54,14 @@ demo-stop:
 
 ## test: lint, type-check, and run the whole test suite (PostgreSQL is started if needed); the
 ## EstimatorTrial tests that need tf.estimator in the test process run in .venv-estimator.
+## The suite runs in TEST_WORKERS pytest-xdist processes (default 2, the CI machine's cores;
+## most tests wait on subprocesses that import TensorFlow); TEST_WORKERS=0 runs it in one.
+## The tests marked serial load the master on purpose and run alone afterwards.
+TEST_WORKERS ?= 2
 test: lint typecheck postgres ui $(CHROMIUM) $(ESTIMATOR_INSTALLED)
 	cd ui && npm test
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not serial"
+	$(BIN)/pytest -m serial
 	$(ESTIMATOR_VENV)/bin/pytest tests/estimator
 
 ## ui: build the web UI (ui/: TypeScript, Vite) into pedl/master/ui_dist/, which the master

@@ -4,7 +4,12 @@ TensorFlow; and trivial trials completed per second.
     .venv/bin/python bench/p2_first_batch.py [--trials 12] [--slots 1] [--out FILE.jsonl]
 
 A master runs as a separate process on loopback (SQLite, ``--slots`` CPU slots; set
-``PEDL_WORKER_REUSE=0`` in the environment to run every trial in a fresh process). One
+``PEDL_WORKER_REUSE=0`` in the environment to run every trial in a fresh process), with
+``--spare-workers`` spare warm workers (default 0); ``--settle`` waits that many seconds after
+the master started before the experiment is created (its spares have imported TensorFlow by
+then, as on a master that has been up a while). With spares, the probe's variables are the
+master's (trials inherit them) rather than the experiment's: a spare serves only experiments
+without environment variables. One
 random-search experiment of ``--trials`` trials of the tiny model in ``bench/p2_model`` (2 Dense
 layers on 96 arrays rows, 2 batches, a validation and a checkpoint) runs to completion.
 Timestamps (``time.time()``, one clock):
@@ -12,11 +17,11 @@ Timestamps (``time.time()``, one clock):
 - launch: the orchestrator's trial log line "starting the trial process", written just after
   the trial is placed and just before the resource manager starts (or hands the trial to) its
   process;
-- in the trial's process, ``bench/p2_site/sitecustomize.py`` (via ``PYTHONPATH`` in the config's
-  environment variables) records when the interpreter is ready and when the bodies of
-  ``pedl``, ``pedl.exec``, ``keras``, ``tensorflow``, ``pedl.keras`` start and end executing;
-  the model definition records its module import, ``build_model``, data loaders,
-  ``on_train_begin`` and the first ``on_train_batch_begin``/``_end``.
+- in the trial's process, ``bench/p2_site/sitecustomize.py`` (via ``PYTHONPATH`` in the
+  config's environment variables, or the master's) records when the interpreter is ready and
+  when the bodies of ``pedl``, ``pedl.exec``, ``keras``, ``tensorflow``, ``pedl.keras`` start
+  and end executing; the model definition records its module import, ``build_model``, data
+  loaders, ``on_train_begin`` and the first ``on_train_batch_begin``/``_end``.
 
 Per trial: launch to first batch begin; the framework import paid by this trial (``import
 keras``, which includes TensorFlow's, when it happened after the launch; 0 in a process that
@@ -67,7 +72,8 @@ searcher:
   max_trials: {trials}
   max_length: {{batches: 2}}
 scheduling_unit: 2
-environment:
+"""
+ENVIRONMENT = """environment:
   environment_variables: ["PYTHONPATH={site}", "PEDL_P2_OUT={out}"]
 """
 
@@ -155,6 +161,8 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=12)
     parser.add_argument("--slots", type=int, default=1, help="the master's CPU slots")
     parser.add_argument("--timeout", type=float, default=540.0, help="give up after (s)")
+    parser.add_argument("--spare-workers", type=int, default=0, help="the master's spares")
+    parser.add_argument("--settle", type=float, default=0.0, help="s between start and create")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
@@ -165,12 +173,19 @@ def main() -> None:
         out_dir.mkdir()
         backend = p5_master.make_backend("sqlite", home)
         master = p5_master.MasterProcess(home, backend.url, cpu_slots=args.slots)
+        os.environ["PEDL_SPARE_WORKERS"] = str(args.spare_workers)
+        config = CONFIG.format(trials=args.trials)
+        if args.spare_workers:
+            os.environ["PYTHONPATH"] = str(SITE_DIR)
+            os.environ["PEDL_P2_OUT"] = str(out_dir)
+        else:
+            config += ENVIRONMENT.format(site=SITE_DIR, out=out_dir)
         load = [p5_master.loadavg()]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             master.start()
-            with httpx.Client(base_url=master.url + "/api/v1", timeout=30) as http:
-                config = CONFIG.format(trials=args.trials, site=SITE_DIR, out=out_dir)
+            time.sleep(args.settle)
+            with master.client() as http:
                 archive = base64.b64encode(model_def.package(MODEL_DIR)).decode()
                 created = time.time()
                 response = http.post(
@@ -216,6 +231,8 @@ def main() -> None:
         "summary": "p2",
         "slots": args.slots,
         "worker_reuse": os.environ.get("PEDL_WORKER_REUSE", "default"),
+        "spare_workers": args.spare_workers,
+        "settle_s": args.settle,
         "loadavg_1m": load,
         "throughput": rate,
         # the master and every trial process (reaped by the master before it exits)

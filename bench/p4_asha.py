@@ -53,7 +53,7 @@ searcher:
   max_trials: 27
   divisor: 3
   max_rungs: 4
-  mode: aggressive
+  mode: {mode}
   max_concurrent_trials: 2
 """
 
@@ -75,15 +75,15 @@ reproducibility: {{experiment_seed: {seed}}}
 """
 
 
-def config(kind: str, seed: int, epochs: int) -> str:
-    searcher = (ASHA if kind == "asha" else RANDOM).format(epochs=epochs)
+def config(kind: str, seed: int, epochs: int, mode: str = "aggressive") -> str:
+    searcher = (ASHA if kind == "asha" else RANDOM).format(epochs=epochs, mode=mode)
     return COMMON.format(kind=kind, seed=seed) + SPACE + searcher
 
 
 def run_search(
-    http: httpx.Client, archive: str, kind: str, seed: int, epochs: int
+    http: httpx.Client, archive: str, kind: str, seed: int, epochs: int, mode: str = "aggressive"
 ) -> dict[str, Any]:
-    body = {"config": config(kind, seed, epochs), "model_definition": archive}
+    body = {"config": config(kind, seed, epochs, mode), "model_definition": archive}
     response = http.post("/experiments", json=body)
     response.raise_for_status()
     experiment_id = response.json()["id"]
@@ -117,6 +117,9 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--epochs", type=int, default=27, help="max_length in epochs")
     parser.add_argument("--slots", type=int, default=2)
+    parser.add_argument(
+        "--mode", choices=["aggressive", "standard", "conservative"], default="aggressive"
+    )
     parser.add_argument("--out", type=Path, default=Path("results/p4.jsonl"))
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -129,15 +132,17 @@ def main() -> None:
         db = f"sqlite:///{Path(home) / 'master.db'}"
         master = MasterProcess(Path(home), db, cpu_slots=args.slots).start()
         try:
-            http = httpx.Client(base_url=master.url + "/api/v1", timeout=60)
+            http = master.client(timeout=60)
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 order = ["asha", "random"] if seed % 2 else ["random", "asha"]
                 result = {
-                    kind: run_search(http, archive, kind, seed, args.epochs) for kind in order
+                    kind: run_search(http, archive, kind, seed, args.epochs, args.mode)
+                    for kind in order
                 }
                 asha, rand = result["asha"], result["random"]
                 pair = {
                     "seed": seed,
+                    "mode": args.mode,
                     "order": order,
                     "same_configurations": set(asha["hparams"]) <= set(rand["hparams"]),
                     "wall_ratio": asha["wall_s"] / rand["wall_s"],

@@ -59,9 +59,11 @@ class RawClient:
             + body
         )
 
-    async def get(self, path: str) -> tuple[int, str]:
+    async def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
         """Send one GET and read its answer; after a failure the next call reconnects."""
-        return await self.request(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n\r\n".encode())
+        head = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        message = f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n{head}\r\n"
+        return await self.request(message.encode())
 
     async def request(self, message: bytes) -> tuple[int, str]:
         """Send one raw request and read its answer (status, body text)."""

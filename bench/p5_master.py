@@ -148,6 +148,10 @@ class MasterProcess:
             "PEDL_CPU_SLOTS": str(self.cpu_slots),
         }
         env.pop("PEDL_CONFIG_FILE", None)
+        # The master creates (or resets) its administrator with this password; the
+        # benchmarks sign in as it (``sign_in``, ``client``).
+        os.environ.setdefault("PEDL_ADMIN_PASSWORD", secrets.token_urlsafe(16))
+        env["PEDL_ADMIN_PASSWORD"] = os.environ["PEDL_ADMIN_PASSWORD"]
         with open(self.home / "master.log", "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "pedl.master"],
@@ -169,6 +173,21 @@ class MasterProcess:
                 time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"the master did not start:\n{self.log()}")
+
+    def sign_in(self) -> str:
+        """A session token of the master's administrator."""
+        body = {"username": "admin", "password": os.environ["PEDL_ADMIN_PASSWORD"]}
+        response = httpx.post(f"{self.url}/api/v1/auth/login", json=body, timeout=30)
+        response.raise_for_status()
+        return str(response.json()["token"])
+
+    def client(self, timeout: float = 30) -> httpx.Client:
+        """An API client (``/api/v1``) signed in as the administrator."""
+        return httpx.Client(
+            base_url=self.url + "/api/v1",
+            timeout=timeout,
+            headers={"Authorization": f"Bearer {self.sign_in()}"},
+        )
 
     def log(self) -> str:
         path = self.home / "master.log"
@@ -197,7 +216,7 @@ def _archive() -> str:
 
 def make_trials(master: MasterProcess, count: int) -> list[tuple[int, str]]:
     """A PAUSED experiment (through the API) and ``count`` trials of it: ``(id, token)`` each."""
-    with httpx.Client(base_url=master.url + "/api/v1", timeout=30) as http:
+    with master.client() as http:
         response = http.post(
             "/experiments",
             json={"config": CONFIG_YAML, "model_definition": _archive(), "activate": False},

@@ -43,6 +43,7 @@ WARMUP_S = p5_latency.WARMUP_S
 async def reader_loop(
     raw: p5_latency.RawClient,
     paths: list[str],
+    headers: dict[str, str],
     *,
     start: float,
     phase: float,
@@ -59,7 +60,7 @@ async def reader_loop(
         for path in (paths[0], paths[1 + turn % (len(paths) - 1)]):
             sent_at = time.perf_counter()
             try:
-                status, answer = await raw.get(path)
+                status, answer = await raw.get(path, headers)
                 if status != 200:
                     recorder.errors.append(f"{status} {answer[:200]}")
             except (OSError, asyncio.IncompleteReadError) as err:
@@ -74,6 +75,7 @@ async def run_load(
     experiment_id: int,
     trials: list[tuple[int, str]],
     args: argparse.Namespace,
+    user_token: str,
 ) -> tuple[p5_latency.Recorder, p5_latency.Recorder, float]:
     host, port = url.removeprefix("http://").split(":")
     reporters = p5_latency.Recorder()
@@ -109,6 +111,7 @@ async def run_load(
             reader_loop(
                 reader,
                 paths,
+                {"Authorization": f"Bearer {user_token}"},
                 start=start,
                 phase=args.reader_period * i / max(args.readers, 1),
                 period=args.reader_period,
@@ -164,7 +167,7 @@ def main() -> None:
             pg_before = p5_master.postgres_cpu_seconds()
             client_before = time.process_time()
             reporters, readers, wall = asyncio.run(
-                run_load(master.url, experiment_id, trials, args)
+                run_load(master.url, experiment_id, trials, args, master.sign_in())
             )
             master_cpu = p5_master.cpu_seconds(master.pid) - cpu_before
             readers_cpu = p5_master.cpu_seconds_of(readers_pids) - readers_before

@@ -213,9 +213,14 @@ def _loaded_experiment(url: str) -> int:
     return rows[0].id
 
 
-def page_load(browser: Browser, url: str) -> dict[str, Any]:
-    """One load of ``url`` in a fresh context: ms to the mark, and what the charts drew."""
+def page_load(browser: Browser, url: str, token: str) -> dict[str, Any]:
+    """One load of ``url`` in a fresh context, signed in as a tab that signed in earlier is (the
+    UI keeps the session token in sessionStorage): ms to the mark, and what the charts drew."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context.add_init_script(
+        f"sessionStorage.setItem('pedl.token', {json.dumps(token)});"
+        "sessionStorage.setItem('pedl.username', 'admin');"
+    )
     try:
         page = context.new_page()
         cdp = context.new_cdp_session(page)
@@ -257,7 +262,9 @@ def page_load(browser: Browser, url: str) -> dict[str, Any]:
         context.close()
 
 
-def endpoint_times(base: str, experiment_id: int, repeats: int = 10) -> dict[str, float]:
+def endpoint_times(
+    base: str, experiment_id: int, token: str, repeats: int = 10
+) -> dict[str, float]:
     """Median ms of each chart endpoint alone (httpx, keep-alive)."""
     paths = {
         "series": f"/experiments/{experiment_id}/series?metric=val_loss&kind=validation",
@@ -267,7 +274,8 @@ def endpoint_times(base: str, experiment_id: int, repeats: int = 10) -> dict[str
         "experiment": f"/experiments/{experiment_id}",
     }
     times: dict[str, float] = {}
-    with httpx.Client(base_url=base + "/api/v1", timeout=60) as http:
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=base + "/api/v1", timeout=60, headers=headers) as http:
         for name, path in paths.items():
             samples = []
             for _ in range(repeats):
@@ -299,6 +307,7 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, Any]:
                 if args.page == "visualization":
                     route += "/visualization"
                 url = f"{master.url}/#{route}"
+                token = master.sign_in()
                 with sync_playwright() as playwright:
                     browser = playwright.chromium.launch(
                         executable_path=CHROMIUM,
@@ -306,15 +315,15 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, Any]:
                         args=CHROMIUM_ARGS + args.chromium_arg,
                     )
                     try:
-                        warmup = page_load(browser, url)
+                        warmup = page_load(browser, url, token)
                         cpu_before = tree_cpu(master.pid)
-                        loads = [page_load(browser, url) for _ in range(args.loads)]
+                        loads = [page_load(browser, url, token) for _ in range(args.loads)]
                         cpu_after = tree_cpu(master.pid)
                         master_cpu = cpu_after[0] - cpu_before[0]
                         browser_cpu = cpu_after[1] - cpu_before[1]
                     finally:
                         browser.close()
-                endpoints = endpoint_times(master.url, experiment_id)
+                endpoints = endpoint_times(master.url, experiment_id, token)
             finally:
                 master.stop()
         finally:

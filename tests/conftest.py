@@ -1,12 +1,19 @@
 """Every test runs signed in as the test masters' administrator (see :mod:`tests.accounts`),
-with the CLI's and the SDK's saved tokens in a temporary directory."""
+with the CLI's and the SDK's saved tokens in a temporary directory. The masters that tests
+start keep no spare warm workers (``PEDL_SPARE_WORKERS=0``: most run no trial, and each spare
+imports TensorFlow on CI's two cores) unless a test asks for them."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
+import threading
+import traceback
+from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from tests.accounts import ADMIN, ADMIN_PASSWORD
@@ -14,15 +21,50 @@ from tests.accounts import ADMIN, ADMIN_PASSWORD
 _config_dir = ""
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    global _config_dir
-    _config_dir = tempfile.mkdtemp(prefix="pedl-test-config-")
+def _set_test_environment() -> None:
     os.environ["PEDL_CONFIG_DIR"] = _config_dir
     os.environ["PEDL_ADMIN_PASSWORD"] = ADMIN_PASSWORD
     os.environ["PEDL_USER"] = ADMIN
     os.environ["PEDL_PASSWORD"] = ADMIN_PASSWORD
+    os.environ["PEDL_SPARE_WORKERS"] = "0"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _config_dir
+    _config_dir = tempfile.mkdtemp(prefix="pedl-test-config-")
+    _set_test_environment()
+
+
+@pytest.fixture(autouse=True)
+def _test_environment() -> None:
+    """Set the variables again before every test: a master served in the test process takes
+    its secrets out of the process's environment when it starts (see README, Security), so the
+    order tests run in (pytest-xdist's included) must not decide what the next test sees."""
+    _set_test_environment()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _config_dir:
         shutil.rmtree(_config_dir, ignore_errors=True)
+
+
+def _thread_stacks() -> str:
+    """Every Python thread of this process and where it is now."""
+    frames = sys._current_frames()
+    parts = []
+    for thread in threading.enumerate():
+        frame = frames.get(thread.ident or -1)
+        stack = "".join(traceback.format_stack(frame, limit=30)) if frame else "  (no frame)\n"
+        parts.append(f"--- {thread.name} (daemon={thread.daemon})\n{stack}")
+    return "\n".join(parts)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A test that fails on an HTTP timeout shows where every thread of the test process was
+    at that moment: a master served in this process (``LiveServer``) is among them, so the
+    report says what kept it from answering."""
+    outcome = yield
+    if call.excinfo is not None and call.excinfo.errisinstance(httpx.TimeoutException):
+        report = outcome.get_result()  # type: ignore[attr-defined]
+        report.sections.append(("threads when the request timed out", _thread_stacks()))

@@ -118,6 +118,6 @@ def summary_table(summary: ExperimentSummary) -> Table:
             t.state,
             hparams_text(t.hparams),
             format_number(t.best_metric),
-            str(t.best_checkpoint or "-"),
+            t.best_checkpoint_location or "-",
         )
     return table

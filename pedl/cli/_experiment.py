@@ -141,7 +141,7 @@ def _print_summary(console: Console, summary: ExperimentSummary) -> None:
     if best is not None:
         console.print(
             f"Best trial: {best.trial_id} ({summary.metric} = {format_number(best.best_metric)}), "
-            f"checkpoint: {best.best_checkpoint}"
+            f"checkpoint: {best.best_checkpoint_location or '-'}"
         )
 
 

@@ -16,6 +16,12 @@ from pedl.master._serve import NO_AUTH_WARNING, ListenError
 @click.command("master")
 @click.option("--host", default=None, help="Address to listen on [PEDL_HOST; 127.0.0.1].")
 @click.option("--port", type=int, default=None, help="Port of the REST API [PEDL_PORT; 8080].")
+@click.option(
+    "--advertised-url",
+    default=None,
+    help="URL trial processes use to reach the master, e.g. through a proxy "
+    "[PEDL_ADVERTISED_URL; http://HOST:PORT].",
+)
 @click.option("--db-url", default=None, help="SQLAlchemy URL [PEDL_DB_URL; sqlite in home].")
 @click.option(
     "--home",
@@ -36,6 +42,12 @@ from pedl.master._serve import NO_AUTH_WARNING, ListenError
     "TensorFlow once, or each in a fresh process [PEDL_WORKER_REUSE; reuse].",
 )
 @click.option(
+    "--spare-workers",
+    type=click.IntRange(0, 64),
+    default=None,
+    help="Warm workers to start before any trial needs them, on CPU slots [PEDL_SPARE_WORKERS; 2].",
+)
+@click.option(
     "--no-auth",
     "no_auth",
     is_flag=True,
@@ -52,10 +64,12 @@ from pedl.master._serve import NO_AUTH_WARNING, ListenError
 def master(
     host: str | None,
     port: int | None,
+    advertised_url: str | None,
     db_url: str | None,
     home: Path | None,
     cpu_slots: int | None,
     worker_reuse: bool | None,
+    spare_workers: int | None,
     no_auth: bool,
     config_file: Path | None,
 ) -> None:
@@ -64,10 +78,12 @@ def master(
     given: dict[str, Any] = {
         "host": host,
         "port": port,
+        "advertised_url": advertised_url,
         "db_url": db_url,
         "home": home,
         "cpu_slots": cpu_slots,
         "worker_reuse": worker_reuse,
+        "spare_workers": spare_workers,
         "auth": False if no_auth else None,
         "config_file": config_file,
     }

@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict
 
 from pedl.client._errors import PEDLError
 from pedl.client._session import Session
-from pedl.config import ConfigError, parse_config
-from pedl.storage import SharedFSStorage, UnsupportedStorageError, make_storage
+from pedl.config import ConfigError, DirectoryStorageConfig, SharedFSStorageConfig, parse_config
+from pedl.storage import SharedFSStorage, make_storage
 
 CHUNK_BYTES = 1024 * 1024
 
@@ -84,9 +84,10 @@ class Checkpoint:
         The directory is created if needed; files already there with the same names are
         replaced, others are left alone. When ``local`` is true and the experiment's
         ``checkpoint_storage`` is a file system path readable from here (``shared_fs``,
-        ``directory``), the files are copied directly; otherwise they come through the master
-        as one tar stream (``GET /checkpoints/{uuid}/archive``). Raises :class:`PEDLError`
-        when the master has no such checkpoint or its files are gone from storage.
+        ``directory``), the files are copied directly; otherwise (``s3``, or a path not
+        readable here) they come through the master as one tar stream
+        (``GET /checkpoints/{uuid}/archive``). Raises :class:`PEDLError` when the master has
+        no such checkpoint or its files are gone from storage.
         """
         target = Path("checkpoints", self.uuid) if path is None else Path(path)
         target.mkdir(parents=True, exist_ok=True)
@@ -101,9 +102,14 @@ class Checkpoint:
         """The checkpoint's directory when its storage is a readable local path, else None."""
         body = self._session.get(f"/experiments/{self.experiment_id}")
         try:
-            storage = make_storage(parse_config(body["config"]).checkpoint_storage)
-        except (ConfigError, UnsupportedStorageError, ValueError):
+            config = parse_config(body["config"]).checkpoint_storage
+        except (ConfigError, ValueError):
             return None
+        # Only a file system path is read from here: S3's credentials are masked in the
+        # master's answer, so its files come through the master.
+        if not isinstance(config, SharedFSStorageConfig | DirectoryStorageConfig):
+            return None
+        storage = make_storage(config)
         if not isinstance(storage, SharedFSStorage):
             return None
         try:

@@ -104,14 +104,23 @@ class Client:
         An invalid config raises :class:`PEDLError` whose ``issues`` name every bad field
         (``config.<path>``, with its YAML line); so does a config PEDL cannot run (e.g.
         ``config.searcher.name``: a searcher PEDL does not implement). A model directory that
-        cannot be packaged raises :class:`pedl.model_def.ModelDefError`.
+        cannot be packaged raises :class:`pedl.model_def.ModelDefError`, and so does one
+        over the master's limits (``GET /master``: archive size, total file size, file
+        count), before anything is uploaded; its message names the largest files and how to
+        leave files out (``.pedlignore``).
 
         The master's warnings about an accepted config (one that lists the Determined
         fields it sets that PEDL ignores) are issued as :class:`pedl.config.ConfigWarning`
         with :func:`warnings.warn`, and kept in ``experiment.to_dict()["warnings"]``.
         """
         document = _config_document(config, overrides)
-        archive = model_def.package(Path(model_dir))
+        limits = self.session.get("/master")["limits"]["model_definition"]
+        archive = model_def.package(
+            Path(model_dir),
+            max_bytes=limits["max_bytes"],
+            max_unpacked_bytes=limits["max_unpacked_bytes"],
+            max_members=limits["max_members"],
+        )
         body = {
             "config": document,
             "model_definition": base64.b64encode(archive).decode("ascii"),

@@ -60,6 +60,7 @@ from pedl.config._searcher import (
     SingleSearcherConfig,
     TPESearcherConfig,
 )
+from pedl.config._secrets import MASK, is_secret_name, mask_config
 from pedl.config._storage import (
     DEFAULT_HOST_PATH,
     RUNNABLE_STORAGE_TYPES,
@@ -74,6 +75,7 @@ from pedl.config._unused import UNUSED_FIELDS_WARNING, config_warnings, unused_f
 
 __all__ = [
     "DEFAULT_HOST_PATH",
+    "MASK",
     "MAX_CONFIG_BYTES",
     "MAX_CONFIG_DEPTH",
     "MAX_CONFIG_NODES",
@@ -126,7 +128,9 @@ __all__ = [
     "grid_axis_sizes",
     "grid_hparams",
     "grid_size",
+    "is_secret_name",
     "load_config",
+    "mask_config",
     "parse_config",
     "runnable_searchers",
     "sample_hparams",

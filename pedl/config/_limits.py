@@ -11,35 +11,63 @@ NUL character or a lone UTF-16 surrogate, a NaN or infinite number, an integer o
 ``MAX_GLOBAL_BATCH_SIZE`` in :mod:`._runnable`), and so do the texts the master stores in
 columns of their own, the same on SQLite as on PostgreSQL (``MAX_NAME``, ``MAX_DESCRIPTION``,
 ``MAX_LABELS``, ``MAX_LABEL``, ``MAX_METRIC_NAME``).
+
+The bounds that are a matter of policy can be changed: ``PEDL_MAX_CONFIG_BYTES``,
+``PEDL_MAX_CONFIG_DEPTH``, ``PEDL_MAX_CONFIG_NODES``, ``PEDL_MAX_TRIALS``, ``PEDL_MAX_SLOTS``,
+``PEDL_MAX_RESTARTS``, ``PEDL_MAX_GRID_POINTS`` and ``PEDL_MAX_GLOBAL_BATCH_SIZE`` in the
+environment of every PEDL process that reads configs (the master passes them on to its trials,
+and local mode reads the CLI's), read once when :mod:`pedl.config` is imported. The text
+bounds follow the databases' columns and ``MAX_LENGTH`` the exactness of a float: those are
+fixed.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from pedl.config._issues import PathElement, Problem
 
-MAX_CONFIG_BYTES = 1024 * 1024
+
+def limit_setting(name: str, default: int, *, ceiling: int | None = None) -> int:
+    """``default``, or the whole number in the environment variable ``PEDL_<name>`` (from 1 to
+    ``ceiling``); a value that is not one raises ``ValueError`` naming the variable."""
+    variable = f"PEDL_{name}"
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        value = 0
+    if value < 1 or (ceiling is not None and value > ceiling):
+        bounds = f"from 1 to {ceiling:,}" if ceiling is not None else "of 1 or more"
+        raise ValueError(f"{variable} must be a whole number {bounds}, got {raw!r}")
+    return value
+
+
+MAX_CONFIG_BYTES = limit_setting("MAX_CONFIG_BYTES", 1024 * 1024)
 """The largest experiment config, in bytes of YAML (or JSON) text."""
 
-MAX_CONFIG_DEPTH = 32
-"""The deepest nesting of mappings and lists in a config (the top mapping is depth 1)."""
+MAX_CONFIG_DEPTH = limit_setting("MAX_CONFIG_DEPTH", 32, ceiling=200)
+"""The deepest nesting of mappings and lists in a config (the top mapping is depth 1); at
+most 200, well inside Python's recursion limit."""
 
-MAX_CONFIG_NODES = 100_000
+MAX_CONFIG_NODES = limit_setting("MAX_CONFIG_NODES", 100_000)
 """The most values (mappings, lists, scalars, keys included) in a config, aliases expanded."""
 
 MAX_LENGTH = 2**53
 """The largest training length, period or ``records_per_epoch`` (exact as a float)."""
 
-MAX_TRIALS = 100_000
+MAX_TRIALS = limit_setting("MAX_TRIALS", 100_000)
 """The most trials a searcher may be asked to run, or to run at once."""
 
-MAX_SLOTS = 1024
+MAX_SLOTS = limit_setting("MAX_SLOTS", 1024)
 """The most slots one trial may ask for."""
 
-MAX_RESTARTS = 10_000
+MAX_RESTARTS = limit_setting("MAX_RESTARTS", 10_000)
 """The largest ``max_restarts``."""
 
 MAX_NAME = 512

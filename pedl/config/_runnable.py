@@ -23,6 +23,7 @@ from pedl.config._hyperparameters import (
 from pedl.config._issues import PathElement, Problem, describe_value
 from pedl.config._legacy import REMOVED_SEARCHERS
 from pedl.config._length import Length
+from pedl.config._limits import limit_setting
 from pedl.config._sampling import grid_axis_sizes, grid_size
 from pedl.config._searcher import (
     SEARCHER_NAMES,
@@ -33,11 +34,12 @@ from pedl.config._searcher import (
 )
 from pedl.config._storage import RUNNABLE_STORAGE_TYPES, STORAGE_TYPES
 
-MAX_GLOBAL_BATCH_SIZE = 2**31
-"""The largest ``global_batch_size`` hyperparameter value accepted."""
+MAX_GLOBAL_BATCH_SIZE = limit_setting("MAX_GLOBAL_BATCH_SIZE", 2**31, ceiling=2**31)
+"""The largest ``global_batch_size`` hyperparameter value accepted (``PEDL_MAX_GLOBAL_BATCH_SIZE``
+may lower it)."""
 
-MAX_GRID_POINTS = 100_000
-"""The most points (trials) a grid search may have."""
+MAX_GRID_POINTS = limit_setting("MAX_GRID_POINTS", 100_000)
+"""The most points (trials) a grid search may have (``PEDL_MAX_GRID_POINTS``)."""
 
 BATCH_SIZE = "global_batch_size"
 _BATCH_SIZE_PATH: tuple[PathElement, ...] = ("hyperparameters", BATCH_SIZE)
@@ -119,8 +121,8 @@ def check_runnable(config: ExperimentConfig) -> list[Problem]:
                 (
                     ("hyperparameters",),
                     f"the grid has {points:,} points (one trial each), more than the limit of "
-                    f"{MAX_GRID_POINTS:,}: {counts}; lower the counts or the number of "
-                    "categorical values",
+                    f"{MAX_GRID_POINTS:,} (PEDL_MAX_GRID_POINTS): {counts}; lower the counts or "
+                    "the number of categorical values",
                 )
             )
     return problems
@@ -189,7 +191,8 @@ def _bad_batch_size(value: Any) -> str | None:
     if value < 1:
         return f"must be a positive integer, got {value}"
     if value > MAX_GLOBAL_BATCH_SIZE:
-        return f"must be at most 2**31 ({MAX_GLOBAL_BATCH_SIZE}), got {value}"
+        limit = f"{MAX_GLOBAL_BATCH_SIZE:,} (PEDL_MAX_GLOBAL_BATCH_SIZE)"
+        return f"must be at most {limit}, got {value}"
     return None
 
 

@@ -12,7 +12,7 @@ from pedl.config._base import ConfigModel, config_error, tag_of
 STORAGE_TYPES: tuple[str, ...] = ("shared_fs", "directory", "s3", "gcs")
 """Every ``checkpoint_storage.type`` the config format knows (Determined's)."""
 
-RUNNABLE_STORAGE_TYPES: tuple[str, ...] = ("shared_fs", "directory")
+RUNNABLE_STORAGE_TYPES: tuple[str, ...] = ("shared_fs", "directory", "s3")
 """The types ``pedl.storage.make_storage`` can store checkpoints in; validation refuses the
 others (keep in step with that factory)."""
 
@@ -72,7 +72,9 @@ class DirectoryStorageConfig(_StorageBase):
 
 
 class S3StorageConfig(_StorageBase):
-    """``s3``: an S3 (or S3-compatible, via ``endpoint_url``) bucket."""
+    """``s3``: an S3 (or S3-compatible, via ``endpoint_url``) bucket; checkpoints go under
+    ``prefix``. Without ``access_key`` and ``secret_key``, boto3's usual credentials apply
+    (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, shared files, the instance's role)."""
 
     type: Literal["s3"]
     bucket: str

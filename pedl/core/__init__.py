@@ -1,6 +1,11 @@
 """The seam between training code and the platform (see DESIGN.md, "The harness")."""
 
-from pedl.core._checkpoint import METADATA_FILE, CheckpointContext, CheckpointRegistry
+from pedl.core._checkpoint import (
+    METADATA_FILE,
+    CheckpointContext,
+    CheckpointRegistry,
+    CheckpointStorageFullError,
+)
 from pedl.core._context import Context, TrialInfo, build_context
 from pedl.core._detached import detached_context
 from pedl.core._distributed import DistributedContext
@@ -8,6 +13,7 @@ from pedl.core._init import active_context, init, use_context
 from pedl.core._master_client import MasterClient, MasterError
 from pedl.core._memory import FixedLengths, MemoryRecorder
 from pedl.core._preempt import PreemptContext, SignalPreemption
+from pedl.core._report_sender import ReportSender
 from pedl.core._rest import (
     RestCheckpointRegistry,
     RestMetricsWriter,
@@ -22,6 +28,7 @@ __all__ = [
     "METADATA_FILE",
     "CheckpointContext",
     "CheckpointRegistry",
+    "CheckpointStorageFullError",
     "Context",
     "DistributedContext",
     "FixedLengths",
@@ -31,6 +38,7 @@ __all__ = [
     "MetricKind",
     "MetricsWriter",
     "PreemptContext",
+    "ReportSender",
     "RestCheckpointRegistry",
     "RestMetricsWriter",
     "RestPreemption",

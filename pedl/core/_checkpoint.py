@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import os
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -12,6 +14,17 @@ from typing import Any, Protocol
 from pedl.storage import StorageManager, list_resources
 
 METADATA_FILE = "metadata.json"
+
+STORAGE_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+"""The errors of a write that found no room: the device is full, or the user's quota is."""
+
+
+class CheckpointStorageFullError(OSError):
+    """A checkpoint could not be stored because its storage is full (ENOSPC) or over quota
+    (EDQUOT). Nothing of it was kept: the backend removed its partial files, and it was
+    never registered. Raised from :meth:`CheckpointContext.store_path` (from the original
+    error), so the trial errors with a message that says so, and a restart goes on from the
+    latest checkpoint once there is room."""
 
 
 class CheckpointRegistry(Protocol):
@@ -43,15 +56,33 @@ class CheckpointContext:
 
         ``metadata`` must hold ``steps_completed`` (batches trained). It is written to
         ``metadata.json`` inside the checkpoint, and the checkpoint is registered, only when
-        the block finishes without an exception.
+        the block finishes without an exception. A write that finds the storage full raises
+        :class:`CheckpointStorageFullError`.
         """
         if "steps_completed" not in metadata:
             raise ValueError("checkpoint metadata must contain 'steps_completed'")
         storage_id = str(uuid.uuid4())
-        with self._storage.store_path(storage_id) as path:
-            yield path, storage_id
-            (path / METADATA_FILE).write_text(json.dumps(dict(metadata), indent=2, sort_keys=True))
-            resources = list_resources(path)
+        written_in: Path | None = None
+        try:
+            with self._storage.store_path(storage_id) as path:
+                written_in = path
+                yield path, storage_id
+                (path / METADATA_FILE).write_text(
+                    json.dumps(dict(metadata), indent=2, sort_keys=True)
+                )
+                resources = list_resources(path)
+        except OSError as err:
+            if err.errno not in STORAGE_FULL_ERRNOS:
+                raise
+            where = err.filename or written_in
+            raise CheckpointStorageFullError(
+                err.errno,
+                f"checkpoint storage is full: the checkpoint after {metadata['steps_completed']} "
+                f"batches was not stored ({os.strerror(err.errno)}"
+                f"{f' writing in {where}' if where else ''}); nothing of it was kept. Free space "
+                "there (or choose another checkpoint_storage): a restart goes on from the "
+                "latest checkpoint",
+            ) from err
         self._registry.register_checkpoint(
             storage_id, int(metadata["steps_completed"]), metadata, resources
         )

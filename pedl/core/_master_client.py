@@ -41,6 +41,10 @@ class MasterClient:
     its patience. Retried POSTs are safe: the master stores metrics, logs and checkpoints
     idempotently (same key, same row). A 4xx answer raises at once (401: the token was revoked
     because another process of this trial was started). Thread-safe (httpx clients are).
+
+    :attr:`unreachable` says whether the latest request to finish a try could not reach the
+    master (a transport error, or a 5xx or 429 answer): the trial's other requests use it to
+    answer from what they know instead of waiting (see :class:`pedl.core.RestPreemption`).
     """
 
     def __init__(
@@ -55,6 +59,7 @@ class MasterClient:
         self.master_url = master_url.rstrip("/")
         self.trial_id = trial_id
         self._give_up_after = give_up_after
+        self.unreachable = False
         self._http = httpx.Client(
             base_url=self.master_url + API_PREFIX,
             headers={"Authorization": f"Bearer {token}"},
@@ -88,9 +93,21 @@ class MasterClient:
         """The path of this trial's resource, ``/trials/<id>``."""
         return f"/trials/{self.trial_id}"
 
-    def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
-        """GET ``path`` (under ``/api/v1``) and return the decoded JSON body."""
-        return self._request("GET", path, params=params).json()
+    def get(
+        self,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        give_up_after: float | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """GET ``path`` (under ``/api/v1``) and return the decoded JSON body. ``give_up_after``
+        (default: the client's patience; 0: one try) and ``timeout`` (default: the client's)
+        are this request's own."""
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        return self._request(
+            "GET", path, give_up_after=give_up_after, params=params, **extra
+        ).json()
 
     def get_bytes(self, path: str) -> bytes:
         """GET ``path`` and return the raw body."""
@@ -104,7 +121,10 @@ class MasterClient:
     def close(self) -> None:
         self._http.close()
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def _request(
+        self, method: str, path: str, *, give_up_after: float | None = None, **kwargs: Any
+    ) -> httpx.Response:
+        patience = self._give_up_after if give_up_after is None else give_up_after
         first_failure: float | None = None
         backoff = _BACKOFF_FIRST_S
         while True:
@@ -114,6 +134,7 @@ class MasterClient:
             except httpx.TransportError as err:
                 problem = f"{type(err).__name__}: {err}"
             else:
+                self.unreachable = response.status_code in _RETRY_STATUS
                 if response.status_code < 400:
                     return response
                 if response.status_code not in _RETRY_STATUS:
@@ -124,13 +145,14 @@ class MasterClient:
                 problem = f"{response.status_code} {_error_text(response)}"
                 if response.status_code in (429, 503):
                     retry_after = _retry_after(response)
+            self.unreachable = True
             now = time.monotonic()
             first_failure = now if first_failure is None else first_failure
-            left = self._give_up_after - (now - first_failure)
+            left = patience - (now - first_failure)
             if left <= 0:
                 raise MasterError(
                     f"{method} {path}: the master at {self.master_url} has not answered for "
-                    f"{self._give_up_after:.0f} s (last problem: {problem})"
+                    f"{patience:.0f} s (last problem: {problem})"
                 )
             delay = random.uniform(backoff / 2, backoff)
             if retry_after is not None:

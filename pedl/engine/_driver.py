@@ -603,16 +603,21 @@ class ExperimentDriver:
         return any(length > trial.validated for length in trial.issued)
 
     def _resume_point(self, trial: _Trial) -> int:
-        """The largest issued length a process restored from the trial's latest checkpoint
-        has already reached (0 without one): it is given only the lengths after it, and
-        trains again to any it reached only after the checkpoint."""
+        """The largest issued length that a process restored from the trial's latest
+        checkpoint has reached and whose validation the searcher heard of (0 without one): it
+        is given only the lengths after it. It trains again to any length it reached only
+        after the checkpoint, and is given again a length the checkpoint reached whose
+        validation was lost (a crash between the checkpoint and the report): it reports that
+        length's validation from the checkpoint without training."""
         batches = trial.latest_checkpoint_batches
         if not batches:
             return 0
         reached = [
             length
             for length in trial.issued
-            if (b := self._to_batches(length, trial.hparams)) is not None and b <= batches
+            if length <= trial.validated
+            and (b := self._to_batches(length, trial.hparams)) is not None
+            and b <= batches
         ]
         return max(reached, default=0)
 

@@ -37,7 +37,7 @@ import tensorflow as tf
 import pedl
 from pedl import core, model_def
 from pedl._searcher_metric import record_searcher_metric
-from pedl.config import Length
+from pedl.config import Length, mask_config
 from pedl.engine import TrialOutcome
 from pedl.estimator import _model_dir
 from pedl.estimator._context import EstimatorTrialContext, ServingInputReceiverFn
@@ -398,7 +398,7 @@ class EstimatorTrialController:
             "experiment_id": self._info.experiment_id,
             "hparams": self._info.hparams,
             "trial_seed": self._info.trial_seed,
-            "experiment_config": self._config.as_dict(),
+            "experiment_config": mask_config(self._config.as_dict()),
             "validation_metrics": self._last_validation_metrics,
             "time": time.time(),
         }

@@ -6,6 +6,7 @@ framework), so the time from launch to the first batch is mostly the framework's
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
@@ -106,19 +107,31 @@ def serve_trial(token: str | None = None) -> int:
     """Run the trial named by the environment in this (set-up) process, with its ``token``
     (default ``PEDL_TRIAL_TOKEN``): what :func:`run_trial` does after the process-wide set-up;
     a warm worker calls it once per trial. Returns the exit status :func:`run_trial`
-    documents."""
+    documents.
+
+    The trial's reports go through a :class:`~pedl.core.ReportSender`, so training goes on
+    while the master cannot be reached; they are all sent before the exit report (a trial
+    that cannot send them within the client's patience ends with :data:`EXIT_MASTER_GONE`).
+    """
     try:
         client = core.MasterClient.from_env(token=token)
     except (core.MasterError, ValueError) as err:
         print(f"pedl trial: {err}", file=sys.stderr)
         return EXIT_MASTER_GONE
     workdir = make_workdir(client.trial_id)
+    sender = core.ReportSender(client)
     try:
-        return _run(client, workdir)
+        return _run(client, sender, workdir)
     except core.MasterError:
         traceback.print_exc()
         return EXIT_MASTER_GONE
+    except BaseException:
+        # Stopped by SystemExit or KeyboardInterrupt: what was reported before still counts.
+        with contextlib.suppress(core.MasterError):
+            sender.flush()
+        raise
     finally:
+        sender.close()
         shutil.rmtree(workdir, ignore_errors=True)
         client.close()
 
@@ -153,7 +166,7 @@ def remove_stale_workdirs(root: Path) -> list[Path]:
     return removed
 
 
-def _run(client: core.MasterClient, workdir: Path) -> int:
+def _run(client: core.MasterClient, sender: core.ReportSender, workdir: Path) -> int:
     start = client.get(f"{client.trial_path}/start")
     experiment_id = int(start["experiment_id"])
     code_dir = workdir / "code"
@@ -164,7 +177,7 @@ def _run(client: core.MasterClient, workdir: Path) -> int:
     except core.MasterError:
         raise
     except Exception as err:
-        return _finish(client, classify_failure(err, code_dir=code_dir, stage="load"))
+        return _finish(client, sender, classify_failure(err, code_dir=code_dir, stage="load"))
     logger.info(
         "trial %d (experiment %d), hparams %s, %s",
         client.trial_id,
@@ -189,18 +202,19 @@ def _run(client: core.MasterClient, workdir: Path) -> int:
         )
         return core.build_context(
             info,
-            metrics=core.RestMetricsWriter(client),
-            checkpoints=core.RestCheckpointRegistry(client),
+            metrics=core.RestMetricsWriter(sender, client.trial_path),
+            checkpoints=core.RestCheckpointRegistry(sender, client.trial_path),
             storage=make_storage(config.checkpoint_storage),
-            searcher=core.RestSearcherSession(client),
-            should_preempt=core.RestPreemption(client).should_preempt,
+            searcher=core.RestSearcherSession(client, sender),
+            should_preempt=core.RestPreemption(client, sender).should_preempt,
         )
 
-    return _finish(client, run_attempt(code_dir, config.entrypoint, build_context))
+    return _finish(client, sender, run_attempt(code_dir, config.entrypoint, build_context))
 
 
-def _finish(client: core.MasterClient, result: AttemptResult) -> int:
-    """Print an error once, report the result to the master, and return the exit status."""
+def _finish(client: core.MasterClient, sender: core.ReportSender, result: AttemptResult) -> int:
+    """Print an error once, send the queued reports, report the result to the master, and
+    return the exit status."""
     error = result.error
     if result.outcome is TrialOutcome.ERRORED and error is not None:
         if result.stage == "load":
@@ -214,6 +228,7 @@ def _finish(client: core.MasterClient, result: AttemptResult) -> int:
         "outcome": result.outcome.value,
         "error": _without_nul(error.to_dict()) if error is not None else None,
     }
+    sender.flush()
     try:
         client.post(f"{client.trial_path}/exit", body)
     except core.MasterError as err:

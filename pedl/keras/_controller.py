@@ -30,7 +30,7 @@ import pedl
 from pedl import core, model_def
 from pedl._searcher_metric import record_searcher_metric
 from pedl._trial import TrialOutcome
-from pedl.config import Length
+from pedl.config import Length, mask_config
 from pedl.keras import _state
 from pedl.keras._build import build_variables
 from pedl.keras._context import TFKerasTrialContext
@@ -382,7 +382,7 @@ class TFKerasTrialController:
             "experiment_id": self._info.experiment_id,
             "hparams": self._info.hparams,
             "trial_seed": self._info.trial_seed,
-            "experiment_config": self._config.as_dict(),
+            "experiment_config": mask_config(self._config.as_dict()),
             "validation_metrics": self._last_validation_metrics,
             "time": time.time(),
         }

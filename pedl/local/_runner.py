@@ -45,7 +45,12 @@ from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
 from pedl.searcher import RemoteSearchMethod, unavailable_reason
-from pedl.storage import CheckpointSummary, SharedFSStorage, make_storage
+from pedl.storage import (
+    CheckpointSummary,
+    SharedFSStorage,
+    make_storage,
+    storage_unavailable_reason,
+)
 
 logger = logging.getLogger("pedl.local")
 
@@ -100,6 +105,9 @@ class TrialSummary:
     outcome: TrialOutcome | None
     best_metric: float | None
     best_checkpoint: Path | None
+    """The best checkpoint's directory, where the checkpoint storage is a local one."""
+    best_checkpoint_location: str | None
+    """Where the best checkpoint is, in any storage: a path or a URL (``s3://...``)."""
     error: TrialError | None
 
 
@@ -313,6 +321,7 @@ class LocalExperiment:
                         outcome=t.outcome,
                         best_metric=t.best_validation,
                         best_checkpoint=self.checkpoint_path(best) if best else None,
+                        best_checkpoint_location=self.storage.location(best) if best else None,
                         error=TrialError.from_dict(t.error) if t.error else None,
                     )
                 )
@@ -395,10 +404,14 @@ class _DriverSession:
 
 
 def _check_runnable_here(config: ExperimentConfig, source: str) -> None:
-    """The searcher's optional dependencies are installed (it runs in this process)."""
+    """The optional dependencies of the searcher and of the checkpoint storage are installed
+    (both run in this process)."""
     unavailable = unavailable_reason(config)
     if unavailable is not None:
         raise ConfigError([ConfigIssue("searcher.name", unavailable)], source)
+    unavailable = storage_unavailable_reason(config.checkpoint_storage)
+    if unavailable is not None:
+        raise ConfigError([ConfigIssue("checkpoint_storage.type", unavailable)], source)
 
 
 def _check_warm_start(config: ExperimentConfig, source: str) -> None:

@@ -91,6 +91,7 @@ def serve(settings: MasterSettings) -> None:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     port = sock.getsockname()[1]
     url = master_url(settings.host, port)
+    trials_url = settings.advertised_url or url
     # Nothing the master starts (trials, read processes) inherits the admin's password.
     os.environ.pop(ADMIN_PASSWORD_ENV, None)
     database = make_database(settings)
@@ -99,7 +100,7 @@ def serve(settings: MasterSettings) -> None:
         announce_password(generated)
     if not settings.auth:
         logger.warning(NO_AUTH_WARNING)
-    orchestrator = Orchestrator(database, settings, master_url=url)
+    orchestrator = Orchestrator(database, settings, master_url=trials_url)
     reads = settings.read_process_count
     app = create_app(
         settings,
@@ -107,6 +108,8 @@ def serve(settings: MasterSettings) -> None:
         orchestrator=orchestrator,
         reads=ReadProcesses(settings, reads) if reads else None,
     )
+    if trials_url != url:
+        logger.info("trials reach the master at %s (advertised_url)", trials_url)
     logger.info(
         "PEDL master listening on %s (%d slots; %d database connections, %d worker threads; "
         "%d read processes)",

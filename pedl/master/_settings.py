@@ -17,6 +17,8 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from pedl import model_def
+
 DEFAULT_HOME = Path("~/.pedl")
 CONFIG_FILE_ENV = "PEDL_CONFIG_FILE"
 
@@ -91,6 +93,12 @@ class MasterSettings(BaseSettings):
     )
     host: str = Field(default="127.0.0.1", description="Address the REST API listens on.")
     port: int = Field(default=8080, ge=0, le=65535, description="Port of the REST API.")
+    advertised_url: str | None = Field(
+        default=None,
+        description="URL trial processes use to reach the master (a proxy or load balancer "
+        "in front of it, or a name other machines resolve); default http://HOST:PORT, "
+        "with 127.0.0.1 for a wildcard host.",
+    )
     cpu_slots: int = Field(
         default_factory=_default_cpu_slots,
         ge=1,
@@ -156,6 +164,15 @@ class MasterSettings(BaseSettings):
         "processes that imported TensorFlow once (a trial's weights are the same as in a "
         "fresh process); false starts a fresh process for every trial.",
     )
+    spare_workers: int = Field(
+        default=2,
+        ge=0,
+        le=64,
+        description="Warm workers started before any trial needs them, on free CPU slots (with "
+        "worker reuse; each holds a Python process with TensorFlow imported, ~0.6 GB): the "
+        "first trial of an experiment without environment variables on a slot starts in one "
+        "without the framework's import; 0 starts none.",
+    )
 
     max_request_bytes: int = Field(
         default=16 * MiB,
@@ -164,11 +181,30 @@ class MasterSettings(BaseSettings):
         "a larger one is answered 413 as soon as its Content-Length or its streamed bytes "
         "pass it, before it is read whole.",
     )
-    max_upload_bytes: int = Field(
-        default=129 * MiB,
+    max_upload_bytes: int | None = Field(
+        default=None,
         ge=1024,
-        description="Largest body of POST /experiments (the base64 model definition, at most "
-        "96 MiB as an archive, and the config), in bytes; larger: 413 while streaming.",
+        description="Largest body of POST /experiments (the base64 model definition and the "
+        "config), in bytes; larger: 413 while streaming. Default: room for the base64 of a "
+        "max_model_definition_bytes archive and a 1 MiB config (129 MiB).",
+    )
+    max_model_definition_bytes: int = Field(
+        default=model_def.DEFAULT_MAX_BYTES,
+        ge=1024,
+        description="Largest model definition archive (gzip-compressed tar) an experiment may "
+        "carry, in bytes; larger: 422. `pedl experiment create` checks it before uploading.",
+    )
+    max_model_definition_unpacked_bytes: int = Field(
+        default=model_def.DEFAULT_MAX_UNPACKED_BYTES,
+        ge=1024,
+        description="Largest total size of a model definition's files once unpacked, in "
+        "bytes, counted from the archive's headers while it is decompressed; larger: 422.",
+    )
+    max_model_definition_members: int = Field(
+        default=model_def.DEFAULT_MAX_MEMBERS,
+        ge=1,
+        description="Most files and directories in a model definition archive; more: 422, "
+        "refused as soon as the one past the limit is read.",
     )
     max_json_depth: int = Field(
         default=64,
@@ -210,9 +246,40 @@ class MasterSettings(BaseSettings):
         ge=0,
         le=300,
         description="How long a process of the master trusts a session token it found valid "
-        "without reading the database again (0: never). A logout or deactivation takes effect "
-        "at once on the master itself and within this many seconds on its read processes.",
+        "without reading the database again (0: never). A logout, deactivation or password "
+        "change takes effect at once: for this many seconds after it, the master serves the "
+        "reads its read processes might answer from their caches itself.",
     )
+    login_max_failures: int = Field(
+        default=10,
+        ge=1,
+        description="Sign-in attempts for one username within login_failure_window_seconds "
+        "before the next is answered 429 (Retry-After) without its password being checked; "
+        "a successful sign-in clears the count. Kept in the master's memory.",
+    )
+    login_max_failures_per_address: int = Field(
+        default=50,
+        ge=1,
+        description="The same, for the attempts from one client address, whatever the "
+        "username (higher: several people may share an address behind NAT or a proxy).",
+    )
+    login_failure_window_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        le=86_400,
+        description="The window, in seconds, in which failed sign-in attempts are counted.",
+    )
+
+    @field_validator("advertised_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        url = value.strip().rstrip("/")
+        scheme, _, rest = url.partition("://")
+        if scheme not in ("http", "https") or not rest or rest.startswith("/"):
+            raise ValueError(f"must be an http:// or https:// URL with a host, not {value!r}")
+        return url
 
     @model_validator(mode="after")
     def _no_auth_on_loopback_only(self) -> MasterSettings:
@@ -269,6 +336,14 @@ class MasterSettings(BaseSettings):
             path in ("", "/:memory:") or "mode=memory" in self.db_url
         )
         return 0 if in_memory else self.read_processes
+
+    @property
+    def upload_bytes(self) -> int:
+        """``max_upload_bytes``, or the base64 size of a ``max_model_definition_bytes``
+        archive plus 1 MiB for the config."""
+        if self.max_upload_bytes is not None:
+            return self.max_upload_bytes
+        return -(-self.max_model_definition_bytes // 3) * 4 + MiB
 
     @property
     def allowed_storage_roots(self) -> tuple[Path, ...]:

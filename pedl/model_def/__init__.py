@@ -9,7 +9,7 @@ from pedl.model_def._archive import (
     extract,
     package,
 )
-from pedl.model_def._errors import ModelDefError, UnsafeArchiveError
+from pedl.model_def._errors import ArchiveLimitError, ModelDefError, UnsafeArchiveError
 from pedl.model_def._files import IGNORE_FILE, list_files
 from pedl.model_def._loader import PACKAGE_NAME, ModelDefinition, load, unload
 
@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_MAX_UNPACKED_BYTES",
     "IGNORE_FILE",
     "PACKAGE_NAME",
+    "ArchiveLimitError",
     "ModelDefError",
     "ModelDefinition",
     "UnsafeArchiveError",

@@ -10,8 +10,8 @@ import stat
 import tarfile
 from pathlib import Path, PurePosixPath
 
-from pedl.model_def._errors import ModelDefError, UnsafeArchiveError
-from pedl.model_def._files import IGNORE_FILE, SourceFile, collect_files
+from pedl.model_def._errors import ArchiveLimitError, ModelDefError, UnsafeArchiveError
+from pedl.model_def._files import DETERMINED_IGNORE_FILE, IGNORE_FILE, SourceFile, collect_files
 
 DEFAULT_MAX_BYTES = 96 * 1024 * 1024
 """The largest packaged model definition (compressed archive size) accepted by default."""
@@ -32,6 +32,7 @@ def package(
     model_dir: str | Path,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
     max_members: int = DEFAULT_MAX_MEMBERS,
 ) -> bytes:
     """Return a gzip-compressed tar of ``list_files(model_dir)``.
@@ -42,19 +43,21 @@ def package(
     or time. The archive holds regular files and the directories that contain them only;
     a symbolic link is stored as a copy of its target (which must lie inside ``model_dir``).
 
-    Raises :class:`ModelDefError` when the archive would exceed ``max_bytes``; the message
-    gives the size, the limit, the five largest files, and suggests ``.pedlignore``; and when
-    it would hold more than ``max_members`` files and directories (which
-    :func:`check_archive` refuses), before reading any file.
+    The limits are those :func:`check_archive` applies (a client passes the master's). Raises
+    :class:`ModelDefError` when the archive would hold more than ``max_members`` files and
+    directories, or files of more than ``max_unpacked_bytes`` in all (both known before any
+    file is read), or when the archive passes ``max_bytes`` (as soon as it does); each
+    message gives the limit, the largest files or the fullest directories, and how to leave
+    files out (``.pedlignore`` or ``.detignore``).
     """
     files = collect_files(model_dir)
     dirs = {str(parent) for f in files for parent in PurePosixPath(f.relpath).parents[:-1]}
     if len(files) + len(dirs) > max_members:
+        raise ModelDefError(_too_many_message(files, len(dirs), max_members))
+    total = sum(f.source.stat().st_size for f in files)
+    if total > max_unpacked_bytes:
         raise ModelDefError(
-            f"The model definition has {len(files)} files in {len(dirs)} directories, more than "
-            f"the limit of {max_members} members the master accepts. Keep data sets and other "
-            f"large artifacts out of it by listing them in a {IGNORE_FILE} file at its top "
-            "(same syntax as .gitignore)."
+            _too_large_message(files, total, max_unpacked_bytes, "its files add up to")
         )
     buffer = io.BytesIO()
     with (
@@ -74,7 +77,7 @@ def package(
                 break
     size = buffer.tell()
     if size > max_bytes:
-        raise ModelDefError(_too_large_message(files, size, max_bytes))
+        raise ModelDefError(_too_large_message(files, size, max_bytes, "its archive is at least"))
     return buffer.getvalue()
 
 
@@ -96,9 +99,10 @@ def check_archive(
     ``max_unpacked_bytes`` (counted from the headers, before any member's data is inflated).
     """
     if len(archive) > max_bytes:
-        raise ModelDefError(
+        raise ArchiveLimitError(
             f"The model definition archive is {_human(len(archive))} ({len(archive)} bytes), "
-            f"over the limit of {_human(max_bytes)} ({max_bytes} bytes)."
+            f"over the limit of {_human(max_bytes)} ({max_bytes} bytes).",
+            limit="max_bytes",
         )
     limits = _Limits(max_unpacked_bytes, max_members)
     try:
@@ -124,15 +128,17 @@ class _Limits:
     def count(self, member: tarfile.TarInfo) -> None:
         self.members += 1
         if self.members > self.max_members:
-            raise UnsafeArchiveError(
+            raise ArchiveLimitError(
                 f"Archive member {member.name!r} exceeds the limit of {self.max_members} "
-                "members; refusing to unpack."
+                "members; refusing to unpack.",
+                limit="max_members",
             )
         self.unpacked += member.size if member.isreg() else 0
         if self.unpacked > self.max_unpacked_bytes:
-            raise UnsafeArchiveError(
+            raise ArchiveLimitError(
                 f"Archive member {member.name!r} brings the unpacked size to {self.unpacked} "
-                f"bytes, over the limit of {self.max_unpacked_bytes} bytes; refusing to unpack."
+                f"bytes, over the limit of {self.max_unpacked_bytes} bytes; refusing to unpack.",
+                limit="max_unpacked_bytes",
             )
 
 
@@ -226,15 +232,34 @@ def _mode_for(f: SourceFile) -> int:
     return _EXEC_MODE if executable else _FILE_MODE
 
 
-def _too_large_message(files: list[SourceFile], size: int, max_bytes: int) -> str:
+_IGNORE_ADVICE = (
+    "Keep data sets and other large artifacts out of the model definition by listing them "
+    f"in a {IGNORE_FILE} (or {DETERMINED_IGNORE_FILE}) file at its top (same syntax as "
+    ".gitignore)."
+)
+
+
+def _too_large_message(files: list[SourceFile], size: int, limit: int, what: str) -> str:
     sizes = sorted(((f.source.stat().st_size, f.relpath) for f in files), reverse=True)
     largest = "\n".join(f"  {_human(s)}  {p}" for s, p in sizes[:5])
     return (
-        f"The model definition is too large: its archive is at least {_human(size)} "
-        f"({size} bytes), over the limit of {_human(max_bytes)} ({max_bytes} bytes).\n"
-        f"The largest files are:\n{largest}\n"
-        f"Keep data sets and other large artifacts out of the model definition by listing "
-        f"them in a {IGNORE_FILE} file at its top (same syntax as .gitignore)."
+        f"The model definition is too large: {what} {_human(size)} "
+        f"({size} bytes), over the limit of {_human(limit)} ({limit} bytes).\n"
+        f"The largest files are:\n{largest}\n{_IGNORE_ADVICE}"
+    )
+
+
+def _too_many_message(files: list[SourceFile], dirs: int, limit: int) -> str:
+    per_dir: dict[str, int] = {}
+    for f in files:
+        parent = str(PurePosixPath(f.relpath).parent)
+        per_dir[parent] = per_dir.get(parent, 0) + 1
+    fullest = sorted(per_dir.items(), key=lambda item: (-item[1], item[0]))[:5]
+    listing = "\n".join(f"  {count} files  {name}/" for name, count in fullest)
+    return (
+        f"The model definition has {len(files)} files in {dirs} directories, more than the "
+        f"limit of {limit} members (files and directories).\n"
+        f"The directories with the most files are:\n{listing}\n{_IGNORE_ADVICE}"
     )
 
 

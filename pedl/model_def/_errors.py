@@ -16,3 +16,18 @@ class UnsafeArchiveError(ModelDefError):
 
     The message names the offending member.
     """
+
+
+class ArchiveLimitError(UnsafeArchiveError):
+    """An archive passes one of the limits it is checked against (a zip-bomb or resource
+    guard rather than an unsafe member): its compressed size, its unpacked size or its
+    member count.
+
+    ``limit`` names the keyword argument of :func:`~pedl.model_def.check_archive` that was
+    passed (``"max_bytes"``, ``"max_unpacked_bytes"`` or ``"max_members"``), so that a caller
+    can tell the user which of its own settings to change.
+    """
+
+    def __init__(self, message: str, *, limit: str) -> None:
+        super().__init__(message)
+        self.limit = limit

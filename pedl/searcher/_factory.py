@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 
 from pedl.config import (
+    MAX_GRID_POINTS,
     AdaptiveASHASearcherConfig,
     AsyncHalvingSearcherConfig,
     ExperimentConfig,
@@ -13,6 +14,7 @@ from pedl.config import (
     RandomSearcherConfig,
     SingleSearcherConfig,
     grid_hparams,
+    grid_size,
     sample_hparams,
 )
 from pedl.searcher._adaptive_asha import AdaptiveASHASearch
@@ -38,6 +40,16 @@ def _single(config: ExperimentConfig) -> SearchMethod:
 def _grid(config: ExperimentConfig) -> SearchMethod:
     searcher = config.searcher
     assert isinstance(searcher, GridSearcherConfig)
+    # Counted before the grid is built: a config that skipped validation (one stored before
+    # the limit existed, one built with model_validate) must not make its shell enumerate
+    # a trillion points.
+    points = grid_size(config.hyperparameters)
+    if points is not None and points > MAX_GRID_POINTS:
+        raise SearcherError(
+            f"the grid has {points:,} points (one trial each), more than the limit of "
+            f"{MAX_GRID_POINTS:,} (PEDL_MAX_GRID_POINTS); lower the hyperparameters' "
+            "counts or the number of categorical values"
+        )
     return GridSearch(
         points=grid_hparams(config.hyperparameters),
         max_length=searcher.max_length.value,

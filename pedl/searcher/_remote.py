@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -75,8 +75,10 @@ class RemoteSearchMethod(SearchMethod):
     """Forwards every :class:`SearchMethod` call to a searcher process that runs the custom
     search method of a model definition (``searcher: {name: custom}``).
 
-    The process (``python -m pedl.searcher._host``, in its own session, with the experiment's
-    CPU environment variables and, unless they say otherwise, no GPU) unpacks ``archive``
+    The process (``python -m pedl.searcher._host``, in its own session, with ``base_env``
+    (default this process's environment; the master passes its trials' environment, without
+    its own settings and secrets), the experiment's CPU environment variables and, unless they
+    say otherwise, no GPU) unpacks ``archive``
     (a packaged model definition) or uses ``code_dir``, imports the class
     ``config.searcher.search_method`` names, constructs it, and answers calls as JSON lines
     (:mod:`pedl.searcher._protocol`). The constructor returns once it is ready, or has failed
@@ -108,6 +110,7 @@ class RemoteSearchMethod(SearchMethod):
         call_timeout: float = CALL_TIMEOUT,
         start_timeout: float = START_TIMEOUT,
         command: Sequence[str] | None = None,
+        base_env: Mapping[str, str] | None = None,
     ) -> None:
         if (code_dir is None) == (archive is None):
             raise ValueError("give exactly one of code_dir and archive")
@@ -129,9 +132,10 @@ class RemoteSearchMethod(SearchMethod):
         else:
             assert code_dir is not None
             code = Path(code_dir).resolve()
-        path = os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)
+        base = os.environ if base_env is None else base_env
+        path = os.pathsep.join(p for p in (_ROOT, base.get("PYTHONPATH")) if p)
         env = {
-            **os.environ,
+            **base,
             "CUDA_VISIBLE_DEVICES": "",  # a searcher needs no GPU; its trials may
             **config.environment.env_dict(gpu=False),
             "PYTHONPATH": path,

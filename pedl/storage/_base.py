@@ -8,6 +8,10 @@ import os
 from pathlib import Path
 
 
+class UnsupportedStorageError(ValueError):
+    """The config names a storage type this installation cannot use."""
+
+
 class StorageManager(abc.ABC):
     """Stores and fetches checkpoint directories by id (a uuid).
 
@@ -34,6 +38,17 @@ class StorageManager(abc.ABC):
 
     @abc.abstractmethod
     def exists(self, storage_id: str) -> bool: ...
+
+    @abc.abstractmethod
+    def location(self, storage_id: str) -> str:
+        """Where checkpoint ``storage_id``'s files are, for people: a local path or a URL."""
+
+
+def check_storage_id(storage_id: str) -> None:
+    """Raise ValueError unless ``storage_id`` is one path segment a backend may use as a name
+    (not empty, no separator, not hidden: so it cannot escape the store or hit its own files)."""
+    if not storage_id or "/" in storage_id or "\\" in storage_id or storage_id.startswith("."):
+        raise ValueError(f"invalid checkpoint id {storage_id!r}")
 
 
 def list_resources(directory: Path) -> dict[str, int]:

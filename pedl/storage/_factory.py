@@ -7,17 +7,17 @@ from pathlib import Path
 from pedl.config import (
     CheckpointStorageConfig,
     DirectoryStorageConfig,
+    S3StorageConfig,
     SharedFSStorageConfig,
 )
-from pedl.storage._base import StorageManager
+from pedl.storage._base import StorageManager, UnsupportedStorageError
+from pedl.storage._s3 import S3Storage, s3_unavailable_reason
 from pedl.storage._shared_fs import SharedFSStorage
 
 
-class UnsupportedStorageError(ValueError):
-    """The config names a storage type this installation cannot use."""
-
-
 def make_storage(config: CheckpointStorageConfig) -> StorageManager:
+    """The backend for ``config``; raises :class:`UnsupportedStorageError` for a type this
+    installation cannot use (``gcs``; ``s3`` without boto3)."""
     if isinstance(config, SharedFSStorageConfig):
         base = Path(config.host_path).expanduser()
         if config.storage_path:
@@ -25,6 +25,24 @@ def make_storage(config: CheckpointStorageConfig) -> StorageManager:
         return SharedFSStorage(base)
     if isinstance(config, DirectoryStorageConfig):
         return SharedFSStorage(Path(config.container_path).expanduser())
+    if isinstance(config, S3StorageConfig):
+        return S3Storage(
+            config.bucket,
+            config.prefix,
+            access_key=config.access_key,
+            secret_key=config.secret_key,
+            endpoint_url=config.endpoint_url,
+        )
     raise UnsupportedStorageError(
-        f"checkpoint_storage.type {config.type!r} is not supported yet; use shared_fs or directory"
+        f"checkpoint_storage.type {config.type!r} is not supported yet; use shared_fs, directory "
+        "or s3"
     )
+
+
+def storage_unavailable_reason(config: CheckpointStorageConfig) -> str | None:
+    """Why ``config``'s storage cannot be used in this Python environment (an optional
+    dependency it needs is missing), or ``None``. Checked where checkpoints are stored or
+    read: by the master when an experiment is created, and by local mode."""
+    if isinstance(config, S3StorageConfig):
+        return s3_unavailable_reason()
+    return None

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from pedl.storage._base import StorageManager
+from pedl.storage._base import StorageManager, check_storage_id
 
 
 class SharedFSStorage(StorageManager):
@@ -19,8 +19,11 @@ class SharedFSStorage(StorageManager):
         self.base_path = Path(base_path).expanduser()
 
     def path_of(self, storage_id: str) -> Path:
-        _check_id(storage_id)
+        check_storage_id(storage_id)
         return self.base_path / storage_id
+
+    def location(self, storage_id: str) -> str:
+        return str(self.path_of(storage_id))
 
     @contextlib.contextmanager
     def store_path(self, storage_id: str) -> Iterator[Path]:
@@ -49,8 +52,3 @@ class SharedFSStorage(StorageManager):
 
     def exists(self, storage_id: str) -> bool:
         return self.path_of(storage_id).is_dir()
-
-
-def _check_id(storage_id: str) -> None:
-    if not storage_id or "/" in storage_id or "\\" in storage_id or storage_id.startswith("."):
-        raise ValueError(f"invalid checkpoint id {storage_id!r}")

@@ -37,7 +37,7 @@ import pedl
 from pedl import core, model_def
 from pedl._searcher_metric import record_searcher_metric
 from pedl.callback import Callback
-from pedl.config import Length
+from pedl.config import Length, mask_config
 from pedl.engine import TrialOutcome
 
 if TYPE_CHECKING:
@@ -359,7 +359,7 @@ class TensorFlowTrialController:
             "experiment_id": self._info.experiment_id,
             "hparams": self._info.hparams,
             "trial_seed": self._info.trial_seed,
-            "experiment_config": self._config.as_dict(),
+            "experiment_config": mask_config(self._config.as_dict()),
             "validation_metrics": self._last_validation_metrics,
             "time": time.time(),
         }

@@ -10,6 +10,9 @@ import pytest
 from pedl.client import Client
 from pedl.master import MasterSettings, prepare_accounts
 from tests.accounts import auth_headers
+from tests.s3_server import s3_server
+
+__all__ = ["s3_server"]  # S3 checkpoint storage for test_s3_checkpoints
 
 from .helpers import LiveMaster, write_config, write_model_dir
 

@@ -50,7 +50,12 @@ def test_create_from_text_mapping_and_str_path(
     from_text = client.create_experiment(text, model_dir)
     from_mapping = client.create_experiment(yaml.safe_load(text), model_dir)
     from_str_path = client.create_experiment(str(config_file), model_dir, activate=False)
-    assert from_text.config == from_mapping.config == from_str_path.config
+    # The config has no experiment_seed: each experiment gets the clock's (as Determined
+    # does), which differs when the three creations span a second. The rest is the same.
+    configs = [from_text.config, from_mapping.config, from_str_path.config]
+    seeds = [c["reproducibility"].pop("experiment_seed") for c in configs]
+    assert configs[0] == configs[1] == configs[2]
+    assert seeds == sorted(seeds) and seeds[2] - seeds[0] <= 60
     assert from_str_path.state == "PAUSED"
     assert len({from_text.id, from_mapping.id, from_str_path.id}) == 3
 

@@ -121,3 +121,17 @@ def test_patience_from_the_environment(env: dict[str, str], expected: float) -> 
         assert client._give_up_after == expected
     finally:
         client.close()
+
+
+def test_one_try_and_whether_the_master_was_reached(clock: Clock) -> None:
+    client, seen = client_with(iter([httpx.ConnectError("refused"), ok(), shed(status=502)]))
+    assert client.unreachable is False
+    with pytest.raises(MasterError, match="ConnectError") as info:
+        client.get("/trials/7/preempt", give_up_after=0)
+    assert info.value.status is None and len(seen) == 1 and clock.sleeps == []
+    assert client.unreachable is True
+    assert client.get("/trials/7/preempt", give_up_after=0) == {"ok": True}
+    assert client.unreachable is False
+    with pytest.raises(MasterError, match="502"):
+        client.get("/trials/7/preempt", give_up_after=0)
+    assert client.unreachable is True

@@ -158,8 +158,25 @@ def run_attempt(shell: Shell, trial_id: int, outcome: TrialOutcome, error: Trial
     shell.apply(shell.driver.trial_exited(trial_id, outcome, error))
 
 
+def crash_after_checkpoint(shell: Shell, trial_id: int) -> None:
+    """One process of the trial checkpoints at its first length, then the shell crashes (it
+    and the process die) before the validation report is recorded; a driver rebuilt from
+    the store goes on."""
+    shell.apply(shell.driver.trial_started(trial_id))
+    answer = shell.driver.next_operation(trial_id)
+    if answer.status == "train":
+        assert answer.length is not None
+        shell.checkpoint(trial_id, answer.length)
+    shell.driver = shell.rebuilt()
+    shell.apply(shell.driver.start())
+
+
+CRASH = (TrialOutcome.PREEMPTED, TrialError("ShellCrash", "the shell died"))
+"""A plan step that is not an outcome: :func:`crash_after_checkpoint`."""
+
 ATTEMPTS = st.sampled_from(
     [
+        CRASH,
         (TrialOutcome.COMPLETED, None),
         (TrialOutcome.PREEMPTED, None),
         (TrialOutcome.STOPPED_EARLY, None),
@@ -189,6 +206,10 @@ def test_any_sequence_of_outcomes_ends_the_experiment_by_the_rules(
         assert runnable, "a live experiment always has a trial to run"
         trial_id = runnable[0]
         outcome, error = plan[step % len(plan)] if step < 200 else (TrialOutcome.COMPLETED, None)
+        if (outcome, error) == CRASH:
+            crash_after_checkpoint(shell, trial_id)
+            step += 1
+            continue
         attempts.setdefault(trial_id, []).append((outcome, error))
         run_attempt(shell, trial_id, outcome, error)
         step += 1
@@ -226,6 +247,24 @@ def test_any_sequence_of_outcomes_ends_the_experiment_by_the_rules(
         assert sorted(t.hparams["units"] for t in shell.trials.values()) == [1, 2, 3]
     # Garbage collection kept at most the latest checkpoint of each trial.
     assert len(shell.checkpoints) <= len(shell.trials)
+
+
+def test_a_crash_between_a_checkpoint_and_its_validation_report_gives_the_length_again() -> None:
+    """The process checkpointed at its length, then the shell died before the validation
+    was recorded: restored from that checkpoint, the process is given the length again (it
+    reports the validation from the checkpoint) rather than told to wait, which would have
+    exited and restarted it forever."""
+    shell = start(config(GRID, units=[1]))
+    (trial_id,) = shell.driver.runnable_trials()
+    crash_after_checkpoint(shell, trial_id)
+    assert shell.trials[trial_id].latest_checkpoint_batches == 10
+    assert shell.driver.runnable_trials() == [trial_id]
+    shell.apply(shell.driver.trial_started(trial_id))
+    assert shell.driver.next_operation(trial_id) == OperationAnswer("train", 10)
+    shell.apply(shell.driver.validation_reported(trial_id, 10, 0.5))
+    assert shell.driver.next_operation(trial_id) == OperationAnswer("closed")
+    shell.apply(shell.driver.trial_exited(trial_id, TrialOutcome.COMPLETED))
+    assert shell.experiment == ExperimentState.COMPLETED
 
 
 def test_an_error_before_progress_ends_the_trial_after_one_attempt() -> None:

@@ -10,18 +10,15 @@ name), so a failure replays.
 
 from __future__ import annotations
 
-import os
 import random
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests import local_record as record
+from tests.faults.local_run import MODEL_DIR, pedl
 
-MODEL_DIR = Path(__file__).parent / "resume_model"
 TOTAL_BATCHES = 48
 CONFIG = """
 name: resume-{kind}
@@ -42,20 +39,6 @@ reproducibility: {{experiment_seed: 11}}
 # Checkpoints fall at 12, 24, 36, 48; chunks end at 5, 8, 12, 16, ...; a pass over the data
 # is 7 batches. 17 is mid-chunk and mid-epoch after a checkpoint; 3 is before any checkpoint.
 FIXED_KILLS = [3, 17]
-
-
-def pedl(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "pedl", *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def create(

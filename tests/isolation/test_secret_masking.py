@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pedl.master._secrets import MASK, is_secret_name, mask_config, mask_url, mask_variable
+from pedl.config._secrets import MASK, is_secret_name, mask_config, mask_url, mask_variable
 
 SECRET = [
     "PASSWORD",

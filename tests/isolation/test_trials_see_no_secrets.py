@@ -154,3 +154,15 @@ def test_the_config_shows_the_experiment_s_secret_masked(run: Run) -> None:
     assert API_KEY not in json.dumps(listed)
     for trial in trials(run.master.http, run.experiment_id):
         assert API_KEY not in logs(run.master.http, trial["id"])
+
+
+def test_checkpoints_keep_the_experiment_s_secret_masked(run: Run) -> None:
+    """A checkpoint's metadata.json, which everyone who may read the checkpoint downloads,
+    holds the experiment's config with its secret masked."""
+    found = sorted((run.master.home / "pedl" / "checkpoints").glob("*/metadata.json"))
+    assert len(found) >= 2, found  # one per trial at least
+    for path in found:
+        text = path.read_text()
+        assert API_KEY not in text, path
+        variables = json.loads(text)["experiment_config"]["environment"]["environment_variables"]
+        assert "MY_API_KEY=********" in variables

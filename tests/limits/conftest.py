@@ -72,8 +72,7 @@ def master(
     name = None
     if request.param == "postgresql":
         name, db_url = _create_pg_database()
-        # MasterProcess drops an inherited PEDL_DB_URL; the settings read names in any case.
-        env["pedl_db_url"] = db_url
+        env["PEDL_DB_URL"] = db_url
     else:
         db_url = f"sqlite:///{home / 'pedl' / 'pedl.db'}"
     process = MasterProcess(home, cpu_slots=1, env=env).start()

@@ -53,10 +53,12 @@ class MasterProcess:
             "PEDL_CPU_SLOTS": str(self.cpu_slots),
             "PEDL_MASTER_GIVE_UP_SECONDS": "20",
             "TF_CPP_MIN_LOG_LEVEL": "2",
-            **self.env,
         }
+        # The test process's own database and config file are not the master's; what the
+        # test passes in ``env`` is.
         env.pop("PEDL_DB_URL", None)
         env.pop("PEDL_CONFIG_FILE", None)
+        env.update(self.env)
         with open(self.home / "master.log", "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "pedl.master"],

@@ -288,3 +288,38 @@ def test_reads_forwarded_to_a_read_process_are_authenticated(
             assert stats.forwarded == before + 4  # every one of those reads, by the read process
     finally:
         server.stop()
+
+
+@pytest.mark.slow
+def test_a_revoked_token_is_refused_at_once_though_a_read_process_cached_it(
+    backend_url: str, database: Database, tmp_path: Path
+) -> None:
+    # A long token cache: the read process trusts a token it checked for five minutes.
+    settings = MasterSettings(home=tmp_path / "home", db_url=backend_url, token_cache_seconds=300)
+    app = create_app(settings, reads=ReadProcesses(settings, 1, check_interval_s=0.1))
+    server = LiveServer(app)
+    server.start()
+    admin, alice, bob = sign_in(database), sign_in(database, ALICE), sign_in(database, BOB)
+    try:
+        with httpx.Client(base_url=server.url + "/api/v1", timeout=60) as http:
+            stats = app.state.read_forwarding
+            deadline = time.monotonic() + 60
+            while stats.forwarded == 0 and time.monotonic() < deadline:
+                assert http.get("/experiments", headers=admin).status_code == 200
+                time.sleep(0.05)
+            assert stats.forwarded > 0, "the read process never answered"
+
+            def forwarded_read(headers: dict[str, str]) -> int:
+                before = stats.forwarded
+                status = http.get("/experiments", headers=headers).status_code
+                assert stats.forwarded == before + 1, "not served by the read process"
+                return status
+
+            assert forwarded_read(alice) == 200 and forwarded_read(bob) == 200  # now cached
+            assert http.post("/auth/logout", headers=alice).status_code == 204
+            assert http.get("/experiments", headers=alice).status_code == 401
+            assert forwarded_read(admin) == 200  # other tokens' reads are still forwarded
+            assert http.post(f"/users/{BOB}/deactivate", headers=admin).status_code == 200
+            assert http.get("/experiments", headers=bob).status_code == 401
+    finally:
+        server.stop()

@@ -102,6 +102,8 @@ def test_a_custom_searcher_drives_an_experiment_from_its_own_process(
     assert len(set(lrs)) == 3
     (pid,) = set(searcher_pids(undisturbed))
     assert pid not in (master.proc.pid, os.getpid())
+    # The searcher process has a trial's environment: none of the master's settings.
+    assert [t["hparams"]["searcher_saw"] for t in undisturbed] == [""] * 3
     assert f"custom searcher search.RandomSearchMethod runs in process {pid}" in master.log()
     assert gone(pid), "the searcher process outlived its experiment"
 

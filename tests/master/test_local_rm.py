@@ -125,11 +125,17 @@ def test_log_writer_numbers_continue_across_writers(tmp_path: Path) -> None:
 
 FAKE_WORKER = '''#!{python}
 """Stands in for python: "-m pedl.exec.worker FD" speaks the warm-worker protocol (no TensorFlow).
-Trials listed in FAKE_FAIL exit the worker with status 1; those in FAKE_SLEEP run for 30 s."""
+Trials listed in FAKE_FAIL exit the worker with status 1; those in FAKE_SLEEP run for 30 s.
+Each worker appends its pid to the file FAKE_STARTS names; with FAKE_EXIT_AT_START it exits."""
 import json, os, socket, sys, time
 
 assert sys.argv[1:3] == ["-m", "pedl.exec.worker"], sys.argv
 control = socket.socket(fileno=int(sys.argv[3]))
+if os.environ.get("FAKE_STARTS"):
+    with open(os.environ["FAKE_STARTS"], "a") as starts:
+        starts.write(f"{{os.getpid()}}\\n")
+if os.environ.get("FAKE_EXIT_AT_START"):
+    sys.exit(3)
 print("worker started", flush=True)
 while True:
     data, fds, _, _ = socket.recv_fds(control, 65536, 2)
@@ -263,3 +269,109 @@ def test_idle_workers_are_retired(fake_worker: str) -> None:
         assert run(rm, rec, 2, 7)[1] != pid
     finally:
         rm.shutdown()
+
+
+@pytest.fixture
+def starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The file every fake worker started from now on appends its pid to."""
+    path = tmp_path / "starts"
+    monkeypatch.setenv("FAKE_STARTS", str(path))
+    return path
+
+
+def started(path: Path) -> list[int]:
+    """The pids of the fake workers started so far, in order."""
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def wait_until(condition: Any, what: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_spare_workers_start_ahead_and_serve_first_trials_of_their_environment_only(
+    fake_worker: str, starts: Path
+) -> None:
+    rec = Recorder()
+    rm = warm_rm(rec, fake_worker, cpu_slots=2, spare_workers=2, worker_idle_seconds=0.3)
+    try:
+        rm.prepare("http://x")
+        wait_until(lambda: len(started(starts)) == 2, "two spares start before any trial")
+        spares = started(starts)
+        # A trial of an experiment without environment variables runs in a spare.
+        status, pid = run(rm, rec, 1, 7)
+        assert status == 0 and pid in spares
+        assert rec.lines[1][0] == (
+            "master",
+            f"[master] the trial runs in the spare warm worker process {pid}, started before "
+            "it was needed",
+        )
+        # One with its own variables does not: a spare gives way to its new worker.
+        status, other = run(rm, rec, 2, 8, OTHER="1")
+        assert status == 0 and other not in spares
+        assert rec.lines[2][0] == (
+            "master",
+            f"[master] the trial runs in a new warm worker process {other}",
+        )
+        # Both workers retire once idle; two new spares take their slots.
+        wait_until(lambda: gone(pid) and gone(other), "idle workers retire")
+        wait_until(lambda: len(started(starts)) == 5, "the spares are topped up")
+        time.sleep(1.0)  # spares are not retired for being idle, nor started beyond need
+        fresh = started(starts)[3:]
+        assert len(started(starts)) == 5 and not any(gone(p) for p in fresh)
+    finally:
+        rm.shutdown()
+    assert all(gone(p) for p in started(starts))
+
+
+def test_a_spare_that_exits_by_itself_stops_the_spares(
+    fake_worker: str,
+    starts: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv("FAKE_EXIT_AT_START", "1")
+    rec = Recorder()
+    rm = warm_rm(rec, fake_worker, cpu_slots=1, spare_workers=1, worker_idle_seconds=0.2)
+    try:
+        rm.prepare("http://x")
+        wait_until(lambda: "exited by itself" in caplog.text, "the master's log says why")
+        time.sleep(1.0)  # the housekeeping ran ~10 more times: no new spare
+        assert len(started(starts)) == 1
+        assert "(exit status 3)" in caplog.text
+    finally:
+        rm.shutdown()
+
+
+def test_no_spares_without_reuse_or_on_gpus(fake_worker: str, starts: Path) -> None:
+    rec = Recorder()
+    rms = [
+        LocalResourceManager(
+            cpu_slots=1,
+            on_exit=rec.on_exit,
+            log_sink=rec.sink,
+            gpus=[],
+            python=fake_worker,
+            reuse_workers=False,
+            spare_workers=1,
+        ),
+        LocalResourceManager(
+            cpu_slots=1,
+            on_exit=rec.on_exit,
+            log_sink=rec.sink,
+            gpus=["0"],
+            python=fake_worker,
+            reuse_workers=True,
+            spare_workers=1,
+        ),
+    ]
+    try:
+        for rm in rms:
+            rm.prepare("http://x")
+        time.sleep(1.0)
+        assert started(starts) == []
+    finally:
+        for rm in rms:
+            rm.shutdown()

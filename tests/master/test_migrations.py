@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from alembic.autogenerate import compare_metadata
@@ -58,3 +59,33 @@ def test_postgresql_urls_use_psycopg3() -> None:
         assert database.dialect == "postgresql"
     finally:
         database.dispose()
+
+
+def test_concurrent_upgrades_in_one_process_each_migrate_their_own_database(
+    tmp_path: Path,
+) -> None:
+    """Alembic hands ``env.py`` its config through a process-global proxy: two upgrades at
+    once in one process (two in-process masters, local mode beside a master) must not run on
+    each other's connection or remove each other's proxy."""
+    databases = [Database(f"sqlite:///{tmp_path / f'db{i}.db'}") for i in range(6)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(databases))
+
+    def migrate(database: Database) -> None:
+        try:
+            start.wait()
+            database.upgrade()
+        except BaseException as err:  # a thread's error fails the test below
+            errors.append(err)
+
+    threads = [threading.Thread(target=migrate, args=(d,)) for d in databases]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert errors == []
+        assert [current_revision(d.engine) for d in databases] == [head_revision()] * 6
+    finally:
+        for database in databases:
+            database.dispose()

@@ -7,6 +7,7 @@ and the metric rows are exactly the same (none lost, none doubled).
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -219,36 +220,60 @@ def test_killing_one_trial_leaves_the_rest_of_the_search_running(master: MasterP
     assert again.status_code == 409 and "already ended" in again.json()["error"]["message"]
 
 
-def test_master_sigkilled_mid_search_gives_the_same_results(
+MASTER_KILL_SEED = 20261123
+"""Seeds the moments at which the master is SIGKILLed (the seed is in the failure message)."""
+
+
+def test_master_sigkilled_at_seeded_random_moments_gives_the_same_results(
     reference: dict[str, list[TrialResult]], tmp_path: Path
 ) -> None:
+    """The master of a random search is SIGKILLed twice, each time once the search has
+    reported a number of metric rows drawn from a seeded generator (out of its 16), and
+    restarted on the same home and port: the search ends as the undisturbed one did."""
+    expected = reference["random"]
+    total_rows = sum(len(t.rows) for t in expected)
+    rng = random.Random(MASTER_KILL_SEED)
+    kill_points = sorted(rng.sample(range(1, total_rows - 1), 2))
     home = tmp_path / "crashing-master"
-    first = MasterProcess(home).start()
+    master = MasterProcess(home).start()
     experiment_id = create_experiment(
-        first.http, config("ref-grid", GRID, GRID_HP, env=["PEDL_TEST_SLEEP=0.1"])
+        master.http, config("ref-random", RANDOM, RANDOM_HP, env=["PEDL_TEST_SLEEP=0.1"])
     )
-    running = _wait_trials(first.http, experiment_id, 2)
-    wait_trial(first.http, running[0]["id"], lambda t: t["latest_checkpoint_uuid"] is not None)
-    old_pid = first.proc.pid if first.proc else 0
-    first.sigkill()
-    first.http.close()
-    time.sleep(1.0)
-    assert not _orphans(old_pid), "trial processes outlived their master"
-
-    second = MasterProcess(home)
-    second.port = first.port  # same address, as after a restart
-    second.url = first.url
-    second.http = httpx.Client(base_url=first.url + "/api/v1", timeout=30)
-    second.start()
     try:
-        wait_for(second.http, experiment_id, {"COMPLETED"}, master=second)
-        got = results(second, experiment_id)
-        assert [t.hparams for t in got] == [t.hparams for t in reference["grid"]]
-        for mine, theirs in zip(got, reference["grid"], strict=True):
-            assert mine.weights == theirs.weights
-            assert mine.rows == theirs.rows
+        for kill_at in kill_points:
+            _wait_rows(master, experiment_id, kill_at, f"seed {MASTER_KILL_SEED}: {kill_points}")
+            old_pid = master.proc.pid if master.proc else 0
+            master.sigkill()
+            master.http.close()
+            time.sleep(1.0)
+            assert not _orphans(old_pid), "trial processes outlived their master"
+            again = MasterProcess(home)
+            again.port = master.port  # same address, as after a restart
+            again.url = master.url
+            again.http = httpx.Client(base_url=master.url + "/api/v1", timeout=30)
+            master = again.start()
+        wait_for(master.http, experiment_id, {"COMPLETED"}, timeout=240, master=master)
+        got = results(master, experiment_id)
     finally:
-        second.stop()
+        master.stop()
+    assert [t.hparams for t in got] == [t.hparams for t in expected]
+    for mine, theirs in zip(got, expected, strict=True):
+        assert mine.weights == theirs.weights, f"seed {MASTER_KILL_SEED}, kills at {kill_points}"
+        assert mine.rows == theirs.rows, f"seed {MASTER_KILL_SEED}, kills at {kill_points}"
+
+
+def _wait_rows(master: MasterProcess, experiment_id: int, count: int, context: str) -> None:
+    """Poll until the experiment's trials have reported at least ``count`` metric rows."""
+    deadline = time.monotonic() + 120
+    while True:
+        found = sum(
+            len(metric_rows(master.http, trial["id"]))
+            for trial in trials(master.http, experiment_id)
+        )
+        if found >= count:
+            return
+        assert time.monotonic() < deadline, f"{context}: {found} of {count} rows\n{master.log()}"
+        time.sleep(0.05)
 
 
 def _wait_trials(http: httpx.Client, experiment_id: int, count: int) -> list[dict[str, Any]]:

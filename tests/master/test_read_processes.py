@@ -183,7 +183,9 @@ def test_a_read_process_app_serves_only_the_reads(
     server = LiveServer(create_app(settings, reads_only=True))
     server.start()
     try:
-        with httpx.Client(base_url=server.url + "/api/v1", headers=admin_headers) as http:
+        with httpx.Client(
+            base_url=server.url + "/api/v1", timeout=30, headers=admin_headers
+        ) as http:
             assert http.get("/experiments").status_code == 200
             assert http.get("/health").status_code == 200
             assert http.post("/experiments", json={}).status_code == 404

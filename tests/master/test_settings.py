@@ -55,8 +55,27 @@ def test_bad_settings_are_rejected(tmp_path: Path) -> None:
         MasterSettings(cpu_slots=0)
 
 
+def test_two_spare_workers_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PEDL_SPARE_WORKERS", raising=False)
+    assert MasterSettings().spare_workers == 2
+    monkeypatch.setenv("PEDL_SPARE_WORKERS", "0")
+    assert MasterSettings().spare_workers == 0
+    monkeypatch.setenv("PEDL_SPARE_WORKERS", "-1")
+    with pytest.raises(ValidationError, match="spare_workers"):
+        MasterSettings()
+
+
 def test_worker_reuse_is_on_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert MasterSettings().worker_reuse is True
     monkeypatch.setenv("PEDL_WORKER_REUSE", "0")
     assert MasterSettings().worker_reuse is False
     assert MasterSettings(worker_reuse=True).worker_reuse is True  # the flag beats the variable
+
+
+def test_advertised_url_for_trials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert MasterSettings(home=tmp_path).advertised_url is None  # http://HOST:PORT
+    monkeypatch.setenv("PEDL_ADVERTISED_URL", "http://proxy.example:9000/")
+    assert MasterSettings(home=tmp_path).advertised_url == "http://proxy.example:9000"
+    for bad in ("proxy.example:9000", "ftp://proxy.example", "http://", "http:///path"):
+        with pytest.raises(ValidationError, match="advertised_url"):
+            MasterSettings(home=tmp_path, advertised_url=bad)

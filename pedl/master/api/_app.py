@@ -41,12 +41,13 @@ from pedl.master.api import (
     downloads,
     experiments,
     health,
+    master_info,
     trial_ops,
     trials,
     users,
     visualization,
 )
-from pedl.master.api._auth import USER_TOKEN_PREFIX
+from pedl.master.api._auth import USER_TOKEN_PREFIX, TokenCache
 from pedl.master.api._deps import MAX_INT_ID
 from pedl.master.api._errors import (
     ApiError,
@@ -323,6 +324,7 @@ def create_app(
     app.state.database = db
     app.state.metric_ingestor = ingestor
     app.state.orchestrator = orchestrator
+    tokens = app.state.token_cache = TokenCache(settings.token_cache_seconds)
     install_error_handlers(app)
     modules = (
         experiments,
@@ -332,6 +334,7 @@ def create_app(
         checkpoints,
         downloads,
         cluster,
+        master_info,
         health,
         users,
     )
@@ -344,7 +347,13 @@ def create_app(
     if reads_only:
         front = ReadsOnly(front, routes=read_routes)
     if reads is not None and forwarding is not None:
-        front = ReadForwarder(front, routes=read_routes, source=reads, forwarding=forwarding)
+        front = ReadForwarder(
+            front,
+            routes=read_routes,
+            source=reads,
+            forwarding=forwarding,
+            revoked_lately=tokens.revoked_lately,
+        )
     if ingestor is not None:
         front = MetricReportFastPath(
             front, ingestor=ingestor, retry_after_s=settings.retry_after_seconds
@@ -352,7 +361,7 @@ def create_app(
     front = RequestLimits(  # before every route and fast path: size, JSON depth, text
         front,
         max_body=settings.max_request_bytes,
-        max_upload=settings.max_upload_bytes,
+        max_upload=settings.upload_bytes,
         upload_path=f"{API_PREFIX}/experiments",
         max_json_depth=settings.max_json_depth,
     )

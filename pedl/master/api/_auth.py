@@ -19,7 +19,10 @@ Two kinds of token, never interchangeable:
 Looking a user token up costs a database read; to keep the dashboards' polling cheap, each
 process remembers a valid token for ``token_cache_seconds`` (never past its expiry). A
 logout, a deactivation or a password change forgets the tokens in the master's own memory at
-once; a read process may accept a revoked token for up to ``token_cache_seconds`` more.
+once. A read process may still trust a revoked token for up to ``token_cache_seconds``, so
+for that long the master serves itself the reads that carry it (all reads, after a
+deactivation or a password change, which revoke tokens it does not know): a revocation takes
+effect everywhere as soon as its request is answered.
 
 Experiments (and their trials and checkpoints) belong to the user who created them: writes
 check :func:`require_owner` (403 unless the owner or an administrator).
@@ -134,14 +137,18 @@ def require_trial(trial_id: TrialId, database: DatabaseDep, token: BearerToken) 
 
 class TokenCache:
     """The user tokens this process found valid lately: token -> (user, valid until, on
-    :func:`time.monotonic`'s clock). No lock: each operation is one dict operation, atomic
-    under the GIL (the event loop reads and fills it, request handlers forget tokens)."""
+    :func:`time.monotonic`'s clock), and those it revoked lately, which another process of
+    the master may still trust (:meth:`revoked_lately`). No lock: each operation is one dict
+    operation or assignment, atomic under the GIL (the event loop reads and fills it,
+    request handlers forget tokens)."""
 
     MAX_ENTRIES = 10_000
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self._entries: dict[str, tuple[UserPrincipal, float]] = {}
+        self._revoked: dict[str, float] = {}
+        self._all_revoked_until = 0.0
 
     def get(self, token: str) -> UserPrincipal | None:
         entry = self._entries.get(token)
@@ -160,20 +167,36 @@ class TokenCache:
         self._entries[token] = (user, time.monotonic() + min(self.seconds, expires_in))
 
     def forget(self, token: str | None = None) -> None:
-        """Forget ``token``, or every token (``None``)."""
+        """Forget ``token``, or every token (``None``), which was revoked: for the next
+        ``seconds``, :meth:`revoked_lately` says so of it (of every token)."""
+        until = time.monotonic() + self.seconds
         if token is None:
             self._entries.clear()
-        else:
-            self._entries.pop(token, None)
+            self._all_revoked_until = until
+            return
+        self._entries.pop(token, None)
+        if len(self._revoked) >= self.MAX_ENTRIES:
+            self._revoked = {t: u for t, u in self._revoked.items() if u > time.monotonic()}
+            if len(self._revoked) >= self.MAX_ENTRIES:
+                self._all_revoked_until = until  # too many to tell apart: all of them
+        self._revoked[token] = until
+
+    def revoked_lately(self, token: str | None) -> bool:
+        """Whether ``token`` (``None``: a request without one) may have been revoked within
+        the last ``seconds``, so that another process's cache may still hold it as valid."""
+        now = time.monotonic()
+        if now < self._all_revoked_until:
+            return True
+        if token is None:
+            return False
+        until = self._revoked.get(token)
+        return until is not None and now < until
 
 
 def token_cache(request: Request) -> TokenCache:
-    """The app's :class:`TokenCache` (made on first use)."""
-    cache = getattr(request.app.state, "token_cache", None)
-    if not isinstance(cache, TokenCache):
-        settings = _settings(request)
-        cache = TokenCache(settings.token_cache_seconds)
-        request.app.state.token_cache = cache
+    """The app's :class:`TokenCache` (``create_app`` makes it)."""
+    cache = request.app.state.token_cache
+    assert isinstance(cache, TokenCache)
     return cache
 
 

@@ -23,6 +23,7 @@ from pedl.master.api._errors import ApiError
 from pedl.master.api._schemas import ErrorIssue
 from pedl.master.db._models import Checkpoint, Trial
 from pedl.searcher import unavailable_reason
+from pedl.storage import storage_unavailable_reason
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,9 @@ def validate_experiment_config(
     unavailable = unavailable_reason(config)
     if unavailable is not None:
         raise _refuse("name", unavailable)
+    unavailable = storage_unavailable_reason(config.checkpoint_storage)
+    if unavailable is not None:
+        raise _refuse("type", unavailable, section="checkpoint_storage")
     warnings = config_warnings(config)
     if default_checkpoint_dir is not None:
         config = with_default_storage(config, default_checkpoint_dir)
@@ -103,8 +107,8 @@ def _config_api_error(err: ConfigError) -> ApiError:
     )
 
 
-def _refuse(field: str, message: str) -> ApiError:
-    where = f"config.searcher.{field}"
+def _refuse(field: str, message: str, *, section: str = "searcher") -> ApiError:
+    where = f"config.{section}.{field}"
     return ApiError(
         422, f"{where}: {message}", field=where, issues=[ErrorIssue(field=where, message=message)]
     )

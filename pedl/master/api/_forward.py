@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -175,10 +175,21 @@ class _Broken(Exception):
     """The read process's connection failed or its answer was not HTTP/1.1 we understand."""
 
 
+def _bearer(scope: Scope) -> str | None:
+    """The bearer token of a request, if it has one."""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" else None
+    return None
+
+
 class ReadForwarder:
     """ASGI middleware: a GET of a :data:`READ_ROUTES` route (no body) is sent to a read
     process from ``source`` (round robin, keep-alive connections over its Unix socket) and its
-    answer relayed; everything else, and a read no process answers, goes to ``app``."""
+    answer relayed; everything else, and a read no process answers, goes to ``app``. So does
+    a read whose bearer token ``revoked_lately`` (a read process's token cache may still
+    trust it; ``app`` checks it against the database)."""
 
     def __init__(
         self,
@@ -187,17 +198,19 @@ class ReadForwarder:
         routes: ReadRoutes,
         source: ReadSource,
         forwarding: Forwarding,
+        revoked_lately: Callable[[str | None], bool],
         timeout_s: float = FORWARD_TIMEOUT_S,
     ) -> None:
         self.app = app
         self.routes = routes
         self.source = source
         self.forwarding = forwarding
+        self.revoked_lately = revoked_lately
         self.timeout_s = timeout_s
         self._turn = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.routes.is_read(scope):
+        if self.routes.is_read(scope) and not self.revoked_lately(_bearer(scope)):
             sockets = self.source.sockets()
             answer = None
             if sockets:

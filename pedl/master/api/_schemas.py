@@ -7,8 +7,6 @@ non-finite metric values travel as the strings ``"NaN"``, ``"Infinity"``, ``"-In
 
 from __future__ import annotations
 
-import base64
-import binascii
 import math
 from datetime import UTC, datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
@@ -16,6 +14,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from pedl.config import mask_config
 from pedl.engine import (
     MAX_ERROR_MESSAGE,
     MAX_TRACEBACK,
@@ -25,11 +24,8 @@ from pedl.engine import (
     TrialOutcome,
     TrialState,
 )
-from pedl.master._secrets import mask_config
-from pedl.model_def import ModelDefError, check_archive
 
 MAX_BIGINT = 2**63 - 1
-MAX_MODEL_DEFINITION_BYTES = 96 * 1024 * 1024
 MAX_BATCH_ROWS = 10_000
 
 T = TypeVar("T")
@@ -86,27 +82,6 @@ MetricValue = Annotated[float | None, BeforeValidator(_parse_metric_value)]
 MetricName = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_no_nul)]
 
 
-def decode_model_definition(value: str) -> bytes:
-    """The archive bytes of a base64 ``model_definition``; raises ``ValueError`` unless it is
-    strict base64 of a gzip-compressed tar that :func:`pedl.model_def.check_archive` accepts
-    (at most 96 MiB, 1 GiB unpacked, 10,000 members; no escaping path, link or device),
-    checked member by member while it is decompressed."""
-    try:
-        data = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError) as err:
-        raise ValueError("not valid base64") from err
-    try:
-        check_archive(data, max_bytes=MAX_MODEL_DEFINITION_BYTES)
-    except ModelDefError as err:
-        raise ValueError(str(err)) from err
-    return data
-
-
-def _check_model_definition(value: str) -> str:
-    decode_model_definition(value)
-    return value
-
-
 def _check_relpath(value: str) -> str:
     _no_nul(value)
     parts = value.split("/")
@@ -157,8 +132,9 @@ class ExperimentCreate(BaseModel):
     config: SafeStr | JSONDocument = Field(
         description="The experiment config: YAML (or JSON) text, or a JSON object."
     )
-    model_definition: Annotated[str, AfterValidator(_check_model_definition)] = Field(
-        description="The model definition directory as a base64-encoded .tar.gz archive.",
+    model_definition: str = Field(
+        description="The model definition directory as a base64-encoded .tar.gz archive "
+        "(within the limits of GET /limits; checked by the route, which knows them).",
         json_schema_extra={"contentEncoding": "base64", "contentMediaType": "application/gzip"},
     )
     activate: bool = Field(default=True, description="Start ACTIVE (true) or PAUSED (false).")
@@ -377,6 +353,30 @@ class Health(BaseModel):
     """Body of ``GET /health``."""
 
     status: str
+
+
+class ModelDefinitionLimits(BaseModel):
+    """The limits a model definition archive must keep (the master's
+    ``max_model_definition_*`` settings)."""
+
+    max_bytes: int = Field(description="Largest archive (gzip-compressed tar), in bytes.")
+    max_unpacked_bytes: int = Field(description="Largest total size of its files, in bytes.")
+    max_members: int = Field(description="Most files and directories in it.")
+
+
+class RequestLimitsPublic(BaseModel):
+    """The limits a client can check before sending a request."""
+
+    model_definition: ModelDefinitionLimits
+    max_upload_bytes: int = Field(description="Largest body of POST /experiments, in bytes.")
+    max_request_bytes: int = Field(description="Largest body of every other request, in bytes.")
+
+
+class MasterPublic(BaseModel):
+    """Body of ``GET /master``: this master's version and the limits it enforces."""
+
+    version: str
+    limits: RequestLimitsPublic
 
 
 class TrialStartInfo(BaseModel):

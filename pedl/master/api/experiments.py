@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, cast
 
@@ -10,6 +12,7 @@ import pydantic_core
 from fastapi import APIRouter, Query, Request, Response
 
 from pedl.engine import CheckpointState, ExperimentAction, ExperimentState, TrialState
+from pedl.master._settings import MasterSettings
 from pedl.master.api._auth import (
     OWNER_RESPONSES,
     USER_AUTH_RESPONSES,
@@ -38,13 +41,13 @@ from pedl.master.api._schemas import (
     ExperimentPublic,
     Page,
     TrialPublic,
-    decode_model_definition,
 )
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
 from pedl.master.orchestrator import Orchestrator
+from pedl.model_def import ArchiveLimitError, ModelDefError, check_archive
 
 router = APIRouter(
     prefix="/experiments",
@@ -67,6 +70,7 @@ def create_experiment(
     one message, the Determined fields the config sets that PEDL ignores.
     """
     settings = request.app.state.settings
+    model_definition = _checked_model_definition(body.model_definition, settings)
     config = validate_experiment_config(
         body.config,
         default_checkpoint_dir=settings.checkpoint_dir,
@@ -86,7 +90,7 @@ def create_experiment(
         session,
         config=config.document,
         config_text=config.text,
-        model_definition=decode_model_definition(body.model_definition),
+        model_definition=model_definition,
         owner=user.username,
         activate=body.activate,
         name=config.name,
@@ -97,6 +101,49 @@ def create_experiment(
     )
     created = ExperimentCreated.model_validate(experiment)
     return created.model_copy(update={"warnings": config.warnings})
+
+
+_ARCHIVE_SETTINGS = {
+    "max_bytes": "max_model_definition_bytes",
+    "max_unpacked_bytes": "max_model_definition_unpacked_bytes",
+    "max_members": "max_model_definition_members",
+}
+"""The master setting behind each limit of :func:`pedl.model_def.check_archive`."""
+
+
+def _checked_model_definition(value: str, settings: MasterSettings) -> bytes:
+    """The archive of a base64 ``model_definition``, checked member by member while it is
+    decompressed against the master's ``max_model_definition_*`` settings (no escaping path,
+    link or device either); 422 otherwise, naming the setting of a limit it passes. Checked
+    here rather than in the body's schema, which cannot see the settings: on a worker thread,
+    before the request's session touches the database."""
+    try:
+        archive = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise _invalid_model_definition("not valid base64") from err
+    try:
+        check_archive(
+            archive,
+            max_bytes=settings.max_model_definition_bytes,
+            max_unpacked_bytes=settings.max_model_definition_unpacked_bytes,
+            max_members=settings.max_model_definition_members,
+        )
+    except ArchiveLimitError as err:
+        setting = _ARCHIVE_SETTINGS[err.limit]
+        raise _invalid_model_definition(f"{err} (the master's {setting} setting)") from err
+    except ModelDefError as err:
+        raise _invalid_model_definition(str(err)) from err
+    return archive
+
+
+def _invalid_model_definition(problem: str) -> ApiError:
+    where = "body.model_definition"
+    return ApiError(
+        422,
+        f"invalid request: {where}: {problem}",
+        field=where,
+        issues=[ErrorIssue(field=where, message=problem)],
+    )
 
 
 def _sort_key(value: str, allowed: tuple[str, ...]) -> tuple[str, bool]:

@@ -23,6 +23,7 @@ from pedl.master.api._auth import (
 )
 from pedl.master.api._deps import ReadSession, WriteSession
 from pedl.master.api._errors import ERROR_RESPONSES, ApiError
+from pedl.master.api._login_throttle import LoginThrottle
 from pedl.master.api._schemas import ErrorResponse
 from pedl.master.api._user_schemas import (
     USERNAME_PATTERN,
@@ -42,20 +43,55 @@ UsernamePath = Annotated[
 
 
 _LOGIN_RESPONSES: dict[int | str, dict[str, Any]] = {
-    401: {"model": ErrorResponse, "description": "Wrong username or password"}
+    401: {"model": ErrorResponse, "description": "Wrong username or password"},
+    429: {
+        "model": ErrorResponse,
+        "description": "Too many failed attempts: try again after Retry-After seconds",
+    },
 }
+
+
+def login_throttle(request: Request) -> LoginThrottle:
+    """The app's :class:`LoginThrottle`, made from its settings on first use."""
+    throttle = getattr(request.app.state, "login_throttle", None)
+    if not isinstance(throttle, LoginThrottle):
+        settings = request.app.state.settings
+        assert isinstance(settings, MasterSettings)
+        throttle = LoginThrottle(
+            max_failures=settings.login_max_failures,
+            max_failures_per_address=settings.login_max_failures_per_address,
+            window_seconds=settings.login_failure_window_seconds,
+        )
+        request.app.state.login_throttle = throttle
+    return throttle
 
 
 @router.post("/auth/login", responses=_LOGIN_RESPONSES)
 def login(body: Login, session: WriteSession, request: Request) -> LoginPublic:
     """Sign in: a new session token for ``username``, valid for the master's
     ``token_lifetime_hours`` (default 7 days) or until ``POST /auth/logout``. 401 for a
-    wrong username or password or a deactivated account (the same answer for each)."""
+    wrong username or password or a deactivated account (the same answer for each). 429
+    with ``Retry-After``, without the password being checked, after ``login_max_failures``
+    attempts for the username (``login_max_failures_per_address`` from the client's
+    address) in ``login_failure_window_seconds`` (see :mod:`._login_throttle`)."""
+    settings = request.app.state.settings
+    assert isinstance(settings, MasterSettings)
+    throttle = login_throttle(request)
+    address = request.client.host if request.client is not None else ""
+    wait = throttle.begin(body.username, address)
+    if wait is not None:
+        raise ApiError(
+            429,
+            f"too many failed sign-in attempts for this username or from this address; try "
+            f"again in {wait} seconds (the master's login_max_failures, "
+            "login_max_failures_per_address and login_failure_window_seconds settings)",
+            field="username",
+            headers={"Retry-After": str(wait)},
+        )
     user = users_repo.authenticate(session, body.username, body.password)
     if user is None:
         raise ApiError(401, "wrong username or password", field="password")
-    settings = request.app.state.settings
-    assert isinstance(settings, MasterSettings)
+    throttle.succeeded(body.username, address)
     users_repo.delete_expired_sessions(session)
     token, expires_at = users_repo.create_session(
         session, user.id, timedelta(hours=settings.token_lifetime_hours)

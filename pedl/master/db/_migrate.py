@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import threading
+from contextlib import ExitStack
 from pathlib import Path
 
 from alembic import command
@@ -13,6 +16,18 @@ from sqlalchemy import Connection, Engine
 from pedl.master.db._engine import WRITE_OPTION
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+_ALEMBIC_LOCK = threading.Lock()
+"""Alembic's command API gives ``env.py`` its config through a process-global proxy
+(``alembic.context``): two upgrades at once in one process (two masters served in one
+process, local mode beside a master) would run on each other's connection and remove each
+other's proxy. They take turns; the lock is taken before the database transaction begins, so
+no thread waits for it while holding a database lock. An upgrade that waits longer than
+:data:`ALEMBIC_LOCK_WAIT_S` (the other one is stuck, e.g. on a database lock) goes ahead without
+it, with a warning, rather than stalling every later upgrade of the process."""
+ALEMBIC_LOCK_WAIT_S = 5.0
+
+logger = logging.getLogger("pedl.master.db")
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
@@ -27,10 +42,21 @@ def alembic_config(connection: Connection | None = None) -> Config:
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Migrate the database behind ``engine`` to ``revision`` in one transaction.
 
-    Idempotent: an up-to-date database is left untouched. Safe on an empty database.
+    Idempotent: an up-to-date database is left untouched. Safe on an empty database. One
+    upgrade at a time per process (see :data:`_ALEMBIC_LOCK`).
     """
-    with engine.execution_options(**{WRITE_OPTION: True}).begin() as connection:
-        command.upgrade(alembic_config(connection), revision)
+    with ExitStack() as stack:
+        if _ALEMBIC_LOCK.acquire(timeout=ALEMBIC_LOCK_WAIT_S):
+            stack.callback(_ALEMBIC_LOCK.release)
+        else:
+            logger.warning(
+                "another database migration in this process has not finished in %.0f s; "
+                "migrating %s beside it",
+                ALEMBIC_LOCK_WAIT_S,
+                engine.url.render_as_string(hide_password=True),
+            )
+        with engine.execution_options(**{WRITE_OPTION: True}).begin() as connection:
+            command.upgrade(alembic_config(connection), revision)
 
 
 def current_revision(engine: Engine) -> str | None:

@@ -27,6 +27,7 @@ trial's token, so a straggler can no longer write).
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import signal
 import threading
@@ -59,7 +60,12 @@ from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import trials as trials_repo
 from pedl.master.orchestrator._log_writer import TrialLogWriter
-from pedl.master.rm import LocalResourceManager, ResourceManager, TrialLaunch
+from pedl.master.rm import (
+    LocalResourceManager,
+    ResourceManager,
+    TrialLaunch,
+    trial_environment,
+)
 from pedl.master.scheduler import (
     DEFAULT_PRIORITY,
     ExperimentLimits,
@@ -143,7 +149,10 @@ class Orchestrator:
         self.logs = TrialLogWriter(database)
         factory: ResourceManagerFactory = resource_manager or (
             lambda **kw: LocalResourceManager(
-                cpu_slots=settings.cpu_slots, reuse_workers=settings.worker_reuse, **kw
+                cpu_slots=settings.cpu_slots,
+                reuse_workers=settings.worker_reuse,
+                spare_workers=settings.spare_workers,
+                **kw,
             )
         )
         self._rm = factory(on_exit=self._on_exit, log_sink=self.logs.write)
@@ -168,6 +177,7 @@ class Orchestrator:
 
     def start(self) -> None:
         """Adopt the live experiments and start the orchestrator's thread."""
+        self._rm.prepare(self._master_url)
         self._sync_experiments()
         self._thread = threading.Thread(target=self._loop, name="pedl-orchestrator", daemon=True)
         self._thread.start()
@@ -275,12 +285,13 @@ class Orchestrator:
     def _custom_searcher(
         self, experiment_id: int, config: ExperimentConfig
     ) -> RemoteSearchMethod | None:
-        """A custom searcher runs in a process of its own, from the stored model definition."""
+        """A custom searcher runs in a process of its own, from the stored model definition,
+        with the environment a trial gets (none of the master's settings or secrets)."""
         if config.searcher.name != "custom":
             return None
         with self._db.session() as session:
             archive = experiments_repo.get_model_definition(session, experiment_id).archive
-        return RemoteSearchMethod(config, archive=archive)
+        return RemoteSearchMethod(config, archive=archive, base_env=trial_environment(os.environ))
 
     def _drop(self, actor: _Actor) -> None:
         with self._lock:

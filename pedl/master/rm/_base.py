@@ -49,6 +49,10 @@ class ResourceManager(abc.ABC):
     def uses_gpus(self) -> bool:
         """Whether slots are GPUs (else CPU slots)."""
 
+    def prepare(self, master_url: str) -> None:  # noqa: B027 (optional: most do nothing)
+        """Called once the master serves at ``master_url``, before any trial starts: a chance
+        to start processes ahead of need. Does nothing by default."""
+
     @abc.abstractmethod
     def start(self, launch: TrialLaunch) -> None:
         """Start the trial's process; raises if it cannot (the caller errors the trial)."""

@@ -21,8 +21,8 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pedl.config._secrets import is_secret_name, url_password_spans
 from pedl.exec import make_undumpable, process_alive
-from pedl.master._secrets import is_secret_name, url_password_spans
 from pedl.master._settings import CONFIG_FILE_ENV, MasterSettings
 
 TRIAL_DIR_PREFIX = "pedl-trial-"

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -102,6 +102,14 @@ class LocalResourceManager(ResourceManager):
     GPUs the trial needs). The trial's output goes to its own pipes, and the worker's exit
     report comes as the trial process's would. An idle worker is retired after
     ``worker_idle_seconds``. A worker's own output outside trials goes to the master's log.
+
+    With ``spare_workers`` (and reuse, and no GPUs), up to that many spare workers are started
+    once :meth:`prepare` gives the master's address, and again whenever slots are free for
+    them (checked every few seconds): each has the environment a trial of an experiment
+    without environment variables gets, has run no trial, and becomes the worker of the first
+    such trial, which so starts without the framework's import. Spares are never retired for
+    being idle, and give way (longest idle first) to any trial that needs a new process. A
+    spare that exits by itself stops them: the master's log says why.
     """
 
     def __init__(
@@ -114,6 +122,7 @@ class LocalResourceManager(ResourceManager):
         python: str = sys.executable,
         reuse_workers: bool = False,
         worker_idle_seconds: float = WORKER_IDLE_SECONDS,
+        spare_workers: int = 0,
     ) -> None:
         self._gpus = list(detect_gpus() if gpus is None else gpus)
         self._total = len(self._gpus) if self._gpus else cpu_slots
@@ -127,12 +136,16 @@ class LocalResourceManager(ResourceManager):
         self._reuse = reuse_workers
         self._idle_seconds = worker_idle_seconds
         self._pool = WarmPool()
+        self._spares_wanted = spare_workers if reuse_workers and not self._gpus else 0
+        self._spare_env: dict[str, str] | None = None
         self._closed = threading.Event()
+        self._housekeeping = threading.Event()
+        """Set to make the housekeeping thread (:meth:`_housekeep`) run at once."""
         protect_master_process()
         remove_stale_dirs()
         if reuse_workers:
             threading.Thread(
-                target=self._retire_idle, name="pedl-rm-idle-workers", daemon=True
+                target=self._housekeep, name="pedl-rm-housekeeping", daemon=True
             ).start()
 
     @property
@@ -147,14 +160,7 @@ class LocalResourceManager(ResourceManager):
         with self._lock:
             if launch.trial_id in self._procs:
                 raise RuntimeError(f"trial {launch.trial_id} is already running")
-            env = {
-                **trial_environment(os.environ),
-                "TF_CPP_MIN_LOG_LEVEL": "2",
-                "PYTHONUNBUFFERED": "1",
-                **launch.env,
-                "PEDL_MASTER_URL": launch.master_url,
-                "PEDL_MASTER_PID": str(os.getpid()),
-            }
+            env = self._environment(launch.env, launch.master_url)
             variables = {"PEDL_TRIAL_ID": str(launch.trial_id)}
             # TF_CPP_MIN_LOG_LEVEL=0 in the experiment's environment asks for every C++ line
             drop_tf_noise = env["TF_CPP_MIN_LOG_LEVEL"] != "0"
@@ -189,6 +195,45 @@ class LocalResourceManager(ResourceManager):
         )
         watcher.start()
         self._watchers = [w for w in self._watchers if w.is_alive()] + [watcher]
+
+    @staticmethod
+    def _environment(launch_env: Mapping[str, str], master_url: str) -> dict[str, str]:
+        """A trial's environment without its own variables (those of its experiment's trials
+        alike)."""
+        return {
+            **trial_environment(os.environ),
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+            "PYTHONUNBUFFERED": "1",
+            **launch_env,
+            "PEDL_MASTER_URL": master_url,
+            "PEDL_MASTER_PID": str(os.getpid()),
+        }
+
+    def prepare(self, master_url: str) -> None:
+        """Start the spare workers (see the class), soon, from the resource manager's own
+        thread (a worker dies with the thread that started it)."""
+        with self._lock:
+            self._spare_env = self._environment({}, master_url)
+        self._housekeeping.set()
+
+    def _top_up_spares(self) -> None:
+        """Start spare workers while fewer than wanted are idle and slots are free for them
+        (from the housekeeping thread, which holds the lock)."""
+        env = self._spare_env
+        while (
+            env is not None
+            and not self._closed.is_set()
+            and self._pool.spares() < self._spares_wanted
+            and len(self._procs) + len(self._pool) < self._total
+        ):
+            try:
+                worker = WarmWorker.spawn(self._python, env, gpus=[], experiment_id=None)
+            except OSError as err:
+                logger.warning("no spare warm workers: starting one failed: %s", err)
+                self._spares_wanted = 0
+                return
+            self._forward_worker_output(worker, drop_tf_noise=True)
+            self._pool.put(worker)
 
     def _start_process(
         self, launch: TrialLaunch, env: dict[str, str], variables: dict[str, str]
@@ -245,6 +290,9 @@ class LocalResourceManager(ResourceManager):
             note = (
                 f"the trial runs in the warm worker process {worker.pid}, which ran {earlier} "
                 "earlier trial(s) of this experiment"
+                if earlier
+                else f"the trial runs in the spare warm worker process {worker.pid}, started "
+                "before it was needed"
             )
             proc = _Process(launch.trial_id, worker.popen, worker.gpus, worker, tmpdir=tmpdir)
             return proc, streams, note
@@ -327,13 +375,27 @@ class LocalResourceManager(ResourceManager):
         self._free_gpus.extend(worker.gpus)
         self._free_gpus.sort(key=lambda g: self._gpus.index(g))
 
-    def _retire_idle(self) -> None:
-        """Retire workers idle for longer than ``worker_idle_seconds`` (a thread)."""
+    def _housekeep(self) -> None:
+        """Retire workers idle for longer than ``worker_idle_seconds``, and top up the spares
+        (a thread)."""
         period = max(0.1, min(5.0, self._idle_seconds / 2))
-        while not self._closed.wait(period):
+        while True:
+            self._housekeeping.wait(period)
+            self._housekeeping.clear()
+            if self._closed.is_set():
+                return
             with self._lock:
                 for worker in self._pool.idle_longer_than(self._idle_seconds):
+                    if worker.spare and self._spares_wanted:
+                        logger.warning(
+                            "the spare warm worker %d exited by itself (exit status %s); no "
+                            "more spares are started (its output is above)",
+                            worker.pid,
+                            worker.popen.poll(),
+                        )
+                        self._spares_wanted = 0
                     self._retire(worker)
+                self._top_up_spares()
 
     def _forward_worker_output(self, worker: WarmWorker, drop_tf_noise: bool) -> None:
         """Send a worker's own output (outside its trials) to the master's log."""
@@ -421,6 +483,7 @@ class LocalResourceManager(ResourceManager):
 
     def shutdown(self) -> None:
         self._closed.set()
+        self._housekeeping.set()
         for trial_id in self.running():
             self.kill(trial_id)
         with self._lock:

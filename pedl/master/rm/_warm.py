@@ -1,6 +1,7 @@
 """Warm workers, the resource manager's side: processes that imported the framework once and
 run the trials of one experiment one after another (the worker's side, and the protocol, are
-in :mod:`pedl.exec._worker`)."""
+in :mod:`pedl.exec._worker`); and spare workers, started before any trial needs them, each of
+which becomes the worker of the first experiment whose trial it serves."""
 
 from __future__ import annotations
 
@@ -29,7 +30,9 @@ class WarmWorker:
 
     It serves only trials of ``experiment_id`` whose environment (without the trial's own
     variables) is ``env`` on the same number of GPUs, ``gpus``, which it holds while idle (its
-    TensorFlow keeps their memory). Not thread-safe: the resource manager serialises the calls
+    TensorFlow keeps their memory). A spare (``experiment_id`` None: it has run no trial, so it
+    is what a new process started with ``env`` would be) is claimed by the first experiment
+    whose trial it serves. Not thread-safe: the resource manager serialises the calls
     (:meth:`assign` from its starting thread, :meth:`wait` from the trial's watcher).
     """
 
@@ -40,7 +43,7 @@ class WarmWorker:
         *,
         env: Mapping[str, str],
         gpus: Sequence[str],
-        experiment_id: int,
+        experiment_id: int | None,
         tmpdir: Path | None = None,
     ) -> None:
         self.popen = popen
@@ -62,7 +65,7 @@ class WarmWorker:
         env: Mapping[str, str],
         *,
         gpus: Sequence[str],
-        experiment_id: int,
+        experiment_id: int | None,
     ) -> WarmWorker:
         """Start ``python -m pedl.exec.worker`` with ``env`` (plus ``CUDA_VISIBLE_DEVICES`` for
         ``gpus``, if any, and ``TMPDIR``: a new private directory); its own output (outside
@@ -94,11 +97,16 @@ class WarmWorker:
     def pid(self) -> int:
         return self.popen.pid
 
+    @property
+    def spare(self) -> bool:
+        """Whether no experiment has claimed the worker yet (it has run no trial)."""
+        return self.experiment_id is None
+
     def serves(self, experiment_id: int, env: Mapping[str, str], gpu_count: int) -> bool:
         """Whether this worker may run a trial of ``experiment_id`` started with ``env`` on
-        ``gpu_count`` GPUs."""
+        ``gpu_count`` GPUs: it is that experiment's, or a spare, with that environment."""
         return (
-            self.experiment_id == experiment_id
+            self.experiment_id in (experiment_id, None)
             and len(self.gpus) == gpu_count
             and self.env == env
             and self.popen.poll() is None
@@ -175,23 +183,32 @@ class WarmPool:
         self._idle.append(worker)
 
     def take(self, experiment_id: int, env: Mapping[str, str], gpu_count: int) -> WarmWorker | None:
-        """Remove and return the most recently used idle worker that serves the trial, if
-        any."""
-        for worker in reversed(self._idle):
-            if worker.serves(experiment_id, env, gpu_count):
-                self._idle.remove(worker)
-                return worker
-        return None
+        """Remove and return the most recently used idle worker of the experiment that serves
+        the trial, else a spare that does (now the experiment's), if any."""
+        serving = [w for w in self._idle if w.serves(experiment_id, env, gpu_count)]
+        if not serving:
+            return None
+        worker = next((w for w in reversed(serving) if not w.spare), serving[0])
+        self._idle.remove(worker)
+        worker.experiment_id = experiment_id
+        return worker
+
+    def spares(self) -> int:
+        """How many idle workers are spares."""
+        return sum(1 for w in self._idle if w.spare)
 
     def oldest(self) -> WarmWorker | None:
         """Remove and return the idle worker idle the longest, if any."""
         return self._idle.pop(0) if self._idle else None
 
     def idle_longer_than(self, seconds: float) -> list[WarmWorker]:
-        """Remove and return the workers idle for more than ``seconds``, or gone."""
+        """Remove and return the workers (spares aside) idle for more than ``seconds``, and
+        every worker that is gone."""
         now = time.monotonic()
         stale = [
-            w for w in self._idle if now - w.idle_since > seconds or w.popen.poll() is not None
+            w
+            for w in self._idle
+            if (now - w.idle_since > seconds and not w.spare) or w.popen.poll() is not None
         ]
         self._idle = [w for w in self._idle if w not in stale]
         return stale

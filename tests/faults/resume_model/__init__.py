@@ -4,11 +4,14 @@
 ``PEDL_TEST_KILL_AT_BATCH=n`` SIGKILLs the process after the trial's n-th batch (counted over
 the whole trial, so a resumed process counts on from its checkpoint);
 ``PEDL_TEST_KILL_IN_CHECKPOINT=n`` SIGKILLs it while the n-th checkpoint this process writes is
-being written.
+being written; ``PEDL_TEST_WAIT_FOR_FILE=path`` makes an attempt that resumes from a checkpoint
+wait, before its first batch, until that file exists (the test frees the disk meanwhile).
 """
 
 import os
 import signal
+import time
+from pathlib import Path
 from typing import Any
 
 import keras
@@ -45,10 +48,16 @@ class Killer(Callback):
         self.checkpoints = 0
         self.kill_at = int(os.environ.get("PEDL_TEST_KILL_AT_BATCH", "0"))
         self.kill_in_checkpoint = int(os.environ.get("PEDL_TEST_KILL_IN_CHECKPOINT", "0"))
+        self.wait_for = os.environ.get("PEDL_TEST_WAIT_FOR_FILE", "")
+        self.started = False
 
     def on_train_workload_begin(
         self, total_batches_trained: int, batches_requested: int | None, logs: Any
     ) -> None:
+        if not self.started and total_batches_trained > 0 and self.wait_for:
+            while not Path(self.wait_for).exists():
+                time.sleep(0.05)
+        self.started = True
         self.batches = total_batches_trained
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:

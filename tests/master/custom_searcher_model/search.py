@@ -5,7 +5,9 @@ says ``pedl`` instead of ``determined``.
 batches, then closed; ``Shutdown`` once every trial is closed. Randomness comes from a seeded
 ``random.Random``, so replaying the events after a master restart gives the same trials.
 Each trial's hyperparameters record the searcher's process id (``searcher_pid``), so the
-tests can tell where the search ran. ``FailingSearch`` raises in ``on_validation_completed``.
+tests can tell where the search ran, and which of the master's own settings variables the
+searcher's environment holds (``searcher_saw``: none, it gets a trial's environment).
+``FailingSearch`` raises in ``on_validation_completed``.
 """
 
 import logging
@@ -18,6 +20,8 @@ from pedl import searcher  # Determined: from determined import searcher
 MAX_TRIALS = 3
 MAX_CONCURRENT_TRIALS = 2
 LENGTHS = (10, 20)
+MASTER_VARIABLES = {"PEDL_HOME", "PEDL_HOST", "PEDL_PORT", "PEDL_CPU_SLOTS", "PEDL_DB_URL"}
+"""Settings variables of the test masters (tests/master/e2e.py sets the first four)."""
 
 
 class RandomSearchMethod(searcher.SearchMethod):
@@ -35,6 +39,7 @@ class RandomSearchMethod(searcher.SearchMethod):
                 "global_batch_size": 16,
                 "lr": round(self.rng.uniform(0.001, 0.05), 6),
                 "searcher_pid": os.getpid(),
+                "searcher_saw": ",".join(sorted(MASTER_VARIABLES & set(os.environ))),
             },
             checkpoint=None,
         )

@@ -1,8 +1,11 @@
-"""What counts as a secret, and how one is masked wherever the master shows it.
+"""What counts as a secret, and how one is masked wherever a config is shown or kept.
 
 One place decides it for every view: the API's experiments (and so the web UI and
 ``pedl experiment describe``, which read the API) show an experiment's config through
-:func:`mask_config`; the stored config keeps the real values, which the trials need.
+:func:`mask_config`, and so does the ``metadata.json`` a checkpoint carries (anyone who may
+read the checkpoint may download it); the stored config keeps the real values, which the
+trials need. Here, beside the config, so that the framework controllers use it without
+importing the master.
 """
 
 from __future__ import annotations
