@@ -12,6 +12,7 @@ import tempfile
 import threading
 import traceback
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -49,14 +50,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _thread_stacks() -> str:
-    """Every Python thread of this process and where it is now."""
+    """Every Python thread of this process but the test's own (its traceback is above) and
+    its innermost frames, one line each, so the section stays short in a CI log."""
     frames = sys._current_frames()
     parts = []
     for thread in threading.enumerate():
+        if thread is threading.main_thread():
+            continue
         frame = frames.get(thread.ident or -1)
-        stack = "".join(traceback.format_stack(frame, limit=30)) if frame else "  (no frame)\n"
-        parts.append(f"--- {thread.name} (daemon={thread.daemon})\n{stack}")
-    return "\n".join(parts)
+        summary = traceback.extract_stack(frame, limit=8) if frame else []
+        lines = [f"  {Path(f.filename).name}:{f.lineno} {f.name}: {f.line}" for f in summary]
+        parts.append(f"--- {thread.name} (daemon={thread.daemon})\n" + "\n".join(lines))
+    return f"{len(parts)} threads besides the test's\n" + "\n".join(parts)
 
 
 @pytest.hookimpl(hookwrapper=True)
