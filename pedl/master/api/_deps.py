@@ -13,10 +13,11 @@ it holds a connection (the pool would run dry) or, on SQLite, the write lock.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import ExitStack
 from typing import Annotated
 
+import anyio
 import anyio.to_thread
 from anyio import CapacityLimiter
 from anyio.lowlevel import RunVar
@@ -55,12 +56,17 @@ def _teardown() -> CapacityLimiter:
 
 
 async def _finish(stack: ExitStack, error: BaseException | None) -> None:
-    """Commit (``error`` is None) or roll back, and close, on the teardown threads."""
+    """Commit (``error`` is None) or roll back, and close, on the teardown threads. Shielded:
+    a request cancelled in its handler (its server shutting down) still rolls back and
+    returns its connection; unshielded, anyio's first checkpoint would raise the
+    cancellation again before the session closed, and the connection would stay checked
+    out, on SQLite holding the write lock, until the garbage collector found it."""
     exc_info = (None, None, None) if error is None else (type(error), error, error.__traceback__)
-    await anyio.to_thread.run_sync(lambda: stack.__exit__(*exc_info), limiter=_teardown())
+    with anyio.CancelScope(shield=True):
+        await anyio.to_thread.run_sync(lambda: stack.__exit__(*exc_info), limiter=_teardown())
 
 
-async def read_session(database: DatabaseDep) -> AsyncIterator[Session]:
+async def read_session(database: DatabaseDep) -> AsyncGenerator[Session, None]:
     """A session for reading."""
     stack = ExitStack()
     session = stack.enter_context(database.session())  # no I/O until the first query
@@ -72,7 +78,7 @@ async def read_session(database: DatabaseDep) -> AsyncIterator[Session]:
     await _finish(stack, None)
 
 
-async def write_session(database: DatabaseDep) -> AsyncIterator[Session]:
+async def write_session(database: DatabaseDep) -> AsyncGenerator[Session, None]:
     """A session that writes; committed when the handler returns, rolled back if it raises."""
     stack = ExitStack()
     session = stack.enter_context(database.session(write=True))  # no I/O until the first query
