@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
-import threading
-import traceback
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.accounts import ADMIN, ADMIN_PASSWORD
+from tests.diagnostics import thread_stacks
 
 _config_dir = ""
 
@@ -49,21 +46,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(_config_dir, ignore_errors=True)
 
 
-def _thread_stacks() -> str:
-    """Every Python thread of this process but the test's own (its traceback is above) and
-    its innermost frames, one line each, so the section stays short in a CI log."""
-    frames = sys._current_frames()
-    parts = []
-    for thread in threading.enumerate():
-        if thread is threading.main_thread():
-            continue
-        frame = frames.get(thread.ident or -1)
-        summary = traceback.extract_stack(frame, limit=8) if frame else []
-        lines = [f"  {Path(f.filename).name}:{f.lineno} {f.name}: {f.line}" for f in summary]
-        parts.append(f"--- {thread.name} (daemon={thread.daemon})\n" + "\n".join(lines))
-    return f"{len(parts)} threads besides the test's\n" + "\n".join(parts)
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """A test that fails on an HTTP timeout shows where every thread of the test process was
@@ -72,4 +54,4 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     if call.excinfo is not None and call.excinfo.errisinstance(httpx.TimeoutException):
         report = outcome.get_result()  # type: ignore[attr-defined]
-        report.sections.append(("threads when the request timed out", _thread_stacks()))
+        report.sections.append(("threads when the request timed out", thread_stacks()))

@@ -23,6 +23,7 @@ from pedl.master.api._app import make_database
 from pedl.master.api._schemas import MetricPublic
 from pedl.master.db import Checkpoint, Database, Metric
 from pedl.master.db import metrics as metrics_repo
+from tests.diagnostics import thread_stacks
 
 from .e2e import free_port
 from .helpers import LiveServer, bearer, create_experiment, create_trial, sign_in
@@ -265,6 +266,7 @@ def test_a_reporting_trial_loses_nothing_across_a_master_restart(
         trial_id, token = create_trial(database, experiment["id"])
         client = MasterClient(f"http://127.0.0.1:{port}", trial_id, token, give_up_after=60)
         reported: list[int] = []
+        times: list[float] = []  # when each report was answered
         uuids: list[str] = []
         failures: list[BaseException] = []
         stop = threading.Event()
@@ -277,6 +279,7 @@ def test_a_reporting_trial_loses_nothing_across_a_master_restart(
                     row = {"kind": "validation", "total_batches": batch, "metrics": {"x": 1.0}}
                     client.post(client.trial_path + "/metrics", {"rows": [row]})
                     reported.append(batch)
+                    times.append(time.monotonic())
                     if batch % 5 == 0:
                         ckpt = str(uuid.uuid4())
                         body = {"uuid": ckpt, "total_batches": batch, "metadata": {}}
@@ -294,14 +297,18 @@ def test_a_reporting_trial_loses_nothing_across_a_master_restart(
         time.sleep(2.0)  # the client keeps retrying against a closed port
         assert len(reported) <= down_at + 1
         server.start()
-        deadline = time.monotonic() + 20
+        started = time.monotonic()
+        deadline = started + 60  # the client's backoff is up to 5 s by now; CI is slow
         while len(reported) < down_at + 10 and time.monotonic() < deadline and not failures:
-            time.sleep(0.1)  # the client's backoff is up to 5 s by now
+            time.sleep(0.1)
+        stuck = "" if len(reported) >= down_at + 10 else thread_stacks()
         stop.set()
         reporter.join(60)
         client.close()
         assert not failures, failures
-        assert len(reported) >= down_at + 10  # it went on after the restart
+        # It went on after the restart.
+        after = [round(t - started, 2) for t in times[down_at:]]
+        assert not stuck, f"answered at {after} s after the restart; threads then:\n{stuck}"
         with database.session() as session:
             stored = session.scalars(
                 select(Metric.total_batches).where(Metric.trial_id == trial_id)
