@@ -60,7 +60,7 @@ demo-stop:
 TEST_WORKERS ?= 2
 test: lint typecheck postgres ui $(CHROMIUM) $(ESTIMATOR_INSTALLED)
 	cd ui && npm test
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not serial"
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not serial" --durations=15
 	$(BIN)/pytest -m serial
 	$(ESTIMATOR_VENV)/bin/pytest tests/estimator
 
