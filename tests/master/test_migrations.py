@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect, text
+from sqlalchemy import event, inspect, text
 
-from pedl.master.db import Base, Database, current_revision, head_revision
+from pedl.master.db import Base, Database, _migrate, current_revision, head_revision
 
 
 def test_upgrade_empty_database_then_again(fresh_db_url: str) -> None:
@@ -89,3 +91,40 @@ def test_concurrent_upgrades_in_one_process_each_migrate_their_own_database(
     finally:
         for database in databases:
             database.dispose()
+
+
+def test_an_upgrade_waits_for_a_slow_one_in_the_same_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upgrade that finds another one of this process running longer than
+    ``ALEMBIC_LOCK_WARN_S`` still waits for it: run beside it, the first to finish would
+    remove Alembic's proxies under the other."""
+    monkeypatch.setattr(_migrate, "ALEMBIC_LOCK_WARN_S", 0.05)
+    slow, other = (Database(f"sqlite:///{tmp_path / f'{name}.db'}") for name in ("slow", "o"))
+    in_ddl = threading.Event()
+
+    @event.listens_for(slow.engine, "before_cursor_execute")
+    def stall(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        if statement.lstrip().startswith("CREATE") and not in_ddl.is_set():
+            in_ddl.set()
+            time.sleep(1.0)  # inside the slow upgrade's first migration script
+
+    errors: list[BaseException] = []
+
+    def migrate(database: Database) -> None:
+        try:
+            database.upgrade()
+        except BaseException as err:  # a thread's error fails the test below
+            errors.append(err)
+
+    first = threading.Thread(target=migrate, args=(slow,))
+    first.start()
+    try:
+        assert in_ddl.wait(30)
+        migrate(other)  # waits well past ALEMBIC_LOCK_WARN_S
+        first.join(60)
+        assert errors == []
+        assert [current_revision(d.engine) for d in (slow, other)] == [head_revision()] * 2
+    finally:
+        slow.dispose()
+        other.dispose()

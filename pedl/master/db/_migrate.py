@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from contextlib import ExitStack
 from pathlib import Path
 
 from alembic import command
@@ -18,14 +17,15 @@ from pedl.master.db._engine import WRITE_OPTION
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 _ALEMBIC_LOCK = threading.Lock()
-"""Alembic's command API gives ``env.py`` its config through a process-global proxy
-(``alembic.context``): two upgrades at once in one process (two masters served in one
-process, local mode beside a master) would run on each other's connection and remove each
-other's proxy. They take turns; the lock is taken before the database transaction begins, so
-no thread waits for it while holding a database lock. An upgrade that waits longer than
-:data:`ALEMBIC_LOCK_WAIT_S` (the other one is stuck, e.g. on a database lock) goes ahead without
-it, with a warning, rather than stalling every later upgrade of the process."""
-ALEMBIC_LOCK_WAIT_S = 5.0
+"""Alembic's command API gives ``env.py`` and the migration scripts their config and ``op``
+through process-global proxies (``alembic.context``, ``alembic.op``): two upgrades at once in
+one process (two masters served in one process, local mode beside a master) would run on
+each other's connection, and the first to finish removes the proxies under the other
+(``KeyError: 'config'``, ``'NoneType' object has no attribute 'f'``). They take turns,
+however long one takes: the lock is taken before the database transaction begins, so no
+thread waits for it while holding a database lock. A wait longer than
+:data:`ALEMBIC_LOCK_WARN_S` is logged."""
+ALEMBIC_LOCK_WARN_S = 5.0
 
 logger = logging.getLogger("pedl.master.db")
 
@@ -45,18 +45,19 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     Idempotent: an up-to-date database is left untouched. Safe on an empty database. One
     upgrade at a time per process (see :data:`_ALEMBIC_LOCK`).
     """
-    with ExitStack() as stack:
-        if _ALEMBIC_LOCK.acquire(timeout=ALEMBIC_LOCK_WAIT_S):
-            stack.callback(_ALEMBIC_LOCK.release)
-        else:
-            logger.warning(
-                "another database migration in this process has not finished in %.0f s; "
-                "migrating %s beside it",
-                ALEMBIC_LOCK_WAIT_S,
-                engine.url.render_as_string(hide_password=True),
-            )
+    if not _ALEMBIC_LOCK.acquire(timeout=ALEMBIC_LOCK_WARN_S):
+        logger.warning(
+            "another database migration in this process has not finished in %.0f s; "
+            "%s waits for it",
+            ALEMBIC_LOCK_WARN_S,
+            engine.url.render_as_string(hide_password=True),
+        )
+        _ALEMBIC_LOCK.acquire()
+    try:
         with engine.execution_options(**{WRITE_OPTION: True}).begin() as connection:
             command.upgrade(alembic_config(connection), revision)
+    finally:
+        _ALEMBIC_LOCK.release()
 
 
 def current_revision(engine: Engine) -> str | None:
