@@ -33,6 +33,12 @@ searcher:
 """
 
 
+START_TIMEOUT_S = 60.0
+"""How long an in-process master may take to start (migrations, orchestrator): seconds on an
+idle machine, but a test worker beside trial processes importing TensorFlow on CI's two
+cores has been seen to need over 20."""
+
+
 class LiveServer:
     """A real uvicorn server running an app on a free loopback port in a background thread."""
 
@@ -44,7 +50,7 @@ class LiveServer:
 
     def start(self) -> None:
         self.thread.start()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + START_TIMEOUT_S
         while not self.server.started:
             if not self.thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the test master did not start")

@@ -26,7 +26,7 @@ from pedl.master.db import metrics as metrics_repo
 from tests.diagnostics import thread_stacks
 
 from .e2e import free_port
-from .helpers import LiveServer, bearer, create_experiment, create_trial, sign_in
+from .helpers import START_TIMEOUT_S, LiveServer, bearer, create_experiment, create_trial, sign_in
 
 
 def assert_shed(response: httpx.Response) -> None:
@@ -239,7 +239,7 @@ class RestartableServer:
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + START_TIMEOUT_S
         while not self.server.started:
             assert self.thread.is_alive() and time.monotonic() < deadline, "did not start"
             time.sleep(0.01)
