@@ -21,7 +21,7 @@ from pedl.master.api._auth import (
     CurrentUser,
     token_cache,
 )
-from pedl.master.api._deps import ReadSession, WriteSession
+from pedl.master.api._deps import DatabaseDep, ReadSession, WriteSession
 from pedl.master.api._errors import ERROR_RESPONSES, ApiError
 from pedl.master.api._login_throttle import LoginThrottle
 from pedl.master.api._schemas import ErrorResponse
@@ -67,13 +67,17 @@ def login_throttle(request: Request) -> LoginThrottle:
 
 
 @router.post("/auth/login", responses=_LOGIN_RESPONSES)
-def login(body: Login, session: WriteSession, request: Request) -> LoginPublic:
+def login(body: Login, database: DatabaseDep, request: Request) -> LoginPublic:
     """Sign in: a new session token for ``username``, valid for the master's
     ``token_lifetime_hours`` (default 7 days) or until ``POST /auth/logout``. 401 for a
     wrong username or password or a deactivated account (the same answer for each). 429
     with ``Retry-After``, without the password being checked, after ``login_max_failures``
     attempts for the username (``login_max_failures_per_address`` from the client's
-    address) in ``login_failure_window_seconds`` (see :mod:`._login_throttle`)."""
+    address) in ``login_failure_window_seconds`` (see :mod:`._login_throttle`).
+
+    The password is checked in a read transaction and the session written in a short one
+    after it: the slow hash never holds the database's write lock (on SQLite, every other
+    writer's, metric reports' included)."""
     settings = request.app.state.settings
     assert isinstance(settings, MasterSettings)
     throttle = login_throttle(request)
@@ -88,14 +92,19 @@ def login(body: Login, session: WriteSession, request: Request) -> LoginPublic:
             field="username",
             headers={"Retry-After": str(wait)},
         )
-    user = users_repo.authenticate(session, body.username, body.password)
+    with database.session() as session:
+        user = users_repo.check_password(session, body.username, body.password)
     if user is None:
         raise ApiError(401, "wrong username or password", field="password")
     throttle.succeeded(body.username, address)
-    users_repo.delete_expired_sessions(session)
-    token, expires_at = users_repo.create_session(
-        session, user.id, timedelta(hours=settings.token_lifetime_hours)
-    )
+    new_hash = users_repo.rehashed(user, body.password)
+    with database.session(write=True) as session:
+        if new_hash is not None:
+            users_repo.replace_hash(session, user.id, new_hash)
+        users_repo.delete_expired_sessions(session)
+        token, expires_at = users_repo.create_session(
+            session, user.id, timedelta(hours=settings.token_lifetime_hours)
+        )
     return LoginPublic(token=token, username=user.username, admin=user.admin, expires_at=expires_at)
 
 
@@ -145,7 +154,7 @@ def change_password(
     if username == user.username:
         if body.old_password is None:
             raise ApiError(422, "give your current password to change it", field="old_password")
-        if users_repo.authenticate(session, username, body.old_password) is None:
+        if users_repo.check_password(session, username, body.old_password) is None:
             raise ApiError(403, "the current password is wrong", field="old_password")
     elif not user.admin:
         raise ApiError(

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from pedl.master.db._errors import ConflictError, NotFoundError
@@ -105,10 +105,10 @@ def set_active(session: Session, username: str, active: bool) -> User:
     return user
 
 
-def authenticate(session: Session, username: str, password: str) -> User | None:
+def check_password(session: Session, username: str, password: str) -> User | None:
     """The active account ``username`` if ``password`` is its password, else ``None`` (in
-    about the same time whether or not the account exists). A hash made with other argon2
-    parameters is re-hashed with the current ones."""
+    about the same time whether or not the account exists). Only reads: check it in a read
+    session, so that the slow hash holds no write lock (on SQLite, every writer's)."""
     user = session.scalars(select(User).where(User.username == username)).one_or_none()
     try:
         _hasher.verify(user.password_hash if user is not None else _DUMMY_HASH, password)
@@ -116,9 +116,19 @@ def authenticate(session: Session, username: str, password: str) -> User | None:
         return None
     if user is None or not user.active:
         return None
-    if _hasher.check_needs_rehash(user.password_hash):
-        user.password_hash = _hasher.hash(password)
     return user
+
+
+def rehashed(user: User, password: str) -> str | None:
+    """A new hash of ``password`` (the user's, just checked) when the stored one was made with
+    other argon2 parameters than the current ones, else ``None``."""
+    return _hasher.hash(password) if _hasher.check_needs_rehash(user.password_hash) else None
+
+
+def replace_hash(session: Session, user_id: int, password_hash: str) -> None:
+    """Store ``password_hash`` for the user ``user_id`` (same password, new parameters: the
+    user's sessions stay valid)."""
+    session.execute(update(User).where(User.id == user_id).values(password_hash=password_hash))
 
 
 def create_session(session: Session, user_id: int, lifetime: timedelta) -> tuple[str, datetime]:
