@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.accounts import ADMIN, ADMIN_PASSWORD
-from tests.diagnostics import thread_stacks
+from tests.diagnostics import event_loop_tasks, thread_stacks
 
 _config_dir = ""
 
@@ -55,3 +55,4 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.excinfo is not None and call.excinfo.errisinstance(httpx.TimeoutException):
         report = outcome.get_result()  # type: ignore[attr-defined]
         report.sections.append(("threads when the request timed out", thread_stacks()))
+        report.sections.append(("event loop tasks then", event_loop_tasks()))

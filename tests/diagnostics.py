@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import sys
 import threading
 import traceback
 from pathlib import Path
+from types import FrameType
 
 
 def thread_stacks() -> str:
@@ -21,3 +24,56 @@ def thread_stacks() -> str:
         lines = [f"  {Path(f.filename).name}:{f.lineno} {f.name}: {f.line}" for f in summary]
         parts.append(f"--- {thread.name} (daemon={thread.daemon})\n" + "\n".join(lines))
     return f"{len(parts)} threads besides the test's\n" + "\n".join(parts)
+
+
+def event_loop_tasks() -> str:
+    """Every task of every running asyncio event loop of this process (the masters a test
+    serves in it), each with the innermost frames it is suspended in: what a request that
+    gets no answer, while every thread is idle, is waiting for. Read from another thread,
+    best effort (a task that moves on meanwhile shows where it was)."""
+    loops = [
+        obj
+        for obj in gc.get_objects()
+        if isinstance(obj, asyncio.AbstractEventLoop) and obj.is_running()
+    ]
+    parts = []
+    for loop in loops:
+        try:
+            tasks = list(asyncio.all_tasks(loop))
+        except RuntimeError as err:  # the loop's task set changed while it was read
+            parts.append(f"--- loop {id(loop):#x}: {err}")
+            continue
+        parts.append(f"--- loop {id(loop):#x}: {len(tasks)} tasks")
+        for task in tasks:
+            frames = _await_chain(task.get_coro())[-6:]
+            where = " <- ".join(
+                f"{Path(f.f_code.co_filename).name}:{f.f_lineno} {f.f_code.co_name}"
+                for f in reversed(frames)
+            )
+            parts.append(f"  {task.get_name()}: {where or '(not started or done)'}")
+    return f"{len(loops)} running event loops\n" + "\n".join(parts)
+
+
+def _await_chain(awaitable: object) -> list[FrameType]:
+    """The frames of a suspended coroutine and of what it awaits, outermost first."""
+    frames = []
+    while awaitable is not None:
+        frame = next(
+            (
+                getattr(awaitable, name)
+                for name in ("cr_frame", "gi_frame", "ag_frame")
+                if getattr(awaitable, name, None) is not None
+            ),
+            None,
+        )
+        if frame is not None:
+            frames.append(frame)
+        awaitable = next(
+            (
+                getattr(awaitable, name)
+                for name in ("cr_await", "gi_yieldfrom", "ag_await")
+                if getattr(awaitable, name, None) is not None
+            ),
+            None,
+        )
+    return frames
