@@ -23,7 +23,7 @@ from pedl.master.api._app import make_database
 from pedl.master.api._schemas import MetricPublic
 from pedl.master.db import Checkpoint, Database, Metric
 from pedl.master.db import metrics as metrics_repo
-from tests.diagnostics import thread_stacks
+from tests.diagnostics import event_loop_tasks, thread_stacks
 
 from .e2e import free_port
 from .helpers import START_TIMEOUT_S, LiveServer, bearer, create_experiment, create_trial, sign_in
@@ -301,14 +301,14 @@ def test_a_reporting_trial_loses_nothing_across_a_master_restart(
         deadline = started + 60  # the client's backoff is up to 5 s by now; CI is slow
         while len(reported) < down_at + 10 and time.monotonic() < deadline and not failures:
             time.sleep(0.1)
-        stuck = "" if len(reported) >= down_at + 10 else thread_stacks()
+        stuck = "" if len(reported) >= down_at + 10 else f"{thread_stacks()}\n{event_loop_tasks()}"
         stop.set()
         reporter.join(60)
         client.close()
         assert not failures, failures
         # It went on after the restart.
         after = [round(t - started, 2) for t in times[down_at:]]
-        assert not stuck, f"answered at {after} s after the restart; threads then:\n{stuck}"
+        assert not stuck, f"answered at {after} s after the restart; threads, loops then:\n{stuck}"
         with database.session() as session:
             stored = session.scalars(
                 select(Metric.total_batches).where(Metric.trial_id == trial_id)
