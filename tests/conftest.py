@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.accounts import ADMIN, ADMIN_PASSWORD
-from tests.diagnostics import event_loop_tasks, thread_stacks
+from tests.diagnostics import event_loop_tasks, port_sockets, thread_stacks
 
 _config_dir = ""
 
@@ -56,3 +56,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report = outcome.get_result()  # type: ignore[attr-defined]
         report.sections.append(("threads when the request timed out", thread_stacks()))
         report.sections.append(("event loop tasks then", event_loop_tasks()))
+        request = getattr(call.excinfo.value, "_request", None)  # httpx keeps it there
+        if isinstance(request, httpx.Request) and request.url.port is not None:
+            port = request.url.port
+            report.sections.append((f"TCP sockets of port {port} then", port_sockets(port)))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import subprocess
 import sys
 import threading
 import traceback
@@ -77,3 +79,20 @@ def _await_chain(awaitable: object) -> list[FrameType]:
             None,
         )
     return frames
+
+
+def port_sockets(port: int) -> str:
+    """Every TCP socket on this machine with ``port`` at either end, and the processes that
+    hold them (``ss -tanp``): whether the port a request timed out on was listening, in this
+    process or another, and with how many connections waiting to be accepted."""
+    try:
+        listed = subprocess.run(
+            ["ss", "-tanp", f"( sport = :{port} or dport = :{port} )"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"ss failed: {err}"
+    return f"this process is {os.getpid()}\n{listed.stdout}{listed.stderr}"
