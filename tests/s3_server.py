@@ -22,6 +22,8 @@ from typing import Any
 import boto3
 import pytest
 
+from tests.master.e2e import free_port
+
 ACCESS_KEY = "pedl-test-access"
 SECRET_KEY = "pedl-test-secret"
 START_SECONDS = 60
@@ -61,13 +63,6 @@ class S3Server:
 def _client(endpoint_url: str) -> Any:
     session = boto3.session.Session(aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
     return session.client("s3", endpoint_url=endpoint_url, region_name="us-east-1")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _wait_until_up(process: subprocess.Popen[bytes], port: int) -> None:
