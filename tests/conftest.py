@@ -60,3 +60,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if isinstance(request, httpx.Request) and request.url.port is not None:
             port = request.url.port
             report.sections.append((f"TCP sockets of port {port} then", port_sockets(port)))
+
+
+_TIMEOUT_SECTIONS = ("TCP sockets of port", "event loop tasks then")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Repeat the sockets and event-loop sections of tests that failed on an HTTP timeout at
+    the very end of the output, after the durations: a CI log is often shown by its head and
+    tail only, and these sections say why a request got no answer."""
+    for report in terminalreporter.stats.get("failed", []):
+        for title, content in getattr(report, "sections", []):
+            if title.startswith(_TIMEOUT_SECTIONS):
+                terminalreporter.write_sep("-", f"{report.nodeid}: {title}")
+                terminalreporter.write_line(content)
