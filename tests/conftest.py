@@ -54,7 +54,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     if call.excinfo is not None and call.excinfo.errisinstance(httpx.TimeoutException):
         report = outcome.get_result()  # type: ignore[attr-defined]
-        report.sections.append(("threads when the request timed out", thread_stacks()))
+        report.sections.append((_THREADS_SECTION, thread_stacks()))
         report.sections.append(("event loop tasks then", event_loop_tasks()))
         request = getattr(call.excinfo.value, "_request", None)  # httpx keeps it there
         if isinstance(request, httpx.Request) and request.url.port is not None:
@@ -63,15 +63,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 _TIMEOUT_SECTIONS = ("TCP sockets of port", "event loop tasks then")
+_THREADS_SECTION = "threads when the request timed out"
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Repeat the sockets and event-loop sections of tests that failed on an HTTP timeout at
     the very end of the output, after the durations: a CI log is often shown by its head and
-    tail only, and these sections say why a request got no answer."""
+    tail only, and these sections say why a request got no answer. Of the threads, only
+    each one's name and kernel state."""
     for report in terminalreporter.stats.get("failed", []):
         for title, content in getattr(report, "sections", []):
-            if title.startswith(_TIMEOUT_SECTIONS):
+            if title == _THREADS_SECTION:
+                terminalreporter.write_sep("-", f"{report.nodeid}: threads' kernel states")
+                terminalreporter.write_line(
+                    "\n".join(line for line in content.splitlines() if line.startswith("---"))
+                )
+            elif title.startswith(_TIMEOUT_SECTIONS):
                 terminalreporter.write_sep("-", f"{report.nodeid}: {title}")
                 terminalreporter.write_line(content)

@@ -24,8 +24,36 @@ def thread_stacks() -> str:
         frame = frames.get(thread.ident or -1)
         summary = traceback.extract_stack(frame, limit=8) if frame else []
         lines = [f"  {Path(f.filename).name}:{f.lineno} {f.name}: {f.line}" for f in summary]
-        parts.append(f"--- {thread.name} (daemon={thread.daemon})\n" + "\n".join(lines))
-    return f"{len(parts)} threads besides the test's\n" + "\n".join(parts)
+        kernel = _kernel_state(thread.native_id)
+        parts.append(f"--- {thread.name} (daemon={thread.daemon}) {kernel}\n" + "\n".join(lines))
+    python = {thread.native_id for thread in threading.enumerate()}
+    others = [
+        f"{_kernel_state(int(task.name))}"
+        for task in sorted(Path("/proc/self/task").glob("*"))
+        if task.name.isdigit() and int(task.name) not in python
+    ]
+    return (
+        f"{len(parts)} threads besides the test's\n"
+        + "\n".join(parts)
+        + f"\n--- {len(others)} native threads: "
+        + "; ".join(others)
+    )
+
+
+def _kernel_state(native_id: int | None) -> str:
+    """The thread's name, the kernel function it sleeps in and its system call's number (from
+    /proc): a thread whose Python stack ends in an event loop's C code is told apart between
+    waiting for events (epoll_pwait, 281) and waiting on something else (io_uring_enter, 426)."""
+    if native_id is None:
+        return "[not started]"
+    task = Path(f"/proc/self/task/{native_id}")
+    try:
+        comm = (task / "comm").read_text().strip()
+        wchan = (task / "wchan").read_text().strip() or "-"
+        syscall = (task / "syscall").read_text().split(" ", 1)[0].strip()
+    except OSError as err:
+        return f"[{native_id}: {err.strerror}]"
+    return f"[{native_id} {comm}: {wchan}, syscall {syscall}]"
 
 
 def event_loop_tasks() -> str:
