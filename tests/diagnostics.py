@@ -26,6 +26,14 @@ def thread_stacks() -> str:
         lines = [f"  {Path(f.filename).name}:{f.lineno} {f.name}: {f.line}" for f in summary]
         kernel = _kernel_state(thread.native_id)
         parts.append(f"--- {thread.name} (daemon={thread.daemon}) {kernel}\n" + "\n".join(lines))
+    # Threads started outside the threading module that run Python now (a native library's
+    # thread in a callback, which holds the GIL while it does): they appear only here.
+    known = {thread.ident for thread in threading.enumerate()}
+    for ident, frame in frames.items():
+        if ident not in known:
+            summary = traceback.extract_stack(frame, limit=8)
+            lines = [f"  {Path(f.filename).name}:{f.lineno} {f.name}: {f.line}" for f in summary]
+            parts.append(f"--- thread {ident} (not from threading)\n" + "\n".join(lines))
     python = {thread.native_id for thread in threading.enumerate()}
     others = [
         f"{_kernel_state(int(task.name))}"

@@ -18,6 +18,7 @@ from pedl.master.db import Database, NotFoundError
 from pedl.master.db import trials as trials_repo
 from pedl.master.db import users as users_repo
 from tests.accounts import ADMIN, ADMIN_PASSWORD
+from tests.diagnostics import event_loop_tasks, thread_stacks
 
 CONFIG_YAML = """\
 name: mnist
@@ -52,8 +53,13 @@ class LiveServer:
         self.thread.start()
         deadline = time.monotonic() + START_TIMEOUT_S
         while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the test master did not start")
+            if not self.thread.is_alive():
+                raise RuntimeError("the test master did not start: its thread ended")
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the test master did not start in {START_TIMEOUT_S:.0f} s\n"
+                    f"{thread_stacks()}\n{event_loop_tasks()}"
+                )
             time.sleep(0.01)
         port = self.server.servers[0].sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"

@@ -241,7 +241,8 @@ class RestartableServer:
         self.thread.start()
         deadline = time.monotonic() + START_TIMEOUT_S
         while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "did not start"
+            assert self.thread.is_alive(), "the master's thread ended"
+            assert time.monotonic() < deadline, f"did not start\n{thread_stacks()}"
             time.sleep(0.01)
 
     def stop(self) -> None:

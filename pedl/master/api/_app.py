@@ -262,24 +262,25 @@ def create_app(
 ) -> FastAPI:
     """Build the master's REST API (OpenAPI at ``/docs`` and ``/openapi.json``).
 
-    Creating the app opens no connection. On startup it creates ``settings.home`` and applies
-    the database migrations; on shutdown it disposes the engine. Pass ``database`` to share one
-    :class:`Database` with other parts of the master (the caller then disposes it); otherwise
-    one is made from ``settings.db_url``. The metric writer (:class:`MetricIngestor`, group
-    commit of ``POST /trials/{id}/metrics``) starts after the migrations and, on shutdown,
+    Creating the app opens no connection. On startup it builds the route table and the OpenAPI
+    schema (which FastAPI would otherwise build on the first request), creates ``settings.home``
+    and applies the database migrations; on shutdown it disposes the engine. Pass ``database``
+    to share one :class:`Database` with other parts of the master (the caller then disposes it);
+    otherwise one is made from ``settings.db_url``. The metric writer (:class:`MetricIngestor`,
+    group commit of ``POST /trials/{id}/metrics``) starts after the migrations and, on shutdown,
     writes what is queued and stops before the orchestrator and the engine. With an
-    ``orchestrator`` (built on the same ``database``) the app runs experiments: the
-    orchestrator starts after the migrations and stops (killing its trial processes) before
-    the engine is disposed; without one it is an API-only master whose trial-operation routes
-    answer 409. With ``reads`` (read processes, see :mod:`._forward`) the database reads of
+    ``orchestrator`` (built on the same ``database``) the app runs experiments: the orchestrator
+    starts after the migrations and stops (killing its trial processes) before the engine is
+    disposed; without one it is an API-only master whose trial-operation routes answer 409. With
+    ``reads`` (read processes, see :mod:`._forward`) the database reads of
     :data:`~._forward.READ_ROUTES` are forwarded to them (counted in
     ``app.state.read_forwarding``); they are started last and stopped first. ``reads_only``
-    builds a read process's app: only those reads and the health check (anything else
-    answers 404), no migrations (the master applies them before it starts its read
-    processes), no metric writer. On startup the worker-thread limit is set to
-    ``settings.worker_threads``; see the module's docstring for the sizing and the load
-    shedding. The web UI built into ``ui_dir`` (default: the package's ``ui_dist``) is served
-    at ``/``; when it is not built, ``/`` says how to build it.
+    builds a read process's app: only those reads and the health check (anything else answers
+    404), no migrations (the master applies them before it starts its read processes), no metric
+    writer. On startup the worker-thread limit is set to ``settings.worker_threads``; see the
+    module's docstring for the sizing and the load shedding. The web UI built into ``ui_dir``
+    (default: the package's ``ui_dist``) is served at ``/``; when it is not built, ``/`` says
+    how to build it.
     """
     owned = database is None
     db = make_database(settings) if database is None else database
@@ -289,6 +290,12 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.worker_threads
+        # FastAPI builds its table of the included routers' routes (a pydantic schema for
+        # every parameter and response) on the first request, on the event loop: ~0.1 s idle,
+        # many seconds on a busy machine, during which nothing else is served (the trials
+        # reconnecting after a master restart). Generating the OpenAPI schema builds it, so
+        # it is done here, before the port opens, off the loop.
+        await anyio.to_thread.run_sync(_app.openapi)
         if ingestor is not None:
             settings.home.mkdir(parents=True, exist_ok=True)
             await anyio.to_thread.run_sync(db.upgrade)
