@@ -14,10 +14,9 @@ import httpx
 import pytest
 from argon2 import PasswordHasher
 
-from pedl.master import MasterSettings, create_app
+from pedl.master import MasterSettings
 from pedl.master.api._login_throttle import LoginThrottle
-from pedl.master.db import Database
-from tests.master.helpers import LiveServer, add_user
+from tests.master.helpers import add_user, served_master
 
 PER_USER = 3
 PER_ADDRESS = 6
@@ -34,19 +33,13 @@ def http(tmp_path: Path) -> Iterator[httpx.Client]:
         login_max_failures_per_address=PER_ADDRESS,
         login_failure_window_seconds=WINDOW,
     )
-    server = LiveServer(create_app(settings))
-    server.start()
-    database = Database(settings.db_url)
-    try:
+    with served_master(settings) as (server, database):
         for name in ("alice", "bob"):
             add_user(database, name, PASSWORD)
         # 60 s: longer than SQLite's busy timeout (30 s), so a write stuck behind a lock comes
         # back as the master's own 503, which says so, rather than as a client timeout.
         with httpx.Client(base_url=server.url + "/api/v1", timeout=60) as client:
             yield client
-    finally:
-        database.dispose()
-        server.stop()
 
 
 @pytest.fixture

@@ -6,9 +6,7 @@ before uploading anything, saying how to leave files out."""
 from __future__ import annotations
 
 import base64
-import io
 import os
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,10 +14,9 @@ import httpx
 import pytest
 
 from pedl.client import Client, Session
-from pedl.master import MasterSettings, create_app
-from pedl.master.db import Database
+from pedl.master import MasterSettings
 from pedl.model_def import ModelDefError, package
-from tests.master.helpers import CONFIG_YAML, LiveServer, sign_in
+from tests.master.helpers import CONFIG_YAML, LiveServer, make_archive, served_master, sign_in
 
 MEMBERS = 5
 UNPACKED = 64 * 1024
@@ -45,30 +42,15 @@ def lowered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Master]:
         max_model_definition_unpacked_bytes=UNPACKED,
         max_model_definition_members=MEMBERS,
     )
-    server = LiveServer(create_app(settings))
-    server.start()
-    database = Database(settings.db_url)
-    try:
+    with served_master(settings) as (server, database):
         master = _Master(server, sign_in(database)["Authorization"])
         yield master
         master.http.close()
-    finally:
-        database.dispose()
-        server.stop()
-
-
-def _archive(files: dict[str, bytes]) -> str:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return base64.b64encode(buffer.getvalue()).decode()
 
 
 def _create(master: _Master, files: dict[str, bytes]) -> httpx.Response:
-    body = {"config": CONFIG_YAML, "model_definition": _archive(files), "activate": False}
+    archive = base64.b64encode(make_archive(files)).decode()
+    body = {"config": CONFIG_YAML, "model_definition": archive, "activate": False}
     return master.http.post("/experiments", json=body)
 
 

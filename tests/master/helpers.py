@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import io
 import tarfile
 import threading
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import httpx
 import uvicorn
 
+from pedl.master import MasterSettings, create_app
 from pedl.master.db import Database, NotFoundError
 from pedl.master.db import trials as trials_repo
 from pedl.master.db import users as users_repo
@@ -67,6 +70,25 @@ class LiveServer:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=20)
+
+    def __enter__(self) -> LiveServer:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def served_master(settings: MasterSettings) -> Iterator[tuple[LiveServer, Database]]:
+    """The master's app on ``settings`` served over HTTP, and a :class:`Database` on its
+    database for the test's own reads and writes; both closed afterwards."""
+    with LiveServer(create_app(settings)) as server:
+        database = Database(settings.db_url)
+        try:
+            yield server, database
+        finally:
+            database.dispose()
 
 
 def make_archive(files: dict[str, bytes] | None = None) -> bytes:

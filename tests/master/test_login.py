@@ -14,10 +14,10 @@ import pytest
 from argon2 import PasswordHasher, extract_parameters
 from sqlalchemy import select
 
-from pedl.master import MasterSettings, create_app
+from pedl.master import MasterSettings
 from pedl.master.db import Database, User
 from pedl.master.db import users as users_repo
-from tests.master.helpers import LiveServer, add_user
+from tests.master.helpers import add_user, served_master
 
 PASSWORD = "correct horse battery"
 
@@ -30,16 +30,10 @@ class _Master:
 @pytest.fixture
 def master(tmp_path: Path) -> Iterator[_Master]:
     settings = MasterSettings(home=tmp_path / "home")
-    server = LiveServer(create_app(settings))
-    server.start()
-    database = Database(settings.db_url)
-    try:
+    with served_master(settings) as (server, database):
         add_user(database, "alice", PASSWORD)
         with httpx.Client(base_url=server.url + "/api/v1", timeout=60) as http:
             yield _Master(http, database, Path(settings.db_url.removeprefix("sqlite:///")))
-    finally:
-        database.dispose()
-        server.stop()
 
 
 def _write_lock_free(db_file: Path) -> bool:

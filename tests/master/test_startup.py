@@ -19,8 +19,6 @@ def test_the_first_request_builds_no_schema_on_the_event_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = MasterSettings(home=tmp_path, db_url=f"sqlite:///{tmp_path / 'pedl.db'}")
-    server = LiveServer(create_app(settings))
-    server.start()
     built: list[Any] = []
     original = pydantic.TypeAdapter.__init__
 
@@ -28,14 +26,12 @@ def test_the_first_request_builds_no_schema_on_the_event_loop(
         built.append(args[0] if args else kwargs.get("type"))
         original(self, *args, **kwargs)
 
-    try:
+    with LiveServer(create_app(settings)) as server:
         monkeypatch.setattr(pydantic.TypeAdapter, "__init__", counting_init)
         with httpx.Client(base_url=server.url, timeout=30) as http:
             assert http.get("/api/v1/health").status_code == 200
             assert http.get("/api/v1/experiments").status_code == 401  # routed, not signed in
             assert http.get("/openapi.json").status_code == 200
-    finally:
-        server.stop()
     # FastAPI would build a pydantic model field (a TypeAdapter) for each route's parameters
     # and responses here, on the first request, had startup not done it.
     assert built == []
