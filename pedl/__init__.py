@@ -1,9 +1,11 @@
 """PEDL: a training platform for TensorFlow and Keras."""
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pedl._trial import Trial, TrialController
-from pedl.engine import InvalidHP, TrialOutcome
+if TYPE_CHECKING:
+    from pedl._trial import Trial, TrialController
+    from pedl.engine import InvalidHP, TrialOutcome
+    from pedl.script import get_hyperparameter
 
 __version__ = "0.1.0"
 
@@ -18,7 +20,17 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy: `import pedl` stays light (pedl.script imports the core context and the config).
+    # Lazy: `import pedl` (and so every `pedl.*` import, the command's included) stays light
+    # and cannot fail on what pedl.config reads from the environment; the names are imported
+    # when first used (pedl.script imports the core context and the config).
+    if name in ("Trial", "TrialController"):
+        from pedl import _trial
+
+        return getattr(_trial, name)
+    if name in ("InvalidHP", "TrialOutcome"):
+        from pedl import engine
+
+        return getattr(engine, name)
     if name == "get_hyperparameter":
         from pedl.script import get_hyperparameter
 

@@ -84,7 +84,3 @@ cli.add_command(experiment)
 cli.add_command(trial)
 cli.add_command(checkpoint)
 cli.add_command(user)
-
-
-def main() -> None:
-    cli()

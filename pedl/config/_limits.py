@@ -28,12 +28,14 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from pedl._setting_error import SettingError
 from pedl.config._issues import PathElement, Problem
 
 
 def limit_setting(name: str, default: int, *, ceiling: int | None = None) -> int:
     """``default``, or the whole number in the environment variable ``PEDL_<name>`` (from 1 to
-    ``ceiling``); a value that is not one raises ``ValueError`` naming the variable."""
+    ``ceiling``); a value that is not one raises :class:`~pedl._setting_error.SettingError` (a
+    ``ValueError``) naming the variable."""
     variable = f"PEDL_{name}"
     raw = os.environ.get(variable, "").strip()
     if not raw:
@@ -44,7 +46,7 @@ def limit_setting(name: str, default: int, *, ceiling: int | None = None) -> int
         value = 0
     if value < 1 or (ceiling is not None and value > ceiling):
         bounds = f"from 1 to {ceiling:,}" if ceiling is not None else "of 1 or more"
-        raise ValueError(f"{variable} must be a whole number {bounds}, got {raw!r}")
+        raise SettingError(f"{variable} must be a whole number {bounds}, got {raw!r}")
     return value
 
 

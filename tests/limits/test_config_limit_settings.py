@@ -83,3 +83,18 @@ def test_a_bad_value_is_refused_naming_the_variable(variable: str, value: str) -
     assert result.returncode != 0
     assert f"{variable} must be a whole number" in result.stderr
     assert repr(value) in result.stderr
+
+
+def test_the_command_says_a_bad_value_in_one_line_without_a_traceback() -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PEDL_MAX_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "pedl", "experiment", "list"],
+        env={**clean, "PEDL_MAX_TRIALS": "lots"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "Error: PEDL_MAX_TRIALS must be a whole number of 1 or more, got 'lots'"
+    ]
