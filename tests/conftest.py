@@ -18,6 +18,9 @@ from tests.diagnostics import event_loop_tasks, port_sockets, thread_stacks
 
 _config_dir = ""
 
+_THREADS_SECTION = "threads when the request timed out"
+_TIMEOUT_SECTIONS = ("TCP sockets of port", "event loop tasks then")
+
 
 def _set_test_environment() -> None:
     os.environ["PEDL_CONFIG_DIR"] = _config_dir
@@ -60,10 +63,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if isinstance(request, httpx.Request) and request.url.port is not None:
             port = request.url.port
             report.sections.append((f"TCP sockets of port {port} then", port_sockets(port)))
-
-
-_TIMEOUT_SECTIONS = ("TCP sockets of port", "event loop tasks then")
-_THREADS_SECTION = "threads when the request timed out"
 
 
 @pytest.hookimpl(trylast=True)

@@ -36,7 +36,7 @@ def thread_stacks() -> str:
             parts.append(f"--- thread {ident} (not from threading)\n" + "\n".join(lines))
     python = {thread.native_id for thread in threading.enumerate()}
     others = [
-        f"{_kernel_state(int(task.name))}"
+        _kernel_state(int(task.name))
         for task in sorted(Path("/proc/self/task").glob("*"))
         if task.name.isdigit() and int(task.name) not in python
     ]
