@@ -19,7 +19,8 @@ from tests.diagnostics import event_loop_tasks, port_sockets, thread_stacks
 _config_dir = ""
 
 _THREADS_SECTION = "threads when the request timed out"
-_TIMEOUT_SECTIONS = ("TCP sockets of port", "event loop tasks then")
+_LOOPS_SECTION = "event loop tasks then"
+_SOCKETS_SECTION = "TCP sockets of port"
 
 
 def _set_test_environment() -> None:
@@ -58,11 +59,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.excinfo is not None and call.excinfo.errisinstance(httpx.TimeoutException):
         report = outcome.get_result()  # type: ignore[attr-defined]
         report.sections.append((_THREADS_SECTION, thread_stacks()))
-        report.sections.append(("event loop tasks then", event_loop_tasks()))
+        report.sections.append((_LOOPS_SECTION, event_loop_tasks()))
         request = getattr(call.excinfo.value, "_request", None)  # httpx keeps it there
         if isinstance(request, httpx.Request) and request.url.port is not None:
             port = request.url.port
-            report.sections.append((f"TCP sockets of port {port} then", port_sockets(port)))
+            report.sections.append((f"{_SOCKETS_SECTION} {port} then", port_sockets(port)))
 
 
 @pytest.hookimpl(trylast=True)
@@ -78,6 +79,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
                 terminalreporter.write_line(
                     "\n".join(line for line in content.splitlines() if line.startswith("---"))
                 )
-            elif title.startswith(_TIMEOUT_SECTIONS):
+            elif title.startswith((_LOOPS_SECTION, _SOCKETS_SECTION)):
                 terminalreporter.write_sep("-", f"{report.nodeid}: {title}")
                 terminalreporter.write_line(content)

@@ -17,24 +17,22 @@ def thread_stacks() -> str:
     """Every Python thread of this process but the test's own (its traceback is above) and
     its innermost frames, one line each, so the section stays short in a CI log."""
     frames = sys._current_frames()
-    parts = []
-    for thread in threading.enumerate():
-        if thread is threading.main_thread():
-            continue
-        frame = frames.get(thread.ident or -1)
-        summary = traceback.extract_stack(frame, limit=8) if frame else []
-        lines = [f"  {Path(f.filename).name}:{f.lineno} {f.name}: {f.line}" for f in summary]
-        kernel = _kernel_state(thread.native_id)
-        parts.append(f"--- {thread.name} (daemon={thread.daemon}) {kernel}\n" + "\n".join(lines))
+    threads = threading.enumerate()
+    parts = [
+        f"--- {thread.name} (daemon={thread.daemon}) {_kernel_state(thread.native_id)}"
+        + _innermost(frames.get(thread.ident or -1))
+        for thread in threads
+        if thread is not threading.main_thread()
+    ]
     # Threads started outside the threading module that run Python now (a native library's
     # thread in a callback, which holds the GIL while it does): they appear only here.
-    known = {thread.ident for thread in threading.enumerate()}
-    for ident, frame in frames.items():
-        if ident not in known:
-            summary = traceback.extract_stack(frame, limit=8)
-            lines = [f"  {Path(f.filename).name}:{f.lineno} {f.name}: {f.line}" for f in summary]
-            parts.append(f"--- thread {ident} (not from threading)\n" + "\n".join(lines))
-    python = {thread.native_id for thread in threading.enumerate()}
+    known = {thread.ident for thread in threads}
+    parts += [
+        f"--- thread {ident} (not from threading)" + _innermost(frame)
+        for ident, frame in frames.items()
+        if ident not in known
+    ]
+    python = {thread.native_id for thread in threads}
     others = [
         _kernel_state(int(task.name))
         for task in sorted(Path("/proc/self/task").glob("*"))
@@ -46,6 +44,12 @@ def thread_stacks() -> str:
         + f"\n--- {len(others)} native threads: "
         + "; ".join(others)
     )
+
+
+def _innermost(frame: FrameType | None) -> str:
+    """The innermost frames of a stack, a line each (each line begins with a newline)."""
+    summary = traceback.extract_stack(frame, limit=8) if frame else []
+    return "".join(f"\n  {Path(f.filename).name}:{f.lineno} {f.name}: {f.line}" for f in summary)
 
 
 def _kernel_state(native_id: int | None) -> str:

@@ -44,10 +44,13 @@ cores has been seen to need over 20."""
 
 
 class LiveServer:
-    """A real uvicorn server running an app on a free loopback port in a background thread."""
+    """A real uvicorn server running an app on a loopback port (``port``, or a free one) in a
+    background thread."""
 
-    def __init__(self, app: Any) -> None:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    def __init__(self, app: Any, port: int = 0) -> None:
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="pedl-test-master", daemon=True)
         self.url = ""

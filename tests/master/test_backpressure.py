@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from pydantic import TypeAdapter
 from sqlalchemy import Connection, func, select, text
 
@@ -26,7 +25,7 @@ from pedl.master.db import metrics as metrics_repo
 from tests.diagnostics import event_loop_tasks, thread_stacks
 
 from .e2e import free_port
-from .helpers import START_TIMEOUT_S, LiveServer, bearer, create_experiment, create_trial, sign_in
+from .helpers import LiveServer, bearer, create_experiment, create_trial, sign_in
 
 
 def assert_shed(response: httpx.Response) -> None:
@@ -224,31 +223,20 @@ def test_checkpoint_registration_is_idempotent(client: httpx.Client, database: D
 
 
 class RestartableServer:
-    """The master's app served on a fixed port, stopped and started again (same database)."""
+    """The master's app served on a fixed port, stopped and started again (same database):
+    each start serves a new app, as a restarted master does."""
 
     def __init__(self, settings: MasterSettings, port: int) -> None:
         self.settings, self.port = settings, port
-        self.server: uvicorn.Server | None = None
-        self.thread: threading.Thread | None = None
+        self.live: LiveServer | None = None
 
     def start(self) -> None:
-        app = create_app(self.settings)
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not self.server.started:
-            assert self.thread.is_alive(), "the master's thread ended"
-            assert time.monotonic() < deadline, f"did not start\n{thread_stacks()}"
-            time.sleep(0.01)
+        self.live = LiveServer(create_app(self.settings), port=self.port)
+        self.live.start()
 
     def stop(self) -> None:
-        assert self.server is not None and self.thread is not None
-        self.server.should_exit = True
-        self.thread.join(20)
+        assert self.live is not None
+        self.live.stop()
 
 
 def test_a_reporting_trial_loses_nothing_across_a_master_restart(
