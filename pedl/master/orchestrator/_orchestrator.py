@@ -327,7 +327,10 @@ class Orchestrator:
             actor.changed.notify_all()
         if wait:
             self._drain(actor, ticket)
-        self._wake.set()
+        if actions or threading.current_thread() is not self._thread:
+            # The tick's own events that change nothing (a queued trial that stays queued)
+            # must not wake it again: it would spin while trials wait for slots.
+            self._wake.set()
 
     def _drain(self, actor: _Actor, ticket: int) -> None:
         """Carry out the actor's pending actions in order, at least up to ``ticket``."""
