@@ -5,7 +5,13 @@ same experiment seed (so the same 27 hyperparameter draws, checked) and the same
 length run one after the other (the order alternates by seed) on one real master with 2
 slots. Per pair: wall time of each search (created → ended, from the master's record), epochs
 trained (sum over trials of batches ÷ batches per epoch), best validation accuracy, and
-ASHA ÷ random. One JSON line per pair goes to ``--out``; a summary is printed.
+ASHA ÷ random, and how far ASHA trained random search's best configuration and what it
+reached there. One JSON line per pair goes to ``--out``; a summary is printed.
+
+ASHA's settings default to ``mode: aggressive``, ``divisor: 3``, ``max_rungs: 4`` (rungs at 1,
+3, 9 and 27 epochs), promotions; ``--mode``, ``--divisor``, ``--max-rungs`` and ``--stop-once``
+change them (``--stop-once --divisor 4 --max-rungs 3`` is Ray Tune's ``ASHAScheduler``: a trial
+goes on at a rung while it is in the top quarter so far, rungs at 27/16, 27/4 and 27 epochs).
 
 Run from ``bench/``: ``../.venv/bin/python p4_asha.py --seeds 8``.
 """
@@ -51,9 +57,10 @@ searcher:
   smaller_is_better: false
   max_length: {{epochs: {epochs}}}
   max_trials: 27
-  divisor: 3
-  max_rungs: 4
+  divisor: {divisor}
+  max_rungs: {max_rungs}
   mode: {mode}
+  stop_once: {stop_once}
   max_concurrent_trials: 2
 """
 
@@ -75,15 +82,21 @@ reproducibility: {{experiment_seed: {seed}}}
 """
 
 
-def config(kind: str, seed: int, epochs: int, mode: str = "aggressive") -> str:
-    searcher = (ASHA if kind == "asha" else RANDOM).format(epochs=epochs, mode=mode)
+ASHA_DEFAULTS = {"mode": "aggressive", "divisor": 3, "max_rungs": 4, "stop_once": False}
+"""The ASHA settings measured unless the command line says otherwise."""
+
+
+def config(kind: str, seed: int, epochs: int, asha: dict[str, Any]) -> str:
+    settings = {**ASHA_DEFAULTS, **asha}
+    settings["stop_once"] = str(settings["stop_once"]).lower()
+    searcher = (ASHA if kind == "asha" else RANDOM).format(epochs=epochs, **settings)
     return COMMON.format(kind=kind, seed=seed) + SPACE + searcher
 
 
 def run_search(
-    http: httpx.Client, archive: str, kind: str, seed: int, epochs: int, mode: str = "aggressive"
+    http: httpx.Client, archive: str, kind: str, seed: int, epochs: int, asha: dict[str, Any]
 ) -> dict[str, Any]:
-    body = {"config": config(kind, seed, epochs, mode), "model_definition": archive}
+    body = {"config": config(kind, seed, epochs, asha), "model_definition": archive}
     response = http.post("/experiments", json=body)
     response.raise_for_status()
     experiment_id = response.json()["id"]
@@ -108,6 +121,13 @@ def run_search(
         "best_val_accuracy": experiment["best_validation"],
         "trials": len(trials["items"]),
         "hparams": sorted(json.dumps(t["hparams"], sort_keys=True) for t in trials["items"]),
+        "per_trial": {
+            json.dumps(t["hparams"], sort_keys=True): {
+                "batches": t["total_batches"],
+                "best_val_accuracy": t["best_validation"],
+            }
+            for t in trials["items"]
+        },
     }
 
 
@@ -120,6 +140,9 @@ def main() -> None:
     parser.add_argument(
         "--mode", choices=["aggressive", "standard", "conservative"], default="aggressive"
     )
+    parser.add_argument("--divisor", type=int, default=ASHA_DEFAULTS["divisor"])
+    parser.add_argument("--max-rungs", type=int, default=ASHA_DEFAULTS["max_rungs"])
+    parser.add_argument("--stop-once", action="store_true", help="the stop-only variant")
     parser.add_argument("--out", type=Path, default=Path("results/p4.jsonl"))
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -127,6 +150,12 @@ def main() -> None:
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
     ).stdout.strip()
+    asha_settings = {
+        "mode": args.mode,
+        "divisor": args.divisor,
+        "max_rungs": args.max_rungs,
+        "stop_once": args.stop_once,
+    }
     pairs = []
     with tempfile.TemporaryDirectory(prefix="pedl-p4-") as home:
         db = f"sqlite:///{Path(home) / 'master.db'}"
@@ -136,13 +165,13 @@ def main() -> None:
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 order = ["asha", "random"] if seed % 2 else ["random", "asha"]
                 result = {
-                    kind: run_search(http, archive, kind, seed, args.epochs, args.mode)
+                    kind: run_search(http, archive, kind, seed, args.epochs, asha_settings)
                     for kind in order
                 }
                 asha, rand = result["asha"], result["random"]
                 pair = {
                     "seed": seed,
-                    "mode": args.mode,
+                    "asha_settings": asha_settings,
                     "order": order,
                     "same_configurations": set(asha["hparams"]) <= set(rand["hparams"]),
                     "wall_ratio": asha["wall_s"] / rand["wall_s"],
@@ -150,8 +179,12 @@ def main() -> None:
                     "best_matches": math.isclose(
                         asha["best_val_accuracy"], rand["best_val_accuracy"], abs_tol=1e-9
                     ),
-                    "asha": {k: v for k, v in asha.items() if k != "hparams"},
-                    "random": {k: v for k, v in rand.items() if k != "hparams"},
+                    # random's best configuration: how far ASHA trained it, and what it reached
+                    "random_best_in_asha": asha["per_trial"].get(
+                        max(rand["per_trial"].items(), key=lambda kv: kv[1]["best_val_accuracy"])[0]
+                    ),
+                    "asha": {k: v for k, v in asha.items() if k not in ("hparams", "per_trial")},
+                    "random": {k: v for k, v in rand.items() if k not in ("hparams", "per_trial")},
                     "load_avg": os.getloadavg()[0],
                     "commit": commit,
                     "utc": datetime.utcnow().isoformat(timespec="seconds"),
