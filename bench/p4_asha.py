@@ -10,9 +10,9 @@ reached there. One JSON line per pair goes to ``--out``; a summary is printed.
 
 ASHA's settings default to ``mode: aggressive``, ``divisor: 3``, ``max_rungs: 4`` (rungs at 1,
 3, 9 and 27 epochs), promotions; ``--mode``, ``--divisor``, ``--max-rungs`` and ``--stop-once``
-change them (``--stop-once --divisor 4 --max-rungs 3`` comes closest to Ray Tune's ``ASHAScheduler``:
-a trial goes on at a rung while it is in the top quarter so far; rungs at 27/16, 27/4 and 27
-epochs).
+change them. ``--stop-once --divisor 4 --max-rungs 3`` comes closest to Ray Tune's
+``ASHAScheduler``: a trial goes on at a rung while it is in the top quarter so far; rungs at
+27/16, 27/4 and 27 epochs.
 
 Run from ``bench/``: ``../.venv/bin/python p4_asha.py --seeds 8``.
 """
