@@ -14,9 +14,10 @@ apply lock (the others' actions are carried out by it: flat combining), and a tr
 is answered only once its actions are recorded. Process starts and file deletion happen
 outside every lock.
 
-One thread (started by :meth:`Orchestrator.start`) ticks a few times a second and on every
-event: it reads the live experiments' states (so a pause/activate/cancel/kill from the API is
-acted upon), handles trial process exits and kill requests, and schedules runnable trials.
+One thread (started by :meth:`Orchestrator.start`) ticks a few times a second and after every
+event from another thread (and every one of its own that produced actions): it reads the live
+experiments' states (so a pause/activate/cancel/kill from the API is acted upon), handles trial
+process exits and kill requests, and schedules runnable trials.
 
 Durability: everything needed to continue is in the database. After a crash each driver is
 rebuilt from its experiment's record; trials that were RUNNING or QUEUED start again from
