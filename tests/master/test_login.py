@@ -1,6 +1,6 @@
-"""``POST /auth/login`` on a real master over HTTP (SQLite): the slow password hash is checked
-outside the database's write lock, and a hash made with older argon2 parameters is replaced
-at a successful sign-in."""
+"""``POST /auth/login`` and ``POST /users/{name}/password`` on a real master over HTTP (SQLite):
+the slow password hash is checked and made outside the database's write lock, and a hash made
+with older argon2 parameters is replaced at a successful sign-in."""
 
 from __future__ import annotations
 
@@ -65,6 +65,39 @@ def test_the_password_is_checked_outside_the_write_lock(
         answer = master.http.post("/auth/login", json={"username": "alice", "password": password})
         assert answer.status_code == status, answer.text
     assert lock_free_while_checking == [True, True]
+
+
+def test_a_password_change_hashes_outside_the_write_lock(
+    master: _Master, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answer = master.http.post("/auth/login", json={"username": "alice", "password": PASSWORD})
+    assert answer.status_code == 200, answer.text
+    alice = {"Authorization": f"Bearer {answer.json()['token']}"}
+    lock_free: list[tuple[str, bool]] = []
+    real_verify, real_hash = PasswordHasher.verify, PasswordHasher.hash
+
+    def verify(self: PasswordHasher, hash: str | bytes, password: str | bytes) -> Any:
+        lock_free.append(("verify", _write_lock_free(master.db_file)))
+        return real_verify(self, hash, password)
+
+    def hash_(self: PasswordHasher, password: str | bytes, **kwargs: Any) -> str:
+        lock_free.append(("hash", _write_lock_free(master.db_file)))
+        return real_hash(self, password, **kwargs)
+
+    monkeypatch.setattr(PasswordHasher, "verify", verify)
+    monkeypatch.setattr(PasswordHasher, "hash", hash_)
+    wrong = {"password": "a new password", "old_password": "not it"}
+    answer = master.http.post("/users/alice/password", json=wrong, headers=alice)
+    assert answer.status_code == 403, answer.text
+    right = {"password": "a new password", "old_password": PASSWORD}
+    answer = master.http.post("/users/alice/password", json=right, headers=alice)
+    assert answer.status_code == 204, answer.text
+    assert lock_free == [("verify", True), ("verify", True), ("hash", True)]
+    monkeypatch.undo()
+    signed_in = master.http.post(
+        "/auth/login", json={"username": "alice", "password": "a new password"}
+    )
+    assert signed_in.status_code == 200, signed_in.text
 
 
 def test_an_older_hash_is_replaced_at_sign_in(master: _Master) -> None:

@@ -146,23 +146,27 @@ def change_password(
     username: UsernamePath,
     body: PasswordChange,
     user: CurrentUser,
-    session: WriteSession,
+    database: DatabaseDep,
     request: Request,
 ) -> Response:
     """Set ``username``'s password: one's own (``old_password`` required), or anyone's as an
-    administrator. The account's other sessions end (this request's stays valid)."""
+    administrator. The account's other sessions end (this request's stays valid).
+
+    The current password is checked in a read transaction and the new one hashed before the
+    short write transaction: the slow hash never holds the database's write lock."""
     if username == user.username:
         if body.old_password is None:
             raise ApiError(422, "give your current password to change it", field="old_password")
-        if users_repo.check_password(session, username, body.old_password) is None:
-            raise ApiError(403, "the current password is wrong", field="old_password")
+        with database.session() as session:
+            if users_repo.check_password(session, username, body.old_password) is None:
+                raise ApiError(403, "the current password is wrong", field="old_password")
     elif not user.admin:
         raise ApiError(
             403, "only an administrator may change another user's password", field="username"
         )
-    users_repo.set_password(
-        session, username, users_repo.hash_password(body.password), keep_token=user.token
-    )
+    password_hash = users_repo.hash_password(body.password)
+    with database.session(write=True) as session:
+        users_repo.set_password(session, username, password_hash, keep_token=user.token)
     token_cache(request).forget()
     return Response(status_code=204)
 
