@@ -88,8 +88,7 @@ ASHA_DEFAULTS = {"mode": "aggressive", "divisor": 3, "max_rungs": 4, "stop_once"
 
 
 def config(kind: str, seed: int, epochs: int, asha: dict[str, Any]) -> str:
-    settings = {**ASHA_DEFAULTS, **asha}
-    settings["stop_once"] = str(settings["stop_once"]).lower()
+    settings = {**asha, "stop_once": str(asha["stop_once"]).lower()}
     searcher = (ASHA if kind == "asha" else RANDOM).format(epochs=epochs, **settings)
     return COMMON.format(kind=kind, seed=seed) + SPACE + searcher
 
@@ -121,7 +120,6 @@ def run_search(
         "epochs_trained": epochs_trained,
         "best_val_accuracy": experiment["best_validation"],
         "trials": len(trials["items"]),
-        "hparams": sorted(json.dumps(t["hparams"], sort_keys=True) for t in trials["items"]),
         "per_trial": {
             json.dumps(t["hparams"], sort_keys=True): {
                 "batches": t["total_batches"],
@@ -139,7 +137,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=27, help="max_length in epochs")
     parser.add_argument("--slots", type=int, default=2)
     parser.add_argument(
-        "--mode", choices=["aggressive", "standard", "conservative"], default="aggressive"
+        "--mode", choices=["aggressive", "standard", "conservative"], default=ASHA_DEFAULTS["mode"]
     )
     parser.add_argument("--divisor", type=int, default=ASHA_DEFAULTS["divisor"])
     parser.add_argument("--max-rungs", type=int, default=ASHA_DEFAULTS["max_rungs"])
@@ -174,7 +172,7 @@ def main() -> None:
                     "seed": seed,
                     "asha_settings": asha_settings,
                     "order": order,
-                    "same_configurations": set(asha["hparams"]) <= set(rand["hparams"]),
+                    "same_configurations": asha["per_trial"].keys() <= rand["per_trial"].keys(),
                     "wall_ratio": asha["wall_s"] / rand["wall_s"],
                     "epochs_ratio": asha["epochs_trained"] / rand["epochs_trained"],
                     "best_matches": math.isclose(
@@ -184,8 +182,8 @@ def main() -> None:
                     "random_best_in_asha": asha["per_trial"].get(
                         max(rand["per_trial"].items(), key=lambda kv: kv[1]["best_val_accuracy"])[0]
                     ),
-                    "asha": {k: v for k, v in asha.items() if k not in ("hparams", "per_trial")},
-                    "random": {k: v for k, v in rand.items() if k not in ("hparams", "per_trial")},
+                    "asha": {k: v for k, v in asha.items() if k != "per_trial"},
+                    "random": {k: v for k, v in rand.items() if k != "per_trial"},
                     "load_avg": os.getloadavg()[0],
                     "commit": commit,
                     "utc": datetime.utcnow().isoformat(timespec="seconds"),
