@@ -1,0 +1,252 @@
+"""P4 replayed: ASHA's settings against random search on recorded learning curves.
+
+``bench/p4_curves.py`` records, for each seed, the 27 configurations P4 draws, each trained
+to 27 epochs with a validation after every whole epoch. Training is deterministic and a
+promoted trial continues from its checkpoint, so what a halving search would see of a
+configuration at any rung is that curve's value there. This script drives PEDL's own
+searchers (``make_search_method`` on P4's config, through the engine's ``SearcherRunner``)
+with a discrete-event stand-in for the master's two slots, and prints for each setting:
+in how many seeds ASHA's best validation accuracy matches random search's, and the
+simulated wall time ratio.
+
+The time model (``--costs``, seconds per slot; the defaults were read off a real ASHA
+search's trial logs on this machine, `bench/RESULTS.md` says which): a trial run started
+from scratch costs ``fresh`` (hand-off, building the model, tracing its functions) before its
+first batch, one restored from a checkpoint ``resume``; each epoch costs ``epoch[batch
+size]``, each validation ``validation``, each exit (the checkpoint) ``exit``. As on the
+master: slots go to the oldest runnable trial; a trial whose next length was already asked
+for goes on in its process; a trial with nothing to do exits at once when another trial waits
+for a slot, else keeps its slot up to 5 s for work. Matching is exact (the accuracies are
+the recorded ones); the wall times are estimates, compared with measured ones in
+``bench/RESULTS.md``.
+
+Run from ``bench/``: ``../.venv/bin/python p4_simulate.py results/p4_curves.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import itertools
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import p4_asha
+
+from pedl.config import parse_config
+from pedl.searcher import (
+    CloseTrial,
+    NewTrial,
+    SearcherRunner,
+    Shutdown,
+    TrainTrial,
+    TrialOperation,
+    make_search_method,
+)
+
+COSTS: dict[str, Any] = {
+    "fresh": 1.15,
+    "resume": 1.30,
+    "exit": 0.15,
+    "validation": 0.05,
+    "epoch": {"16": 0.40, "32": 0.23, "64": 0.17},
+}
+WAIT_FOR_WORK_S = 5.0
+
+
+@dataclass
+class _Trial:
+    request_id: int
+    curve: dict[int, dict[str, float]]
+    batch_size: int
+    issued: list[int] = field(default_factory=list)
+    trained: int = 0
+    close_requested: bool = False
+    closed: bool = False
+    running: bool = False
+    waiting_since: float | None = None
+    """Holding its slot with nothing to do, since then."""
+
+
+@dataclass
+class Outcome:
+    wall_s: float
+    epochs: int
+    best_val_accuracy: float
+    validations: list[tuple[int, int, float]]
+
+
+def simulate(config_yaml: str, curves: list[dict[str, Any]], costs: dict[str, Any]) -> Outcome:
+    """Run the search ``config_yaml`` on the seed's ``curves`` with 2 slots."""
+    config = parse_config(config_yaml)
+    metric = config.searcher.metric
+    runner = SearcherRunner(make_search_method(config), seed=config.reproducibility.experiment_seed)
+    by_request = {int(t["request_id"]): t for t in curves}
+    trials: dict[int, _Trial] = {}
+    slots = 2
+    now = 0.0
+    queue: list[tuple[float, int, str, int]] = []
+    order = itertools.count()
+    shut_down = False
+    validations: list[tuple[int, int, float]] = []
+    epochs = 0
+
+    def handle(ops: list[TrialOperation]) -> None:
+        nonlocal shut_down
+        pending = list(ops)
+        while pending:
+            op = pending.pop(0)
+            if isinstance(op, NewTrial):
+                recorded = by_request[op.request_id]
+                if recorded["hparams"] != op.hparams:
+                    raise RuntimeError(
+                        f"trial {op.request_id}: other hyperparameters than recorded"
+                    )
+                trials[op.request_id] = _Trial(
+                    op.request_id,
+                    {int(k): v for k, v in recorded["epochs"].items()},
+                    int(op.hparams["global_batch_size"]),
+                )
+                pending += runner.on_trial_created(op.request_id)
+            elif isinstance(op, TrainTrial):
+                trials[op.request_id].issued.append(op.length)
+            elif isinstance(op, CloseTrial):
+                trial = trials[op.request_id]
+                trial.close_requested = True
+                if not trial.running and not trial.closed:
+                    trial.closed = True
+                    pending += runner.on_trial_closed(op.request_id)
+            elif isinstance(op, Shutdown):
+                shut_down = True
+
+    def next_length(trial: _Trial) -> int | None:
+        ahead = [n for n in trial.issued if n > trial.trained]
+        return ahead[0] if ahead else None
+
+    def train(trial: _Trial, start: float) -> None:
+        length = next_length(trial)
+        assert length is not None
+        cost = (length - trial.trained) * costs["epoch"][str(trial.batch_size)]
+        heapq.heappush(
+            queue, (start + cost + costs["validation"], next(order), "validated", trial.request_id)
+        )
+
+    def schedule() -> None:
+        nonlocal slots
+        waiting = sorted(
+            t.request_id
+            for t in trials.values()
+            if not t.running and not t.closed and next_length(t)
+        )
+        for trial in trials.values():  # a held slot is given up for a trial that waits
+            if trial.running and trial.waiting_since is not None:
+                if next_length(trial) is not None:
+                    trial.waiting_since = None
+                    train(trial, now)
+                elif (
+                    waiting or trial.close_requested or now - trial.waiting_since >= WAIT_FOR_WORK_S
+                ):
+                    trial.waiting_since = None
+                    heapq.heappush(
+                        queue, (now + costs["exit"], next(order), "exited", trial.request_id)
+                    )
+        for request_id in waiting:
+            if slots == 0:
+                break
+            trial = trials[request_id]
+            slots -= 1
+            trial.running = True
+            start = now + (costs["resume"] if trial.trained else costs["fresh"])
+            train(trial, start)
+
+    handle(runner.initial_operations())
+    schedule()
+    while queue:
+        now, _, kind, request_id = heapq.heappop(queue)
+        trial = trials[request_id]
+        if kind == "validated":
+            length = next_length(trial)
+            assert length is not None
+            epochs += length - trial.trained
+            trial.trained = length
+            point = trial.curve[length]
+            validations.append((request_id, length, point["val_accuracy"]))
+            handle(runner.on_validation_completed(request_id, point[metric], length))
+            if next_length(trial) is not None:
+                train(trial, now)
+            elif trial.close_requested:
+                heapq.heappush(queue, (now + costs["exit"], next(order), "exited", request_id))
+            else:
+                trial.waiting_since = now
+                heapq.heappush(queue, (now + WAIT_FOR_WORK_S, next(order), "tick", request_id))
+        elif kind == "exited" and trial.running:
+            trial.running = False
+            slots += 1
+            if trial.close_requested and not trial.closed:
+                trial.closed = True
+                handle(runner.on_trial_closed(request_id))
+        schedule()
+    if not shut_down or any(t.running or not t.closed for t in trials.values()):
+        raise RuntimeError("the simulated search did not end with every trial closed")
+    return Outcome(now, epochs, max(v[2] for v in validations), validations)
+
+
+ASHA_SETTINGS = [
+    {"mode": mode, "divisor": divisor, "max_rungs": rungs, "stop_once": stop_once}
+    for mode in ("aggressive", "standard", "conservative")
+    for divisor in (2, 3, 4)
+    for rungs in (2, 3, 4, 5)
+    for stop_once in (False, True)
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("curves", type=Path)
+    parser.add_argument("--costs", type=json.loads, default=COSTS)
+    parser.add_argument("--metric", action="append", choices=["val_accuracy", "val_loss"])
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    seeds = [json.loads(line) for line in args.curves.read_text().splitlines() if line.strip()]
+    random_runs = {
+        s["seed"]: simulate(
+            p4_asha.config("random", s["seed"], 27, p4_asha.ASHA_DEFAULTS), s["trials"], args.costs
+        )
+        for s in seeds
+    }
+    rows = []
+    for metric, settings in itertools.product(args.metric or ["val_accuracy"], ASHA_SETTINGS):
+        ratios, matches, at_least = [], 0, 0
+        for s in seeds:
+            yaml = p4_asha.config("asha", s["seed"], 27, settings)
+            if metric == "val_loss":
+                yaml = yaml.replace(
+                    "metric: val_accuracy\n  smaller_is_better: false",
+                    "metric: val_loss\n  smaller_is_better: true",
+                )
+            asha = simulate(yaml, s["trials"], args.costs)
+            rand = random_runs[s["seed"]]
+            ratios.append(asha.wall_s / rand.wall_s)
+            matches += math.isclose(asha.best_val_accuracy, rand.best_val_accuracy, abs_tol=1e-9)
+            at_least += asha.best_val_accuracy >= rand.best_val_accuracy - 1e-9
+        row = {
+            "metric": metric,
+            **settings,
+            "matching": matches,
+            "at_least_random": at_least,
+            "wall_ratio_median": round(statistics.median(ratios), 3),
+            "wall_ratio_max": round(max(ratios), 3),
+            "seeds_wall_le_0_35": sum(r <= 0.35 for r in ratios),
+        }
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    if args.out:
+        args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+if __name__ == "__main__":
+    main()
