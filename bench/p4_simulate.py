@@ -20,12 +20,14 @@ for a slot, else keeps its slot up to 5 s for work. Matching is exact (the accur
 the recorded ones); the wall times are estimates, compared with measured ones in
 ``bench/RESULTS.md``.
 
-Run from ``bench/``: ``../.venv/bin/python p4_simulate.py results/p4_curves.jsonl``.
+Run from ``bench/``: ``../.venv/bin/python p4_simulate.py results/p4_curves.jsonl`` (or a
+``.jsonl.gz``).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import heapq
 import itertools
 import json
@@ -211,7 +213,9 @@ def main() -> None:
     parser.add_argument("--metric", action="append", choices=["val_accuracy", "val_loss"])
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    seeds = [json.loads(line) for line in args.curves.read_text().splitlines() if line.strip()]
+    opener = gzip.open if args.curves.suffix == ".gz" else open
+    with opener(args.curves, "rt") as f:
+        seeds = [json.loads(line) for line in f if line.strip()]
     random_runs = {
         s["seed"]: simulate(
             p4_asha.config("random", s["seed"], 27, p4_asha.ASHA_DEFAULTS), s["trials"], args.costs
