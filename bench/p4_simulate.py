@@ -167,9 +167,13 @@ def simulate(config_yaml: str, curves: list[dict[str, Any]], costs: dict[str, An
 
     handle(runner.initial_operations())
     schedule()
+    ended = 0.0
     while queue:
-        now, _, kind, request_id = heapq.heappop(queue)
+        at, _, kind, request_id = heapq.heappop(queue)
         trial = trials[request_id]
+        if kind == "tick" and trial.waiting_since is None:
+            continue  # it got work or exited meanwhile
+        now = at
         if kind == "validated":
             length = next_length(trial)
             assert length is not None
@@ -188,13 +192,14 @@ def simulate(config_yaml: str, curves: list[dict[str, Any]], costs: dict[str, An
         elif kind == "exited" and trial.running:
             trial.running = False
             slots += 1
+            ended = now
             if trial.close_requested and not trial.closed:
                 trial.closed = True
                 handle(runner.on_trial_closed(request_id))
         schedule()
     if not shut_down or any(t.running or not t.closed for t in trials.values()):
         raise RuntimeError("the simulated search did not end with every trial closed")
-    return Outcome(now, epochs, max(v[2] for v in validations), validations)
+    return Outcome(ended, epochs, max(v[2] for v in validations), validations)
 
 
 ASHA_SETTINGS = [
