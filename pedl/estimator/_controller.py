@@ -36,6 +36,7 @@ import tensorflow as tf
 
 import pedl
 from pedl import core, model_def
+from pedl._schedule import checkpoint_due, next_boundary, validation_due
 from pedl._searcher_metric import record_searcher_metric
 from pedl.config import Length, mask_config
 from pedl.engine import TrialOutcome
@@ -316,14 +317,9 @@ class EstimatorTrialController:
 
     def _compute_next_boundary(self) -> int:
         p = self.progress
-        candidates = [p.batches + self._config.scheduling_unit, self._op_target]
-        validation_period = self._to_batches(self._config.min_validation_period)
-        if validation_period > 0:
-            candidates.append(max(p.last_validation, 0) + validation_period)
-        checkpoint_period = self._to_batches(self._config.min_checkpoint_period)
-        if checkpoint_period > 0:
-            candidates.append(max(p.last_checkpoint, 0) + checkpoint_period)
-        return max(p.batches + 1, min(candidates))
+        return next_boundary(
+            p, self._config, self._to_batches, chunk_start=p.batches, op_target=self._op_target
+        )
 
     def _report_training(self) -> None:
         """Report the chunk's training metrics: each scalar summary's mean over its batches
@@ -340,15 +336,9 @@ class EstimatorTrialController:
 
     def _after_chunk(self) -> None:
         p = self.progress
-        validation_period = self._to_batches(self._config.min_validation_period)
-        if validation_period > 0 and p.batches - max(p.last_validation, 0) >= validation_period:
+        if validation_due(p, self._config, self._to_batches):
             self._validate()
-        checkpoint_period = self._to_batches(self._config.min_checkpoint_period)
-        if (
-            checkpoint_period > 0
-            and p.batches - max(p.last_checkpoint, 0) >= checkpoint_period
-            and p.last_checkpoint != p.batches
-        ):
+        if checkpoint_due(p, self._config, self._to_batches):
             self._checkpoint()
 
     def _save_model(self) -> None:

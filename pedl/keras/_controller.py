@@ -28,6 +28,7 @@ import tensorflow as tf
 
 import pedl
 from pedl import core, model_def
+from pedl._schedule import checkpoint_due, next_boundary, validation_due
 from pedl._searcher_metric import record_searcher_metric
 from pedl._trial import TrialOutcome
 from pedl.config import Length, mask_config
@@ -297,14 +298,9 @@ class TFKerasTrialController:
 
     def _compute_next_boundary(self) -> int:
         p = self.progress
-        candidates = [p.chunk_start + self._config.scheduling_unit, self._op_target]
-        validation_period = self._to_batches(self._config.min_validation_period)
-        if validation_period > 0:
-            candidates.append(max(p.last_validation, 0) + validation_period)
-        checkpoint_period = self._to_batches(self._config.min_checkpoint_period)
-        if checkpoint_period > 0:
-            candidates.append(max(p.last_checkpoint, 0) + checkpoint_period)
-        return max(p.batches + 1, min(candidates))
+        return next_boundary(
+            p, self._config, self._to_batches, chunk_start=p.chunk_start, op_target=self._op_target
+        )
 
     def on_chunk_begin(self) -> None:
         for cb in self._pedl_callbacks:
@@ -327,15 +323,9 @@ class TFKerasTrialController:
             shown = " ".join(f"{k}={v:.4g}" for k, v in metrics.items())
             logger.info("trained %d-%d batches: %s", p.chunk_start, p.batches, shown)
         p.chunk_start = p.batches
-        validation_period = self._to_batches(self._config.min_validation_period)
-        if validation_period > 0 and p.batches - max(p.last_validation, 0) >= validation_period:
+        if validation_due(p, self._config, self._to_batches):
             self._validate()
-        checkpoint_period = self._to_batches(self._config.min_checkpoint_period)
-        if (
-            checkpoint_period > 0
-            and p.batches - max(p.last_checkpoint, 0) >= checkpoint_period
-            and p.last_checkpoint != p.batches
-        ):
+        if checkpoint_due(p, self._config, self._to_batches):
             self._checkpoint()
         keep_going = self._advance()
         self.model.reset_metrics()
