@@ -1,14 +1,18 @@
-"""Where every framework controller ends a chunk of training, and which periodic validation
-and checkpoint are then due: ``scheduling_unit``, the searcher operation's target,
-``min_validation_period`` and ``min_checkpoint_period``. Framework-free, so that each
-controller (Keras, TensorFlowTrial, EstimatorTrial on TensorFlow 2.15) shares it."""
+"""Where every framework controller ends a chunk of training, and what it does there: the
+searcher operations training has reached are finished, and the periodic validation and
+checkpoint are taken when due (``scheduling_unit``, the operation's length,
+``min_validation_period``, ``min_checkpoint_period``). Framework-free, so that each controller
+(Keras, TensorFlowTrial, EstimatorTrial on TensorFlow 2.15) shares it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Protocol
 
 from pedl.config import ExperimentConfig, Length
+
+if TYPE_CHECKING:
+    from pedl.core import SearcherOperation
 
 ToBatches = Callable[[Length], int]
 """The controller's conversion of a length (batches, records or epochs) to batches."""
@@ -20,6 +24,41 @@ class ScheduleProgress(Protocol):
     batches: int
     last_validation: int
     last_checkpoint: int
+
+
+class OperationProgress(ScheduleProgress, Protocol):
+    """The counters :class:`Operations` reads: those of the schedule and the searcher metric
+    of the latest validation."""
+
+    last_searcher_metric: float | None
+
+
+class Operations:
+    """The trial's searcher operations, in order (``operations``: the core context's
+    ``searcher.operations()``, which asks the master for each next one)."""
+
+    def __init__(self, operations: Iterator[SearcherOperation], to_batches: ToBatches) -> None:
+        self._operations = operations
+        self._to_batches = to_batches
+        self._current = next(operations, None)
+        self.target = 0
+        """The current operation's length in batches (0 before :meth:`finish_due`)."""
+
+    def finish_due(self, progress: OperationProgress, validate: Callable[[], None]) -> bool:
+        """Finish every operation whose length ``progress.batches`` has reached: validate
+        (unless the latest validation is at this batch), then report its searcher metric.
+        Return whether an operation is left; its length in batches is then :attr:`target`."""
+        while self._current is not None:
+            op = self._current
+            self.target = self._to_batches(Length(unit=op.unit, value=op.length))
+            if progress.batches < self.target:
+                return True
+            if progress.last_validation != progress.batches:
+                validate()
+            assert progress.last_searcher_metric is not None
+            op.report_completed(progress.last_searcher_metric)
+            self._current = next(self._operations, None)
+        return False
 
 
 def next_boundary(

@@ -1,15 +1,15 @@
-"""``pedl._schedule``: where every framework controller ends a chunk of training and which
-periodic validation and checkpoint are due there, checked against a batch-by-batch
-reference."""
+"""``pedl._schedule``: where every framework controller ends a chunk of training, which
+periodic validation and checkpoint are due there (checked against a batch-by-batch
+reference), and how the searcher operations training has reached are finished."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pedl._schedule import checkpoint_due, next_boundary, validation_due
+from pedl._schedule import Operations, checkpoint_due, next_boundary, validation_due
 from pedl.config import ExperimentConfig, Length, parse_config
 
 
@@ -18,6 +18,20 @@ class Progress:
     batches: int = 0
     last_validation: int = -1
     last_checkpoint: int = -1
+    last_searcher_metric: float | None = None
+
+
+@dataclass
+class Operation:
+    """Stands in for ``pedl.core.SearcherOperation``: a length in batches, and what was
+    reported for it."""
+
+    length: int
+    unit: str = "batches"
+    reported: list[float] = field(default_factory=list)
+
+    def report_completed(self, metric: float) -> None:
+        self.reported.append(metric)
 
 
 def config(unit: int, validation: int, checkpoint: int) -> ExperimentConfig:
@@ -91,3 +105,36 @@ def test_a_boundary_is_always_past_the_current_batch() -> None:
     # A target already reached (a resumed run at its target) still moves on by one batch.
     p = Progress(batches=30)
     assert next_boundary(p, config(100, 0, 0), in_batches, chunk_start=30, op_target=30) == 31
+
+
+@given(
+    lengths=st.lists(st.integers(1, 100), max_size=6).map(sorted),
+    steps=st.lists(st.integers(1, 30), min_size=1, max_size=40),
+)
+def test_operations_are_finished_in_order_once_training_reaches_them(
+    lengths: list[int], steps: list[int]
+) -> None:
+    ops = [Operation(n) for n in lengths]
+    p = Progress()
+    validations: list[int] = []
+
+    def validate() -> None:
+        validations.append(p.batches)
+        p.last_validation = p.batches
+        p.last_searcher_metric = float(p.batches)  # the metric says where it was taken
+
+    operations = Operations(iter(ops), in_batches)
+    for step in steps:
+        left = operations.finish_due(p, validate)
+        pending = [op for op in ops if not op.reported]
+        assert left == bool(pending)
+        if not left:
+            break
+        assert operations.target == pending[0].length > p.batches
+        p.batches = min(p.batches + step, operations.target)
+    for op in ops:
+        # reported at most once, with the validation at the batch where training reached it
+        assert op.reported in ([], [float(op.length)])
+    # validated only where an operation ended, and never twice at one batch
+    assert validations == sorted(set(validations))
+    assert set(validations) <= set(lengths)

@@ -26,7 +26,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -36,7 +36,7 @@ import tensorflow as tf
 
 import pedl
 from pedl import core, model_def
-from pedl._schedule import checkpoint_due, next_boundary, validation_due
+from pedl._schedule import Operations, checkpoint_due, next_boundary, validation_due
 from pedl._searcher_metric import record_searcher_metric
 from pedl.config import Length, mask_config
 from pedl.engine import TrialOutcome
@@ -162,9 +162,7 @@ class EstimatorTrialController:
         self.model_dir.mkdir()
         self.estimator: Any = None
         self.progress = _Progress()
-        self._ops: Iterator[core.SearcherOperation] = iter(())
-        self._op: core.SearcherOperation | None = None
-        self._op_target = 0
+        self._operations = Operations(iter(()), self._to_batches)
         self._next_boundary = 0
         self._outcome: TrialOutcome | None = None
         self._last_validation_metrics: dict[str, float] = {}
@@ -225,8 +223,7 @@ class EstimatorTrialController:
             elif self._info.warm_start_checkpoint:
                 warm_start = self._warm_start(self._info.warm_start_checkpoint)
             self.estimator = self._make_estimator(warm_start)
-            self._ops = self._core.searcher.operations()
-            self._op = next(self._ops, None)
+            self._operations = Operations(self._core.searcher.operations(), self._to_batches)
             self.estimator.train(
                 input_fn=_positioned_input_fn(self._train_input_fn, self.progress.batches),
                 hooks=[*self._train_hooks, _ControlHook(self)],
@@ -288,16 +285,7 @@ class EstimatorTrialController:
         """At a boundary: finish due operations and decide whether to train on (towards
         ``self._next_boundary``); False after setting the outcome when the run should end."""
         p = self.progress
-        while self._op is not None:
-            self._op_target = self._to_batches(Length(unit=self._op.unit, value=self._op.length))
-            if p.batches < self._op_target:
-                break
-            if p.last_validation != p.batches:
-                self._validate()
-            assert p.last_searcher_metric is not None
-            self._op.report_completed(p.last_searcher_metric)
-            self._op = next(self._ops, None)
-        if self._op is None:
+        if not self._operations.finish_due(p, self._validate):
             return self._stop(TrialOutcome.COMPLETED)
         if self.context.get_stop_requested():
             return self._stop(TrialOutcome.STOPPED_EARLY)
@@ -318,7 +306,11 @@ class EstimatorTrialController:
     def _compute_next_boundary(self) -> int:
         p = self.progress
         return next_boundary(
-            p, self._config, self._to_batches, chunk_start=p.batches, op_target=self._op_target
+            p,
+            self._config,
+            self._to_batches,
+            chunk_start=p.batches,
+            op_target=self._operations.target,
         )
 
     def _report_training(self) -> None:

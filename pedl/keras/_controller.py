@@ -18,7 +18,7 @@ import pickle
 import platform
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -28,7 +28,7 @@ import tensorflow as tf
 
 import pedl
 from pedl import core, model_def
-from pedl._schedule import checkpoint_due, next_boundary, validation_due
+from pedl._schedule import Operations, checkpoint_due, next_boundary, validation_due
 from pedl._searcher_metric import record_searcher_metric
 from pedl._trial import TrialOutcome
 from pedl.config import Length, mask_config
@@ -163,9 +163,7 @@ class TFKerasTrialController:
         are the mean of its batches' (PEDL 0.x's step callbacks see one dict per batch)."""
         self._batch_metrics: list[dict[str, float]] = []
         self.progress = _Progress()
-        self._ops: Iterator[core.SearcherOperation] = iter(())
-        self._op: core.SearcherOperation | None = None
-        self._op_target = 0
+        self._operations = Operations(iter(()), self._to_batches)
         self._next_boundary = 0
         self._outcome: TrialOutcome | None = None
         self._last_validation_metrics: dict[str, float] = {}
@@ -227,8 +225,7 @@ class TFKerasTrialController:
             self._restore(self._info.latest_checkpoint)
         elif self._info.warm_start_checkpoint:
             self._warm_start(self._info.warm_start_checkpoint)
-        self._ops = self._core.searcher.operations()
-        self._op = next(self._ops, None)
+        self._operations = Operations(self._core.searcher.operations(), self._to_batches)
         self.callbacks.on_train_begin()
         try:
             if (
@@ -259,16 +256,7 @@ class TFKerasTrialController:
         outcome (and checkpointing as needed) when the process should stop.
         """
         p = self.progress
-        while self._op is not None:
-            self._op_target = self._to_batches(Length(unit=self._op.unit, value=self._op.length))
-            if p.batches < self._op_target:
-                break
-            if p.last_validation != p.batches:
-                self._validate()
-            assert p.last_searcher_metric is not None
-            self._op.report_completed(p.last_searcher_metric)
-            self._op = next(self._ops, None)
-        if self._op is None:
+        if not self._operations.finish_due(p, self._validate):
             return self._stop(TrialOutcome.COMPLETED)
         if self.stop_requested():
             return self._stop(TrialOutcome.STOPPED_EARLY)
@@ -299,7 +287,11 @@ class TFKerasTrialController:
     def _compute_next_boundary(self) -> int:
         p = self.progress
         return next_boundary(
-            p, self._config, self._to_batches, chunk_start=p.chunk_start, op_target=self._op_target
+            p,
+            self._config,
+            self._to_batches,
+            chunk_start=p.chunk_start,
+            op_target=self._operations.target,
         )
 
     def on_chunk_begin(self) -> None:

@@ -26,7 +26,7 @@ import pickle
 import platform
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,7 @@ import tensorflow as tf
 
 import pedl
 from pedl import core, model_def
-from pedl._schedule import checkpoint_due, next_boundary, validation_due
+from pedl._schedule import Operations, checkpoint_due, next_boundary, validation_due
 from pedl._searcher_metric import record_searcher_metric
 from pedl.callback import Callback
 from pedl.config import Length, mask_config
@@ -100,9 +100,7 @@ class TensorFlowTrialController:
             if callable(set_trial_id):
                 set_trial_id(self._info.trial_id)
         self.progress = _Progress()
-        self._ops: Iterator[core.SearcherOperation] = iter(())
-        self._op: core.SearcherOperation | None = None
-        self._op_target = 0
+        self._operations = Operations(iter(()), self._to_batches)
         self._next_boundary = 0
         self._outcome: TrialOutcome | None = None
         self._last_validation_metrics: dict[str, float] = {}
@@ -235,8 +233,7 @@ class TensorFlowTrialController:
             if p.batches == 0:
                 for cb in self.callbacks:
                     cb.on_trial_begin()
-            self._ops = self._core.searcher.operations()
-            self._op = next(self._ops, None)
+            self._operations = Operations(self._core.searcher.operations(), self._to_batches)
             if self._config.perform_initial_validation and p.batches == 0 and p.last_validation < 0:
                 self._validate()
             while self._advance():
@@ -249,16 +246,7 @@ class TensorFlowTrialController:
     def _advance(self) -> bool:
         """At a boundary: finish due operations; True to train on to ``_next_boundary``."""
         p = self.progress
-        while self._op is not None:
-            self._op_target = self._to_batches(Length(unit=self._op.unit, value=self._op.length))
-            if p.batches < self._op_target:
-                break
-            if p.last_validation != p.batches:
-                self._validate()
-            assert p.last_searcher_metric is not None
-            self._op.report_completed(p.last_searcher_metric)
-            self._op = next(self._ops, None)
-        if self._op is None:
+        if not self._operations.finish_due(p, self._validate):
             return self._stop(TrialOutcome.COMPLETED)
         if self._core.preempt.should_preempt():
             return self._stop(TrialOutcome.PREEMPTED)
@@ -274,7 +262,11 @@ class TensorFlowTrialController:
     def _compute_next_boundary(self) -> int:
         p = self.progress
         return next_boundary(
-            p, self._config, self._to_batches, chunk_start=p.chunk_start, op_target=self._op_target
+            p,
+            self._config,
+            self._to_batches,
+            chunk_start=p.chunk_start,
+            op_target=self._operations.target,
         )
 
     def _train_chunk(self) -> None:
