@@ -9,6 +9,7 @@ from typing import Any
 import tensorflow as tf
 
 from pedl import core
+from pedl._trial_context import TrialContext
 from pedl.estimator import _metric_reducer
 from pedl.estimator._metric_reducer import MetricReducer
 
@@ -23,94 +24,21 @@ class EstimatorExperimentalContext:
     """Experimental features of the estimator API (none yet); ``context.experimental``."""
 
 
-class EstimatorTrialContext:
+class EstimatorTrialContext(TrialContext):
     """Runtime information and wrappers for an ``EstimatorTrial``.
 
     Built by PEDL and passed to the trial's ``__init__``. ``context.distributed`` is the
-    trial's :class:`pedl.core.DistributedContext`.
+    trial's :class:`pedl.core.DistributedContext`. A training hook's
+    ``run_context.request_stop()`` does what :meth:`set_stop_requested` does.
     """
 
     def __init__(self, core_context: core.Context) -> None:
-        self._core = core_context
-        self._info = core_context.info
-        self.distributed: core.DistributedContext = core_context.distributed
+        super().__init__(core_context)
         self.experimental = EstimatorExperimentalContext()
-        self._stop_requested = False
         self.optimizer_initialized = False
         """Whether :meth:`wrap_optimizer` was called (Determined's attribute)."""
         self.dataset_initialized = False
         """Whether :meth:`wrap_dataset` was called (Determined's attribute)."""
-
-    # Trial information -------------------------------------------------------------------
-
-    def get_hparams(self) -> dict[str, Any]:
-        """All of this trial's hyperparameter values (nested groups as dicts)."""
-        return dict(self._info.hparams)
-
-    def get_hparam(self, name: str) -> Any:
-        """One hyperparameter's value; a KeyError lists the names that exist."""
-        if name not in self._info.hparams:
-            raise KeyError(
-                f"no hyperparameter {name!r} in this trial; "
-                f"defined: {', '.join(sorted(self._info.hparams)) or '(none)'}"
-            )
-        return self._info.hparams[name]
-
-    def get_experiment_config(self) -> dict[str, Any]:
-        """The experiment configuration, with defaults filled in, as a plain dict."""
-        return self._info.config.as_dict()
-
-    def get_data_config(self) -> dict[str, Any]:
-        """The free-form ``data`` section of the experiment configuration."""
-        return dict(self._info.config.data)
-
-    def get_trial_id(self) -> int:
-        return self._info.trial_id
-
-    def get_experiment_id(self) -> int:
-        return self._info.experiment_id
-
-    def get_trial_seed(self) -> int:
-        return self._info.trial_seed
-
-    def get_global_batch_size(self) -> int:
-        """The ``global_batch_size`` hyperparameter: the batch size summed over all slots."""
-        if "global_batch_size" not in self._info.hparams:
-            raise ValueError(
-                "this trial needs a 'global_batch_size' hyperparameter (the batch size of one "
-                "training step summed over all slots); add it under `hyperparameters`"
-            )
-        value = self._info.hparams["global_batch_size"]
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"global_batch_size must be a positive integer, got {value!r}")
-        return value
-
-    def get_per_slot_batch_size(self) -> int:
-        """The batch size each slot trains with: global_batch_size / number of slots."""
-        global_size = self.get_global_batch_size()
-        slots = self.distributed.get_size()
-        if global_size % slots:
-            raise ValueError(
-                f"global_batch_size ({global_size}) must be divisible by the number of slots "
-                f"({slots})"
-            )
-        return global_size // slots
-
-    # Stopping early ----------------------------------------------------------------------
-
-    def set_stop_requested(self, stop_requested: bool) -> None:
-        """Ask PEDL to stop training this trial after the current batch: it validates and
-        checkpoints, and the trial ends ``STOPPED_EARLY``. ``False`` withdraws a request not
-        yet acted upon. (A training hook's ``run_context.request_stop()`` does the same.)"""
-        if not isinstance(stop_requested, bool):
-            raise TypeError(
-                f"set_stop_requested expects a bool, got {type(stop_requested).__name__}"
-            )
-        self._stop_requested = stop_requested
-
-    def get_stop_requested(self) -> bool:
-        """Whether the trial asked to stop early (:meth:`set_stop_requested`)."""
-        return self._stop_requested
 
     # Wrappers ----------------------------------------------------------------------------
 
