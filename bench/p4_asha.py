@@ -93,20 +93,31 @@ def config(kind: str, seed: int, epochs: int, asha: dict[str, Any]) -> str:
     return COMMON.format(kind=kind, seed=seed) + SPACE + searcher
 
 
-def run_search(
-    http: httpx.Client, archive: str, kind: str, seed: int, epochs: int, asha: dict[str, Any]
-) -> dict[str, Any]:
-    body = {"config": config(kind, seed, epochs, asha), "model_definition": archive}
+def run_experiment(http: httpx.Client, config_yaml: str, archive: str) -> dict[str, Any]:
+    """Create the experiment, wait until it ends, and return it; raise unless it COMPLETED."""
+    body = {"config": config_yaml, "model_definition": archive}
     response = http.post("/experiments", json=body)
     response.raise_for_status()
     experiment_id = response.json()["id"]
-    while True:
-        experiment = http.get(f"/experiments/{experiment_id}").json()
-        if experiment["state"] in ("COMPLETED", "CANCELED", "ERROR"):
-            break
+    while (experiment := http.get(f"/experiments/{experiment_id}").json())["state"] not in (
+        "COMPLETED",
+        "CANCELED",
+        "ERROR",
+    ):
         time.sleep(0.5)
     if experiment["state"] != "COMPLETED":
-        raise RuntimeError(f"{kind} seed {seed} ended {experiment['state']}: {experiment['error']}")
+        raise RuntimeError(
+            f"experiment {experiment_id} ({experiment['name']}) ended {experiment['state']}: "
+            f"{experiment['error']}"
+        )
+    return dict(experiment)
+
+
+def run_search(
+    http: httpx.Client, archive: str, kind: str, seed: int, epochs: int, asha: dict[str, Any]
+) -> dict[str, Any]:
+    experiment = run_experiment(http, config(kind, seed, epochs, asha), archive)
+    experiment_id = experiment["id"]
     trials = http.get(f"/experiments/{experiment_id}/trials", params={"limit": 1000}).json()
     created = datetime.fromisoformat(experiment["created_at"])
     ended = datetime.fromisoformat(experiment["ended_at"])

@@ -19,7 +19,6 @@ import base64
 import json
 import shutil
 import tempfile
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -51,21 +50,9 @@ def archive() -> str:
         return base64.b64encode(model_def.package(code)).decode()
 
 
-def curves(http: httpx.Client, body: dict[str, Any]) -> dict[str, Any]:
-    response = http.post("/experiments", json=body)
-    response.raise_for_status()
-    experiment_id = response.json()["id"]
-    while (experiment := http.get(f"/experiments/{experiment_id}").json())["state"] not in (
-        "COMPLETED",
-        "CANCELED",
-        "ERROR",
-    ):
-        time.sleep(1)
-    if experiment["state"] != "COMPLETED":
-        raise RuntimeError(
-            f"experiment {experiment_id} ended {experiment['state']}: {experiment['error']}"
-        )
-    trials = http.get(f"/experiments/{experiment_id}/trials", params={"limit": 1000}).json()
+def curves(http: httpx.Client, config_yaml: str, code: str) -> dict[str, Any]:
+    experiment = p4_asha.run_experiment(http, config_yaml, code)
+    trials = http.get(f"/experiments/{experiment['id']}/trials", params={"limit": 1000}).json()
     per_trial = []
     for trial in trials["items"]:
         rows = http.get(f"/trials/{trial['id']}/metrics", params={"kind": "validation"}).json()
@@ -105,10 +92,7 @@ def main() -> None:
                     + p4_asha.SPACE
                     + CUSTOM.format(epochs=args.epochs)
                 )
-                result = {
-                    "seed": seed,
-                    **curves(http, {"config": config, "model_definition": code}),
-                }
+                result = {"seed": seed, **curves(http, config, code)}
                 with args.out.open("a") as f:
                     f.write(json.dumps(result) + "\n")
                 print(seed, result["wall_s"], flush=True)

@@ -233,10 +233,10 @@ def main() -> None:
         for s in seeds:
             yaml = p4_asha.config("asha", s["seed"], 27, settings)
             if metric == "val_loss":
-                yaml = yaml.replace(
-                    "metric: val_accuracy\n  smaller_is_better: false",
-                    "metric: val_loss\n  smaller_is_better: true",
-                )
+                accuracy = "metric: val_accuracy\n  smaller_is_better: false"
+                if accuracy not in yaml:
+                    raise RuntimeError("p4_asha's ASHA config no longer names its metric so")
+                yaml = yaml.replace(accuracy, "metric: val_loss\n  smaller_is_better: true")
             asha = simulate(yaml, s["trials"], args.costs)
             rand = random_runs[s["seed"]]
             ratios.append(asha.wall_s / rand.wall_s)
