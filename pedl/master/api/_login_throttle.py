@@ -1,11 +1,13 @@
-"""Throttling of password guessing at ``POST /auth/login``.
+"""Throttling of password guessing at ``POST /auth/login`` and
+``POST /users/{name}/password`` (one's own ``old_password``).
 
-Each attempt counts against its username and against the client's address until it proves
-right: after ``max_failures`` attempts for a username (``max_failures_per_address`` from an
-address) within ``window_seconds``, the next one is answered 429 with ``Retry-After`` until
-the oldest of them leaves the window, and its password is not checked at all, so guessing
+Both routes share one throttle: a guess at either counts for both. Each attempt counts
+against its username and against the client's address until it proves right: after
+``max_failures`` attempts for a username (``max_failures_per_address`` from an address)
+within ``window_seconds``, the next one is answered 429 with ``Retry-After`` until the
+oldest of them leaves the window, and its password is not checked at all, so guessing
 costs the master no argon2 verification (the point of a slow hash is lost when an attacker
-can make the master compute it at will). A successful sign-in clears its username's count
+can make the master compute it at will). A right password clears its username's count
 (not its address's: signing in to one's own account does not buy more guesses at others).
 
 An attempt is counted when it begins, before its password is checked, so concurrent

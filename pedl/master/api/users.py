@@ -66,6 +66,24 @@ def login_throttle(request: Request) -> LoginThrottle:
     return throttle
 
 
+def _client_address(request: Request) -> str:
+    """The address the throttle counts a password check against ("" when unknown)."""
+    return request.client.host if request.client is not None else ""
+
+
+def _refuse_if_throttled(wait: int | None, *, field: str) -> None:
+    """Answer 429 with ``Retry-After`` when :meth:`LoginThrottle.begin` returned a wait."""
+    if wait is not None:
+        raise ApiError(
+            429,
+            f"too many failed password attempts for this username or from this address; try "
+            f"again in {wait} seconds (the master's login_max_failures, "
+            "login_max_failures_per_address and login_failure_window_seconds settings)",
+            field=field,
+            headers={"Retry-After": str(wait)},
+        )
+
+
 @router.post("/auth/login", responses=_LOGIN_RESPONSES)
 def login(body: Login, database: DatabaseDep, request: Request) -> LoginPublic:
     """Sign in: a new session token for ``username``, valid for the master's
@@ -81,17 +99,8 @@ def login(body: Login, database: DatabaseDep, request: Request) -> LoginPublic:
     settings = request.app.state.settings
     assert isinstance(settings, MasterSettings)
     throttle = login_throttle(request)
-    address = request.client.host if request.client is not None else ""
-    wait = throttle.begin(body.username, address)
-    if wait is not None:
-        raise ApiError(
-            429,
-            f"too many failed sign-in attempts for this username or from this address; try "
-            f"again in {wait} seconds (the master's login_max_failures, "
-            "login_max_failures_per_address and login_failure_window_seconds settings)",
-            field="username",
-            headers={"Retry-After": str(wait)},
-        )
+    address = _client_address(request)
+    _refuse_if_throttled(throttle.begin(body.username, address), field="username")
     with database.session() as session:
         user = users_repo.check_password(session, body.username, body.password)
     if user is None:
@@ -141,7 +150,11 @@ def create_user(body: UserCreate, admin: AdminUser, session: WriteSession) -> Us
     return UserPublic.model_validate(user)
 
 
-@router.post("/users/{username}/password", status_code=204, responses=OWNER_RESPONSES)
+@router.post(
+    "/users/{username}/password",
+    status_code=204,
+    responses={**OWNER_RESPONSES, 429: _LOGIN_RESPONSES[429]},
+)
 def change_password(
     username: UsernamePath,
     body: PasswordChange,
@@ -152,14 +165,23 @@ def change_password(
     """Set ``username``'s password: one's own (``old_password`` required), or anyone's as an
     administrator. The account's other sessions end (this request's stays valid).
 
+    Checking one's own ``old_password`` counts against the same throttle as signing in
+    (per username and per client address, see :mod:`._login_throttle`): after the limit,
+    429 with ``Retry-After`` without the password being checked, and sign-ins to the
+    account or from the address are throttled too.
+
     The current password is checked in a read transaction and the new one hashed before the
     short write transaction: the slow hash never holds the database's write lock."""
     if username == user.username:
         if body.old_password is None:
             raise ApiError(422, "give your current password to change it", field="old_password")
+        throttle = login_throttle(request)
+        address = _client_address(request)
+        _refuse_if_throttled(throttle.begin(username, address), field="old_password")
         with database.session() as session:
             if users_repo.check_password(session, username, body.old_password) is None:
                 raise ApiError(403, "the current password is wrong", field="old_password")
+        throttle.succeeded(username, address)
     elif not user.admin:
         raise ApiError(
             403, "only an administrator may change another user's password", field="username"
