@@ -4,7 +4,8 @@ See :mod:`pedl.master.api._forward` for why and for what they serve. Each is
 ``python -m pedl.master._read_main SOCKET``, given the master's settings as one JSON line on
 its standard input, which stays open: the process exits when it reads end-of-file, i.e. when
 the master stops it or dies (even by SIGKILL). Its Unix socket lives in a private temporary
-directory (mode 0700) that the master removes when it stops them.
+directory (mode 0700, ``pedl-reads-<master pid>-*``, see :mod:`pedl.master._temp_dirs`) that
+the master removes when it stops them, or the next master to start when this one was killed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import logging
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import suppress
 from dataclasses import dataclass
@@ -23,6 +23,7 @@ from pathlib import Path
 import anyio.to_thread
 
 from pedl.master._settings import MasterSettings
+from pedl.master._temp_dirs import master_temp_dir
 
 logger = logging.getLogger("pedl.master")
 
@@ -79,7 +80,7 @@ class ReadProcesses:
         """Start the processes and wait until each serves (at most ``ready_timeout_s``; one
         that is not ready by then is left to come up on its own, its reads served by the
         master meanwhile)."""
-        self._dir = Path(tempfile.mkdtemp(prefix="pedl-reads-"))
+        self._dir = master_temp_dir("reads")
         self._children = [_Child(str(self._dir / f"{i}.sock")) for i in range(self.count)]
         for child in self._children:
             await anyio.to_thread.run_sync(self._spawn, child)

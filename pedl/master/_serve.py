@@ -15,6 +15,7 @@ import uvicorn
 from pedl.master._accounts import ADMIN_PASSWORD_ENV, announce_password, prepare_accounts
 from pedl.master._reads import ReadProcesses
 from pedl.master._settings import MasterSettings
+from pedl.master._temp_dirs import remove_dead_owners_dirs
 from pedl.master.api import create_app
 from pedl.master.api._app import make_database
 from pedl.master.orchestrator import Orchestrator
@@ -76,9 +77,13 @@ def serve(settings: MasterSettings) -> None:
     account at the first start (:func:`prepare_accounts`), start the orchestrator
     (which restores every unfinished experiment), and serve the REST API. On a graceful stop
     the trial processes are killed; they resume from their latest checkpoints next time.
-    Raises :class:`ListenError` when the address cannot be bound.
+    The temporary directories of masters that died without removing them go first
+    (:func:`remove_dead_owners_dirs`). Raises :class:`ListenError` when the address cannot
+    be bound.
     """
     _configure_process()
+    for path in remove_dead_owners_dirs():
+        logger.info("removed %s, left by a master that is gone", path)
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
     try:
         sock = socket.create_server((settings.host, settings.port), family=family, backlog=2048)

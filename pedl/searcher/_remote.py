@@ -123,7 +123,9 @@ class RemoteSearchMethod(SearchMethod):
         self._progress = 0.0
         self._progress_key: tuple[int, bool] | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
-        self._workdir = Path(tempfile.mkdtemp(prefix="pedl-searcher-"))
+        # Named after this process, so that a master started after this one died removes it
+        # (pedl.master._temp_dirs).
+        self._workdir = Path(tempfile.mkdtemp(prefix=f"pedl-searcher-{os.getpid()}-"))
         archive_path: Path | None = None
         if archive is not None:
             archive_path = self._workdir / "model_def.tar.gz"
