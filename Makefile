@@ -10,7 +10,7 @@ ESTIMATOR_PYTHON ?= $(shell command -v python3.11)
 ESTIMATOR_VENV := .venv-estimator
 ESTIMATOR_INSTALLED := $(ESTIMATOR_VENV)/.installed
 
-.PHONY: demo demo-stop test lint typecheck postgres clean ui .venv-estimator
+.PHONY: demo demo-stop test lint typecheck audit postgres clean ui .venv-estimator
 
 # Root runs apt-get itself; anyone else through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -22,7 +22,7 @@ $(INSTALLED): pyproject.toml compat/determined/pyproject.toml
 	@$(PYTHON) -c 'import sys; assert (3, 11) <= sys.version_info[:2] <= (3, 13), "PEDL needs Python 3.11 to 3.13, found " + sys.version' \
 		|| (echo "Set PYTHON=/path/to/python3.11 (or 3.12, 3.13)"; exit 1)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --upgrade pip setuptools
 	$(BIN)/python -m pip install --quiet -e '.[tf,dev,examples]'
 	$(BIN)/python -m pip install --quiet --no-deps -e compat/determined
 	touch $@
@@ -58,7 +58,7 @@ demo-stop:
 ## most tests wait on subprocesses that import TensorFlow); TEST_WORKERS=0 runs it in one.
 ## The tests marked serial load the master on purpose and run alone afterwards.
 TEST_WORKERS ?= 2
-test: lint typecheck postgres ui $(CHROMIUM) $(ESTIMATOR_INSTALLED)
+test: lint typecheck audit postgres ui $(CHROMIUM) $(ESTIMATOR_INSTALLED)
 	cd ui && npm test
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not serial" --durations=15
 	$(BIN)/pytest -m serial
@@ -92,6 +92,13 @@ lint: $(INSTALLED)
 
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
+
+## audit: known vulnerabilities in .venv's Python packages (pip-audit) and in the UI's
+## package-lock.json (npm audit); a finding fails unless audit-allowlist.toml accepts it with a
+## reason. What could not be audited is listed; AUDIT_REQUIRED=1 makes that fail too.
+AUDIT_REQUIRED ?= 0
+audit: $(INSTALLED)
+	$(BIN)/python scripts/audit.py $(if $(filter 1,$(AUDIT_REQUIRED)),--require)
 
 postgres:
 	scripts/ensure-postgres.sh
