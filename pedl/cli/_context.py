@@ -62,8 +62,9 @@ def console(*, stderr: bool = False) -> Console:
 
 
 def print_json(data: Any) -> None:
-    """``data`` as indented JSON on stdout (for ``--json``)."""
-    click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+    """``data`` as indented JSON on stdout (for ``--json``), its keys in the order the master
+    sent them: a config's hyperparameters in the order the user wrote them."""
+    click.echo(json.dumps(data, indent=2, default=str))
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")

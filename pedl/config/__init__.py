@@ -43,6 +43,7 @@ from pedl.config._reproducibility import ReproducibilityConfig
 from pedl.config._resources import ResourcesConfig
 from pedl.config._runnable import MAX_GLOBAL_BATCH_SIZE, MAX_GRID_POINTS, runnable_searchers
 from pedl.config._sampling import (
+    canonical_order,
     flatten_hparams,
     grid_axis_sizes,
     grid_hparams,
@@ -122,6 +123,7 @@ __all__ = [
     "SharedFSStorageConfig",
     "SingleSearcherConfig",
     "TPESearcherConfig",
+    "canonical_order",
     "check_storage_roots",
     "config_warnings",
     "flatten_hparams",

@@ -42,6 +42,30 @@ def _validated(space: Mapping[str, Any]) -> dict[str, Any]:
         ) from None
 
 
+def canonical_order(space: Mapping[str, Any]) -> list[str]:
+    """The names of one level of a hyperparameter space in the order values are drawn:
+    sorted (as Python sorts strings: by code point). Applied at every level, depth first,
+    this is the order of the hyperparameters' paths, so draws never depend on the mapping's
+    key order (which a store may change: PostgreSQL's JSONB sorts keys by length first)."""
+    return sorted(space)
+
+
+def _in_space_order(values: Mapping[str, Any], space: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` (drawn for ``space``, possibly nested) with the space's key order."""
+    return {
+        name: _in_space_order(values[name], space[name])
+        if isinstance(space[name], Mapping) and isinstance(values[name], Mapping)
+        else values[name]
+        for name in space
+        if name in values  # an empty group has no grid axis, so no value
+    }
+
+
+def _sample_space(space: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
+    drawn = {name: _sample_one(space[name], rng) for name in canonical_order(space)}
+    return {name: drawn[name] for name in space}
+
+
 def _sample_one(spec: Any, rng: random.Random) -> Any:
     if isinstance(spec, ConstHyperparameter):
         return copy.deepcopy(spec.val)
@@ -53,19 +77,21 @@ def _sample_one(spec: Any, rng: random.Random) -> Any:
         return spec.base ** rng.uniform(spec.minval, spec.maxval)
     if isinstance(spec, CategoricalHyperparameter):
         return copy.deepcopy(spec.vals[rng.randrange(len(spec.vals))])
-    return {name: _sample_one(sub, rng) for name, sub in spec.items()}
+    return _sample_space(spec, rng)
 
 
 def sample_hparams(space: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
     """One random draw from a hyperparameter space; nested groups come back as nested dicts.
 
-    ``space`` is the ``hyperparameters`` section, raw (as in YAML) or validated. Draws
-    follow the space's key order (depth first), so the result depends only on the rng's
-    state and that order. int: uniform over ``[minval, maxval]`` inclusive; double:
-    uniform; log: ``base ** uniform(minval, maxval)``; categorical: a uniform choice;
-    const: its value (a copy). Raises ConfigError for an invalid space.
+    ``space`` is the ``hyperparameters`` section, raw (as in YAML) or validated. Values are
+    drawn in :func:`canonical_order` at every level (depth first: the order of the
+    hyperparameters' paths), so they depend only on the rng's state and the space's
+    contents, never on its key order; the result has the space's key order. int: uniform
+    over ``[minval, maxval]`` inclusive; double: uniform; log: ``base ** uniform(minval,
+    maxval)``; categorical: a uniform choice; const: its value (a copy). Raises ConfigError
+    for an invalid space.
     """
-    return {name: _sample_one(spec, rng) for name, spec in _validated(space).items()}
+    return _sample_space(_validated(space), rng)
 
 
 def _round_half_away(value: float) -> int:
@@ -98,7 +124,7 @@ def _grid_axes(
     space: Mapping[str, Any], route: tuple[str, ...]
 ) -> list[tuple[tuple[str, ...], list[Any]]]:
     axes: list[tuple[tuple[str, ...], list[Any]]] = []
-    for name in sorted(space):
+    for name in canonical_order(space):
         spec = space[name]
         if isinstance(spec, Mapping):
             axes.extend(_grid_axes(spec, (*route, name)))
@@ -148,7 +174,7 @@ def grid_axis_sizes(space: Mapping[str, Any]) -> list[tuple[str, int | None]]:
 
 def _axis_sizes(space: Mapping[str, Any], route: tuple[str, ...]) -> list[tuple[str, int | None]]:
     sizes: list[tuple[str, int | None]] = []
-    for name in sorted(space):
+    for name in canonical_order(space):
         spec = space[name]
         if isinstance(spec, Mapping):
             sizes.extend(_axis_sizes(spec, (*route, name)))
@@ -160,8 +186,10 @@ def _axis_sizes(space: Mapping[str, Any], route: tuple[str, ...]) -> list[tuple[
 def grid_hparams(space: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every point of the hyperparameter grid, as Determined's grid searcher builds it.
 
-    Axes are the hyperparameters in sorted name order (nested groups expanded in place,
-    also sorted); the first axis varies slowest. const: its one value; categorical: all
+    Axes are the hyperparameters in :func:`canonical_order` (nested groups expanded in
+    place, also sorted); the first axis varies slowest. So the points and their order depend
+    only on the space's contents, never on its key order; each point has the space's key
+    order. const: its one value; categorical: all
     ``vals`` in order; int/double/log need ``count`` (ConfigError naming each one
     without). ``count == 1`` gives the midpoint (for log, of the exponents); otherwise
     ``count`` evenly spaced points including both ends. int points are rounded half away
@@ -184,7 +212,7 @@ def grid_hparams(space: Mapping[str, Any]) -> list[dict[str, Any]]:
             for step in route[:-1]:
                 node = node.setdefault(step, {})
             node[route[-1]] = copy.deepcopy(value)
-        points.append(point)
+        points.append(_in_space_order(point, typed))
     return points
 
 

@@ -24,6 +24,7 @@ from pedl.config import (
     HyperparameterSpace,
     IntHyperparameter,
     LogHyperparameter,
+    canonical_order,
 )
 from pedl.searcher._errors import SearcherError
 
@@ -35,7 +36,9 @@ class OptunaSpace:
     onto Optuna's distributions, one per hyperparameter that varies.
 
     Names: the hyperparameter's path with dots (``optimizer.lr`` for ``lr`` in the group
-    ``optimizer``), in the space's key order, depth first (as ``sample_hparams`` draws).
+    ``optimizer``), in ``pedl.config.canonical_order`` at every level, depth first (the
+    order ``sample_hparams`` draws in): Optuna's samplers draw in the order of the
+    distributions, so the space's key order (which a store may change) changes nothing.
 
     - ``int`` -> ``IntDistribution(minval, maxval)``;
     - ``double`` -> ``FloatDistribution(minval, maxval)``;
@@ -82,7 +85,7 @@ class OptunaSpace:
 
     @property
     def distributions(self) -> dict[str, BaseDistribution]:
-        """Optuna's distributions, by dotted name, in the space's order (a copy)."""
+        """Optuna's distributions, by dotted name, in canonical order (a copy)."""
         return dict(self._distributions)
 
     def hparams(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -96,7 +99,8 @@ class OptunaSpace:
 
 def _leaves(space: Mapping[str, Any], route: tuple[str, ...]) -> list[tuple[str, Any]]:
     found: list[tuple[str, Any]] = []
-    for key, spec in space.items():
+    for key in canonical_order(space):
+        spec = space[key]
         path = (*route, str(key))
         if isinstance(spec, Mapping):
             found.extend(_leaves(spec, path))

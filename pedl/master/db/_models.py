@@ -36,7 +36,7 @@ from sqlalchemy.orm import (
 )
 
 from pedl.engine import CheckpointState, ExperimentState, MetricKind, TrialOutcome, TrialState
-from pedl.master.db._types import BigIntPK, JSONType, UTCDateTime, utcnow
+from pedl.master.db._types import BigIntPK, JSONType, OrderedJSONType, UTCDateTime, utcnow
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -107,8 +107,9 @@ class Experiment(Base):
     description: Mapped[str | None] = mapped_column(Text)
     labels: Mapped[list[str]] = mapped_column(JSONType, default=list, server_default="[]")
     """Free-form tags (from the config, then as edited with ``PATCH``), in the user's order."""
-    config: Mapped[dict[str, Any]]
-    """The config as a canonical JSON document (defaults filled)."""
+    config: Mapped[dict[str, Any]] = mapped_column(OrderedJSONType)
+    """The config as a canonical JSON document (defaults filled), its mappings in the order
+    they were submitted (the user's hyperparameters in the user's order) on every backend."""
     config_text: Mapped[str] = mapped_column(Text)
     """The config exactly as submitted (YAML or JSON text)."""
     owner: Mapped[str] = mapped_column(String(128))

@@ -10,7 +10,13 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 JSONType: TypeEngine[Any] = JSON().with_variant(postgresql.JSONB(), "postgresql")
-"""JSON on SQLite, JSONB on PostgreSQL."""
+"""JSON on SQLite, JSONB on PostgreSQL (which sorts an object's keys: by length, then bytes)."""
+
+OrderedJSONType: TypeEngine[Any] = JSON()
+"""JSON kept as written on both backends (PostgreSQL's ``json``, which stores the text;
+SQLite's JSON is text too): objects come back with their keys in the order they were
+written. For documents whose order people see (experiment configs); it cannot be indexed
+or compared with ``=`` on PostgreSQL, which nothing does with them."""
 
 BigIntPK: TypeEngine[int] = BigInteger().with_variant(Integer(), "sqlite")
 """A 64-bit primary key that still autoincrements on SQLite (where only INTEGER is a rowid)."""
