@@ -22,6 +22,12 @@ the recorded ones); the wall times are estimates, compared with measured ones in
 
 Run from ``bench/``: ``../.venv/bin/python p4_simulate.py results/p4_curves.jsonl`` (or a
 ``.jsonl.gz``).
+
+Curves recorded before PEDL drew hyperparameters in sorted name order (issue 25: until then it
+drew in the config's key order; ``results/p4_curves_s18_*``) are replayed with the draws they
+recorded: when a seed's first recorded trial is not what the searcher now draws, the search
+runs on the config with its hyperparameters renamed so that sorted order is the written one
+(the same rng calls, so the same values), and the drawn values get their names back.
 """
 
 from __future__ import annotations
@@ -33,13 +39,14 @@ import itertools
 import json
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import p4_asha
 
-from pedl.config import parse_config
+from pedl.config import ExperimentConfig, parse_config
 from pedl.searcher import (
     CloseTrial,
     NewTrial,
@@ -82,12 +89,67 @@ class Outcome:
     validations: list[tuple[int, int, float]]
 
 
+Names = Callable[[dict[str, Any]], dict[str, Any]]
+"""Gives the hyperparameters a searcher drew their names in P4's config."""
+
+
+def _as_drawn(hparams: dict[str, Any]) -> dict[str, Any]:
+    return hparams
+
+
+def _in_written_order(config: ExperimentConfig) -> tuple[ExperimentConfig, Names]:
+    """``config`` with its hyperparameters renamed so that PEDL's draw order (sorted names) is
+    the order they are written in, which PEDL drew in before; and what gives the drawn values
+    their names back. ``global_batch_size`` keeps its name (epochs are converted with it): the
+    names written before it become ``0<place><name>``, those after ``global_batch_size~<place>
+    <name>``, which sort below and above it. P4's hyperparameters are not nested (refused if
+    they become so: this renames one level)."""
+    document = config.as_dict()
+    written = document["hyperparameters"]
+    if any(isinstance(spec, dict) and "type" not in spec for spec in written.values()):
+        raise RuntimeError("P4's hyperparameters are nested now: rename every level")
+    batch_size = "global_batch_size"
+    position = list(written).index(batch_size) if batch_size in written else len(written)
+    original: dict[str, str] = {}
+    for place, name in enumerate(written):
+        if name == batch_size:
+            renamed = name
+        elif place < position:
+            renamed = f"0{place:02d}{name}"
+        else:
+            renamed = f"{batch_size}~{place:02d}{name}"
+        original[renamed] = name
+    if sorted(original) != list(original):
+        raise RuntimeError("the renamed hyperparameters do not sort in the written order")
+    document["hyperparameters"] = {renamed: written[name] for renamed, name in original.items()}
+
+    def names(hparams: dict[str, Any]) -> dict[str, Any]:
+        return {original[name]: value for name, value in hparams.items()}
+
+    return parse_config(document), names
+
+
+def _recorded_draws(
+    config: ExperimentConfig, by_request: dict[int, dict[str, Any]]
+) -> tuple[ExperimentConfig, Names]:
+    """The config (and names) under which the searcher draws the recorded first trial: as
+    written, or (curves recorded before sorted draws) renamed by :func:`_in_written_order`."""
+    for candidate, names in ((config, _as_drawn), _in_written_order(config)):
+        runner = SearcherRunner(
+            make_search_method(candidate), seed=candidate.reproducibility.experiment_seed
+        )
+        first = next(op for op in runner.initial_operations() if isinstance(op, NewTrial))
+        if names(first.hparams) == by_request[first.request_id]["hparams"]:
+            return candidate, names
+    raise RuntimeError("trial 1: other hyperparameters than recorded, in either draw order")
+
+
 def simulate(config_yaml: str, curves: list[dict[str, Any]], costs: dict[str, Any]) -> Outcome:
     """Run the search ``config_yaml`` on the seed's ``curves`` with 2 slots."""
-    config = parse_config(config_yaml)
+    by_request = {int(t["request_id"]): t for t in curves}
+    config, names = _recorded_draws(parse_config(config_yaml), by_request)
     metric = config.searcher.metric
     runner = SearcherRunner(make_search_method(config), seed=config.reproducibility.experiment_seed)
-    by_request = {int(t["request_id"]): t for t in curves}
     trials: dict[int, _Trial] = {}
     slots = 2
     now = 0.0
@@ -104,14 +166,15 @@ def simulate(config_yaml: str, curves: list[dict[str, Any]], costs: dict[str, An
             op = pending.pop(0)
             if isinstance(op, NewTrial):
                 recorded = by_request[op.request_id]
-                if recorded["hparams"] != op.hparams:
+                hparams = names(op.hparams)
+                if recorded["hparams"] != hparams:
                     raise RuntimeError(
                         f"trial {op.request_id}: other hyperparameters than recorded"
                     )
                 trials[op.request_id] = _Trial(
                     op.request_id,
                     {int(k): v for k, v in recorded["epochs"].items()},
-                    int(op.hparams["global_batch_size"]),
+                    int(hparams["global_batch_size"]),
                 )
                 pending += runner.on_trial_created(op.request_id)
             elif isinstance(op, TrainTrial):
