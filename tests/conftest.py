@@ -1,7 +1,11 @@
 """Every test runs signed in as the test masters' administrator (see :mod:`tests.accounts`),
 with the CLI's and the SDK's saved tokens in a temporary directory. The masters that tests
 start keep no spare warm workers (``PEDL_SPARE_WORKERS=0``: most run no trial, and each spare
-imports TensorFlow on CI's two cores) unless a test asks for them."""
+imports TensorFlow on CI's two cores) unless a test asks for them. Their trials run as the
+masters' own user (``PEDL_TRIAL_USER=''``; the default, ``nobody``, applies where a master runs
+as root, as CI does): the tests' checkpoint directories and the files their model code
+exchanges with them lie in pytest's temporary directories, root's with mode 0700, out of
+``nobody``'s reach. ``tests/isolation/test_trial_user.py`` runs masters with a trial user."""
 
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ def _set_test_environment() -> None:
     os.environ["PEDL_USER"] = ADMIN
     os.environ["PEDL_PASSWORD"] = ADMIN_PASSWORD
     os.environ["PEDL_SPARE_WORKERS"] = "0"
+    os.environ["PEDL_TRIAL_USER"] = ""
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -48,6 +48,12 @@ from pedl.master._serve import NO_AUTH_WARNING, ListenError
     help="Warm workers to start before any trial needs them, on CPU slots [PEDL_SPARE_WORKERS; 2].",
 )
 @click.option(
+    "--trial-user",
+    default=None,
+    help="OS user trials run as when the master runs as root; '' runs them as the master's "
+    "user [PEDL_TRIAL_USER; nobody].",
+)
+@click.option(
     "--no-auth",
     "no_auth",
     is_flag=True,
@@ -70,6 +76,7 @@ def master(
     cpu_slots: int | None,
     worker_reuse: bool | None,
     spare_workers: int | None,
+    trial_user: str | None,
     no_auth: bool,
     config_file: Path | None,
 ) -> None:
@@ -84,6 +91,7 @@ def master(
         "cpu_slots": cpu_slots,
         "worker_reuse": worker_reuse,
         "spare_workers": spare_workers,
+        "trial_user": trial_user,
         "auth": False if no_auth else None,
         "config_file": config_file,
     }

@@ -173,6 +173,14 @@ class MasterSettings(BaseSettings):
         "first trial of an experiment without environment variables on a slot starts in one "
         "without the framework's import; 0 starts none.",
     )
+    trial_user: str = Field(
+        default="nobody",
+        max_length=256,
+        description="OS user that trial processes and warm workers run as when the master "
+        "runs as root (no supplementary groups, a private HOME and TMPDIR, umask 077); it "
+        "must reach the checkpoint storage directories. '' runs them as the master's own "
+        "user, as does a master that is not root (it says so at start). See README, Security.",
+    )
 
     max_request_bytes: int = Field(
         default=16 * MiB,

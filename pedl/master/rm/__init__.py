@@ -3,6 +3,7 @@
 from pedl.master.rm._base import ExitHandler, LogSink, ResourceManager, TrialLaunch
 from pedl.master.rm._isolation import master_variables, protect_master_process, trial_environment
 from pedl.master.rm._local import LocalResourceManager, detect_gpus
+from pedl.master.rm._trial_user import TrialUser, storage_directory, trial_user_for
 
 __all__ = [
     "ExitHandler",
@@ -10,8 +11,11 @@ __all__ = [
     "LogSink",
     "ResourceManager",
     "TrialLaunch",
+    "TrialUser",
     "detect_gpus",
     "master_variables",
     "protect_master_process",
+    "storage_directory",
     "trial_environment",
+    "trial_user_for",
 ]

@@ -28,6 +28,10 @@ class TrialLaunch:
     experiment_id: int | None = None
     """The trial's experiment: trials of one experiment may run one after another in the same
     warm process (None: never)."""
+    checkpoint_dir: str | None = None
+    """The directory on this machine where the trial stores its checkpoints (``shared_fs`` or
+    ``directory`` storage), if any: where trials run as their own user, the resource manager
+    makes it theirs to write in (see :mod:`pedl.master.rm._trial_user`)."""
 
 
 class ResourceManager(abc.ABC):

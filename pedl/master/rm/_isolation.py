@@ -6,7 +6,10 @@
 - Its token comes over an inherited socket (:func:`pedl.exec.token_channel`), never in an
   environment or on a command line.
 - Its temporary files go to a private directory (mode 0700, ``TMPDIR``) that the resource
-  manager removes when it has reaped the process, however it ended (:func:`private_dir`).
+  manager removes when it has reaped the process, however it ended (:func:`private_dir`);
+  where trials run as their own OS user (:mod:`pedl.master.rm._trial_user`) the directory is
+  that user's, holds its ``HOME`` too, and lies in a directory of the master's that others
+  cannot list.
 - The master itself is non-dumpable, and what ``/proc/<master>/environ`` and ``cmdline`` show
   of its secrets is overwritten (:func:`protect_master_process`).
 """
@@ -24,10 +27,11 @@ from pathlib import Path
 from pedl.config._secrets import is_secret_name, url_password_spans
 from pedl.exec import make_undumpable, process_alive
 from pedl.master._settings import CONFIG_FILE_ENV, MasterSettings
+from pedl.master.rm._trial_user import HOME_NAME, TrialUser
 
 TRIAL_DIR_PREFIX = "pedl-trial-"
 WORKER_DIR_PREFIX = "pedl-worker-"
-_STALE_NAME = re.compile(r"pedl-(?:trial-\d+|worker)-(?P<pid>\d+)-[^-]+")
+_STALE_NAME = re.compile(r"pedl-(?:trial-\d+|worker|trials)-(?P<pid>\d+)-[^-]+")
 _OTHER_VARIABLES = ("PEDL_ADMIN_PASSWORD", "PEDL_USER", "PEDL_PASSWORD", "PEDL_TRIAL_TOKEN")
 """Variables the master's environment may hold that are no trial's business, settings or not:
 the administrator's password, the CLI's and the SDK's sign-in of whoever started the master, a
@@ -50,17 +54,53 @@ def trial_environment(master_env: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in master_env.items() if name.upper() not in own}
 
 
-def private_dir(trial_id: int, base: str | Path | None = None) -> Path:
+def private_dir(
+    trial_id: int, base: str | Path | None = None, user: TrialUser | None = None
+) -> Path:
     """A new directory ``pedl-trial-<id>-<master pid>-*`` (mode 0700) under ``base`` (default
-    the master's temporary directory) for one trial process's temporary files."""
+    the master's temporary directory, or with a trial ``user`` its :meth:`TrialUser.root`) for
+    one trial process's temporary files; with ``user``, it is that user's, with a ``home``
+    of its own (:func:`private_variables`)."""
     prefix = f"{TRIAL_DIR_PREFIX}{trial_id}-{os.getpid()}-"
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    if user is not None and base is None:
+        base = user.root()
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    if user is not None:
+        try:
+            user.give(path)
+        except OSError:
+            remove_dir(path)
+            raise
+    return path
 
 
-def worker_dir() -> Path:
+def worker_dir(user: TrialUser | None = None) -> Path:
     """A new directory ``pedl-worker-<master pid>-*`` (mode 0700) for a warm worker's own
-    temporary files and, under it, its trials' :func:`private_dir`."""
-    return Path(tempfile.mkdtemp(prefix=f"{WORKER_DIR_PREFIX}{os.getpid()}-"))
+    temporary files and, under it, its trials' :func:`private_dir`; with a trial ``user``, as
+    :func:`private_dir` makes it."""
+    path = Path(
+        tempfile.mkdtemp(
+            prefix=f"{WORKER_DIR_PREFIX}{os.getpid()}-",
+            dir=None if user is None else user.root(),
+        )
+    )
+    if user is not None:
+        try:
+            user.give(path)
+        except OSError:
+            remove_dir(path)
+            raise
+    return path
+
+
+def private_variables(directory: Path, user: TrialUser | None) -> dict[str, str]:
+    """The variables of a process whose private directory is ``directory``: ``TMPDIR``, and
+    with a trial ``user`` also ``HOME`` (its ``home``); without one ``HOME`` stays the
+    master's."""
+    variables = {"TMPDIR": str(directory)}
+    if user is not None:
+        variables["HOME"] = str(directory / HOME_NAME)
+    return variables
 
 
 def remove_stale_dirs(root: str | Path | None = None) -> list[Path]:

@@ -22,11 +22,13 @@ from pedl.exec import TOKEN_FD_ENV, token_channel
 from pedl.master.rm._base import ExitHandler, LogSink, ResourceManager, TrialLaunch
 from pedl.master.rm._isolation import (
     private_dir,
+    private_variables,
     protect_master_process,
     remove_dir,
     remove_stale_dirs,
     trial_environment,
 )
+from pedl.master.rm._trial_user import TrialUser, popen_kwargs
 from pedl.master.rm._warm import WarmPool, WarmWorker
 
 logger = logging.getLogger("pedl.master")
@@ -66,6 +68,8 @@ class _Process:
     killed: bool = False
     tmpdir: Path | None = None
     """The trial's private temporary directory, removed once the process is reaped."""
+    checkpoint_dir: Path | None = None
+    """Where the trial stores its checkpoints (sealed once it ends, with a trial user)."""
 
 
 class LocalResourceManager(ResourceManager):
@@ -79,11 +83,12 @@ class LocalResourceManager(ResourceManager):
 
     What the trial gets of the master (see :mod:`pedl.master.rm._isolation`): the master's
     environment without the master's own variables (:func:`trial_environment`: no database
-    URL, no password; HOME untouched) plus ``TF_CPP_MIN_LOG_LEVEL=2`` (unless the
-    experiment's environment variables set it), the launch's variables, ``PEDL_MASTER_URL``,
-    ``PEDL_TRIAL_ID``, ``PEDL_MASTER_PID`` (the child exits when its master dies: see
-    :mod:`pedl.exec`) and ``TMPDIR``, a private directory (0700) of the trial's removed when
-    its process has been reaped, however it ended. The trial's token is never in an
+    URL, no password; HOME untouched unless trials run as their own user, see below) plus
+    ``TF_CPP_MIN_LOG_LEVEL=2`` (unless the experiment's environment variables set it), the
+    launch's variables, ``PEDL_MASTER_URL``, ``PEDL_TRIAL_ID``, ``PEDL_MASTER_PID`` (the
+    child exits when its master dies: see :mod:`pedl.exec`) and ``TMPDIR``, a private
+    directory (0700) of the trial's removed when its process has been reaped, however it
+    ended. The trial's token is never in an
     environment or a command line: a trial process reads it from an inherited socket named by
     ``PEDL_TRIAL_TOKEN_FD``, a warm worker gets it in its control message. Each process runs
     in its own process group (session). Constructing the resource manager makes this process
@@ -110,6 +115,13 @@ class LocalResourceManager(ResourceManager):
     such trial, which so starts without the framework's import. Spares are never retired for
     being idle, and give way (longest idle first) to any trial that needs a new process. A
     spare that exits by itself stops them: the master's log says why.
+
+    With a ``trial_user`` (:mod:`pedl.master.rm._trial_user`; the master passes one where it
+    runs as root), trial processes and warm workers run as that user, without supplementary
+    groups and with umask 077; each one's private directory is that user's and holds its
+    ``HOME`` too. Before a trial starts, its ``checkpoint_dir`` is made ready for that user
+    (the start fails, saying which setting to change, when the user cannot reach it), and the
+    finished checkpoints there are sealed, again when the trial has ended.
     """
 
     def __init__(
@@ -123,6 +135,7 @@ class LocalResourceManager(ResourceManager):
         reuse_workers: bool = False,
         worker_idle_seconds: float = WORKER_IDLE_SECONDS,
         spare_workers: int = 0,
+        trial_user: TrialUser | None = None,
     ) -> None:
         self._gpus = list(detect_gpus() if gpus is None else gpus)
         self._total = len(self._gpus) if self._gpus else cpu_slots
@@ -138,6 +151,7 @@ class LocalResourceManager(ResourceManager):
         self._pool = WarmPool()
         self._spares_wanted = spare_workers if reuse_workers and not self._gpus else 0
         self._spare_env: dict[str, str] | None = None
+        self._user = trial_user
         self._closed = threading.Event()
         self._housekeeping = threading.Event()
         """Set to make the housekeeping thread (:meth:`_housekeep`) run at once."""
@@ -160,6 +174,7 @@ class LocalResourceManager(ResourceManager):
         with self._lock:
             if launch.trial_id in self._procs:
                 raise RuntimeError(f"trial {launch.trial_id} is already running")
+            checkpoint_dir = self._prepare_storage(launch)
             env = self._environment(launch.env, launch.master_url)
             variables = {"PEDL_TRIAL_ID": str(launch.trial_id)}
             # TF_CPP_MIN_LOG_LEVEL=0 in the experiment's environment asks for every C++ line
@@ -170,6 +185,7 @@ class LocalResourceManager(ResourceManager):
                 )
             else:
                 proc, streams, note = self._start_process(launch, env, variables), None, ""
+            proc.checkpoint_dir = checkpoint_dir
             self._procs[launch.trial_id] = proc
         if note:
             self._ship(launch.trial_id, [("master", f"[master] {note}")])
@@ -209,6 +225,15 @@ class LocalResourceManager(ResourceManager):
             "PEDL_MASTER_PID": str(os.getpid()),
         }
 
+    def _prepare_storage(self, launch: TrialLaunch) -> Path | None:
+        """With a trial user, make the launch's checkpoint directory ready for it (raises
+        ``PermissionError`` when it cannot reach it); the directory, else ``None``."""
+        if self._user is None or launch.checkpoint_dir is None:
+            return None
+        directory = Path(launch.checkpoint_dir)
+        self._user.prepare_storage(directory)
+        return directory
+
     def prepare(self, master_url: str) -> None:
         """Start the spare workers (see the class), soon, from the resource manager's own
         thread (a worker dies with the thread that started it)."""
@@ -227,7 +252,9 @@ class LocalResourceManager(ResourceManager):
             and len(self._procs) + len(self._pool) < self._total
         ):
             try:
-                worker = WarmWorker.spawn(self._python, env, gpus=[], experiment_id=None)
+                worker = WarmWorker.spawn(
+                    self._python, env, gpus=[], experiment_id=None, user=self._user
+                )
             except OSError as err:
                 logger.warning("no spare warm workers: starting one failed: %s", err)
                 self._spares_wanted = 0
@@ -246,7 +273,7 @@ class LocalResourceManager(ResourceManager):
             env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
         tmpdir: Path | None = None
         try:
-            tmpdir = private_dir(launch.trial_id)
+            tmpdir = private_dir(launch.trial_id, user=self._user)
             with token_channel(launch.token) as token:
                 popen = subprocess.Popen(
                     [self._python_for(launch), "-m", TRIAL_MODULE],
@@ -256,11 +283,12 @@ class LocalResourceManager(ResourceManager):
                     env={
                         **env,
                         **variables,
-                        "TMPDIR": str(tmpdir),
+                        **private_variables(tmpdir, self._user),
                         TOKEN_FD_ENV: str(token.fileno()),
                     },
                     start_new_session=True,
                     pass_fds=(token.fileno(),),
+                    **popen_kwargs(self._user),
                 )
         except OSError:
             self._free_gpus.extend(gpus)
@@ -300,7 +328,11 @@ class LocalResourceManager(ResourceManager):
         gpus = self._take_gpus(launch.trial_id, gpu_count)
         try:
             worker = WarmWorker.spawn(
-                self._python_for(launch), env, gpus=gpus, experiment_id=experiment_id
+                self._python_for(launch),
+                env,
+                gpus=gpus,
+                experiment_id=experiment_id,
+                user=self._user,
             )
         except OSError:
             self._free_gpus.extend(gpus)
@@ -315,17 +347,18 @@ class LocalResourceManager(ResourceManager):
         proc = _Process(launch.trial_id, worker.popen, gpus, worker, tmpdir=tmpdir)
         return proc, streams, note
 
-    @staticmethod
     def _assign(
-        worker: WarmWorker, launch: TrialLaunch, variables: dict[str, str]
+        self, worker: WarmWorker, launch: TrialLaunch, variables: dict[str, str]
     ) -> tuple[tuple[IO[bytes], IO[bytes]], Path]:
         """Hand the trial to ``worker`` with a private temporary directory (under the
         worker's): its output streams and that directory. Raises ``OSError`` (the directory
         removed) if the worker is gone."""
-        tmpdir = private_dir(launch.trial_id, base=worker.tmpdir)
+        tmpdir = private_dir(launch.trial_id, base=worker.tmpdir, user=self._user)
         try:
             streams = worker.assign(
-                launch.trial_id, launch.token, {**variables, "TMPDIR": str(tmpdir)}
+                launch.trial_id,
+                launch.token,
+                {**variables, **private_variables(tmpdir, self._user)},
             )
         except OSError:
             remove_dir(tmpdir)
@@ -335,16 +368,19 @@ class LocalResourceManager(ResourceManager):
     def _python_for(self, launch: TrialLaunch) -> str:
         """The interpreter of the trial's process: ``PEDL_TRIAL_PYTHON`` if the experiment sets
         it, else the resource manager's. (A warm worker serves only trials of its environment,
-        hence of its interpreter.)"""
+        hence of its interpreter.) With a trial user, one it cannot run is refused, saying
+        so."""
         python = launch.env.get(TRIAL_PYTHON_VARIABLE)
         if not python:
-            return self._python
-        if shutil.which(python) is None:
+            python = self._python
+        elif shutil.which(python) is None:
             raise FileNotFoundError(
                 f"{TRIAL_PYTHON_VARIABLE}={python} (in the experiment's "
                 "environment.environment_variables) names no executable Python on the master's "
                 "machine"
             )
+        if self._user is not None:
+            self._user.check_runnable(python)
         return python
 
     def _take_gpus(self, trial_id: int, count: int) -> list[str]:
@@ -448,6 +484,8 @@ class LocalResourceManager(ResourceManager):
         else:
             returncode, ready = worker.wait()
         remove_dir(proc.tmpdir)
+        if self._user is not None and proc.checkpoint_dir is not None:
+            self._user.seal(proc.checkpoint_dir)
         with self._lock:
             self._procs.pop(proc.trial_id, None)
             if worker is not None and ready and not proc.killed and not self._closed.is_set():
@@ -491,6 +529,8 @@ class LocalResourceManager(ResourceManager):
                 self._retire(worker)
         for watcher in list(self._watchers):
             watcher.join(timeout=30)
+        if self._user is not None:
+            self._user.remove_root()
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

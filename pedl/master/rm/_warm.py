@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from pedl.master.rm._isolation import remove_dir, worker_dir
+from pedl.master.rm._isolation import private_variables, remove_dir, worker_dir
+from pedl.master.rm._trial_user import TrialUser, popen_kwargs
 
 WORKER_MODULE = "pedl.exec.worker"
 _MAX_MESSAGE = 1 << 16
@@ -66,13 +67,15 @@ class WarmWorker:
         *,
         gpus: Sequence[str],
         experiment_id: int | None,
+        user: TrialUser | None = None,
     ) -> WarmWorker:
         """Start ``python -m pedl.exec.worker`` with ``env`` (plus ``CUDA_VISIBLE_DEVICES`` for
-        ``gpus``, if any, and ``TMPDIR``: a new private directory); its own output (outside
+        ``gpus``, if any, and ``TMPDIR``: a new private directory), as the trial ``user`` if
+        one is given (then with its ``HOME`` in that directory); its own output (outside
         trials) is on ``popen.stdout/stderr``."""
-        tmpdir = worker_dir()
+        tmpdir = worker_dir(user)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        child_env = {**env, "TMPDIR": str(tmpdir)}
+        child_env = {**env, **private_variables(tmpdir, user)}
         if gpus:
             child_env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
         try:
@@ -84,6 +87,7 @@ class WarmWorker:
                 env=child_env,
                 start_new_session=True,
                 pass_fds=(theirs.fileno(),),
+                **popen_kwargs(user),
             )
         except OSError:
             ours.close()

@@ -1,0 +1,317 @@
+"""Trials as their own OS user: where the master runs as root, its trial processes and warm
+workers run as the master's ``trial_user`` (default ``nobody``), with no supplementary groups
+and umask 077.
+
+What that user gets, and what it does not:
+
+- a private directory per process, owned by it (mode 0700), holding its ``TMPDIR`` and its
+  ``HOME`` (``<dir>/home``), under one directory per master owned by the master's user with
+  mode 0711 (``pedl-trials-<master pid>-*`` in the system's temporary directory): it can
+  enter its own directory by name, but not list the others';
+- its checkpoint storage directory (``shared_fs``/``directory`` storage), which the master
+  creates and keeps at mode 1733 (sticky, writable and enterable by others, not listable):
+  a trial writes a checkpoint under a random name (a UUID) and cannot see the others';
+  every finished checkpoint of the trial user there is *sealed* (handed to the master's user,
+  read-only for others: files 0644, directories 0755) when a trial using that directory
+  starts or ends, so no trial can change it afterwards;
+- nothing else of the master's: its home, its database file and its settings file must be
+  out of that user's reach (the master warns at start about each one that is not).
+
+Where the master is not root it cannot switch users: it says so once, at start, and its
+trials run as its own user (:func:`trial_user_for`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pwd
+import shutil
+import stat
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import make_url
+
+from pedl.config import CheckpointStorageConfig, DirectoryStorageConfig, SharedFSStorageConfig
+from pedl.master._settings import MasterSettings
+from pedl.storage import SharedFSStorage, make_storage
+
+logger = logging.getLogger("pedl.master")
+
+TRIALS_DIR_PREFIX = "pedl-trials-"
+HOME_NAME = "home"
+"""The trial's ``HOME`` inside its private directory."""
+TRIAL_UMASK = 0o077
+_TEMPORARY_PREFIX = ".tmp-"
+"""Names of checkpoints being written (:class:`~pedl.storage.SharedFSStorage`)."""
+_STORAGE_MODE = 0o1733
+_X, _W, _R = 1, 2, 4
+
+
+@dataclass
+class TrialUser:
+    """The OS user trials run as (``uid``, its primary group ``gid``), and the directory of
+    this master under which their private directories are made (created on first use)."""
+
+    name: str
+    uid: int
+    gid: int
+    _root: Path | None = field(default=None, repr=False)
+
+    @classmethod
+    def named(cls, name: str) -> TrialUser:
+        """The user ``name``; ``ValueError`` if there is none, or it is root."""
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            raise ValueError(
+                f"trial_user {name!r} (PEDL_TRIAL_USER) is no user of this machine: name an "
+                "existing unprivileged user (e.g. nobody, or one made for PEDL's trials), or "
+                "'' to run trials as the master's user"
+            ) from None
+        if entry.pw_uid == 0:
+            raise ValueError(
+                f"trial_user {name!r} (PEDL_TRIAL_USER) is root: name an unprivileged user"
+            )
+        return cls(name, entry.pw_uid, entry.pw_gid)
+
+    def popen_kwargs(self) -> dict[str, Any]:
+        """What :class:`subprocess.Popen` needs to start a process as this user."""
+        return {"user": self.uid, "group": self.gid, "extra_groups": [], "umask": TRIAL_UMASK}
+
+    def root(self) -> Path:
+        """This master's directory of private directories (mode 0711, the master's)."""
+        if self._root is None or not self._root.is_dir():
+            root = Path(tempfile.mkdtemp(prefix=f"{TRIALS_DIR_PREFIX}{os.getpid()}-"))
+            root.chmod(0o711)
+            self._root = root
+        return self._root
+
+    def remove_root(self) -> None:
+        """Remove :meth:`root` and what is left in it (the resource manager's shutdown)."""
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+
+    def give(self, directory: Path) -> None:
+        """Hand a new private ``directory`` (0700) to the user, with a ``home`` of its own in
+        it."""
+        home = directory / HOME_NAME
+        home.mkdir(mode=0o700)
+        os.chown(directory, self.uid, self.gid)
+        os.chown(home, self.uid, self.gid)
+
+    def may(self, path: Path, want: int, st: os.stat_result | None = None) -> bool:
+        """Whether the user may ``want`` (``_R``, ``_W``, ``_X`` bits) ``path`` by its mode
+        bits (owner, group, others; no supplementary groups, ACLs not read)."""
+        st = st if st is not None else path.stat()
+        if st.st_uid == self.uid:
+            bits = st.st_mode >> 6
+        elif st.st_gid == self.gid:
+            bits = st.st_mode >> 3
+        else:
+            bits = st.st_mode
+        return bits & want == want
+
+    def barrier(self, path: Path) -> Path | None:
+        """The first existing directory on the way to ``path`` (itself included, if it is one)
+        that the user may not enter; ``None`` when there is none."""
+        resolved = Path(os.path.realpath(path))
+        for directory in [*reversed(resolved.parents), resolved]:
+            try:
+                st = directory.stat()
+            except FileNotFoundError:
+                return None  # the rest is created by the master
+            if stat.S_ISDIR(st.st_mode) and not self.may(directory, _X, st):
+                return directory
+        return None
+
+    def check_runnable(self, python: str) -> None:
+        """Raise ``PermissionError``, naming what to change, unless the user may run the
+        interpreter ``python`` (a path or a command on PATH) by the modes of its file and of
+        the directories on the way (symbolic links resolved)."""
+        found = shutil.which(python) or python
+        real = Path(os.path.realpath(found))
+        blocked = self.barrier(real.parent)
+        if blocked is None and real.exists() and self.may(real, _X):
+            return
+        why = (
+            f"it may not enter {blocked} (mode {stat.S_IMODE(blocked.stat().st_mode):o})"
+            if blocked is not None
+            else f"{real} is not executable by it"
+        )
+        raise PermissionError(
+            f"trials run as {self.name} (the master's trial_user), which cannot run the Python "
+            f"{python} ({real}): {why}. Give trials a Python it can run (installed outside "
+            "root's home; PEDL_TRIAL_PYTHON in the experiment's environment_variables names "
+            "another), or run trials as the master's user (trial_user '', PEDL_TRIAL_USER=)"
+        )
+
+    def can_read(self, path: Path) -> bool:
+        """Whether the user could open ``path`` (a file) or list it (a directory)."""
+        if not path.exists() or self.barrier(path.parent) is not None:
+            return False
+        return self.may(path, _R)
+
+    def prepare_storage(self, directory: Path) -> None:
+        """Make a checkpoint storage ``directory`` ready for the user's trials (created if
+        missing; mode 1733, not the user's) and seal what is finished in it. Raises
+        ``PermissionError`` naming the settings when the user cannot reach it."""
+        blocked = self.barrier(directory)
+        if blocked is not None:
+            mode = stat.S_IMODE(blocked.stat().st_mode)
+            raise PermissionError(
+                f"trials run as {self.name} (the master's trial_user), which cannot reach the "
+                f"checkpoint storage {directory}: it may not enter {blocked} (mode {mode:o}). "
+                "Store checkpoints in a directory it can reach (checkpoint_storage.host_path, "
+                "or the master's checkpoint_dir, PEDL_CHECKPOINT_DIR), or run trials as the "
+                "master's user (trial_user '', PEDL_TRIAL_USER=)"
+            )
+        directory.mkdir(parents=True, exist_ok=True)
+        st = directory.stat()
+        if st.st_uid == self.uid or st.st_gid == self.gid:
+            os.chown(
+                directory,
+                os.geteuid() if st.st_uid == self.uid else -1,
+                os.getegid() if st.st_gid == self.gid else -1,
+            )
+        if stat.S_IMODE(st.st_mode) != _STORAGE_MODE:
+            directory.chmod(_STORAGE_MODE)
+        self.seal(directory)
+
+    def seal(self, directory: Path) -> list[str]:
+        """Hand every finished checkpoint the user wrote in ``directory`` (a storage
+        directory: entries whose names do not start with ``.tmp-``) to the master's user,
+        read-only for others; return their names. Never follows a symbolic link, and
+        touches only what the user owns."""
+        sealed: list[str] = []
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            return sealed
+        for entry in entries:
+            if entry.name.startswith(_TEMPORARY_PREFIX):
+                continue
+            with contextlib.suppress(OSError):
+                st = entry.stat(follow_symlinks=False)
+                if st.st_uid == self.uid and stat.S_ISDIR(st.st_mode):
+                    self._seal_tree(directory, entry.name)
+                    sealed.append(entry.name)
+        return sealed
+
+    def _seal_tree(self, directory: Path, name: str) -> None:
+        parent = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            for _, _, files, dir_fd in os.fwalk(name, dir_fd=parent, follow_symlinks=False):
+                self._seal_fd(dir_fd, 0o755)
+                for file in files:
+                    try:
+                        fd = os.open(
+                            file,
+                            os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                            dir_fd=dir_fd,
+                        )
+                    except OSError:  # a symbolic link, a socket: left as they are
+                        with contextlib.suppress(OSError):
+                            st = os.stat(file, dir_fd=dir_fd, follow_symlinks=False)
+                            if st.st_uid == self.uid:
+                                os.chown(file, 0, 0, dir_fd=dir_fd, follow_symlinks=False)
+                        continue
+                    try:
+                        self._seal_fd(fd, 0o644)
+                    finally:
+                        os.close(fd)
+        finally:
+            os.close(parent)
+
+    def _seal_fd(self, fd: int, mode: int) -> None:
+        st = os.fstat(fd)
+        if st.st_uid != self.uid:
+            return
+        os.fchown(fd, os.geteuid(), os.getegid())
+        os.fchmod(fd, mode | (0o111 if st.st_mode & stat.S_IXUSR else 0))
+
+
+def popen_kwargs(user: TrialUser | None) -> dict[str, Any]:
+    """:meth:`TrialUser.popen_kwargs`, or nothing without a trial user."""
+    return {} if user is None else user.popen_kwargs()
+
+
+def storage_directory(config: CheckpointStorageConfig) -> Path | None:
+    """The directory on this machine where trials with this checkpoint storage write
+    (``shared_fs``, ``directory``), else ``None``."""
+    if isinstance(config, (SharedFSStorageConfig, DirectoryStorageConfig)):
+        storage = make_storage(config)
+        assert isinstance(storage, SharedFSStorage)
+        return storage.base_path
+    return None
+
+
+def trial_user_for(settings: MasterSettings) -> TrialUser | None:
+    """The user the master's trials run as: ``settings.trial_user`` where the master runs as
+    root, else ``None`` (its own user). Logs, once: that it cannot switch users (not root);
+    and, with a trial user, each of the master's files that user could read (home, SQLite
+    database, settings file) and a ``checkpoint_dir`` it cannot reach. Raises ``ValueError``
+    for a trial user that does not exist or is root."""
+    name = settings.trial_user
+    if not name:
+        return None
+    if os.geteuid() != 0:
+        logger.warning(
+            "trials run as %s, the master's own user: only a master running as root can run "
+            "them as trial_user %r, and this one is not root. Its trials can read and write "
+            "whatever %s can (see README, Security)",
+            _me(),
+            name,
+            _me(),
+        )
+        return None
+    user = TrialUser.named(name)
+    for what, path in _master_files(settings):
+        if user.can_read(path):
+            logger.warning(
+                "trials run as %s, which can read the master's %s %s: make it readable by the "
+                "master's user only (e.g. chmod 700 on the home)",
+                name,
+                what,
+                path,
+            )
+    blocked = user.barrier(settings.checkpoint_dir)
+    if blocked is not None:
+        logger.warning(
+            "trials run as %s, which cannot reach checkpoint_dir %s (it may not enter %s): "
+            "experiments without a checkpoint_storage of their own will fail to start; set "
+            "checkpoint_dir (PEDL_CHECKPOINT_DIR) to a directory it can reach",
+            name,
+            settings.checkpoint_dir,
+            blocked,
+        )
+    try:
+        user.check_runnable(sys.executable)
+    except PermissionError as err:
+        logger.warning("%s (this is the master's own Python)", err)
+    logger.info("trials run as %s (uid %d, gid %d)", name, user.uid, user.gid)
+    return user
+
+
+def _master_files(settings: MasterSettings) -> list[tuple[str, Path]]:
+    files = [("home", settings.home)]
+    if settings.db_backend == "sqlite":
+        database = make_url(settings.db_url).database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            files.append(("database file", Path(database).absolute()))
+    if settings.config_file is not None:
+        files.append(("settings file", settings.config_file))
+    return files
+
+
+def _me() -> str:
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return f"uid {os.geteuid()}"
