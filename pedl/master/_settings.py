@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import pwd
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -277,6 +278,20 @@ class MasterSettings(BaseSettings):
         le=86_400,
         description="The window, in seconds, in which failed sign-in attempts are counted.",
     )
+
+    @field_validator("trial_user")
+    @classmethod
+    def _existing_user(cls, value: str) -> str:
+        # Only a master running as root switches users (see pedl.master.rm._trial_user).
+        if value and os.name == "posix" and os.geteuid() == 0:
+            try:
+                pwd.getpwnam(value)
+            except KeyError:
+                raise ValueError(
+                    f"{value!r} is no user of this machine: name an existing unprivileged "
+                    "user (e.g. nobody), or '' to run trials as the master's own user"
+                ) from None
+        return value
 
     @field_validator("advertised_url")
     @classmethod

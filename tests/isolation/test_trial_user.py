@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from pedl.master import MasterSettings
 from pedl.master.rm import LocalResourceManager, TrialLaunch, TrialUser, trial_user_for
@@ -238,6 +239,9 @@ def test_the_trial_user_setting(monkeypatch: pytest.MonkeyPatch) -> None:
         TrialUser.named("pedl-no-such-user")
     with pytest.raises(ValueError, match="is root"):
         TrialUser.named("root")
+    if os.geteuid() == 0:  # a master that cannot switch users does not look the user up
+        with pytest.raises(ValidationError, match="'pedl-no-such-user' is no user"):
+            MasterSettings(trial_user="pedl-no-such-user")
 
 
 NOT_ROOT = """
