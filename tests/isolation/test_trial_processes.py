@@ -117,14 +117,18 @@ def test_a_new_master_removes_what_a_sigkilled_one_left(
         check=True,
     )
     dead = int(gone.stdout)
-    left = [tmp_path / f"pedl-trial-3-{dead}-ab12", tmp_path / f"pedl-worker-{dead}-cd34"]
+    left = [
+        tmp_path / f"pedl-trial-3-{dead}-ab12",
+        tmp_path / f"pedl-worker-{dead}-cd34",
+        tmp_path / f"pedl-trials-{dead}-gh78",  # the trial user's directories (root master)
+    ]
     kept = [tmp_path / f"pedl-trial-4-{os.getpid()}-ef56", tmp_path / "pedl-something-else"]
     for path in left + kept:
         (path / "code").mkdir(parents=True)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     rec = Recorder()
     LocalResourceManager(cpu_slots=1, on_exit=rec.on_exit, log_sink=rec.sink, gpus=[])
-    assert [p.exists() for p in left + kept] == [False, False, True, True]
+    assert [p.exists() for p in left + kept] == [False, False, False, True, True]
 
 
 def test_the_master_s_own_variables_never_reach_a_trial() -> None:
