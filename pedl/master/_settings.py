@@ -215,6 +215,19 @@ class MasterSettings(BaseSettings):
         description="Most files and directories in a model definition archive; more: 422, "
         "refused as soon as the one past the limit is read.",
     )
+    max_model_definition_header_bytes: int = Field(
+        default=model_def.DEFAULT_MAX_HEADER_BYTES,
+        ge=1024,
+        description="Most bytes of extended tar headers (GNU long names and links, PAX "
+        "headers) in a model definition archive, in all; more: 422, refused from the size "
+        "field of the header that passes it, before that header is read.",
+    )
+    max_model_definition_path_chars: int = Field(
+        default=model_def.DEFAULT_MAX_PATH_CHARS,
+        ge=16,
+        description="Longest path of a file or directory in a model definition archive, in "
+        "characters; longer: 422 naming the member (cut).",
+    )
     max_json_depth: int = Field(
         default=64,
         ge=2,

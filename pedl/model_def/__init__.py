@@ -2,8 +2,11 @@
 
 from pedl.model_def._archive import (
     DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_HEADER_BYTES,
     DEFAULT_MAX_MEMBERS,
+    DEFAULT_MAX_PATH_CHARS,
     DEFAULT_MAX_UNPACKED_BYTES,
+    ArchiveSource,
     check_archive,
     copy_tree,
     extract,
@@ -15,11 +18,14 @@ from pedl.model_def._loader import PACKAGE_NAME, ModelDefinition, load, unload
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_HEADER_BYTES",
     "DEFAULT_MAX_MEMBERS",
+    "DEFAULT_MAX_PATH_CHARS",
     "DEFAULT_MAX_UNPACKED_BYTES",
     "IGNORE_FILE",
     "PACKAGE_NAME",
     "ArchiveLimitError",
+    "ArchiveSource",
     "ModelDefError",
     "ModelDefinition",
     "UnsafeArchiveError",

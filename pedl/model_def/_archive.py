@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
 import shutil
 import stat
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
+from typing import IO, Union
 
-from pedl.model_def._errors import ArchiveLimitError, ModelDefError, UnsafeArchiveError
+from pedl.model_def._errors import ModelDefError, UnsafeArchiveError
 from pedl.model_def._files import DETERMINED_IGNORE_FILE, IGNORE_FILE, SourceFile, collect_files
+from pedl.model_def._tar_stream import (
+    Inflated,
+    Limits,
+    byte_chunks,
+    chunks,
+    guarded_tarinfo,
+    human,
+    scan,
+    shown,
+)
 
 DEFAULT_MAX_BYTES = 96 * 1024 * 1024
 """The largest packaged model definition (compressed archive size) accepted by default."""
@@ -22,6 +35,18 @@ DEFAULT_MAX_UNPACKED_BYTES = 1024 * 1024 * 1024
 DEFAULT_MAX_MEMBERS = 10_000
 """The most members (files and directories) :func:`check_archive` and :func:`extract` accept
 in one archive, by default."""
+
+DEFAULT_MAX_HEADER_BYTES = 1024 * 1024
+"""The most bytes of extended tar headers (GNU long names and long links, PAX headers) in one
+archive, in all, by default: each is refused from its size field, before it is read."""
+
+DEFAULT_MAX_PATH_CHARS = 1024
+"""The longest member path (characters) :func:`check_archive` and :func:`extract` accept, by
+default."""
+
+ArchiveSource = Union[bytes, IO[bytes], str, "os.PathLike[str]"]
+"""A model-definition archive: its bytes, a binary file object (read from where it stands),
+or the path of a file."""
 
 _FILE_MODE = 0o644
 _EXEC_MODE = 0o755
@@ -82,117 +107,179 @@ def package(
 
 
 def check_archive(
-    archive: bytes,
+    archive: ArchiveSource,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
     max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
     max_members: int = DEFAULT_MAX_MEMBERS,
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+    max_path_chars: int = DEFAULT_MAX_PATH_CHARS,
 ) -> None:
-    """Check a gzip-compressed model-definition archive without unpacking it, member by member
-    as the stream is decompressed: only headers are kept (at most ``max_members``), and the
-    first problem stops the reading (a million members are refused after ``max_members``).
+    """Check a gzip-compressed model-definition archive without unpacking it, header by header
+    as the stream is decompressed (64 KiB at a time): only the members' paths are kept, every
+    size a header declares is checked before what it announces is read, and the first problem
+    stops the reading (a million members are refused after ``max_members``, a GNU long name
+    that claims 1 GiB before any of it is read).
 
-    Raises :class:`ModelDefError` when ``archive`` is over ``max_bytes`` or is not a
-    gzip-compressed tar, and :class:`UnsafeArchiveError`, naming the member, for what
-    :func:`extract` refuses: an absolute path or a ``..`` component, a link, a device, pipe
-    or other special file, more than ``max_members`` members, or an unpacked size over
-    ``max_unpacked_bytes`` (counted from the headers, before any member's data is inflated).
+    ``archive`` is its bytes, a binary file object (read from its current position, and left
+    where the reading stopped; its size, when it is seekable, checked before anything is read)
+    or a file's path.
+
+    Raises :class:`ArchiveLimitError`, whose ``limit`` names the keyword argument, when the
+    archive is over ``max_bytes``, its regular files over ``max_unpacked_bytes`` (counted
+    from the headers, before any member's data is inflated), it has more than ``max_members``
+    members, its extended headers (GNU long names and links, PAX headers) add up to more than
+    ``max_header_bytes``, or a member's path is longer than ``max_path_chars`` (the name cut
+    in the message). Raises :class:`UnsafeArchiveError`, naming the member, for what
+    :func:`extract` refuses: an absolute path or a ``..`` component, a link, a device, pipe,
+    sparse or other special file, a duplicate entry (the same normalised path twice), a file
+    that another member's path puts a directory in, a path component over 255 bytes or a
+    name that is not UTF-8; and :class:`ModelDefError` when it is not a gzip-compressed tar
+    (or is one that ``tarfile`` could read differently: see ``pedl.model_def._tar_stream``).
     """
-    if len(archive) > max_bytes:
-        raise ArchiveLimitError(
-            f"The model definition archive is {_human(len(archive))} ({len(archive)} bytes), "
-            f"over the limit of {_human(max_bytes)} ({max_bytes} bytes).",
-            limit="max_bytes",
-        )
-    limits = _Limits(max_unpacked_bytes, max_members)
-    try:
-        with tarfile.open(fileobj=io.BytesIO(archive), mode="r|gz") as tar:
-            while (member := tar.next()) is not None:
-                limits.count(member)
-                _check_name(member)
-    except (tarfile.TarError, OSError, EOFError) as e:
-        raise ModelDefError(
-            f"The model definition is not a gzip-compressed tar archive: {e}"
-        ) from e
+    limits = Limits(
+        max_unpacked_bytes=max_unpacked_bytes,
+        max_members=max_members,
+        max_header_bytes=max_header_bytes,
+        max_path_chars=max_path_chars,
+    )
+    with _archive_chunks(archive, max_bytes) as (pieces, size_known):
+        try:
+            _scan_all(Inflated(pieces, any_compression=False), limits)
+        except ModelDefError as e:
+            if type(e) is not ModelDefError:
+                raise
+            raise ModelDefError(
+                f"The model definition is not a gzip-compressed tar archive: {e}"
+            ) from e
+        if not size_known:
+            for _ in pieces:  # count the rest against max_bytes
+                pass
 
 
-class _Limits:
-    """Counts an archive's members and unpacked bytes, refusing the one that passes a limit."""
+def _scan_all(stream: Inflated, limits: Limits) -> None:
+    """Read every member of ``stream`` within ``limits``, checking each as :func:`extract`
+    does (but for the target directory, which it does not look at)."""
+    for member in scan(stream, limits):
+        name = _check_name(member)
+        if name is not None:
+            limits.path(member, name)
+    limits.finish()
 
-    def __init__(self, max_unpacked_bytes: int, max_members: int) -> None:
-        self.max_unpacked_bytes = max_unpacked_bytes
-        self.max_members = max_members
-        self.members = 0
-        self.unpacked = 0
 
-    def count(self, member: tarfile.TarInfo) -> None:
-        self.members += 1
-        if self.members > self.max_members:
-            raise ArchiveLimitError(
-                f"Archive member {member.name!r} exceeds the limit of {self.max_members} "
-                "members; refusing to unpack.",
-                limit="max_members",
-            )
-        self.unpacked += member.size if member.isreg() else 0
-        if self.unpacked > self.max_unpacked_bytes:
-            raise ArchiveLimitError(
-                f"Archive member {member.name!r} brings the unpacked size to {self.unpacked} "
-                f"bytes, over the limit of {self.max_unpacked_bytes} bytes; refusing to unpack.",
-                limit="max_unpacked_bytes",
-            )
+@contextlib.contextmanager
+def _archive_chunks(
+    archive: ArchiveSource, max_bytes: int | None
+) -> Iterator[tuple[Iterator[bytes], bool]]:
+    """The archive's bytes a chunk at a time, refused past ``max_bytes``, and whether its
+    size was known (and checked) before reading."""
+    if isinstance(archive, bytes):
+        yield byte_chunks(archive, max_bytes), True
+    elif isinstance(archive, (str, os.PathLike)):
+        with open(archive, "rb") as stream:
+            yield chunks(stream, os.fstat(stream.fileno()).st_size, max_bytes), True
+    else:
+        size = None
+        if archive.seekable():
+            start = archive.tell()
+            size = archive.seek(0, os.SEEK_END) - start
+            archive.seek(start)
+        yield chunks(archive, size, max_bytes), size is not None
 
 
 def extract(
-    archive: bytes,
+    archive: ArchiveSource,
     target: str | Path,
     *,
     max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
     max_members: int = DEFAULT_MAX_MEMBERS,
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+    max_path_chars: int = DEFAULT_MAX_PATH_CHARS,
 ) -> list[str]:
     """Unpack a model-definition archive into ``target`` and return the files written.
 
-    Every member is checked before anything is written. :class:`UnsafeArchiveError`, naming
-    the member, is raised for: an absolute path, a path with a ``..`` component or one that
-    resolves outside ``target``, a symbolic or hard link, a device, pipe or any member that
-    is not a regular file or directory, a total unpacked size above ``max_unpacked_bytes``, or
-    more than ``max_members`` members. Extraction then uses tarfile's ``data`` filter as a
-    second line of defence; written files get the current time as mtime. Bytes that are not
-    a tar archive (optionally gzip/bz2/xz compressed) raise :class:`ModelDefError`.
+    ``archive`` is its bytes, a seekable binary file object (read from its current position)
+    or a file's path; tar, optionally gzip/bz2/xz compressed. The whole archive is first read
+    as :func:`check_archive` reads it, with the same limits (so nothing it refuses is
+    unpacked): :class:`ArchiveLimitError` or :class:`UnsafeArchiveError`, naming the member,
+    for an absolute path, a path with a ``..`` component, a symbolic or hard link, a device,
+    pipe or any member that is not a regular file or directory, a duplicate entry, a total
+    unpacked size above ``max_unpacked_bytes``, more than ``max_members`` members, extended
+    headers over ``max_header_bytes`` or a path over ``max_path_chars``. Then ``tarfile``
+    reads it again, its raw headers guarded the same way, every member is checked again
+    (with a path that resolves outside ``target``) before anything is written, and
+    extraction uses tarfile's ``data`` filter as a last line of defence; written files get
+    the current time as mtime. Bytes that are not such an archive raise
+    :class:`ModelDefError`.
 
     Returns the relative POSIX paths of the regular files written, sorted.
     """
     root = Path(target)
     root.mkdir(parents=True, exist_ok=True)
     real_root = root.resolve()
-    try:
-        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
-            members = _checked_members(tar, real_root, max_unpacked_bytes, max_members)
-            written: list[str] = []
-            for member in members:
-                try:
-                    tar.extract(member, real_root, filter=_data_filter_keep_time_now)
-                except tarfile.FilterError as e:
-                    raise UnsafeArchiveError(
-                        f"Archive member {member.name!r} is unsafe: {e}"
-                    ) from e
-                if member.isreg():
-                    written.append(member.name)
-    except (tarfile.TarError, OSError, EOFError) as e:
-        raise ModelDefError(f"The model definition archive cannot be unpacked: {e}") from e
+
+    def limits() -> Limits:
+        return Limits(
+            max_unpacked_bytes=max_unpacked_bytes,
+            max_members=max_members,
+            max_header_bytes=max_header_bytes,
+            max_path_chars=max_path_chars,
+        )
+
+    with _seekable(archive) as stream:
+        start = stream.tell()
+        try:
+            _scan_all(Inflated(chunks(stream, None, None), any_compression=True), limits())
+        except ModelDefError as e:
+            if type(e) is not ModelDefError:
+                raise
+            raise ModelDefError(f"The model definition archive cannot be unpacked: {e}") from e
+        stream.seek(start)
+        try:
+            with tarfile.open(
+                fileobj=stream, mode="r:*", tarinfo=guarded_tarinfo(max_header_bytes)
+            ) as tar:
+                members = _checked_members(tar, real_root, limits())
+                written: list[str] = []
+                for member in members:
+                    try:
+                        tar.extract(member, real_root, filter=_data_filter_keep_time_now)
+                    except tarfile.FilterError as e:
+                        raise UnsafeArchiveError(
+                            f"Archive member {shown(member.name)} is unsafe: {e}"
+                        ) from e
+                    if member.isreg():
+                        written.append(member.name)
+        except (tarfile.TarError, OSError, EOFError) as e:
+            raise ModelDefError(f"The model definition archive cannot be unpacked: {e}") from e
     return sorted(set(written))
 
 
+@contextlib.contextmanager
+def _seekable(archive: ArchiveSource) -> Iterator[IO[bytes]]:
+    if isinstance(archive, bytes):
+        yield io.BytesIO(archive)
+    elif isinstance(archive, (str, os.PathLike)):
+        with open(archive, "rb") as stream:
+            yield stream
+    elif not archive.seekable():
+        raise ValueError("extract needs a seekable file object (it reads the archive twice)")
+    else:
+        yield archive
+
+
 def _checked_members(
-    tar: tarfile.TarFile, real_root: Path, max_unpacked_bytes: int, max_members: int
+    tar: tarfile.TarFile, real_root: Path, limits: Limits
 ) -> list[tarfile.TarInfo]:
     """Read every member header and check it; raise on the first unsafe one."""
     members: list[tarfile.TarInfo] = []
-    limits = _Limits(max_unpacked_bytes, max_members)
     for member in tar:
         limits.count(member)
         name = _check_member(member, real_root)
         if name is not None:
+            limits.path(member, name)
             members.append(member.replace(name=name, deep=False))
+    limits.finish()
     return members
 
 
@@ -241,10 +328,10 @@ _IGNORE_ADVICE = (
 
 def _too_large_message(files: list[SourceFile], size: int, limit: int, what: str) -> str:
     sizes = sorted(((f.source.stat().st_size, f.relpath) for f in files), reverse=True)
-    largest = "\n".join(f"  {_human(s)}  {p}" for s, p in sizes[:5])
+    largest = "\n".join(f"  {human(s)}  {p}" for s, p in sizes[:5])
     return (
-        f"The model definition is too large: {what} {_human(size)} "
-        f"({size} bytes), over the limit of {_human(limit)} ({limit} bytes).\n"
+        f"The model definition is too large: {what} {human(size)} "
+        f"({size} bytes), over the limit of {human(limit)} ({limit} bytes).\n"
         f"The largest files are:\n{largest}\n{_IGNORE_ADVICE}"
     )
 
@@ -263,15 +350,6 @@ def _too_many_message(files: list[SourceFile], dirs: int, limit: int) -> str:
     )
 
 
-def _human(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
-
-
 def _check_member(member: tarfile.TarInfo, real_root: Path) -> str | None:
     """Return the member's normalised name, None to skip it (the root), or raise."""
     name = _check_name(member)
@@ -280,7 +358,7 @@ def _check_member(member: tarfile.TarInfo, real_root: Path) -> str | None:
     dest = Path(os.path.realpath(real_root.joinpath(*name.split("/"))))
     if not dest.is_relative_to(real_root):
         raise UnsafeArchiveError(
-            f"Archive member {member.name!r} would be written outside the target directory; "
+            f"Archive member {shown(member.name)} would be written outside the target directory; "
             "refusing to unpack."
         )
     return name
@@ -292,28 +370,35 @@ def _check_name(member: tarfile.TarInfo) -> str | None:
     raw = member.name
     if raw.startswith(("/", "\\")) or (len(raw) > 1 and raw[0].isalpha() and raw[1] == ":"):
         raise UnsafeArchiveError(
-            f"Archive member {raw!r} has an absolute path; refusing to unpack."
+            f"Archive member {shown(raw)} has an absolute path; refusing to unpack."
         )
     parts = PurePosixPath(raw.replace("\\", "/")).parts
     if ".." in parts:
         raise UnsafeArchiveError(
-            f"Archive member {raw!r} has a '..' component that escapes the target directory; "
+            f"Archive member {shown(raw)} has a '..' component that escapes the target directory; "
             "refusing to unpack."
         )
     parts = tuple(p for p in parts if p != ".")
     if not parts:
         if member.isdir():
             return None
-        raise UnsafeArchiveError(f"Archive member {raw!r} has an empty name; refusing to unpack.")
+        raise UnsafeArchiveError(
+            f"Archive member {shown(raw)} has an empty name; refusing to unpack."
+        )
     if member.issym() or member.islnk():
         kind = "symbolic link" if member.issym() else "hard link"
         raise UnsafeArchiveError(
-            f"Archive member {raw!r} is a {kind} (to {member.linkname!r}); links are not "
+            f"Archive member {shown(raw)} is a {kind} (to {shown(member.linkname)}); links are not "
             "allowed in a model definition archive."
+        )
+    if member.type == tarfile.GNUTYPE_SPARSE or member.issparse():
+        raise UnsafeArchiveError(
+            f"Archive member {shown(raw)} is a GNU sparse file; only regular files and "
+            "directories are allowed."
         )
     if not (member.isreg() or member.isdir()):
         raise UnsafeArchiveError(
-            f"Archive member {raw!r} is a device, pipe or other special file; only regular "
+            f"Archive member {shown(raw)} is a device, pipe or other special file; only regular "
             "files and directories are allowed."
         )
     return "/".join(parts)

@@ -20,12 +20,13 @@ class UnsafeArchiveError(ModelDefError):
 
 class ArchiveLimitError(UnsafeArchiveError):
     """An archive passes one of the limits it is checked against (a zip-bomb or resource
-    guard rather than an unsafe member): its compressed size, its unpacked size or its
-    member count.
+    guard rather than an unsafe member): its compressed size, its unpacked size, its member
+    count, the size of its extended headers or the length of a member's path.
 
     ``limit`` names the keyword argument of :func:`~pedl.model_def.check_archive` that was
-    passed (``"max_bytes"``, ``"max_unpacked_bytes"`` or ``"max_members"``), so that a caller
-    can tell the user which of its own settings to change.
+    passed (``"max_bytes"``, ``"max_unpacked_bytes"``, ``"max_members"``,
+    ``"max_header_bytes"`` or ``"max_path_chars"``), so that a caller can tell the user which
+    of its own settings to change.
     """
 
     def __init__(self, message: str, *, limit: str) -> None:

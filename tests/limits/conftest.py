@@ -23,10 +23,13 @@ RSS_LIMIT_BYTES = 500 * 1024 * 1024
 
 @functools.cache
 def million_member_archive() -> bytes:
-    """A gzip-compressed tar of 1,000,000 empty files (one name, repeated); built once."""
-    block = tarfile.TarInfo("f").tobuf(tarfile.GNU_FORMAT) * 1000
+    """A gzip-compressed tar of 1,000,000 empty files; built once. The first 11,000 have
+    names of their own (a repeated name is refused as a duplicate at once); the rest repeat
+    one name, never read by a check that stops at 10,000 members."""
     gz = zlib.compressobj(1, zlib.DEFLATED, 31)
-    parts = [gz.compress(block) for _ in range(1000)]
+    distinct = b"".join(tarfile.TarInfo(f"f{i}").tobuf(tarfile.GNU_FORMAT) for i in range(11_000))
+    block = tarfile.TarInfo("f").tobuf(tarfile.GNU_FORMAT) * 1000
+    parts = [gz.compress(distinct), *(gz.compress(block) for _ in range(989))]
     return b"".join([*parts, gz.compress(b"\0" * 1024), gz.flush()])
 
 

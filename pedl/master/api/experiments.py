@@ -107,6 +107,8 @@ _ARCHIVE_SETTINGS = {
     "max_bytes": "max_model_definition_bytes",
     "max_unpacked_bytes": "max_model_definition_unpacked_bytes",
     "max_members": "max_model_definition_members",
+    "max_header_bytes": "max_model_definition_header_bytes",
+    "max_path_chars": "max_model_definition_path_chars",
 }
 """The master setting behind each limit of :func:`pedl.model_def.check_archive`."""
 
@@ -127,6 +129,8 @@ def _checked_model_definition(value: str, settings: MasterSettings) -> bytes:
             max_bytes=settings.max_model_definition_bytes,
             max_unpacked_bytes=settings.max_model_definition_unpacked_bytes,
             max_members=settings.max_model_definition_members,
+            max_header_bytes=settings.max_model_definition_header_bytes,
+            max_path_chars=settings.max_model_definition_path_chars,
         )
     except ArchiveLimitError as err:
         setting = _ARCHIVE_SETTINGS[err.limit]
