@@ -189,12 +189,12 @@ def grid_hparams(space: Mapping[str, Any]) -> list[dict[str, Any]]:
     Axes are the hyperparameters in :func:`canonical_order` (nested groups expanded in
     place, also sorted); the first axis varies slowest. So the points and their order depend
     only on the space's contents, never on its key order; each point has the space's key
-    order. const: its one value; categorical: all
-    ``vals`` in order; int/double/log need ``count`` (ConfigError naming each one
-    without). ``count == 1`` gives the midpoint (for log, of the exponents); otherwise
-    ``count`` evenly spaced points including both ends. int points are rounded half away
-    from zero, and ``count`` is capped at the number of integers in the range, so int
-    values never repeat. An empty space gives one empty point: ``[{}]``.
+    order. const: its one value; categorical: all ``vals`` in order; int/double/log need
+    ``count`` (ConfigError naming each one without). ``count == 1`` gives the midpoint (for
+    log, of the exponents); otherwise ``count`` evenly spaced points including both ends.
+    int points are rounded half away from zero, and ``count`` is capped at the number of
+    integers in the range, so int values never repeat. An empty space gives one empty
+    point: ``[{}]``.
     """
     typed = _validated(space)
     missing = missing_grid_counts(typed, _PREFIX)
