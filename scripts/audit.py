@@ -34,10 +34,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pip._internal.models.index import PyPI  # the index pip-audit asks, as pip names it
+
 ROOT = Path(__file__).resolve().parent.parent
 ALLOWLIST = ROOT / "audit-allowlist.toml"
 UI = ROOT / "ui"
-PYPI_PROJECT = "{index}/pypi/{name}/json"
 NOT_ON_PYPI = "Dependency not found on PyPI"
 
 
@@ -106,7 +107,7 @@ def _latest_release_vulns(name: str, version: str) -> tuple[list[dict[str, Any]]
     """PyPI's vulnerability records of ``name`` at ``version`` from the project's page, which
     gives those of its latest release only: (None, why) where ``version`` is not that one."""
     try:
-        project = _get_json(PYPI_PROJECT.format(name=name))
+        project = _get_json(f"{PyPI.pypi_url}/{name}/json")
     except (urllib.error.URLError, TimeoutError, ValueError) as error:
         return None, f"PyPI's project page did not answer ({error})"
     latest = project["info"]["version"]

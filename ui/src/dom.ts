@@ -15,6 +15,9 @@ export function h<K extends keyof HTMLElementTagNameMap>(
       el.addEventListener(key.slice(2).toLowerCase(), value);
     } else if (key === "class") {
       el.className = String(value);
+    } else if (key === "style") {
+      // Through the CSSOM: the master's Content-Security-Policy blocks style attributes.
+      el.style.cssText = String(value);
     } else if (value === true) {
       el.setAttribute(key, "");
     } else {
