@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -179,8 +180,12 @@ def audit_npm() -> Report:
     report = Report()
     if not (UI / "package-lock.json").exists():
         return report
+    npm = shutil.which("npm")
+    if npm is None:
+        report.not_audited.append("ui/package-lock.json: npm is missing (make ui installs it)")
+        return report
     result = subprocess.run(
-        ["npm", "audit", "--json", "--package-lock-only"], cwd=UI, capture_output=True, text=True
+        [npm, "audit", "--json", "--package-lock-only"], cwd=UI, capture_output=True, text=True
     )
     try:
         answer = json.loads(result.stdout)
