@@ -224,6 +224,18 @@ def test_a_trial_process_runs_as_the_trial_user_and_its_checkpoints_are_sealed(
         for setting in ("checkpoint_storage.host_path", "PEDL_CHECKPOINT_DIR", "PEDL_TRIAL_USER"):
             assert setting in message
         assert manager.running() == set() and not hidden.exists()
+
+        # A symbolic link of the trial user's on the way (a trial could have made it, to have
+        # the master open up another directory): refused, not followed.
+        elsewhere = open_dir / "elsewhere"
+        elsewhere.mkdir(mode=0o755)
+        link = open_dir / "link"
+        link.symlink_to(elsewhere)
+        os.lchown(link, NOBODY.pw_uid, NOBODY.pw_gid)
+        for via in (link, link / "sub"):
+            with pytest.raises(PermissionError, match="a symbolic link of the trial user nobody"):
+                manager.start(TrialLaunch(3, "http://x", "t3", 1, env, checkpoint_dir=str(via)))
+        assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o755 and not (elsewhere / "sub").exists()
     finally:
         manager.shutdown()
     assert not root.exists()

@@ -50,6 +50,7 @@ TRIAL_UMASK = 0o077
 _TEMPORARY_PREFIX = ".tmp-"
 """Names of checkpoints being written (:class:`~pedl.storage.SharedFSStorage`)."""
 _STORAGE_MODE = 0o1733
+_STICKY_AND_WRITABLE = stat.S_ISVTX | stat.S_IWOTH
 _X, _W, _R = 1, 2, 4
 
 
@@ -99,12 +100,22 @@ class TrialUser:
             self._root = None
 
     def give(self, directory: Path) -> None:
-        """Hand a new private ``directory`` (0700) to the user, with a ``home`` of its own in
-        it."""
-        home = directory / HOME_NAME
-        home.mkdir(mode=0o700)
-        os.chown(directory, self.uid, self.gid)
-        os.chown(home, self.uid, self.gid)
+        """Hand a new private ``directory`` (0700, just made by the master) to the user, with
+        a ``home`` of its own in it; through file descriptors, so that a process of the user
+        that can write where ``directory`` lies (a warm worker's directory) cannot make the
+        master hand it something else."""
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(directory, flags)
+        try:
+            os.mkdir(HOME_NAME, 0o700, dir_fd=fd)
+            home = os.open(HOME_NAME, flags, dir_fd=fd)
+            try:
+                os.fchown(home, self.uid, self.gid)
+            finally:
+                os.close(home)
+            os.fchown(fd, self.uid, self.gid)
+        finally:
+            os.close(fd)
 
     def may(self, path: Path, want: int, st: os.stat_result | None = None) -> bool:
         """Whether the user may ``want`` (``_R``, ``_W``, ``_X`` bits) ``path`` by its mode
@@ -160,8 +171,10 @@ class TrialUser:
 
     def prepare_storage(self, directory: Path) -> None:
         """Make a checkpoint storage ``directory`` ready for the user's trials (created if
-        missing; mode 1733, not the user's) and seal what is finished in it. Raises
-        ``PermissionError`` naming the settings when the user cannot reach it."""
+        missing; mode 1733, not the user's, unless it is sticky and writable by all already,
+        as ``/tmp``) and seal what is finished in it. Raises ``PermissionError`` naming the
+        settings when the user cannot reach it, or when the way there goes through a
+        symbolic link of the user's."""
         blocked = self.barrier(directory)
         if blocked is not None:
             mode = stat.S_IMODE(blocked.stat().st_mode)
@@ -172,62 +185,128 @@ class TrialUser:
                 "or the master's checkpoint_dir, PEDL_CHECKPOINT_DIR), or run trials as the "
                 "master's user (trial_user '', PEDL_TRIAL_USER=)"
             )
-        directory.mkdir(parents=True, exist_ok=True)
-        st = directory.stat()
-        if st.st_uid == self.uid or st.st_gid == self.gid:
-            os.chown(
-                directory,
-                os.geteuid() if st.st_uid == self.uid else -1,
-                os.getegid() if st.st_gid == self.gid else -1,
-            )
-        if stat.S_IMODE(st.st_mode) != _STORAGE_MODE:
-            directory.chmod(_STORAGE_MODE)
-        self.seal(directory)
+        fd = self._open_storage(directory, create=True)
+        try:
+            st = os.fstat(fd)
+            if st.st_uid == self.uid or st.st_gid == self.gid:
+                os.fchown(
+                    fd,
+                    os.geteuid() if st.st_uid == self.uid else -1,
+                    os.getegid() if st.st_gid == self.gid else -1,
+                )
+            shared = st.st_mode & _STICKY_AND_WRITABLE == _STICKY_AND_WRITABLE
+            if stat.S_IMODE(st.st_mode) != _STORAGE_MODE and not shared:
+                os.fchmod(fd, _STORAGE_MODE)
+            self._seal_in(fd)
+        finally:
+            os.close(fd)
 
     def seal(self, directory: Path) -> list[str]:
         """Hand every finished checkpoint the user wrote in ``directory`` (a storage
         directory: entries whose names do not start with ``.tmp-``) to the master's user,
         read-only for others; return their names. Never follows a symbolic link, and
         touches only what the user owns."""
-        sealed: list[str] = []
         try:
-            entries = list(os.scandir(directory))
+            fd = self._open_storage(directory, create=False)
         except OSError:
-            return sealed
-        for entry in entries:
+            return []
+        try:
+            return self._seal_in(fd)
+        finally:
+            os.close(fd)
+
+    def _open_storage(self, directory: Path, *, create: bool) -> int:
+        """A file descriptor of ``directory``, found component by component from ``/``
+        without following a symbolic link of the user's (a trial could make one point at
+        ``/etc``): one of another owner is followed, after checking that it is still the
+        same link; with ``create``, missing directories are made (mode 0755). Raises
+        ``PermissionError`` on a link of the user's, ``OSError`` where the path fails."""
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        parts = list(Path(os.path.abspath(directory)).parts[1:])
+        fd = os.open("/", flags)
+        hops = 0
+        try:
+            while parts:
+                name = parts.pop(0)
+                if name in ("", "."):
+                    continue
+                try:
+                    child = os.open(name, flags, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(name, 0o755, dir_fd=fd)
+                    child = os.open(name, flags, dir_fd=fd)  # ELOOP if a link came instead
+                except OSError as err:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    if not stat.S_ISLNK(st.st_mode):
+                        raise err
+                    if st.st_uid == self.uid:
+                        raise PermissionError(
+                            f"the checkpoint storage {directory} goes through {name}, a "
+                            f"symbolic link of the trial user {self.name}: a trial could "
+                            "point it anywhere; the master does not follow it"
+                        ) from None
+                    target = os.readlink(name, dir_fd=fd)
+                    again = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    hops += 1
+                    if (again.st_ino, again.st_dev) != (st.st_ino, st.st_dev) or hops > 40:
+                        raise PermissionError(
+                            f"the checkpoint storage {directory}: {name} changed, or links "
+                            "too often, while the master opened it"
+                        ) from None
+                    parts = list(Path(target).parts) + parts
+                    if target.startswith("/"):
+                        parts.pop(0)
+                        os.close(fd)
+                        fd = os.open("/", flags)
+                    continue
+                os.close(fd)
+                fd = child
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _seal_in(self, storage_fd: int) -> list[str]:
+        sealed: list[str] = []
+        for entry in list(os.scandir(storage_fd)):
             if entry.name.startswith(_TEMPORARY_PREFIX):
                 continue
             with contextlib.suppress(OSError):
                 st = entry.stat(follow_symlinks=False)
                 if st.st_uid == self.uid and stat.S_ISDIR(st.st_mode):
-                    self._seal_tree(directory, entry.name)
+                    self._seal_tree(storage_fd, entry.name)
                     sealed.append(entry.name)
         return sealed
 
-    def _seal_tree(self, directory: Path, name: str) -> None:
-        parent = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            for _, _, files, dir_fd in os.fwalk(name, dir_fd=parent, follow_symlinks=False):
-                self._seal_fd(dir_fd, 0o755)
-                for file in files:
-                    try:
-                        fd = os.open(
-                            file,
-                            os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                            dir_fd=dir_fd,
-                        )
-                    except OSError:  # a symbolic link, a socket: left as they are
-                        with contextlib.suppress(OSError):
-                            st = os.stat(file, dir_fd=dir_fd, follow_symlinks=False)
-                            if st.st_uid == self.uid:
-                                os.chown(file, 0, 0, dir_fd=dir_fd, follow_symlinks=False)
-                        continue
-                    try:
-                        self._seal_fd(fd, 0o644)
-                    finally:
-                        os.close(fd)
-        finally:
-            os.close(parent)
+    def _seal_tree(self, storage_fd: int, name: str) -> None:
+        for _, _, files, dir_fd in os.fwalk(name, dir_fd=storage_fd, follow_symlinks=False):
+            self._seal_fd(dir_fd, 0o755)
+            for file in files:
+                try:
+                    fd = os.open(
+                        file,
+                        os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                        dir_fd=dir_fd,
+                    )
+                except OSError:  # a symbolic link, a socket: only handed over
+                    with contextlib.suppress(OSError):
+                        st = os.stat(file, dir_fd=dir_fd, follow_symlinks=False)
+                        if st.st_uid == self.uid:
+                            os.chown(
+                                file,
+                                os.geteuid(),
+                                os.getegid(),
+                                dir_fd=dir_fd,
+                                follow_symlinks=False,
+                            )
+                    continue
+                try:
+                    self._seal_fd(fd, 0o644)
+                finally:
+                    os.close(fd)
 
     def _seal_fd(self, fd: int, mode: int) -> None:
         st = os.fstat(fd)
