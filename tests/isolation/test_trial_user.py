@@ -241,6 +241,28 @@ def test_a_trial_process_runs_as_the_trial_user_and_its_checkpoints_are_sealed(
     assert not root.exists()
 
 
+@needs_root
+def test_a_temporary_directory_out_of_the_trial_user_s_reach_refuses_the_start(
+    tmp_path: Path, fake_trial: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # pytest's: root's, 0700
+    rec = Recorder()
+    manager = LocalResourceManager(
+        cpu_slots=1,
+        on_exit=rec.on_exit,
+        log_sink=rec.sink,
+        gpus=[],
+        python=fake_trial,
+        trial_user=TrialUser.named("nobody"),
+    )
+    try:
+        with pytest.raises(PermissionError, match="cannot reach the master's temporary direc"):
+            manager.start(TrialLaunch(1, "http://x", "t1", 1, {"CKPT": "/nonexistent"}))
+        assert manager.running() == set() and list(tmp_path.iterdir()) == []
+    finally:
+        manager.shutdown()
+
+
 def test_the_trial_user_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PEDL_TRIAL_USER")
     assert MasterSettings().trial_user == "nobody"  # the default

@@ -86,10 +86,20 @@ class TrialUser:
         return {"user": self.uid, "group": self.gid, "extra_groups": [], "umask": TRIAL_UMASK}
 
     def root(self) -> Path:
-        """This master's directory of private directories (mode 0711, the master's)."""
+        """This master's directory of private directories (mode 0711, the master's, in its
+        temporary directory). Raises ``PermissionError`` when the user cannot reach it."""
         if self._root is None or not self._root.is_dir():
             root = Path(tempfile.mkdtemp(prefix=f"{TRIALS_DIR_PREFIX}{os.getpid()}-"))
             root.chmod(0o711)
+            blocked = self.barrier(root)
+            if blocked is not None:
+                shutil.rmtree(root, ignore_errors=True)
+                raise PermissionError(
+                    f"trials run as {self.name} (the master's trial_user), which cannot reach "
+                    f"the master's temporary directory {root.parent}: it may not enter "
+                    f"{blocked}. Start the master with TMPDIR naming a directory it can enter "
+                    "(e.g. /tmp)"
+                )
             self._root = root
         return self._root
 
