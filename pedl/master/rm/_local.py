@@ -88,12 +88,12 @@ class LocalResourceManager(ResourceManager):
     launch's variables, ``PEDL_MASTER_URL``, ``PEDL_TRIAL_ID``, ``PEDL_MASTER_PID`` (the
     child exits when its master dies: see :mod:`pedl.exec`) and ``TMPDIR``, a private
     directory (0700) of the trial's removed when its process has been reaped, however it
-    ended. The trial's token is never in an
-    environment or a command line: a trial process reads it from an inherited socket named by
-    ``PEDL_TRIAL_TOKEN_FD``, a warm worker gets it in its control message. Each process runs
-    in its own process group (session). Constructing the resource manager makes this process
-    non-dumpable and hides its secrets from ``/proc`` (:func:`protect_master_process`), and
-    removes the private directories that masters gone before (SIGKILLed) left behind.
+    ended. The trial's token is never in an environment or a command line: a trial process
+    reads it from an inherited socket named by ``PEDL_TRIAL_TOKEN_FD``, a warm worker gets it
+    in its control message. Each process runs in its own process group (session).
+    Constructing the resource manager makes this process non-dumpable and hides its secrets
+    from ``/proc`` (:func:`protect_master_process`), and removes the private directories that
+    masters gone before (SIGKILLed) left behind.
 
     The child runs with ``python``, or with the interpreter that the launch's
     ``PEDL_TRIAL_PYTHON`` names (a path, or a command on PATH), which must have PEDL
