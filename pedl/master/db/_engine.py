@@ -21,6 +21,10 @@ PostgreSQL ignores it.
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 DEFAULT_POOL_SIZE = {"sqlite": 16, "postgresql": 20}
 DEFAULT_POOL_TIMEOUT_S = 2.0
+SQLITE_LARGE_BIND_BYTES = 1 << 20
+"""A pooled SQLite connection that bound a value at least this large (a model definition's
+archive) is closed when it returns to the pool (:func:`_forget_large_binds`)."""
+_LARGE_BIND = "pedl_large_bind"
 
 
 def normalize_url(url: str | URL) -> URL:
@@ -77,7 +81,46 @@ def make_engine(
     )
     event.listen(engine, "connect", functools.partial(_on_sqlite_connect, busy_ms))
     event.listen(engine, "begin", _on_sqlite_begin)
+    if on_disk:
+        _forget_large_binds(engine)
     return engine
+
+
+def _forget_large_binds(engine: Engine) -> None:
+    """Close a pooled SQLite connection, when it returns to the pool, once a statement of it
+    (not an ``executemany`` batch) has bound a byte string of :data:`SQLITE_LARGE_BIND_BYTES`
+    or more; the next checkout opens a new one.
+
+    The ``sqlite3`` module keeps each connection's statements in a cache, and SQLite keeps a
+    statement's bound values (copies) until it is bound again: without this, every connection
+    that inserted a model definition held a copy of the archive for as long as it lived, up
+    to a pool's worth of archives (16 of up to 96 MiB each) that never went back to the system.
+    """
+
+    def note(
+        conn: Connection,
+        _cursor: Any,
+        _statement: str,
+        parameters: Any,
+        _context: Any,
+        executemany: bool,
+    ) -> None:
+        if executemany or not parameters:  # batches (metric rows) are made of small values
+            return
+        values = parameters.values() if isinstance(parameters, dict) else parameters
+        if any(
+            isinstance(value, bytes | bytearray | memoryview)
+            and len(value) >= SQLITE_LARGE_BIND_BYTES
+            for value in values
+        ):
+            conn.connection.info[_LARGE_BIND] = True
+
+    def checkin(_dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        if record.info.pop(_LARGE_BIND, False):
+            record.invalidate()
+
+    event.listen(engine, "before_cursor_execute", note)
+    event.listen(engine.pool, "checkin", checkin)
 
 
 def _on_sqlite_connect(busy_ms: int, dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:

@@ -56,6 +56,10 @@ def create_experiment(
     )
     session.add(experiment)
     session.flush()
+    # The archive is written: let it go with the request (reloaded if read again). Held by
+    # the experiment <-> model definition reference cycle, it would stay until the garbage
+    # collector's next full collection, which an idle master may not run for hours.
+    session.expire(experiment.model_definition, ["archive"])
     return experiment
 
 
