@@ -469,6 +469,8 @@ def _pax_records(payload: bytes, offset: int) -> dict[str, bytes]:
     pos = 0
     while pos < len(payload):
         match = _PAX_RECORD.match(payload, pos)
+        if match is not None and len(match.group(1)) > len(str(len(payload))):
+            match = None  # a length longer than the header (and int() of 5,000 digits fails)
         if match is None:
             if payload[pos:].strip(b"\0"):
                 raise ModelDefError(f"the PAX header at byte {offset} holds a malformed record")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+import os
 import re
 import struct
 import tarfile
@@ -21,6 +22,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pedl.master import MasterSettings
 from pedl.model_def import (
@@ -307,6 +310,10 @@ def test_malformed_pax_records_and_cut_archives_are_not_tars() -> None:
     bad = header("././@PaxHeader", tarfile.XHDTYPE, 12) + b"99 path=a.py" + pad(12)
     with pytest.raises(ModelDefError, match="malformed record"):
         check_archive(_raw(bad, header("a.py")))
+    digits = b"9" * 5000 + b" path=a.py\n"  # int() refuses 5,000 digits with a ValueError
+    huge = header("././@PaxHeader", tarfile.XHDTYPE, len(digits)) + digits + pad(len(digits))
+    with pytest.raises(ModelDefError, match="malformed record"):
+        check_archive(_raw(huge, header("a.py")))
     cut = zlib.compressobj(6, zlib.DEFLATED, 31)
     archive = cut.compress(header("a.py", size=4096) + b"x" * 100) + cut.flush()
     with pytest.raises(ModelDefError, match=re.escape("cut short in member 'a.py'")):
@@ -339,6 +346,35 @@ def test_a_seekable_file_is_checked_from_where_it_stands(tmp_path: Path) -> None
             check_archive(spooled, max_bytes=len(archive) - 1)
         spooled.seek(len(b"ignored prefix"))
         assert extract(spooled, tmp_path / "out") == ["m.py"]
+
+
+@pytest.mark.parametrize("mode", ["w", "w:gz", "w:bz2", "w:xz"])
+def test_extract_reads_every_compression_tarfile_does(tmp_path: Path, mode: str) -> None:
+    # extract scans the archive first in every format tarfile's "r:*" opens (bounded).
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode=mode) as tar:
+        for i in range(3):
+            info = tarfile.TarInfo(f"d/f{i}.bin")
+            info.size = 70_000
+            tar.addfile(info, io.BytesIO(bytes(range(250)) * 280))
+    assert extract(buffer.getvalue(), tmp_path) == ["d/f0.bin", "d/f1.bin", "d/f2.bin"]
+    assert (tmp_path / "d" / "f2.bin").read_bytes() == bytes(range(250)) * 280
+
+
+def test_a_tar_split_across_gzip_members_is_read_whole(tmp_path: Path) -> None:
+    # As gzip.GzipFile (and so tarfile) reads it: members in turn, zero bytes between skipped.
+    members = [(f"g{i}", b"q" * 100_000) for i in range(3)]
+    tar = _tar(*members)
+    with tarfile.open(fileobj=io.BytesIO(tar), mode="r:gz") as plain:
+        assert len(plain.getmembers()) == 3
+    raw = zlib.decompress(tar, 31)
+    split = zlib.compress(raw[:50_000], wbits=31) + b"\0\0" + zlib.compress(raw[50_000:], wbits=31)
+    check_archive(split)
+    assert extract(split, tmp_path) == ["g0", "g1", "g2"]
+    with pytest.raises(ArchiveLimitError, match="'g2' exceeds the limit of 2 members"):
+        check_archive(split, max_members=2)
+    with pytest.raises(ModelDefError, match="not gzip"):
+        check_archive(zlib.compress(raw[:50_000], wbits=31) + b"junk" + raw[50_000:])
 
 
 # --- over HTTP: a real master process on SQLite and PostgreSQL (tests/limits/conftest.py)
@@ -426,3 +462,64 @@ def test_a_lowered_setting_is_enforced_naming_it(
     assert setting in response.json()["error"]["message"], response.text
     # Within them, the same master accepts a model definition.
     assert _upload(lowered, _tar(("p/" + "q" * 30, b"x = 1\n"))).status_code == 201
+
+
+# --- the scan and tarfile agree: whatever check_archive accepts, tarfile reads the same way
+
+
+def _piece() -> st.SearchStrategy[bytes]:
+    names = st.sampled_from(["a", "b/c.py", "./d", "b", "e/", "a" * 99, "é.py", "x/../y"])
+    sizes = st.sampled_from([0, 1, 511, 512, 700])
+
+    def regular(name: str, size: int) -> bytes:
+        return header(name, size=size) + b"z" * size + pad(size)
+
+    def pax(kind: bytes, key: str, value: str) -> bytes:
+        return _pax(kind, {key: value})
+
+    def long_name(name: str) -> bytes:
+        data = name.encode() + b"\0"
+        return header("././@LongLink", tarfile.GNUTYPE_LONGNAME, len(data)) + data + pad(len(data))
+
+    return st.one_of(
+        st.builds(regular, names, sizes),
+        st.builds(lambda n: header(n, tarfile.DIRTYPE), names),
+        st.builds(long_name, names),
+        st.builds(
+            pax,
+            st.sampled_from([tarfile.XHDTYPE, tarfile.XGLTYPE]),
+            st.sampled_from(["path", "size", "mtime", "comment"]),
+            st.sampled_from(["f.py", "0", "700", "x", "1_0", " 5", "d/"]),
+        ),
+    )
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(
+    pieces=st.lists(_piece(), max_size=6),
+    flips=st.lists(st.tuples(st.integers(0, 4000), st.integers(1, 255)), max_size=2),
+)
+def test_what_check_archive_accepts_tarfile_reads_alike(
+    pieces: list[bytes], flips: list[tuple[int, int]]
+) -> None:
+    stream = bytearray(b"".join(pieces) + b"\0" * 1024)
+    for at, xor in flips:
+        if at < len(stream):
+            stream[at] ^= xor
+    gz = zlib.compressobj(6, zlib.DEFLATED, 31)
+    archive = gz.compress(bytes(stream)) + gz.flush()
+    try:
+        check_archive(archive)
+    except ModelDefError:
+        return
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        expected = {
+            "/".join(p for p in m.name.split("/") if p not in ("", ".")): m.size
+            for m in tar.getmembers()
+            if m.isreg()
+        }
+    with tempfile.TemporaryDirectory() as out:
+        written = extract(archive, out)
+        assert sorted(expected) == written
+        for name, size in expected.items():
+            assert os.path.getsize(os.path.join(out, name)) == size
