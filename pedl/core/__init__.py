@@ -22,6 +22,7 @@ from pedl.core._rest import (
 )
 from pedl.core._searcher import SearcherContext, SearcherOperation, SearcherSession, Unit
 from pedl.core._train import MetricsWriter, TrainContext
+from pedl.core._zmq_transport import DistributedError
 from pedl.engine import MetricKind
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "CheckpointStorageFullError",
     "Context",
     "DistributedContext",
+    "DistributedError",
     "FixedLengths",
     "MasterClient",
     "MasterError",

@@ -1,4 +1,4 @@
-"""``from_tf_config()``: Determined 0.38's ``DistributedContext.from_tf_config()``."""
+"""``from_tf_config()``: Determined 0.38's ``DistributedContext.from_tf_config()``, for scripts."""
 
 from __future__ import annotations
 
@@ -12,13 +12,15 @@ def from_tf_config() -> tuple[core.DistributedContext, tf.distribute.Strategy]:
     in (``with strategy.scope():``).
 
     A script trial runs on one slot: the strategy is TensorFlow's default one. Outside PEDL
-    the context is a single process's.
+    this is :meth:`pedl.core.DistributedContext.from_tf_config` (the ``TF_CONFIG``
+    environment variable's workers, else a single process).
     """
     context = core.active_context()
-    distributed = context.distributed if context is not None else core.DistributedContext.single()
-    if distributed.get_size() > 1:
+    if context is None:
+        return core.DistributedContext.from_tf_config()
+    if context.distributed.get_size() > 1:
         raise RuntimeError(
             "a script trial runs on one slot (slots_per_trial: 1); for several slots write a "
             "pedl.keras.TFKerasTrial"
         )
-    return distributed, tf.distribute.get_strategy()
+    return context.distributed, tf.distribute.get_strategy()
