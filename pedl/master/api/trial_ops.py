@@ -4,6 +4,12 @@ Start info, searcher operations, completions, early exits and preemption require
 bearer token; ``scheduling`` and ``kill`` are for signed-in users (``kill``: the experiment's
 owner or an administrator). On a master without an orchestrator (an
 API-only app) the orchestrator routes answer 409.
+
+A trial's token lives as long as the attempt it was issued to (see
+:mod:`pedl.master.db.trials`): once the process has exited, or the trial has ended, its
+routes answer 401; a trial that has ended answers 409 whatever token is presented, where the
+route reads the trial anyway. The length a trial is told to train to bounds the batch counts
+of its later metric rows and checkpoints (:meth:`~pedl.master.db.MetricIngestor.limit_batches`).
 """
 
 from __future__ import annotations
@@ -32,8 +38,10 @@ from pedl.master.api._schemas import (
     TrialSchedulingPublic,
     TrialStartInfo,
 )
+from pedl.master.db import MetricIngestor
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import trials as trials_repo
+from pedl.master.db.metrics import MAX_METRIC_MAGNITUDE
 from pedl.master.orchestrator import Orchestrator
 
 router = APIRouter(prefix="/trials", tags=["trial operations"], responses=ERROR_RESPONSES)
@@ -50,8 +58,9 @@ def _orchestrator(request: Request) -> Orchestrator:
 
 @router.get("/{trial_id}/start", responses=AUTH_RESPONSES)
 def get_trial_start(trial_id: TrialId, auth: TrialAuth, session: ReadSession) -> TrialStartInfo:
-    """What the trial process needs to start: hparams, seed, config, latest checkpoint."""
-    trial = trials_repo.get_trial(session, trial_id)
+    """What the trial process needs to start: hparams, seed, config, latest checkpoint (409
+    once the trial has ended)."""
+    trial = trials_repo.get_live_trial(session, trial_id)
     experiment = experiments_repo.get_experiment(session, trial.experiment_id)
     return TrialStartInfo(
         trial_id=trial.id,
@@ -69,8 +78,15 @@ def get_trial_start(trial_id: TrialId, auth: TrialAuth, session: ReadSession) ->
 def get_searcher_operation(
     trial_id: TrialId, auth: TrialAuth, request: Request
 ) -> SearcherOperationPublic:
-    """The trial's next operation (long-polls up to 5 s while there is none yet)."""
-    answer = _orchestrator(request).next_operation(trial_id, LONG_POLL_SECONDS)
+    """The trial's next operation (long-polls up to 5 s while there is none yet). Its
+    length, in batches, bounds the trial's metric rows and checkpoints from now on."""
+    orchestrator = _orchestrator(request)
+    answer = orchestrator.next_operation(trial_id, LONG_POLL_SECONDS)
+    ingestor = getattr(request.app.state, "metric_ingestor", None)
+    if answer.length is not None and isinstance(ingestor, MetricIngestor):
+        batches = orchestrator.length_in_batches(trial_id, answer.length)
+        if batches is not None:
+            ingestor.limit_batches(trial_id, batches)
     return SearcherOperationPublic(status=answer.status, length=answer.length)
 
 
@@ -78,9 +94,25 @@ def get_searcher_operation(
 def complete_searcher_operation(
     trial_id: TrialId, auth: TrialAuth, body: SearcherCompleted, request: Request
 ) -> None:
-    """The trial trained to ``length`` and validated; the searcher hears it once per length."""
+    """The trial trained to ``length`` and validated; the searcher hears it once per length.
+    409 for a length past the largest the searcher asked of the trial (``length``); 422 for
+    a finite metric beyond ±1e300 (``metric``, the bound of metric rows)."""
     metric = math.nan if body.metric is None else body.metric
-    _orchestrator(request).complete_operation(trial_id, body.length, metric)
+    if math.isfinite(metric) and abs(metric) > MAX_METRIC_MAGNITUDE:
+        raise ApiError(
+            422,
+            f"the searcher metric is {metric!r}: it must lie within ±{MAX_METRIC_MAGNITUDE:g}",
+            field="metric",
+        )
+    orchestrator = _orchestrator(request)
+    asked = orchestrator.asked_length(trial_id)
+    if asked is not None and body.length > asked:
+        raise ApiError(
+            409,
+            f"trial {trial_id} was asked to train to {asked}, not {body.length}",
+            field="length",
+        )
+    orchestrator.complete_operation(trial_id, body.length, metric)
 
 
 @router.post("/{trial_id}/exit", status_code=204, responses=AUTH_RESPONSES)

@@ -47,6 +47,7 @@ from pedl.master.api._schemas import (
     TrialPublic,
 )
 from pedl.master.db import (
+    ConflictError,
     IngestUnavailableError,
     LogLine,
     MetricIngestor,
@@ -57,6 +58,7 @@ from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import logs as logs_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
+from pedl.master.db.metrics import MetricValueError
 
 router = APIRouter(prefix="/trials", tags=["trials"], responses=ERROR_RESPONSES)
 
@@ -117,9 +119,13 @@ async def report_metrics(
     requests in one transaction (group commit); the route awaits it on the event loop (no
     worker thread, no connection of its own). The trial's token is checked in that
     transaction too, by the writer's one query for the whole batch (no read of its own per
-    request): 401/403 as for every trial write. 503 with Retry-After if the writer's queue is
-    full (``max_queued_reports``; nothing stored) or it has not committed the rows within 30 s
-    (they may still be stored: re-sending is safe).
+    request): 401/403 as for every trial write (a finished attempt's token is revoked: 401).
+    409 for a trial that has ended (``state``) or a row past the batch count the searcher
+    asked the trial to train to (``rows[i].total_batches``); 422 for a value beyond
+    ±1e300 (``rows[i].metrics.<name>``, see
+    :data:`~pedl.master.db.metrics.MAX_METRIC_MAGNITUDE`). 503 with Retry-After if the
+    writer's queue is full (``max_queued_reports``; nothing stored) or it has not committed
+    the rows within 30 s (they may still be stored: re-sending is safe).
     """
     return await ingest_report(ingestor, trial_id, metric_rows(body), token)
 
@@ -143,9 +149,10 @@ async def ingest_report(
     ingestor: MetricIngestor, trial_id: int, rows: list[MetricRow], token: str
 ) -> MetricsIngested:
     """Hand one report to the metric writer and await its commit (no worker thread); raises
-    :class:`ApiError` 401/403 (token), 503 (queue full, writer stuck or stopped), or the
-    writer's own error (404 unknown trial, a database error). Shared by the route and the
-    app's fast path (:class:`pedl.master.api._app.MetricReportFastPath`)."""
+    :class:`ApiError` 401/403 (token), 409 (the trial ended, a row past its length), 422 (a
+    value beyond the bound), 503 (queue full, writer stuck or stopped), or the writer's own
+    error (404 unknown trial, a database error). Shared by the route and the app's fast path
+    (:class:`pedl.master.api._app.MetricReportFastPath`)."""
     try:
         waiter = ingestor.submit_async(trial_id, rows, token=token)
         try:
@@ -160,6 +167,10 @@ async def ingest_report(
         raise ApiError(503, str(err)) from err
     except TrialTokenError as err:
         raise token_error(err.owner, trial_id) from err
+    except ConflictError as err:
+        raise ApiError(409, err.message, field=err.field) from err
+    except MetricValueError as err:
+        raise ApiError(422, err.message, field=err.field) from err
     return MetricsIngested(trial_id=trial_id, rows=written)
 
 
@@ -197,8 +208,9 @@ async def get_metrics(
 def append_logs(
     trial_id: TrialId, auth: TrialAuth, body: LogsBatch, session: WriteSession
 ) -> LogsIngested:
-    """Store log lines; lines whose ``seq`` is already stored are skipped (safe re-send)."""
-    trials_repo.get_trial(session, trial_id)
+    """Store log lines; lines whose ``seq`` is already stored are skipped (safe re-send).
+    409 once the trial has ended."""
+    trials_repo.get_live_trial(session, trial_id)
     lines = [
         LogLine(
             seq=line.seq,
@@ -240,8 +252,19 @@ def register_checkpoint(
 ) -> CheckpointPublic:
     """Register a checkpoint the trial stored (again: update its state/metadata/resources).
 
-    409 if the uuid belongs to another trial or was registered at another batch count.
+    409 if the uuid belongs to another trial or was registered at another batch count, if the
+    trial has ended (``state``), or if it is past the batch count the searcher asked the
+    trial to train to (``total_batches``).
     """
+    trial = trials_repo.get_live_trial(session, trial_id)
+    limit = _batch_limit(request, trial_id)
+    if limit is not None and body.total_batches > limit:
+        raise ApiError(
+            409,
+            f"a checkpoint at {body.total_batches} batches: trial {trial_id} was asked to "
+            f"train to {limit} batches",
+            field="total_batches",
+        )
     checkpoint = checkpoints_repo.register_checkpoint(
         session,
         trial_id,
@@ -251,7 +274,6 @@ def register_checkpoint(
         resources=body.resources,
         state=body.state,
     )
-    trial = trials_repo.get_trial(session, trial_id)
     orchestrator = getattr(request.app.state, "orchestrator", None)
     if orchestrator is not None and checkpoint.state == CheckpointState.COMPLETED:
         orchestrator.checkpoint_completed(
@@ -262,6 +284,13 @@ def register_checkpoint(
         trial.experiment_id,
         metrics_repo.validation_metrics_at(session, trial_id, checkpoint.total_batches),
     )
+
+
+def _batch_limit(request: Request, trial_id: int) -> int | None:
+    """The batch count the searcher asked the trial to train to, as far as this app's metric
+    writer knows (:meth:`~pedl.master.db.MetricIngestor.limit_batches`)."""
+    ingestor = getattr(request.app.state, "metric_ingestor", None)
+    return ingestor.batch_limit(trial_id) if isinstance(ingestor, MetricIngestor) else None
 
 
 @router.get("/{trial_id}/checkpoints", dependencies=[require_user], responses=USER_AUTH_RESPONSES)

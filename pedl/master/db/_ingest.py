@@ -7,7 +7,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import suppress
 from dataclasses import dataclass
@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from pedl.engine import MetricKind
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
 from pedl.master.db._database import Database
-from pedl.master.db._errors import NotFoundError
+from pedl.master.db._errors import ConflictError, NotFoundError
 from pedl.master.db._models import Trial
 from pedl.master.db.metrics import MetricRow
 
@@ -121,9 +122,13 @@ class MetricIngestor:
     - A request is answered only after its rows are committed (or with its error). Its rows
       are always written in one transaction, never split.
     - Requests are applied in arrival (queue) order, within and across batches.
-    - A request with a token that is not its trial's fails alone with
-      :class:`TrialTokenError`, one without a token for a trial that does not exist with
-      :class:`~pedl.master.db.NotFoundError`; the rest of its batch is stored. The check is
+    - A request with a token that is not its trial's (a revoked one included: see
+      :mod:`pedl.master.db.trials`) fails alone with :class:`TrialTokenError`, one without a
+      token for a trial that does not exist with :class:`~pedl.master.db.NotFoundError`, one
+      for a trial that has ended (a terminal state) with
+      :class:`~pedl.master.db.ConflictError` (``field="state"``), and one with a row past
+      the trial's :meth:`batch_limit` with :class:`~pedl.master.db.ConflictError`
+      (``field="rows[i].total_batches"``); the rest of its batch is stored. These checks are
       made in the batch's transaction, by one query for all its trials. If the batch
       transaction fails for any other reason (e.g. a trial deleted concurrently), each of
       its requests is retried in its own transaction and gets its own result or error.
@@ -140,6 +145,9 @@ class MetricIngestor:
     - With ``max_queued``, a request that finds that many requests already queued is refused
       at once with :class:`IngestOverloadedError` (load shedding: the API answers 503 with
       Retry-After and the trial re-sends).
+    - A request with a value no reader could use is refused at once, before it is queued,
+      with :class:`~pedl.master.db.metrics.MetricValueError` (see
+      :data:`~pedl.master.db.metrics.MAX_METRIC_MAGNITUDE`).
 
     On SQLite the writer takes the :class:`Database`'s writer lock like any other serialized
     writer of this process.
@@ -163,6 +171,27 @@ class MetricIngestor:
         self._lock = threading.Lock()
         self._stopped = False
         self._thread: threading.Thread | None = None
+        self._batch_limits: dict[int, int] = {}
+
+    MAX_LIMITS = 100_000
+    """How many trials' limits :meth:`limit_batches` keeps (the oldest are forgotten)."""
+
+    def limit_batches(self, trial_id: int, batches: int) -> None:
+        """The trial was asked to train to ``batches``: from now on its rows past the largest
+        count it was asked (this one or an earlier, larger one) are refused. Trials never
+        limited (a trial that no searcher drives) are not checked. The limits live in this
+        process's memory (a restarted master learns them again as each new attempt asks
+        for its operation, before it may report)."""
+        with self._lock:
+            known = self._batch_limits.get(trial_id)
+            self._batch_limits[trial_id] = batches if known is None else max(known, batches)
+            if len(self._batch_limits) > self.MAX_LIMITS:
+                del self._batch_limits[next(iter(self._batch_limits))]
+
+    def batch_limit(self, trial_id: int) -> int | None:
+        """The largest batch count the trial was asked to train to (:meth:`limit_batches`),
+        ``None`` if it was never limited."""
+        return self._batch_limits.get(trial_id)
 
     def start(self) -> None:
         """Start the writer thread (once); requests queued before are written first."""
@@ -194,7 +223,9 @@ class MetricIngestor:
         it is the trial's token (else :class:`TrialTokenError`, also for an unknown trial).
         Raises :class:`IngestUnavailableError` once :meth:`stop` was called (before
         :meth:`start`, requests wait in the queue), :class:`IngestOverloadedError` when
-        ``max_queued`` requests are already waiting."""
+        ``max_queued`` requests are already waiting, and
+        :class:`~pedl.master.db.metrics.MetricValueError` for a value no reader could use."""
+        metrics_repo.check_metric_values(rows)
         token_hash = None if token is None else trials_repo.hash_token(token)
         request = _Request(trial_id, list(rows), token_hash, future=Future())
         self._enqueue(request)
@@ -208,6 +239,7 @@ class MetricIngestor:
         future of that loop is resolved there, with those of the other requests of the same
         batch in one callback (one wake-up of the loop per batch). Cancelling it (its caller
         gave up) drops the request if the writer has not taken it yet."""
+        metrics_repo.check_metric_values(rows)
         token_hash = None if token is None else trials_repo.hash_token(token)
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[int] = loop.create_future()
@@ -298,10 +330,11 @@ class MetricIngestor:
         _answer([(request, refused.get(request, request.distinct_keys)) for request in batch])
 
     def _write_batch(self, batch: list[_Request]) -> dict[_Request, Exception]:
-        """Write the batch in one transaction, skipping the requests refused (unknown trial,
-        wrong token); returns those with their errors."""
+        """Write the batch in one transaction, skipping the requests refused (unknown or
+        ended trial, wrong token, a row past the trial's limit); returns those with their
+        errors."""
         with self.database.session(write=True, serialize=True) as session:
-            refused = _refused(session, batch)
+            refused = _refused(session, batch, self._batch_limits)
             by_trial: dict[int, list[MetricRow]] = {}
             for request in batch:
                 if request not in refused:
@@ -314,7 +347,7 @@ class MetricIngestor:
         error to answer it with."""
         try:
             with self.database.session(write=True, serialize=True) as session:
-                refused = _refused(session, [request])
+                refused = _refused(session, [request], self._batch_limits)
                 if request in refused:
                     raise refused[request]
                 return metrics_repo.upsert_metrics(session, request.trial_id, request.rows)
@@ -322,24 +355,33 @@ class MetricIngestor:
             return err
 
 
-def _refused(session: Session, requests: list[_Request]) -> dict[_Request, Exception]:
+def _refused(
+    session: Session, requests: list[_Request], limits: Mapping[int, int]
+) -> dict[_Request, Exception]:
     """The requests that must not be written, with their errors: one query for all trials
     (plus one for the owners of wrong tokens, if any)."""
     ids = {request.trial_id for request in requests}
     stored = {
-        trial_id: token_hash
-        for trial_id, token_hash in session.execute(
-            select(Trial.id, Trial.token_hash).where(Trial.id.in_(ids))
+        trial_id: (token_hash, state)
+        for trial_id, token_hash, state in session.execute(
+            select(Trial.id, Trial.token_hash, Trial.state).where(Trial.id.in_(ids))
         )
     }
     refused: dict[_Request, Exception] = {}
     wrong: list[_Request] = []
     for request in requests:
-        if request.token_hash is None:
-            if request.trial_id not in stored:
-                refused[request] = NotFoundError("trial", request.trial_id)
-        elif stored.get(request.trial_id) != request.token_hash:
+        found = stored.get(request.trial_id)
+        if request.token_hash is not None and (found is None or found[0] != request.token_hash):
             wrong.append(request)
+        elif found is None:
+            refused[request] = NotFoundError("trial", request.trial_id)
+        elif found[1].is_terminal:
+            refused[request] = ConflictError(
+                f"trial {request.trial_id} has ended ({found[1].value}): it takes no more metrics",
+                field="state",
+            )
+        elif (past := _past_limit(request, limits.get(request.trial_id))) is not None:
+            refused[request] = past
     if wrong:
         hashes = {request.token_hash for request in wrong}
         owners: dict[str | None, int] = {
@@ -351,3 +393,17 @@ def _refused(session: Session, requests: list[_Request]) -> dict[_Request, Excep
         for request in wrong:
             refused[request] = TrialTokenError(request.trial_id, owners.get(request.token_hash))
     return refused
+
+
+def _past_limit(request: _Request, limit: int | None) -> ConflictError | None:
+    """The error for the request's first row past ``limit`` batches, if it has one."""
+    if limit is None:
+        return None
+    for index, row in enumerate(request.rows):
+        if row.total_batches > limit:
+            return ConflictError(
+                f"a {MetricKind(row.kind).value} row at {row.total_batches} batches: trial "
+                f"{request.trial_id} was asked to train to {limit} batches",
+                field=f"rows[{index}].total_batches",
+            )
+    return None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,6 +32,91 @@ class MetricRow:
     total_records: int | None = None
     total_epochs: float | None = None
     reported_at: datetime | None = field(default=None)
+
+
+MAX_METRIC_MAGNITUDE = 1e300
+"""The largest magnitude a reported metric value may have (finite values beyond it are
+refused; ``NaN`` and the infinities are stored as strings, see :func:`upsert_metrics`).
+
+Both stores hold every finite double exactly (PostgreSQL's ``jsonb`` as an exact decimal,
+SQLite as the JSON text), so the bound is not about storage but about the values' readers,
+which must get back a finite number: SQLite writes the learning curves' values with 15
+significant digits, and a value within 1e-15 of the largest double (1.8e308) comes back as
+infinity; the charts and the downsampling add and subtract values (ranges, means), which
+overflow near the top of the range. 1e300 leaves eight orders of magnitude for that, and is
+far beyond any loss a model can meaningfully report (float32's largest value is 3.4e38, and
+a float64 loss past 1e300 has diverged: it can report ``"Infinity"``)."""
+
+
+class MetricValueError(ValueError):
+    """A reported metric value no reader could use (see :data:`MAX_METRIC_MAGNITUDE`);
+    ``field`` names it (``rows[i].metrics.<name>``)."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+def check_metric_values(rows: Sequence[MetricRow]) -> None:
+    """Raise :class:`MetricValueError` for the first finite value in ``rows`` whose magnitude
+    exceeds :data:`MAX_METRIC_MAGNITUDE` (non-numbers are left to the schema)."""
+    for index, row in enumerate(rows):
+        for name, value in row.metrics.items():
+            if isinstance(value, bool) or not isinstance(value, float | int):
+                continue
+            if isinstance(value, float) and not math.isfinite(value):
+                continue
+            if abs(value) > MAX_METRIC_MAGNITUDE:
+                shown = repr(value) if len(repr(value)) <= 24 else repr(value)[:20] + "..."
+                raise MetricValueError(
+                    f"metric {name!r} is {shown}: reported values must lie within "
+                    f'±{MAX_METRIC_MAGNITUDE:g} (report a diverged value as "Infinity")',
+                    field=f"rows[{index}].metrics.{name}",
+                )
+
+
+# PostgreSQL's jsonb keeps numbers as exact decimals and writes them without an exponent: a
+# float of 1e16 or more comes back as an integer literal (1e300: 301 digits), which JSON
+# readers take for an integer, and one below 1e-16 as a decimal of that many digits. Documents
+# with such literals (17 digits or more before any point, or 16 zeros after one) are written
+# again, floats as floats; every other document is passed on as stored.
+_LONG_LITERAL = re.compile(r"(?<![0-9.])[0-9]{17,}(?![0-9.eE])|\.0{16,}")
+_LONG_INTEGER_MIN = 10**16
+_MAX_FLOAT_INTEGER = int(sys.float_info.max)
+
+
+def _parse_int(text: str) -> int | float:
+    """A JSON integer literal: a float when it is one of jsonb's rewritten floats."""
+    value = int(text)
+    return float(value) if _is_long_integer(value) else value
+
+
+def float_literals(document: str) -> str:
+    """``document`` (a stored metrics document's JSON text) with every integer literal of 17
+    digits or more written as a float (``1e+300``, not 301 digits), and every number below
+    1e-16 with an exponent; unchanged (the same string, no decoding) when it has none."""
+    if _LONG_LITERAL.search(document) is None:
+        return document
+    decoded = json.loads(document, parse_int=_parse_int)
+    return json.dumps(decoded, ensure_ascii=False, separators=(", ", ": "))
+
+
+def as_floats(document: dict[str, Any]) -> dict[str, Any]:
+    """A decoded metrics document with the integers :func:`float_literals` rewrites (17
+    digits or more) as floats."""
+    if not any(_is_long_integer(value) for value in document.values()):
+        return document
+    return {
+        name: float(value) if _is_long_integer(value) else value for name, value in document.items()
+    }
+
+
+def _is_long_integer(value: object) -> bool:
+    """An integer of 17 digits or more that a float can hold."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    return _LONG_INTEGER_MIN <= abs(value) <= _MAX_FLOAT_INTEGER
 
 
 def upsert_metrics(session: Session, trial_id: int, rows: Sequence[MetricRow]) -> int:
@@ -218,7 +305,7 @@ def metrics_json(
         f'{head}{kinds[row_kind]},"total_batches":{batches},'
         f'"total_records":{"null" if records is None else records},'
         f'"total_epochs":{"null" if epochs is None else json.dumps(epochs)},'
-        f'"metrics":{values},"reported_at":{stamp(reported_at)}}}'
+        f'"metrics":{float_literals(values)},"reported_at":{stamp(reported_at)}}}'
         for row_kind, batches, records, epochs, values, reported_at in session.execute(query)
     ]
     return ("[" + ",".join(parts) + "]").encode()
@@ -238,14 +325,16 @@ def _sqlite_stamp_json(stored: str) -> str:
 def validation_metrics_at(
     session: Session, trial_id: int, total_batches: int
 ) -> dict[str, Any] | None:
-    """The validation metrics a trial reported at exactly ``total_batches``, if any."""
-    return session.scalar(
+    """The validation metrics a trial reported at exactly ``total_batches``, if any (floats
+    as floats, see :func:`as_floats`)."""
+    document = session.scalar(
         select(Metric.metrics).where(
             Metric.trial_id == trial_id,
             Metric.kind == MetricKind.VALIDATION,
             Metric.total_batches == total_batches,
         )
     )
+    return None if document is None else as_floats(document)
 
 
 class TrialSeries(NamedTuple):

@@ -1,4 +1,13 @@
-"""Queries on trials: creation with a scoped token, state, restarts, best/latest checkpoint."""
+"""Queries on trials: creation with a scoped token, state, restarts, best/latest checkpoint.
+
+A trial's token is valid for one attempt only: the orchestrator issues a new one when it
+starts a process for the trial (:func:`rotate_trial_token`) and revokes it when that process
+exits, however it ended (:func:`revoke_trial_token`), and every token of a trial that reaches
+a terminal state is revoked with the state change (:func:`set_trial_state`). A revoked token
+is stored as :data:`REVOKED_TOKEN_PREFIX` plus the trial's id, which no token hashes to, so
+every check of a trial token (:func:`trial_id_for_token`, the metric writer's comparison of
+hashes) refuses it without knowing about revocation.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +18,25 @@ import secrets
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal, cast, get_args
 
-from sqlalchemy import JSON, Enum, Select, String, Table, Text, func, select, type_coerce
+from sqlalchemy import (
+    JSON,
+    CursorResult,
+    Enum,
+    Select,
+    String,
+    Table,
+    Text,
+    func,
+    literal,
+    select,
+    type_coerce,
+    update,
+)
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.orm import Session
 
 from pedl.engine import CheckpointState, MetricKind, TrialState, check_trial_transition
-from pedl.master.db._errors import NotFoundError
+from pedl.master.db._errors import ConflictError, NotFoundError
 from pedl.master.db._models import Checkpoint, Experiment, Metric, Trial
 from pedl.master.db._types import UTCDateTime, sqlite_stamp_iso, utc_iso, utcnow
 
@@ -29,6 +51,15 @@ def hash_token(token: str) -> str:
 
 def _new_token() -> str:
     return secrets.token_urlsafe(32)
+
+
+REVOKED_TOKEN_PREFIX = "revoked:"
+"""The start of a revoked token's stored "hash": never a SHA-256 hex digest, so no token
+matches it (and unique per trial, as the column requires)."""
+
+
+def _revoked(trial_id: int) -> str:
+    return f"{REVOKED_TOKEN_PREFIX}{int(trial_id)}"
 
 
 def create_trial(
@@ -74,6 +105,32 @@ def rotate_trial_token(session: Session, trial_id: int) -> str:
     return token
 
 
+def revoke_trial_token(session: Session, trial_id: int, *, token_hash: str | None = None) -> bool:
+    """Revoke the trial's token: no token is valid for it until :func:`rotate_trial_token`
+    issues a new one. With ``token_hash`` (:func:`hash_token` of the token an attempt was
+    given), only if the trial still has that token: the end of an old attempt never revokes
+    a newer attempt's token. Returns whether a token was revoked (``False`` for an unknown
+    trial, too)."""
+    query = update(_trials).where(
+        _trials.c.id == trial_id, _trials.c.token_hash != _revoked(trial_id)
+    )
+    if token_hash is not None:
+        query = query.where(_trials.c.token_hash == token_hash)
+    result = session.execute(query.values(token_hash=_revoked(trial_id)))
+    return bool(cast(CursorResult[Any], result).rowcount)
+
+
+def revoke_all_trial_tokens(session: Session) -> int:
+    """Revoke the token of every trial (a starting orchestrator: none of its attempts runs
+    yet, and a process left from before must not write); returns how many were revoked."""
+    query = (
+        update(_trials)
+        .where(_trials.c.token_hash.not_like(f"{REVOKED_TOKEN_PREFIX}%"))
+        .values(token_hash=literal(REVOKED_TOKEN_PREFIX) + sql_cast(_trials.c.id, String))
+    )
+    return int(cast(CursorResult[Any], session.execute(query)).rowcount)
+
+
 def trial_id_for_token(session: Session, token: str) -> int | None:
     """The id of the trial that owns ``token``, ``None`` if no trial does."""
     return session.scalar(select(Trial.id).where(Trial.token_hash == hash_token(token)))
@@ -87,6 +144,19 @@ def get_trial(session: Session, trial_id: int, *, for_update: bool = False) -> T
     trial = session.scalars(query).one_or_none()
     if trial is None:
         raise NotFoundError("trial", trial_id)
+    return trial
+
+
+def get_live_trial(session: Session, trial_id: int) -> Trial:
+    """The trial with this id, which has not ended: raises :class:`ConflictError`
+    (``field="state"``) for a trial in a terminal state (it takes no more writes),
+    :class:`NotFoundError` for an unknown id."""
+    trial = get_trial(session, trial_id)
+    if trial.state.is_terminal:
+        raise ConflictError(
+            f"trial {trial_id} has ended ({trial.state.value}): it takes no more writes",
+            field="state",
+        )
     return trial
 
 
@@ -280,12 +350,15 @@ def all_trials(session: Session, experiment_id: int) -> list[Trial]:
 
 
 def set_trial_state(session: Session, trial_id: int, state: TrialState) -> Trial:
-    """Move a trial to ``state``; stamps ``ended_at`` on reaching a terminal state. Raises
+    """Move a trial to ``state``; on reaching a terminal state, stamps ``ended_at`` and
+    revokes the trial's token (a finished trial takes no more writes). Raises
     ``IllegalTransitionError`` for a forbidden move, :class:`NotFoundError` for a bad id."""
     trial = get_trial(session, trial_id, for_update=True)
     check_trial_transition(trial.state, state, trial_id=trial_id)
     if state != trial.state and state.is_terminal:
         trial.ended_at = utcnow()
+    if state.is_terminal:
+        trial.token_hash = _revoked(trial_id)
     trial.state = state
     session.flush()
     return trial

@@ -21,8 +21,12 @@ process exits and kill requests, and schedules runnable trials.
 
 Durability: everything needed to continue is in the database. After a crash each driver is
 rebuilt from its experiment's record; trials that were RUNNING or QUEUED start again from
-their latest checkpoint (their old processes died with the master, and each start rotates the
-trial's token, so a straggler can no longer write).
+their latest checkpoint (their old processes died with the master).
+
+Trial tokens end with their attempt: each start of a trial's process issues the trial a new
+token, its exit (completed, errored, killed, preempted, crashed) revokes it, and a starting
+orchestrator revokes every trial's token, so neither a straggler nor a process left from
+before can write.
 """
 
 from __future__ import annotations
@@ -65,9 +69,7 @@ from pedl.master.rm import (
     LocalResourceManager,
     ResourceManager,
     TrialLaunch,
-    storage_directory,
     trial_environment,
-    trial_user_for,
 )
 from pedl.master.scheduler import (
     DEFAULT_PRIORITY,
@@ -155,7 +157,6 @@ class Orchestrator:
                 cpu_slots=settings.cpu_slots,
                 reuse_workers=settings.worker_reuse,
                 spare_workers=settings.spare_workers,
-                trial_user=trial_user_for(settings),
                 **kw,
             )
         )
@@ -166,6 +167,8 @@ class Orchestrator:
         self._running_slots: dict[int, int] = {}
         self._reasons: dict[int, str] = {}
         self._reported: dict[int, tuple[TrialOutcome, TrialError | None]] = {}
+        self._attempt_tokens: dict[int, str] = {}
+        """The token hash of each trial's running attempt, revoked when it exits."""
         self._exits: queue.Queue[tuple[int, int]] = queue.Queue()
         self._kill_requests: queue.Queue[int] = queue.Queue()
         self._deleter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pedl-gc")
@@ -182,6 +185,10 @@ class Orchestrator:
     def start(self) -> None:
         """Adopt the live experiments and start the orchestrator's thread."""
         self._rm.prepare(self._master_url)
+        with self._db.session(write=True, serialize=True) as session:
+            revoked = trials_repo.revoke_all_trial_tokens(session)
+        if revoked:
+            logger.info("revoked the tokens of %d trials (no attempt of them runs)", revoked)
         self._sync_experiments()
         self._thread = threading.Thread(target=self._loop, name="pedl-orchestrator", daemon=True)
         self._thread.start()
@@ -466,6 +473,7 @@ class Orchestrator:
         with self._lock:
             self._running_slots[trial_id] = slots
             self._reported.pop(trial_id, None)
+            self._attempt_tokens[trial_id] = trials_repo.hash_token(token)
         self._event(actor, lambda d: d.trial_started(trial_id))
         where = (
             f"from the checkpoint at batch {checkpoint_batches}"
@@ -482,12 +490,12 @@ class Orchestrator:
                     slots=slots,
                     env=actor.config.environment.env_dict(self._rm.uses_gpus),
                     experiment_id=actor.experiment_id,
-                    checkpoint_dir=_checkpoint_dir(actor.config),
                 )
             )
         except Exception as err:
             with self._lock:
                 self._running_slots.pop(trial_id, None)
+            self._end_attempt(trial_id)
             error = TrialError(
                 type(err).__name__,
                 f"the trial process could not be started: {err}",
@@ -502,10 +510,24 @@ class Orchestrator:
         self._exits.put((trial_id, returncode))
         self._wake.set()
 
+    def _end_attempt(self, trial_id: int) -> None:
+        """Revoke the token of the trial's attempt that ended (not a newer one's)."""
+        with self._lock:
+            token_hash = self._attempt_tokens.pop(trial_id, None)
+        if token_hash is None:
+            return
+        try:
+            with self._db.session(write=True, serialize=True) as session:
+                trials_repo.revoke_trial_token(session, trial_id, token_hash=token_hash)
+        except Exception:
+            logger.exception("could not revoke the token of trial %d", trial_id)
+
     def _handle_exit(self, trial_id: int, returncode: int) -> None:
         with self._lock:
             started = self._running_slots.pop(trial_id, None) is not None
             reported = self._reported.pop(trial_id, None)
+        if started:
+            self._end_attempt(trial_id)
         if not started or self._stopping.is_set():
             return
         actor = self._actor_of(trial_id)
@@ -592,6 +614,30 @@ class Orchestrator:
         self._kill_requests.put(trial_id)
         self._wake.set()
 
+    def asked_length(self, trial_id: int) -> int | None:
+        """The largest length the searcher has asked the trial to train to (``None``: none
+        yet, or a trial this orchestrator does not run)."""
+        actor = self._actor_of(trial_id)
+        if actor is None:
+            return None
+        with actor.lock:
+            try:
+                return actor.driver.target_length(trial_id)
+            except KeyError:
+                return None
+
+    def length_in_batches(self, trial_id: int, length: int) -> int | None:
+        """The searcher's ``length`` in batches for this trial (``None`` if it does not
+        convert, or for a trial this orchestrator does not run)."""
+        actor = self._actor_of(trial_id)
+        if actor is None:
+            return None
+        with actor.lock:
+            try:
+                return actor.driver.to_batches(trial_id, length)
+            except KeyError:
+                return None
+
     def should_preempt(self, trial_id: int) -> bool:
         """Whether the trial's process should checkpoint and exit now."""
         actor = self._actor_of(trial_id)
@@ -608,9 +654,3 @@ class Orchestrator:
         """Why trials of ``config`` could never be placed on this cluster, if so."""
         resources = config.resources
         return never_fits(resources.slots_per_trial, self.total_slots, resources.max_slots)
-
-
-def _checkpoint_dir(config: ExperimentConfig) -> str | None:
-    """Where on this machine the experiment's trials store checkpoints, if they do."""
-    directory = storage_directory(config.checkpoint_storage)
-    return None if directory is None else str(directory)
