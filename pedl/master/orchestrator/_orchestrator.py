@@ -69,7 +69,9 @@ from pedl.master.rm import (
     LocalResourceManager,
     ResourceManager,
     TrialLaunch,
+    storage_directory,
     trial_environment,
+    trial_user_for,
 )
 from pedl.master.scheduler import (
     DEFAULT_PRIORITY,
@@ -157,6 +159,7 @@ class Orchestrator:
                 cpu_slots=settings.cpu_slots,
                 reuse_workers=settings.worker_reuse,
                 spare_workers=settings.spare_workers,
+                trial_user=trial_user_for(settings),
                 **kw,
             )
         )
@@ -490,6 +493,7 @@ class Orchestrator:
                     slots=slots,
                     env=actor.config.environment.env_dict(self._rm.uses_gpus),
                     experiment_id=actor.experiment_id,
+                    checkpoint_dir=_checkpoint_dir(actor.config),
                 )
             )
         except Exception as err:
@@ -654,3 +658,9 @@ class Orchestrator:
         """Why trials of ``config`` could never be placed on this cluster, if so."""
         resources = config.resources
         return never_fits(resources.slots_per_trial, self.total_slots, resources.max_slots)
+
+
+def _checkpoint_dir(config: ExperimentConfig) -> str | None:
+    """Where on this machine the experiment's trials store checkpoints, if they do."""
+    directory = storage_directory(config.checkpoint_storage)
+    return None if directory is None else str(directory)
