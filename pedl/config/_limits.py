@@ -123,7 +123,7 @@ def _element(key: Any) -> PathElement:
     text = str(key)
     if text_problem(text) is None:
         return text
-    return text.encode("ascii", "backslashreplace").decode()
+    return text.encode("unicode_escape").decode("ascii")  # a NUL as \x00, a surrogate \udcff
 
 
 def shape_problem(data: Any) -> Problem | None:

@@ -155,10 +155,20 @@ def _walk(
 def load_yaml(text: str, source: str = "<config>") -> tuple[Any, LineTable]:
     """Parse one YAML document; return the data and a table of source lines per path.
 
-    Raises ConfigError (with the line) on a YAML syntax error, a duplicate mapping key, or a
-    document over the bounds of :class:`ConfigLoader`. An empty document yields ``None``.
+    Raises ConfigError (with the line) on a YAML syntax error, a character YAML does not
+    allow (a NUL, other control characters), a duplicate mapping key, or a document over the
+    bounds of :class:`ConfigLoader`. An empty document yields ``None``.
     """
-    loader = _LineLoader(text)
+    try:
+        loader = _LineLoader(text)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (a raw NUL, ...)
+        line = text.count("\n", 0, exc.position) + 1
+        problem = (
+            "NUL characters are not allowed"
+            if exc.character == 0
+            else f"character #x{exc.character:04x} is not allowed ({exc.reason})"
+        )
+        raise ConfigError([ConfigIssue("", f"invalid YAML: {problem}", line)], source) from None
     try:
         node = loader.get_single_node()
         if node is None:

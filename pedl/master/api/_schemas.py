@@ -64,6 +64,11 @@ def _to_utc(value: datetime) -> datetime:
 
 SafeStr = Annotated[str, AfterValidator(_no_nul)]
 JSONDocument = Annotated[dict[str, Any], AfterValidator(_check_json_document)]
+ConfigSource = SafeStr | dict[str, Any]
+"""An experiment config as submitted: YAML (or JSON) text without NUL, or a JSON object whose
+values are not checked here: :func:`pedl.config.parse_config` refuses what no database stores
+(a NUL, a NaN) naming the field (``config.name``), where a check of the whole document could
+only name ``body.config``."""
 UTCTimestamp = Annotated[datetime, AfterValidator(_to_utc)]
 
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -129,7 +134,7 @@ class ExperimentCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    config: SafeStr | JSONDocument = Field(
+    config: ConfigSource = Field(
         description="The experiment config: YAML (or JSON) text, or a JSON object."
     )
     model_definition: str = Field(
