@@ -342,10 +342,19 @@ def _too_many_message(files: list[SourceFile], dirs: int, limit: int) -> str:
         parent = str(PurePosixPath(f.relpath).parent)
         per_dir[parent] = per_dir.get(parent, 0) + 1
     fullest = sorted(per_dir.items(), key=lambda item: (-item[1], item[0]))[:5]
-    listing = "\n".join(f"  {count} files  {name}/" for name, count in fullest)
+    listing = "\n".join(
+        f"  {count} file{'' if count == 1 else 's'}  "
+        + ("./ (the model directory)" if name == "." else f"{name}/")
+        for name, count in fullest
+    )
+    # ``dirs`` counts the directories under the model directory (the archive's members); the
+    # files lie in those and in the model directory itself.
+    where = "1 directory" if dirs == 0 else f"{dirs + 1} directories"
+    under = "" if dirs == 0 else f" (the model directory and {dirs} under it)"
     return (
-        f"The model definition has {len(files)} files in {dirs} directories, more than the "
-        f"limit of {limit} members (files and directories).\n"
+        f"The model definition has {len(files)} files in {where}{under}: "
+        f"{len(files) + dirs} archive members, more than the limit of {limit} members "
+        "(files and directories).\n"
         f"The directories with the most files are:\n{listing}\n{_IGNORE_ADVICE}"
     )
 

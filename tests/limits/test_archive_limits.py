@@ -89,5 +89,14 @@ def test_packaging_refuses_more_members_than_the_master_accepts(tmp_path: Path) 
     for i in range(6):
         (tmp_path / f"m{i}.py").write_text("")
     check_archive(package(tmp_path, max_members=6))  # six files: accepted
-    with pytest.raises(ModelDefError, match="6 files in 0 directories, more than the limit of 5"):
+    with pytest.raises(ModelDefError, match="6 files in 1 directory: 6 archive members, more "):
         package(tmp_path, max_members=5)
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "c.py").write_text("")
+    with pytest.raises(ModelDefError) as refused:
+        package(tmp_path, max_members=8)
+    assert (
+        "7 files in 3 directories (the model directory and 2 under it): 9 archive members, "
+        "more than the limit of 8 members" in str(refused.value)
+    )
+    assert "6 files  ./ (the model directory)\n  1 file  a/b/\n" in str(refused.value)
