@@ -3,7 +3,7 @@ that use a default client built from ``PEDL_MASTER``."""
 
 from __future__ import annotations
 
-import base64
+import json
 import os
 import threading
 import warnings
@@ -121,12 +121,19 @@ class Client:
             max_unpacked_bytes=limits["max_unpacked_bytes"],
             max_members=limits["max_members"],
         )
-        body = {
-            "config": document,
-            "model_definition": base64.b64encode(archive).decode("ascii"),
-            "activate": activate,
-        }
-        record = self.session.post("/experiments", json=body)
+        # multipart/form-data: the master spools the archive to a file as it arrives.
+        if isinstance(document, str):
+            config_part = ("config.yaml", document.encode("utf-8"), "application/yaml")
+        else:
+            config_part = ("config.json", json.dumps(document).encode("utf-8"), "application/json")
+        record = self.session.post_form(
+            "/experiments",
+            fields={"activate": "true" if activate else "false"},
+            files={
+                "config": config_part,
+                "model_definition": ("model_definition.tar.gz", archive, "application/gzip"),
+            },
+        )
         experiment = Experiment(self.session, record)
         for message in record.get("warnings") or ():
             warnings.warn(str(message), ConfigWarning, stacklevel=2)

@@ -123,6 +123,17 @@ class Session:
         """``POST path`` with a JSON body and return the decoded JSON body (``None`` if empty)."""
         return self._request("POST", path, json=json)
 
+    def post_form(
+        self,
+        path: str,
+        *,
+        fields: Mapping[str, str],
+        files: Mapping[str, tuple[str, bytes, str]],
+    ) -> Any:
+        """``POST path`` as ``multipart/form-data``: ``fields`` as text fields, ``files`` as
+        file parts (``(filename, content, content type)``); the decoded JSON answer."""
+        return self._request("POST", path, data=dict(fields), files=dict(files))
+
     def get_all(
         self, path: str, *, params: Params | None = None, page_size: int = 1000
     ) -> list[Any]:

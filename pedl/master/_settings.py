@@ -25,6 +25,9 @@ CONFIG_FILE_ENV = "PEDL_CONFIG_FILE"
 
 MiB = 1024 * 1024
 
+DEFAULT_UPLOAD_MEMORY_BYTES = 256 * MiB
+"""The least default of ``max_upload_memory_bytes``."""
+
 DEFAULT_DB_CONNECTIONS = {"sqlite": 16, "postgresql": 20}
 """``max_db_connections`` when not set, by backend."""
 RESERVED_DB_CONNECTIONS = 4
@@ -174,6 +177,15 @@ class MasterSettings(BaseSettings):
         "first trial of an experiment without environment variables on a slot starts in one "
         "without the framework's import; 0 starts none.",
     )
+    min_free_disk_bytes: int = Field(
+        default=256 * MiB,
+        ge=0,
+        description="The free space, in bytes, the disk of the master's home (its database, "
+        "logs and default checkpoints) must have for the master to start trial processes. "
+        "Below it the master starts none (queued trials and GET /cluster say why, and the "
+        "log), and a trial that fails meanwhile runs again later without spending one of its "
+        "max_restarts; 0 checks nothing.",
+    )
     trial_user: str = Field(
         default="nobody",
         max_length=256,
@@ -196,6 +208,16 @@ class MasterSettings(BaseSettings):
         description="Largest body of POST /experiments (the base64 model definition and the "
         "config), in bytes; larger: 413 while streaming. Default: room for the base64 of a "
         "max_model_definition_bytes archive and a 1 MiB config (129 MiB).",
+    )
+    max_upload_memory_bytes: int | None = Field(
+        default=None,
+        ge=1024,
+        description="Request bodies the master holds at once, all requests together, in bytes "
+        "(each counted at its Content-Length, or its streamed size, from before its first "
+        "byte is read until it is answered); one that would pass it is answered 503 "
+        "(Retry-After) at once. Experiment creations may take all of it but "
+        "max_request_bytes, which stays free for the other routes (the trials' reports). "
+        "Default: max_upload_bytes + max_request_bytes, at least 256 MiB; smaller is refused.",
     )
     max_model_definition_bytes: int = Field(
         default=model_def.DEFAULT_MAX_BYTES,
@@ -380,6 +402,25 @@ class MasterSettings(BaseSettings):
         if self.max_upload_bytes is not None:
             return self.max_upload_bytes
         return -(-self.max_model_definition_bytes // 3) * 4 + MiB
+
+    @property
+    def upload_memory_bytes(self) -> int:
+        """``max_upload_memory_bytes``, or ``upload_bytes + max_request_bytes`` (at least
+        :data:`DEFAULT_UPLOAD_MEMORY_BYTES`)."""
+        if self.max_upload_memory_bytes is not None:
+            return self.max_upload_memory_bytes
+        return max(DEFAULT_UPLOAD_MEMORY_BYTES, self.upload_bytes + self.max_request_bytes)
+
+    @model_validator(mode="after")
+    def _upload_memory_holds_an_upload(self) -> MasterSettings:
+        least = self.upload_bytes + self.max_request_bytes
+        if self.max_upload_memory_bytes is not None and self.max_upload_memory_bytes < least:
+            raise ValueError(
+                f"max_upload_memory_bytes ({self.max_upload_memory_bytes}) must hold the "
+                f"largest experiment upload and the largest other request at once: at least "
+                f"max_upload_bytes + max_request_bytes = {least}"
+            )
+        return self
 
     @property
     def allowed_storage_roots(self) -> tuple[Path, ...]:

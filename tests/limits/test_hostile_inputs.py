@@ -82,12 +82,15 @@ def test_global_batch_size_out_of_bounds(master: Master, value: str) -> None:
     master.assert_well()
 
 
-def _stream(master: Master, path: str, total: int, *, declared: bool = False) -> tuple[int, int]:
+def _stream(
+    master: Master, path: str, total: int, *, declared: bool = False, auth: str | None = None
+) -> tuple[int, int]:
     """POST ``total`` bytes to ``path`` over a raw socket (chunked, or with a Content-Length
     and no body at all when ``declared``), stopping as soon as an answer arrives; returns the
-    status and how many body bytes were sent by then."""
+    status and how many body bytes were sent by then. ``auth``: the Authorization header
+    (default: the master client's, the administrator's)."""
     port = int(master.process.url.rsplit(":", 1)[1])
-    auth = master.http.headers.get("Authorization")
+    auth = auth or master.http.headers.get("Authorization")
     head = [f"POST /api/v1{path} HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json"]
     head += [f"Authorization: {auth}"] if auth else []
     head += [f"Content-Length: {total}"] if declared else ["Transfer-Encoding: chunked"]
@@ -118,7 +121,8 @@ def test_body_over_the_limit_is_refused_while_streaming(master: Master) -> None:
     status, sent = _stream(master, "/experiments", total)
     assert status == 413
     assert sent < 200 * 1024 * 1024, f"{sent} bytes were sent before the 413"
-    status, sent = _stream(master, "/trials/1/logs", total)
+    trial_id, token = _paused_trial(master)  # the route checks its caller before the body
+    status, sent = _stream(master, f"/trials/{trial_id}/logs", total, auth=f"Bearer {token}")
     assert status == 413
     assert sent < 64 * 1024 * 1024, f"{sent} bytes were sent before the 413"
     assert _stream(master, "/experiments", total, declared=True)[0] == 413
@@ -149,9 +153,11 @@ def test_archive_of_a_million_files_is_refused_quickly(master: Master) -> None:
     ids=["config", "array", "metrics-fast-path"],
 )
 def test_deeply_nested_json_is_a_400(master: Master, path: str, body: str) -> None:
-    headers = {"Content-Type": "application/json", **bearer("a-trial-token")}
-    if path == "/experiments":
-        headers = {"Content-Type": "application/json"}
+    headers = {"Content-Type": "application/json"}
+    if path.startswith("/trials/"):  # a trial's route checks its token before the body
+        trial_id, token = _paused_trial(master)
+        path = path.replace("/trials/1/", f"/trials/{trial_id}/")
+        headers.update(bearer(token))
     response = master.http.post(path, content=body, headers=headers)
     error = _refused(response, 400, "nested deeper than 64", "max_json_depth")
     assert error["field"] == "body"

@@ -89,19 +89,16 @@ def _check_every_route(
         for name, value in values.items():
             path = path.replace(name, value)
         assert "{" not in path, f"a path parameter this test does not know: {path}"
-        # (A trial's metric report with a forged token and a bad body is a 422: its token is
-        # checked with the rows, by the metric writer. Other trials' tokens: see below.)
-        forged = [] if trial_route else [bearer("pedl-user.not-a-token"), bearer("nonsense")]
+        # Every caller is checked before the body (a bad body with a forged token: 401).
+        forged = [bearer("pedl-user.not-a-token"), bearer("nonsense")]
         for headers in [{}, *forged]:
             response = anonymous.request(method, path, headers=headers, json={})
             assert response.status_code == 401, (method, path, headers, response.text)
             assert response.headers["www-authenticate"] == "Bearer"
         # A trial's token is no user's, and a user's is no trial's.
         wrong = client.headers["Authorization"] if trial_route else f"Bearer {trial_token}"
-        # (A trial reads its experiment's model definition; a metric report's token is
-        # checked after its body, see above.)
-        report = method == "POST" and path.endswith("/metrics")
-        if not path.endswith("/model_definition") and not report:
+        # (A trial reads its experiment's model definition.)
+        if not path.endswith("/model_definition"):
             response = anonymous.request(method, path, headers={"Authorization": wrong}, json={})
             assert response.status_code == 401, (method, path, response.text)
         checked += 1

@@ -13,7 +13,9 @@ writer), nor does the health check.
 Shedding, always 503 with ``Retry-After`` (``retry_after_seconds``) and the standard error
 body: more than ``max_requests_in_flight`` requests being served (:class:`InFlightLimit`),
 no free connection within ``db_pool_timeout``, a database lock or connection refused (see
-:mod:`._errors`), more than ``max_queued_reports`` reports waiting for the metric writer.
+:mod:`._errors`), more than ``max_queued_reports`` reports waiting for the metric writer, a
+body that would take the bodies held at once past ``max_upload_memory_bytes``
+(:class:`~._limits.BodyMemory`, checked after the caller, before the body is read).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from pedl.master.api import (
     users,
     visualization,
 )
-from pedl.master.api._auth import USER_TOKEN_PREFIX, TokenCache
+from pedl.master.api._auth import USER_TOKEN_PREFIX, BodyAuth, TokenCache
 from pedl.master.api._deps import MAX_INT_ID
 from pedl.master.api._errors import (
     ApiError,
@@ -62,7 +64,7 @@ from pedl.master.api._forward import (
     ReadsOnly,
     ReadSource,
 )
-from pedl.master.api._limits import RequestLimits, replay_body
+from pedl.master.api._limits import BodyMemory, RequestLimits, replay_body
 from pedl.master.api._schemas import MetricsBatch
 from pedl.master.api._web_ui import UI_DIST, web_ui_route
 from pedl.master.db import Database, MetricIngestor, NotFoundError
@@ -365,12 +367,24 @@ def create_app(
         front = MetricReportFastPath(
             front, ingestor=ingestor, retry_after_s=settings.retry_after_seconds
         )
-    front = RequestLimits(  # before every route and fast path: size, JSON depth, text
+    body_auth = None  # a read process serves bodiless reads only (anything else: 404)
+    if not reads_only:
+        body_auth = BodyAuth(
+            (route for m in modules for route in m.router.routes if isinstance(route, APIRoute)),
+            prefix=API_PREFIX,
+            database=db,
+            tokens=tokens,
+            settings=settings,
+        )
+    front = RequestLimits(  # before every route and fast path: size, caller, memory, JSON
         front,
         max_body=settings.max_request_bytes,
         max_upload=settings.upload_bytes,
         upload_path=f"{API_PREFIX}/experiments",
         max_json_depth=settings.max_json_depth,
+        authenticate=body_auth,
+        memory=BodyMemory(settings.upload_memory_bytes, reserve=settings.max_request_bytes),
+        retry_after_s=settings.retry_after_seconds,
     )
     app.front = InFlightLimit(  # outermost: sheds before any other work
         front,

@@ -30,22 +30,33 @@ check :func:`require_owner` (403 unless the owner or an administrator).
 
 from __future__ import annotations
 
+import logging
+import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import Enum
 from typing import Annotated, Any
 
 import anyio.to_thread
 from fastapi import Depends, Request
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
+from starlette.responses import Response
+from starlette.routing import compile_path
+from starlette.types import Scope
 
 from pedl.master._settings import MasterSettings
-from pedl.master.api._deps import DatabaseDep, ExperimentId, TrialId
-from pedl.master.api._errors import ApiError
+from pedl.master.api._deps import MAX_INT_ID, DatabaseDep, ExperimentId, TrialId
+from pedl.master.api._errors import ApiError, error_response, is_transient_db_error
 from pedl.master.api._schemas import ErrorResponse
 from pedl.master.db import Database
 from pedl.master.db import trials as trials_repo
 from pedl.master.db import users as users_repo
+
+logger = logging.getLogger("pedl.master.api")
 
 DEFAULT_USER = users_repo.ADMIN
 USER_TOKEN_PREFIX = users_repo.TOKEN_PREFIX
@@ -149,6 +160,27 @@ class TokenCache:
         self._entries: dict[str, tuple[UserPrincipal, float]] = {}
         self._revoked: dict[str, float] = {}
         self._all_revoked_until = 0.0
+        self._trials: dict[str, tuple[int, float]] = {}
+
+    def trial(self, token: str) -> int | None:
+        """The trial that owned ``token`` when it was looked up, within the last ``seconds``
+        (``None``: not known). Only :class:`BodyAuth` trusts it, to let a body be read: the
+        routes check a trial's token again themselves, so a token revoked meanwhile is
+        still refused."""
+        entry = self._trials.get(token)
+        if entry is None:
+            return None
+        if entry[1] <= time.monotonic():
+            del self._trials[token]
+            return None
+        return entry[0]
+
+    def put_trial(self, token: str, trial_id: int) -> None:
+        if self.seconds <= 0:
+            return
+        if len(self._trials) >= self.MAX_ENTRIES:
+            self._trials.clear()
+        self._trials[token] = (trial_id, time.monotonic() + self.seconds)
 
     def get(self, token: str) -> UserPrincipal | None:
         entry = self._entries.get(token)
@@ -225,12 +257,21 @@ async def current_user(
     token = credentials.credentials
     if not token.startswith(USER_TOKEN_PREFIX):
         raise _not_signed_in("this is not a user's session token")
-    cache = token_cache(request)
+    database = request.app.state.database
+    assert isinstance(database, Database)
+    user = await signed_in_user(token, database, token_cache(request))
+    if user is None:
+        raise _not_signed_in("the session token is unknown, expired or revoked")
+    return user
+
+
+async def signed_in_user(token: str, database: Database, cache: TokenCache) -> UserPrincipal | None:
+    """Who the session ``token`` signs in (``None``: unknown, expired, revoked, or of a
+    deactivated account): from ``cache``, else one database read on a worker thread, whose
+    answer ``cache`` keeps."""
     user = cache.get(token)
     if user is not None:
         return user
-    database = request.app.state.database
-    assert isinstance(database, Database)
 
     def look_up() -> users_repo.SignedIn | None:
         with database.session() as session:
@@ -238,10 +279,30 @@ async def current_user(
 
     found = await anyio.to_thread.run_sync(look_up)
     if found is None:
-        raise _not_signed_in("the session token is unknown, expired or revoked")
+        return None
     user = UserPrincipal(username=found.username, admin=found.admin, token=token)
     cache.put(token, user, (found.expires_at - datetime.now(UTC)).total_seconds())
     return user
+
+
+async def trial_of_token(token: str, database: Database, cache: TokenCache) -> int | None:
+    """The trial that owns ``token`` (``None``: none does): from ``cache``, else one
+    database read on a worker thread, whose answer ``cache`` keeps. A user's session token
+    is no trial's (answered without a read)."""
+    if token.startswith(USER_TOKEN_PREFIX):
+        return None
+    trial_id = cache.trial(token)
+    if trial_id is not None:
+        return trial_id
+
+    def look_up() -> int | None:
+        with database.session() as session:
+            return trials_repo.trial_id_for_token(session, token)
+
+    trial_id = await anyio.to_thread.run_sync(look_up)
+    if trial_id is not None:
+        cache.put_trial(token, trial_id)
+    return trial_id
 
 
 CurrentUser = Annotated[UserPrincipal, Depends(current_user)]
@@ -307,3 +368,140 @@ async def experiment_reader(
 
 
 ExperimentReader = Annotated[UserPrincipal | TrialPrincipal, Depends(experiment_reader)]
+
+
+class _Needs(Enum):
+    """What a route's caller must prove (see :class:`BodyAuth`)."""
+
+    USER = "user"
+    TRIAL = "trial"
+    USER_OR_TRIAL = "user or trial"
+
+
+def _needs(route: APIRoute) -> _Needs:
+    """What ``route``'s dependencies ask of its caller: a trial's token (:data:`TrialAuth`,
+    :data:`BearerToken`), a user or a trial (:data:`ExperimentReader`), else a user."""
+    calls: set[int] = set()
+    stack = [route.dependant]
+    while stack:
+        dependant = stack.pop()
+        calls.add(id(dependant.call))
+        stack.extend(dependant.dependencies)
+    if id(experiment_reader) in calls:
+        return _Needs.USER_OR_TRIAL
+    if id(_bearer) in calls and "{trial_id}" in route.path:
+        return _Needs.TRIAL
+    return _Needs.USER
+
+
+class BodyAuth:
+    """Who may send a request body, checked on its headers alone, before a byte of the body
+    is read (:class:`~._limits.RequestLimits` calls it first): the same 401s and 403s, with
+    the same messages, as the route's own dependencies would answer after reading and
+    parsing it, so that an anonymous or forged request costs no memory and no parsing.
+
+    ``routes`` are the app's (their paths under ``prefix``); what each needs comes from its
+    dependencies (:func:`_needs`):
+    a signed-in user (skipped when the master's ``auth`` setting is off), the token of the
+    trial in its path (another trial's: 403), or either (a trial's model definition). The
+    public paths (:data:`PUBLIC_PATHS`, everything outside ``/api/``: the web UI, the
+    documentation) need nothing; an unknown ``/api/`` path needs a user. Tokens are looked
+    up as the routes look them up, through the :class:`TokenCache` (a database read on a
+    worker thread when not cached, never on the event loop). Being an ASGI helper outside
+    FastAPI's error handling, it answers a database that is busy or down with 503 itself."""
+
+    def __init__(
+        self,
+        routes: Iterable[APIRoute],
+        *,
+        prefix: str,
+        database: Database,
+        tokens: TokenCache,
+        settings: MasterSettings,
+    ) -> None:
+        self.database = database
+        self.tokens = tokens
+        self.settings = settings
+        # The routes by their path's first segment after /api/v1 ("trials", ...): a request
+        # is matched against a few of them only.
+        self._routes: dict[str, list[tuple[re.Pattern[str], set[str], _Needs]]] = {}
+        for route in routes:
+            path = prefix + route.path
+            if path not in PUBLIC_PATHS:
+                entry = (compile_path(path)[0], set(route.methods or ()), _needs(route))
+                self._routes.setdefault(_segment(path), []).append(entry)
+
+    async def __call__(self, scope: Scope) -> Response | None:
+        """The answer refusing this request (401, 403; 503 when the database cannot be
+        asked), or ``None`` to go on and read its body."""
+        path: str = scope["path"]
+        if path in PUBLIC_PATHS or not path.startswith("/api/"):
+            return None
+        try:
+            await self._check(scope, path)
+        except ApiError as err:
+            return error_response(
+                err.status_code, err.message, field=err.field, headers=err.headers
+            )
+        except Exception as err:
+            if not is_transient_db_error(err):
+                raise
+            logger.warning("shedding %s %s: %s", scope["method"], path, err)
+            return error_response(
+                503,
+                "the database is busy or unavailable; retry later",
+                retry_after_s=self.settings.retry_after_seconds,
+            )
+        return None
+
+    async def _check(self, scope: Scope, path: str) -> None:
+        needs, trial_id = _Needs.USER, None
+        for pattern, methods, route_needs in self._routes.get(_segment(path), ()):
+            match = pattern.match(path)
+            if match is not None and scope["method"] in methods:
+                needs, trial_id = route_needs, match.groupdict().get("trial_id")
+                break
+        token = _bearer_of(scope)
+        if needs is _Needs.TRIAL:
+            await self._check_trial(token, trial_id)
+        elif not self.settings.auth:
+            return
+        elif needs is _Needs.USER_OR_TRIAL and token and not token.startswith(USER_TOKEN_PREFIX):
+            if await trial_of_token(token, self.database, self.tokens) is None:
+                raise _not_signed_in("the token is neither a user's session token nor a trial's")
+        elif token is None:
+            raise _not_signed_in("not signed in")
+        elif not token.startswith(USER_TOKEN_PREFIX):
+            raise _not_signed_in("this is not a user's session token")
+        elif await signed_in_user(token, self.database, self.tokens) is None:
+            raise _not_signed_in("the session token is unknown, expired or revoked")
+
+    async def _check_trial(self, token: str | None, trial_id: str | None) -> None:
+        if token is None:
+            bearer_token(None)  # raises its 401
+            return
+        owner = await trial_of_token(token, self.database, self.tokens)
+        if owner is None:
+            raise token_error(None, 0)
+        if trial_id is None or not trial_id.isdigit() or int(trial_id) > MAX_INT_ID:
+            return  # a trial id the path cannot hold: the route's 422, not a token's error
+        if owner != int(trial_id):
+            raise token_error(owner, int(trial_id))
+
+
+def _segment(path: str) -> str:
+    """``/api/v1/trials/3/metrics`` -> ``trials``."""
+    parts = path.split("/", 4)
+    return parts[3] if len(parts) > 3 else ""
+
+
+def _bearer_of(scope: Scope) -> str | None:
+    """The request's bearer token, read as :class:`HTTPBearer` reads it (the first
+    ``Authorization`` header; ``None`` without one, or with another scheme)."""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, credentials = get_authorization_scheme_param(value.decode("latin-1"))
+            if scheme.lower() != "bearer" or not credentials:
+                return None
+            return credentials
+    return None

@@ -5,11 +5,12 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, cast
+from typing import IO, Annotated, Any, Literal, cast
 
 import anyio.to_thread
 import pydantic_core
 from fastapi import APIRouter, Query, Request, Response
+from sqlalchemy.orm import Session
 
 from pedl.engine import CheckpointState, ExperimentAction, ExperimentState, TrialState
 from pedl.master._settings import MasterSettings
@@ -18,6 +19,7 @@ from pedl.master.api._auth import (
     USER_AUTH_RESPONSES,
     CurrentUser,
     ExperimentReader,
+    UserPrincipal,
     require_owner,
     require_user,
 )
@@ -35,12 +37,16 @@ from pedl.master.api._errors import ERROR_RESPONSES, ApiError
 from pedl.master.api._schemas import (
     CheckpointPublic,
     ErrorIssue,
-    ExperimentCreate,
     ExperimentCreated,
     ExperimentPatch,
     ExperimentPublic,
     Page,
     TrialPublic,
+)
+from pedl.master.api._upload import (
+    CREATE_REQUEST_BODY,
+    ExperimentUpload,
+    read_experiment_upload,
 )
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
@@ -56,11 +62,17 @@ router = APIRouter(
 )
 
 
-@router.post("", status_code=201)
-def create_experiment(
-    body: ExperimentCreate, session: WriteSession, user: CurrentUser, request: Request
+@router.post("", status_code=201, openapi_extra={"requestBody": CREATE_REQUEST_BODY})
+async def create_experiment(
+    request: Request, session: WriteSession, user: CurrentUser
 ) -> ExperimentCreated:
     """Validate the config and store a new experiment with its model definition.
+
+    The body is ``multipart/form-data`` (``config``, the ``model_definition`` archive as a
+    file part, ``activate``; the archive is spooled to a temporary file as it arrives and
+    checked from there), or JSON with the archive in base64 (see
+    :mod:`pedl.master.api._upload`). The caller was checked before the body was read (401
+    at once, see :class:`~pedl.master.api._auth.BodyAuth`).
 
     A config error answers 422 listing every problem (``error.issues``, each with its field
     path under ``config`` and YAML line), as does a setting PEDL cannot run (a searcher it
@@ -70,14 +82,37 @@ def create_experiment(
     one message, the Determined fields the config sets that PEDL ignores.
     """
     settings = request.app.state.settings
-    model_definition = _checked_model_definition(body.model_definition, settings)
+    assert isinstance(settings, MasterSettings)
+    upload = await read_experiment_upload(
+        request, max_part_bytes=settings.upload_bytes, max_json_depth=settings.max_json_depth
+    )
+    try:
+        orchestrator = getattr(request.app.state, "orchestrator", None)
+        return await anyio.to_thread.run_sync(
+            _create_experiment, upload, session, user, settings, orchestrator
+        )
+    finally:
+        await upload.close()
+
+
+def _create_experiment(
+    upload: ExperimentUpload,
+    session: Session,
+    user: UserPrincipal,
+    settings: MasterSettings,
+    orchestrator: object,
+) -> ExperimentCreated:
+    """:func:`create_experiment`'s checks and writes, on a worker thread."""
+    if upload.archive_file is not None:
+        model_definition = _checked_archive_file(upload.archive_file, settings)
+    else:
+        model_definition = _checked_model_definition(upload.base64_archive or "", settings)
     config = validate_experiment_config(
-        body.config,
+        upload.config,
         default_checkpoint_dir=settings.checkpoint_dir,
         storage_roots=settings.allowed_storage_roots,
     )
     config = resolve_warm_start(session, config)
-    orchestrator = getattr(request.app.state, "orchestrator", None)
     if isinstance(orchestrator, Orchestrator):
         impossible = orchestrator.impossible_placement(config.config)
         if impossible is not None:
@@ -92,7 +127,7 @@ def create_experiment(
         config_text=config.text,
         model_definition=model_definition,
         owner=user.username,
-        activate=body.activate,
+        activate=upload.activate,
         name=config.name,
         description=config.config.description,
         labels=config.config.labels,
@@ -101,6 +136,16 @@ def create_experiment(
     )
     created = ExperimentCreated.model_validate(experiment)
     return created.model_copy(update={"warnings": config.warnings})
+
+
+def _checked_archive_file(file: IO[bytes], settings: MasterSettings) -> bytes:
+    """The archive of a multipart upload, spooled to ``file``: checked from the file as
+    :func:`_checked_model_definition` checks one (its size first, then header by header),
+    and only then read, for the database to store."""
+    file.seek(0)
+    _checked_archive(file, settings)
+    file.seek(0)
+    return file.read()
 
 
 _ARCHIVE_SETTINGS = {
@@ -123,6 +168,13 @@ def _checked_model_definition(value: str, settings: MasterSettings) -> bytes:
         archive = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError) as err:
         raise _invalid_model_definition("not valid base64") from err
+    _checked_archive(archive, settings)
+    return archive
+
+
+def _checked_archive(archive: bytes | IO[bytes], settings: MasterSettings) -> None:
+    """Check ``archive`` (bytes or a binary file) against the master's
+    ``max_model_definition_*`` settings (see :func:`_checked_model_definition`)."""
     try:
         check_archive(
             archive,
@@ -137,7 +189,6 @@ def _checked_model_definition(value: str, settings: MasterSettings) -> bytes:
         raise _invalid_model_definition(f"{err} (the master's {setting} setting)") from err
     except ModelDefError as err:
         raise _invalid_model_definition(str(err)) from err
-    return archive
 
 
 def _invalid_model_definition(problem: str) -> ApiError:
