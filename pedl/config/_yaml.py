@@ -162,13 +162,13 @@ def load_yaml(text: str, source: str = "<config>") -> tuple[Any, LineTable]:
     try:
         loader = _LineLoader(text)
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow (a raw NUL, ...)
-        line = text.count("\n", 0, exc.position) + 1
-        problem = (
+        at_line = text.count("\n", 0, exc.position) + 1
+        refused = (
             "NUL characters are not allowed"
             if exc.character == 0
             else f"character #x{exc.character:04x} is not allowed ({exc.reason})"
         )
-        raise ConfigError([ConfigIssue("", f"invalid YAML: {problem}", line)], source) from None
+        raise ConfigError([ConfigIssue("", f"invalid YAML: {refused}", at_line)], source) from None
     try:
         node = loader.get_single_node()
         if node is None:
