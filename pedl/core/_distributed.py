@@ -28,6 +28,7 @@ import os
 import shutil
 import socket
 import tempfile
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -161,10 +162,10 @@ class DistributedContext:
         self.port_offset = port_offset
         self.force_tcp = force_tcp
         self.timeout = timeout
-        self._zmq: zmq.Context[zmq.Socket[bytes]] | None = None
+        self._resources: _Resources | None = None
+        self._release: weakref.finalize[[], DistributedContext] | None = None
         self._global: _Group | None = None
         self._local: _Group | None = None
-        self._tempdir: str | None = None
         self._connected = False
         self._closed = False
 
@@ -407,7 +408,10 @@ class DistributedContext:
         if self.size == 1:
             self._connected = True
             return
-        self._zmq = zmq.Context()
+        self._resources = _Resources()
+        # Closed by close(), else when garbage-collected or when the interpreter exits (so a
+        # chief that exits without close() still delivers its last broadcast).
+        self._release = weakref.finalize(self, self._resources.release)
         try:
             self._connect()
         except BaseException:
@@ -416,14 +420,15 @@ class DistributedContext:
         self._connected = True
 
     def _connect(self) -> None:
-        assert self._zmq is not None
+        assert self._resources is not None
+        context = self._resources.zmq
         host = self.chief_ip if self.cross_size > 1 else "127.0.0.1"
         bind_host = "*" if self.cross_size > 1 else "127.0.0.1"
         pub, pull = self.pub_port + self.port_offset, self.pull_port + self.port_offset
         name = f"DistributedContext rank {self.rank}"
         if self.is_chief:
             self._global = Hub(
-                self._zmq,
+                context,
                 spokes=range(1, self.size),
                 pub_url=f"tcp://{bind_host}:{pub}",
                 pull_url=f"tcp://{bind_host}:{pull}",
@@ -432,7 +437,7 @@ class DistributedContext:
             )
         else:
             self._global = Spoke(
-                self._zmq,
+                context,
                 ident=self.rank,
                 pub_url=f"tcp://{host}:{pub}",
                 pull_url=f"tcp://{host}:{pull}",
@@ -448,7 +453,7 @@ class DistributedContext:
         elif self.is_local_chief:
             pub_url, pull_url = self._local_urls()
             hub = Hub(
-                self._zmq,
+                context,
                 spokes=range(1, self.local_size),
                 pub_url=pub_url,
                 pull_url=pull_url,
@@ -468,7 +473,7 @@ class DistributedContext:
                 )
             _, pub_url, pull_url = urls[0]
             self._local = Spoke(
-                self._zmq,
+                context,
                 ident=self.local_rank,
                 pub_url=pub_url,
                 pull_url=pull_url,
@@ -478,11 +483,12 @@ class DistributedContext:
             self._local.start()
 
     def _local_urls(self) -> tuple[str, str]:
+        assert self._resources is not None
         if hasattr(socket, "AF_UNIX") and not self.force_tcp:
-            self._tempdir = tempfile.mkdtemp(prefix="pedl-dist-")
-            pub = os.path.join(self._tempdir, "pub")
+            tempdir = self._resources.tempdir = tempfile.mkdtemp(prefix="pedl-dist-")
+            pub = os.path.join(tempdir, "pub")
             if len(pub) <= _MAX_IPC_PATH:
-                return f"ipc://{pub}", f"ipc://{os.path.join(self._tempdir, 'pull')}"
+                return f"ipc://{pub}", f"ipc://{os.path.join(tempdir, 'pull')}"
         return "tcp://127.0.0.1:*", "tcp://127.0.0.1:*"
 
     def close(self) -> None:
@@ -494,12 +500,9 @@ class DistributedContext:
             if group is not None:
                 group.close()
         self._local = self._global = None
-        if self._zmq is not None:
-            self._zmq.destroy()  # closes any socket a failed connect() left open, then ends
-            self._zmq = None
-        if self._tempdir is not None:
-            shutil.rmtree(self._tempdir, ignore_errors=True)
-            self._tempdir = None
+        if self._release is not None:
+            self._release()
+            self._release = self._resources = None
 
     def __enter__(self) -> DistributedContext:
         return self
@@ -513,6 +516,21 @@ class DistributedContext:
             f"local_rank={self.local_rank}, local_size={self.local_size}, "
             f"cross_rank={self.cross_rank}, cross_size={self.cross_size})"
         )
+
+
+class _Resources:
+    """The ZeroMQ context (its sockets) and the Unix sockets' directory of a connected
+    context."""
+
+    def __init__(self) -> None:
+        self.zmq: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        self.tempdir: str | None = None
+
+    def release(self) -> None:
+        self.zmq.destroy()  # closes any socket still open (a failed connect()'s), then ends
+        if self.tempdir is not None:
+            shutil.rmtree(self.tempdir, ignore_errors=True)
+            self.tempdir = None
 
 
 def _in_order(own: Any, others: Mapping[int, Any]) -> list[Any]:

@@ -77,11 +77,12 @@ def _configure(socket: zmq.Socket[bytes], timeout: float | None, *, linger: bool
 class _Connections:
     """The live connections of one socket, followed through its monitor.
 
-    ``lost`` turns true once armed (after the handshake, when every expected peer had
-    connected) and fewer than ``expected`` connections remain. A stray connection (a port
-    scan) only adds one, so it never counts as a peer lost. With one ZeroMQ I/O thread a
-    connection's "accepted" or "connected" event is queued before any of its messages, so
-    draining the events after a message arrived counts its connection.
+    ``lost`` turns true, for good, when fewer than ``expected`` connections remain once armed
+    (after the handshake, when every expected peer had connected): a peer that reconnects has
+    missed what was published meanwhile. A stray connection (a port scan) only adds one, so
+    it never counts as a peer lost. With one ZeroMQ I/O thread a connection's "accepted" or
+    "connected" event is queued before any of its messages, so draining the events after a
+    message arrived counts its connection.
     """
 
     def __init__(self, socket: zmq.Socket[bytes], expected: int) -> None:
@@ -92,6 +93,7 @@ class _Connections:
         self._expected = expected
         self._live: set[int] = set()
         self._armed = False
+        self.lost = False
 
     def drain(self) -> None:
         while True:
@@ -104,13 +106,16 @@ class _Connections:
                 self._live.add(fd)
             elif kind == zmq.EVENT_DISCONNECTED:
                 self._live.discard(fd)
+                self._check()
 
     def arm(self) -> None:
+        self.drain()
         self._armed = True
+        self._check()
 
-    @property
-    def lost(self) -> bool:
-        return self._armed and len(self._live) < self._expected
+    def _check(self) -> None:
+        if self._armed and len(self._live) < self._expected:
+            self.lost = True
 
     def close(self) -> None:
         self._socket.disable_monitor()
@@ -238,7 +243,6 @@ class Hub(_Endpoint):
                 )
         self._pub.send(_dumps((_GO,)))
         assert self._connections is not None
-        self._connections.drain()
         self._connections.arm()
 
     def broadcast(self, obj: Any) -> None:
@@ -336,7 +340,6 @@ class Spoke(_Endpoint):
             if message[0] not in (_HELLO, _GO):
                 raise DistributedError(f"{self.name}: expected a hello, got {message[0]!r}")
         assert self._connections is not None
-        self._connections.drain()
         self._connections.arm()
 
     def send_raw(self, message: tuple[Any, ...], deadline: float | None) -> None:
