@@ -1,6 +1,7 @@
 """The bodies the master holds at once are bounded (``max_upload_memory_bytes``, issue 25
 item 2), and a model definition uploaded as ``multipart/form-data`` is spooled to a file and
-checked from there (item 3); on SQLite and PostgreSQL."""
+checked from there (item 3); a ``--no-auth`` master asks no user token before a body, but
+a trial's token still; on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -225,3 +226,21 @@ def test_the_memory_setting_holds_an_upload(
     assert MasterSettings(home=tmp_path).upload_memory_bytes == 512 * MiB
     with pytest.raises(ValidationError, match="max_upload_bytes \\+ max_request_bytes"):
         MasterSettings(home=tmp_path, max_upload_memory_bytes=100 * MiB)
+
+
+def test_a_no_auth_master_asks_no_user_token(
+    backend_url: str, database: Database, tmp_path: Path
+) -> None:
+    settings = MasterSettings(home=tmp_path, db_url=backend_url, auth=False)
+    with (
+        LiveServer(create_app(settings)) as server,
+        httpx.Client(base_url=server.url + "/api/v1", timeout=30) as anonymous,
+    ):
+        created = _upload(anonymous, make_archive(), activate="false")
+        assert created.status_code == 201, created.text
+        assert created.json()["owner"] == "admin"
+        # A trial's route still wants that trial's token, before its body.
+        trial = anonymous.post(
+            "/trials/1/metrics", content=b"not json", headers={"Authorization": "Bearer x"}
+        )
+        assert trial.status_code == 401, trial.text

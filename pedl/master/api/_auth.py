@@ -16,6 +16,10 @@ Two kinds of token, never interchangeable:
   the one read a trial needs besides its own routes, its experiment's model definition,
   depends on :data:`ExperimentReader` (a user, or a trial of that experiment).
 
+Every request with a body is checked first by :class:`BodyAuth`, on its headers alone, before
+a byte of the body is read (the same 401s and 403s as the dependencies above, which check
+again): an anonymous or forged request costs no memory and no parsing.
+
 Looking a user token up costs a database read; to keep the dashboards' polling cheap, each
 process remembers a valid token for ``token_cache_seconds`` (never past its expiry). A
 logout, a deactivation or a password change forgets the tokens in the master's own memory at
