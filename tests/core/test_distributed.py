@@ -21,7 +21,7 @@ from typing import Any
 import determined.core
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pedl import core
@@ -304,6 +304,7 @@ def test_a_single_process_context_opens_no_socket() -> None:
     assert distributed.gather_local(4) == [4]
 
 
+@settings(deadline=None)
 @given(
     st.integers(1, 8).flatmap(
         lambda machines: st.tuples(
@@ -436,6 +437,7 @@ def test_from_torch_distributed(monkeypatch: pytest.MonkeyPatch) -> None:
         core.DistributedContext.from_torch_distributed(chief_ip="10.0.0.2")
 
 
+@settings(deadline=None)
 @given(st.integers(2, 16).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n - 1))))
 def test_a_multi_worker_tf_config_gives_one_machine_per_worker(n_index: tuple[int, int]) -> None:
     n, index = n_index
