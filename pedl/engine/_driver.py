@@ -11,7 +11,9 @@ how they carry the actions out. The rules that live here, once:
   :class:`AppendSearcherEvent` actions and from which the driver is rebuilt after a crash.
 - **Restart policy**: an error before the trial progressed (:attr:`TrialError.before_progress`)
   ends the trial at once; a later error restarts it from its latest checkpoint up to
-  ``max_restarts`` times; ``InvalidHP`` and a user's stop end it without an error.
+  ``max_restarts`` times; ``InvalidHP`` and a user's stop end it without an error. A failure
+  the shell blames on itself (:meth:`ExperimentDriver.trial_failed_by_master`: the master's
+  own disk was full) restarts the trial without spending one of its restarts.
 - **Checkpoint garbage collection**: when a trial ends, the checkpoints no retention rule keeps
   (``save_trial_latest``, ``save_trial_best``, ``save_experiment_best``) are deleted; the
   latest checkpoint of every trial that may still run is always kept.
@@ -283,6 +285,18 @@ class ExperimentDriver:
         """The trial's process ended with ``outcome`` (and ``error`` when it errored)."""
         return self._run(lambda: self._exited(self._trial(trial_id), outcome, error))
 
+    def trial_failed_by_master(self, trial_id: int, error: TrialError) -> list[Action]:
+        """The trial's process failed because of the master, not of the trial (the shell
+        knows: e.g. the master's own disk was full). Unless the trial was being killed or its
+        experiment is stopping, it waits to run again from its latest checkpoint, its outcome
+        ``ERRORED`` with ``error`` recorded, without spending one of its ``max_restarts``,
+        even when ``error`` came before training progressed."""
+        return self._run(
+            lambda: self._exited(
+                self._trial(trial_id), TrialOutcome.ERRORED, error, master_fault=True
+            )
+        )
+
     # questions from the trial side ---------------------------------------------------------
 
     def next_operation(self, trial_id: int) -> OperationAnswer:
@@ -399,7 +413,14 @@ class ExperimentDriver:
         if length not in trial.issued:
             trial.issued = sorted([*trial.issued, length])
 
-    def _exited(self, trial: _Trial, outcome: TrialOutcome, error: TrialError | None) -> None:
+    def _exited(
+        self,
+        trial: _Trial,
+        outcome: TrialOutcome,
+        error: TrialError | None,
+        *,
+        master_fault: bool = False,
+    ) -> None:
         trial.running = False
         trial_id = self._id(trial)
         if trial.state.is_terminal:
@@ -418,6 +439,17 @@ class ExperimentDriver:
         elif outcome == TrialOutcome.STOPPED_EARLY:
             self._emit(LogTrial(trial_id, "the trial stopped itself early"))
             self._finish(trial, TrialState.COMPLETED, outcome)
+        elif outcome == TrialOutcome.ERRORED and master_fault and not self.state.is_stopping:
+            assert error is not None
+            self._emit(
+                LogTrial(
+                    trial_id,
+                    f"the trial failed because of the master ({error.summary()}); it runs again "
+                    "from its latest checkpoint, not counted against max_restarts",
+                )
+            )
+            trial.error = error
+            self._set_state(trial, self._waiting_state(), TrialOutcome.ERRORED, error)
         elif outcome == TrialOutcome.ERRORED:
             self._errored(trial, error)
         elif outcome == TrialOutcome.COMPLETED and self._done_with_searcher(trial):

@@ -294,6 +294,29 @@ def test_an_error_after_progress_restarts_up_to_max_restarts() -> None:
     assert shell.experiment == ExperimentState.ERROR
 
 
+def test_a_failure_by_the_master_spends_no_restart() -> None:
+    shell = start(config(GRID, units=[1], max_restarts=0))
+    (trial_id,) = shell.driver.runnable_trials()
+    full = TrialError("MasterDiskFull", "the master's disk is full", before_progress=True)
+    for _ in range(3):  # before progress, and with no restarts to spend: still runs again
+        shell.apply(shell.driver.trial_started(trial_id))
+        shell.apply(shell.driver.trial_failed_by_master(trial_id, full))
+        assert shell.trials[trial_id].state == TrialState.ACTIVE
+        assert shell.trials[trial_id].restarts == 0
+        assert shell.outcomes[trial_id] == TrialOutcome.ERRORED
+        assert shell.errors[trial_id] == full
+        assert shell.driver.runnable_trials() == [trial_id]
+    run_attempt(shell, trial_id, TrialOutcome.COMPLETED, None)
+    assert shell.experiment == ExperimentState.COMPLETED
+    # A trial being killed is killed, whatever the master's part.
+    shell = start(config(GRID, units=[1]))
+    (trial_id,) = shell.driver.runnable_trials()
+    shell.apply(shell.driver.trial_started(trial_id))
+    shell.user(ExperimentState.STOPPING_KILLED)
+    shell.apply(shell.driver.trial_failed_by_master(trial_id, full))
+    assert shell.trials[trial_id].state == TrialState.CANCELED
+
+
 def test_invalid_hp_in_a_grid_marks_the_point_and_completes() -> None:
     shell = start(config(GRID))
     first, second, third = shell.driver.runnable_trials()

@@ -396,6 +396,8 @@ def test_cluster_lists_running_and_queued_trials(client: httpx.Client, database:
         "slots_used": 0,
         "running": [],
         "queued": [],
+        "halted": None,
+        "worker_exits": [],
     }
     experiment_id = create_experiment(
         client, config=CONFIG_YAML + "resources:\n  slots_per_trial: 2\n"

@@ -23,6 +23,12 @@ def test_fills_free_slots_oldest_first() -> None:
     assert placement.waiting == {3: "waiting for slots: needs 1, 0 of 2 free"}
 
 
+def test_a_halted_cluster_starts_nothing_and_says_why() -> None:
+    placement = schedule(4, [], [req(2), req(1)], {}, halted="the master's disk is full")
+    assert placement.start == []
+    assert placement.waiting == {1: "the master's disk is full", 2: "the master's disk is full"}
+
+
 def test_running_trials_hold_their_slots() -> None:
     placement = schedule(4, [RunningTrial(9, 1, 3)], [req(1, slots=2), req(2)], {})
     assert placement.start == [2]

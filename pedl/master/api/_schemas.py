@@ -512,6 +512,18 @@ class QueuedTrialPublic(BaseModel):
     reason: str | None
 
 
+class WorkerExitPublic(BaseModel):
+    """A warm or spare worker process (kept ready for trials) that exited by itself while it
+    ran no trial."""
+
+    pid: int
+    exit: str = Field(description='How it ended: "exit code 1", "signal SIGKILL".')
+    spare: bool = Field(description="It had run no trial yet (a spare worker).")
+    experiment_id: int | None = Field(description="The experiment whose trials it ran, if any.")
+    trial_id: int | None = Field(description="The trial it ran last, if any.")
+    at: datetime = Field(description="When the master noticed it (within seconds).")
+
+
 class ClusterPublic(BaseModel):
     """Body of ``GET /cluster``: the slots and what uses or waits for them."""
 
@@ -519,3 +531,13 @@ class ClusterPublic(BaseModel):
     slots_used: int
     running: list[RunningTrialPublic]
     queued: list[QueuedTrialPublic]
+    halted: str | None = Field(
+        default=None,
+        description="Why the master starts no trial now (its own disk is full: "
+        "min_free_disk_bytes), or null.",
+    )
+    worker_exits: list[WorkerExitPublic] = Field(
+        default_factory=list,
+        description="The latest warm and spare workers that exited by themselves while idle "
+        "(at most 20, oldest first; since the master started).",
+    )

@@ -1,7 +1,9 @@
-"""``/api/v1/cluster``: the slots, the trials that hold them and those waiting for them."""
+"""``/api/v1/cluster``: the slots, the trials that hold them and those waiting for them, why
+nothing starts (if so), and the workers kept ready for trials that exited by themselves."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio.to_thread
@@ -11,9 +13,14 @@ from pedl.engine import TrialState
 from pedl.master.api._auth import USER_AUTH_RESPONSES, require_user
 from pedl.master.api._deps import DatabaseDep
 from pedl.master.api._errors import ERROR_RESPONSES
-from pedl.master.api._schemas import ClusterPublic, QueuedTrialPublic, RunningTrialPublic
+from pedl.master.api._schemas import (
+    ClusterPublic,
+    QueuedTrialPublic,
+    RunningTrialPublic,
+    WorkerExitPublic,
+)
 from pedl.master.db import trials as trials_repo
-from pedl.master.orchestrator import Orchestrator
+from pedl.master.orchestrator import Orchestrator, describe_exit
 
 router = APIRouter(
     tags=["cluster"],
@@ -26,7 +33,9 @@ router = APIRouter(
 async def get_cluster(database: DatabaseDep, request: Request) -> ClusterPublic:
     """The cluster's slots (0 on a master that runs no experiments), the RUNNING trials with
     the slots each holds (the config's ``resources.slots_per_trial``) and the QUEUED ones
-    with the scheduler's reason, by trial id."""
+    with the scheduler's reason, by trial id; ``halted``: why no trial starts now (the
+    master's own disk is full), and ``worker_exits``: the warm and spare workers that exited
+    by themselves while idle."""
     orchestrator = getattr(request.app.state, "orchestrator", None)
     if not isinstance(orchestrator, Orchestrator):
         orchestrator = None
@@ -51,6 +60,18 @@ async def get_cluster(database: DatabaseDep, request: Request) -> ClusterPublic:
             slots_used=sum(trial.slots for trial in running),
             running=running,
             queued=queued,
+            halted=orchestrator.scheduling_halted() if orchestrator else None,
+            worker_exits=[
+                WorkerExitPublic(
+                    pid=gone.pid,
+                    exit=describe_exit(gone.returncode),
+                    spare=gone.spare,
+                    experiment_id=gone.experiment_id,
+                    trial_id=gone.trial_id,
+                    at=datetime.fromtimestamp(gone.at, UTC),
+                )
+                for gone in (orchestrator.worker_exits() if orchestrator else [])
+            ],
         )
 
     return await anyio.to_thread.run_sync(read)

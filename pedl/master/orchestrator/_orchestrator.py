@@ -19,6 +19,11 @@ event from another thread (and every one of its own that produced actions): it r
 experiments' states (so a pause/activate/cancel/kill from the API is acted upon), handles trial
 process exits and kill requests, and schedules runnable trials.
 
+A master whose own disk is full (less free than ``min_free_disk_bytes`` where its home is)
+starts no trial process: every queued trial, ``GET /cluster`` and the master's log say why;
+a trial that fails meanwhile is the master's failure, not the trial's
+(:meth:`~pedl.engine.ExperimentDriver.trial_failed_by_master`: no restart spent).
+
 Durability: everything needed to continue is in the database. After a crash each driver is
 rebuilt from its experiment's record; trials that were RUNNING or QUEUED start again from
 their latest checkpoint (their old processes died with the master).
@@ -34,6 +39,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import shutil
 import signal
 import threading
 import time
@@ -69,6 +75,7 @@ from pedl.master.rm import (
     LocalResourceManager,
     ResourceManager,
     TrialLaunch,
+    WorkerExit,
     storage_directory,
     trial_environment,
     trial_user_for,
@@ -151,6 +158,7 @@ class Orchestrator:
         resource_manager: ResourceManagerFactory | None = None,
     ) -> None:
         self._db = database
+        self._settings = settings
         self._store = SQLExperimentStore(database)
         self._master_url = master_url
         self.logs = TrialLogWriter(database)
@@ -169,6 +177,9 @@ class Orchestrator:
         self._experiment_of: dict[int, int] = {}
         self._running_slots: dict[int, int] = {}
         self._reasons: dict[int, str] = {}
+        self._halted: str | None = None
+        """Why no trial process starts now (the master's disk is full), if so."""
+        self._worker_exits_seen = 0
         self._reported: dict[int, tuple[TrialOutcome, TrialError | None]] = {}
         self._attempt_tokens: dict[int, str] = {}
         """The token hash of each trial's running attempt, revoked when it exits."""
@@ -220,6 +231,7 @@ class Orchestrator:
             self._wake.clear()
 
     def _tick(self) -> None:
+        self._check_disk()
         while True:
             try:
                 trial_id = self._kill_requests.get_nowait()
@@ -238,6 +250,7 @@ class Orchestrator:
             actors = list(self._actors.values())
         for actor in actors:
             self._drain(actor, actor.issued)
+        self._note_worker_exits()
         self._sync_experiments()
         self._schedule()
 
@@ -447,7 +460,7 @@ class Orchestrator:
                 requests.append(
                     TrialRequest(trial_id, actor.experiment_id, resources.slots_per_trial, trial_id)
                 )
-        placement = schedule(total, running, requests, limits)
+        placement = schedule(total, running, requests, limits, halted=self._halted)
         for trial_id in placement.start:
             self._reasons.pop(trial_id, None)
             self._launch(trial_id)
@@ -557,7 +570,57 @@ class Orchestrator:
                 "reporting an error (see the trial's logs)",
             )
         self._log(trial_id, f"the trial process exited ({describe_exit(returncode)})")
+        halted = self._halted
+        if outcome == TrialOutcome.ERRORED and halted is not None:
+            cause = error.summary() if error is not None else "it failed"
+            blamed = TrialError(
+                "MasterDiskFull",
+                f"the trial process failed ({cause}) while {halted}",
+                traceback=error.traceback if error is not None else "",
+            )
+            self._event(actor, lambda d: d.trial_failed_by_master(trial_id, blamed))
+            return
         self._event(actor, lambda d: d.trial_exited(trial_id, outcome, error))
+
+    # the master's own disk -------------------------------------------------------------------
+
+    def _check_disk(self) -> None:
+        """Set :attr:`_halted` from the free space where the master's home is (logged when
+        it changes)."""
+        halted = disk_full_reason(self._settings)
+        if halted != self._halted:
+            if halted is not None:
+                logger.warning("starting no trial process: %s", halted)
+            else:
+                logger.info("the master's disk has room again: trial processes start again")
+        self._halted = halted
+
+    def scheduling_halted(self) -> str | None:
+        """Why the master starts no trial process now (its disk is full), or ``None``."""
+        return self._halted
+
+    # workers kept ready for trials -------------------------------------------------------------
+
+    def worker_exits(self) -> list[WorkerExit]:
+        """The latest warm and spare workers that exited by themselves while idle."""
+        return self._rm.worker_exits()
+
+    def _note_worker_exits(self) -> None:
+        """Say so in the log of the trial a worker that exited by itself ran last (and in the
+        master's log; the resource manager logs a spare's)."""
+        for gone in self._rm.worker_exits():
+            if gone.number <= self._worker_exits_seen:
+                continue
+            self._worker_exits_seen = gone.number
+            if gone.trial_id is None:
+                continue
+            message = (
+                f"the warm worker process {gone.pid}, which ran this trial, exited by itself "
+                f"while idle ({describe_exit(gone.returncode)}); the experiment's next trial "
+                "starts in another process"
+            )
+            logger.warning("experiment %s: %s", gone.experiment_id, message)
+            self._log(gone.trial_id, message)
 
     # the trial side --------------------------------------------------------------------------
 
@@ -578,7 +641,8 @@ class Orchestrator:
                     answer.status != "wait"
                     or remaining <= 0
                     or actor.broken
-                    or self._reasons  # trials are queued for slots: give this one up
+                    # trials are queued for slots: give this one up (not when none may start)
+                    or (self._reasons and self._halted is None)
                 ):
                     return answer
                 actor.changed.wait(min(remaining, 0.5))
@@ -658,6 +722,34 @@ class Orchestrator:
         """Why trials of ``config`` could never be placed on this cluster, if so."""
         resources = config.resources
         return never_fits(resources.slots_per_trial, self.total_slots, resources.max_slots)
+
+
+def disk_full_reason(settings: MasterSettings) -> str | None:
+    """Why the disk of the master's home is too full to start trial processes (less free
+    than ``settings.min_free_disk_bytes``, 0: never), or ``None``; ``None`` too when the free
+    space cannot be read."""
+    minimum = settings.min_free_disk_bytes
+    if minimum <= 0:
+        return None
+    home = settings.home.expanduser()
+    path = home
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        return None
+    if free >= minimum:
+        return None
+    return (
+        f"the master's disk is full: {_mib(free)} free where its home is ({home}), less than "
+        f"its min_free_disk_bytes setting ({_mib(minimum)}); no trial starts until there is "
+        "room"
+    )
+
+
+def _mib(count: int) -> str:
+    return f"{count / (1024 * 1024):,.1f} MiB"
 
 
 def _checkpoint_dir(config: ExperimentConfig) -> str | None:

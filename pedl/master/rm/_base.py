@@ -34,6 +34,26 @@ class TrialLaunch:
     makes it theirs to write in (see :mod:`pedl.master.rm._trial_user`)."""
 
 
+@dataclass(frozen=True)
+class WorkerExit:
+    """A process a resource manager keeps ready for trials (a warm or spare worker) that
+    exited by itself while it ran none."""
+
+    number: int
+    """1, 2, ...: the order in which the resource manager noticed the exits."""
+    pid: int
+    returncode: int
+    """Its exit status (negative: the signal that ended it)."""
+    spare: bool
+    """It had run no trial yet."""
+    experiment_id: int | None
+    """The experiment whose trials it ran, if it ran any."""
+    trial_id: int | None
+    """The trial it ran last, if any."""
+    at: float
+    """When it was noticed (``time.time()``)."""
+
+
 class ResourceManager(abc.ABC):
     """Runs trial processes on slots.
 
@@ -72,3 +92,8 @@ class ResourceManager(abc.ABC):
     @abc.abstractmethod
     def shutdown(self) -> None:
         """Kill every process and wait for the exit reports."""
+
+    def worker_exits(self) -> list[WorkerExit]:
+        """The latest unexpected exits of processes kept ready for trials, oldest first (a
+        bounded number). None by default."""
+        return []

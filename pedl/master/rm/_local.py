@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from pedl.exec import TOKEN_FD_ENV, token_channel
-from pedl.master.rm._base import ExitHandler, LogSink, ResourceManager, TrialLaunch
+from pedl.master.rm._base import ExitHandler, LogSink, ResourceManager, TrialLaunch, WorkerExit
 from pedl.master.rm._isolation import (
     private_dir,
     private_variables,
@@ -518,6 +518,12 @@ class LocalResourceManager(ResourceManager):
     def running(self) -> set[int]:
         with self._lock:
             return set(self._procs)
+
+    def worker_exits(self) -> list[WorkerExit]:
+        """The idle warm and spare workers that exited by themselves (noticed by the
+        housekeeping thread within seconds; see :meth:`WarmPool.exits`)."""
+        with self._lock:
+            return self._pool.exits()
 
     def shutdown(self) -> None:
         self._closed.set()

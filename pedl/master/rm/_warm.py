@@ -12,14 +12,18 @@ import signal
 import socket
 import subprocess
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from pedl.master.rm._base import WorkerExit
 from pedl.master.rm._isolation import private_variables, remove_dir, worker_dir
 from pedl.master.rm._trial_user import TrialUser, popen_kwargs
 
 WORKER_MODULE = "pedl.exec.worker"
+KEPT_EXITS = 20
+"""How many unexpected exits of idle workers a :class:`WarmPool` remembers."""
 _MAX_MESSAGE = 1 << 16
 
 
@@ -173,10 +177,13 @@ class WarmWorker:
 
 
 class WarmPool:
-    """The idle warm workers of a resource manager (the caller holds its lock)."""
+    """The idle warm workers of a resource manager (the caller holds its lock), and the
+    latest :data:`KEPT_EXITS` of them that exited by themselves (:meth:`exits`)."""
 
     def __init__(self) -> None:
         self._idle: list[WarmWorker] = []
+        self._exits: deque[WorkerExit] = deque(maxlen=KEPT_EXITS)
+        self._exit_count = 0
 
     def __len__(self) -> int:
         return len(self._idle)
@@ -207,7 +214,7 @@ class WarmPool:
 
     def idle_longer_than(self, seconds: float) -> list[WarmWorker]:
         """Remove and return the workers (spares aside) idle for more than ``seconds``, and
-        every worker that is gone."""
+        every worker that is gone (an exit of its own: remembered, see :meth:`exits`)."""
         now = time.monotonic()
         stale = [
             w
@@ -215,7 +222,26 @@ class WarmPool:
             if (now - w.idle_since > seconds and not w.spare) or w.popen.poll() is not None
         ]
         self._idle = [w for w in self._idle if w not in stale]
+        for worker in stale:
+            returncode = worker.popen.poll()
+            if returncode is not None:
+                self._exit_count += 1
+                self._exits.append(
+                    WorkerExit(
+                        number=self._exit_count,
+                        pid=worker.pid,
+                        returncode=returncode,
+                        spare=worker.spare,
+                        experiment_id=worker.experiment_id,
+                        trial_id=worker.trial_id,
+                        at=time.time(),
+                    )
+                )
         return stale
+
+    def exits(self) -> list[WorkerExit]:
+        """The latest idle workers that exited by themselves, oldest first."""
+        return list(self._exits)
 
     def take_all(self) -> list[WarmWorker]:
         idle, self._idle = self._idle, []

@@ -75,14 +75,20 @@ def schedule(
     running: Iterable[RunningTrial],
     queued: Iterable[TrialRequest],
     limits: Mapping[int, ExperimentLimits],
+    *,
+    halted: str | None = None,
 ) -> Placement:
     """Decide which ``queued`` trials start now on a cluster of ``total_slots``.
 
     ``limits`` maps experiment id to its settings (missing: the defaults). A trial is
     started only when its slots are free and its experiment stays within ``max_slots`` and
     ``max_concurrent_trials``; every trial not started gets a reason in ``waiting``. The
-    result does not depend on the iteration order of ``queued``.
+    result does not depend on the iteration order of ``queued``. With ``halted`` (why the
+    cluster starts nothing now, e.g. the master's disk is full), no trial starts and that is
+    every queued trial's reason.
     """
+    if halted is not None:
+        return Placement(waiting={trial.trial_id: halted for trial in queued})
     running = list(running)
     used_by_exp: Counter[int] = Counter()
     count_by_exp: Counter[int] = Counter()
