@@ -5,9 +5,11 @@ from __future__ import annotations
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from pedl.cli._context import console, current_client, json_option, print_json
 from pedl.cli._display import RichTrialDisplay, format_number, summary_table
@@ -19,7 +21,7 @@ from pedl.cli._tables import (
     experiments_table,
     trials_table,
 )
-from pedl.client import Experiment
+from pedl.client import Client, Experiment
 from pedl.config import ConfigError, ConfigWarning, config_warnings
 from pedl.engine import ExperimentState, TrialOutcome
 from pedl.local import ExperimentSummary, LocalExperiment, NotARunDirectoryError, smoke_test
@@ -219,16 +221,35 @@ def list_experiments(states: tuple[str, ...], as_json: bool) -> None:
 @EXPERIMENT_ID
 @json_option
 def describe(experiment_id: int, as_json: bool) -> None:
-    """Show an experiment and its trials."""
-    exp = current_client().get_experiment(experiment_id)
+    """Show an experiment and its trials (and the warm workers that ran its trials and
+    exited by themselves)."""
+    client = current_client()
+    exp = client.get_experiment(experiment_id)
     trials = exp.list_trials()
+    exits = _worker_exits(client, exp.id)
     if as_json:
-        print_json({**exp.to_dict(), "trials": [t.to_dict() for t in trials]})
+        print_json(
+            {**exp.to_dict(), "trials": [t.to_dict() for t in trials], "worker_exits": exits}
+        )
         return
     out = console()
     out.print(experiment_table(exp))
     out.print(trials_table(trials, exp.searcher_metric))
     print_failures(out, exp, trials)
+    for gone in exits:
+        out.print(
+            f"[yellow]The warm worker process {gone['pid']}, which ran trial "
+            f"{gone['trial_id']}, exited by itself while idle ({escape(str(gone['exit']))}) at "
+            f"{escape(str(gone['at']))}.[/yellow]"
+        )
+
+
+def _worker_exits(client: Client, experiment_id: int) -> list[dict[str, Any]]:
+    """The master's warm workers that ran trials of the experiment and exited by themselves
+    while idle (``GET /cluster``; none from a master that does not list them)."""
+    cluster = client.session.get("/cluster")
+    exits = cluster.get("worker_exits", []) if isinstance(cluster, dict) else []
+    return [gone for gone in exits if gone.get("experiment_id") == experiment_id]
 
 
 def _action_command(action: str, help_text: str) -> None:
