@@ -214,6 +214,14 @@ def test_multipart_upload_is_checked_from_its_file(
     # Over max_upload_bytes (4 MiB): 413 on its Content-Length, before the body.
     big = _upload(http, b"\0" * (5 * MiB))
     assert "max_upload_bytes" in _problem(big, 413, "body")
+    # ... and streamed (chunked, no Content-Length): as its bytes pass it.
+    part = b'--b\r\nContent-Disposition: form-data; name="model_definition"; filename="m"\r\n\r\n'
+    streamed = http.post(
+        "/experiments",
+        content=iter([part] + [b"\0" * (256 * KiB)] * 20),
+        headers={"Content-Type": "multipart/form-data; boundary=b"},
+    )
+    assert "max_upload_bytes" in _problem(streamed, 413, "body")
 
 
 def test_the_memory_setting_holds_an_upload(

@@ -412,7 +412,8 @@ class BodyAuth:
     documentation) need nothing; an unknown ``/api/`` path needs a user. Tokens are looked
     up as the routes look them up, through the :class:`TokenCache` (a database read on a
     worker thread when not cached, never on the event loop). Being an ASGI helper outside
-    FastAPI's error handling, it answers a database that is busy or down with 503 itself."""
+    FastAPI's error handling, it answers a database that is busy or down with 503 itself,
+    anything else unexpected with 500 (logged), in the standard error shape."""
 
     def __init__(
         self,
@@ -449,7 +450,8 @@ class BodyAuth:
             )
         except Exception as err:
             if not is_transient_db_error(err):
-                raise
+                logger.exception("unhandled error", exc_info=err)
+                return error_response(500, "internal server error")
             logger.warning("shedding %s %s: %s", scope["method"], path, err)
             return error_response(
                 503,
