@@ -12,7 +12,7 @@ import httpx
 import pytest
 import yaml
 
-from .helpers import CONFIG_YAML, experiment_body
+from .helpers import CONFIG_YAML, experiment_body, make_archive
 
 
 def _config(**changes: Any) -> dict[str, Any]:
@@ -48,6 +48,22 @@ def test_a_json_config_value_is_refused_by_its_field(
     assert error["field"] == field, error
     assert [issue["field"] for issue in error["issues"]] == [field]
     assert message in error["issues"][0]["message"]
+    assert client.get("/experiments").json()["items"] == []
+
+
+def test_a_json_config_part_is_refused_by_its_field(client: httpx.Client) -> None:
+    """The same through a multipart body (what the CLI and the SDK send)."""
+    response = client.post(
+        "/experiments",
+        files={
+            "config": ("config.json", json.dumps(_config(name="a\x00b")), "application/json"),
+            "model_definition": ("model.tar.gz", make_archive(), "application/gzip"),
+        },
+        data={"activate": "false"},
+    )
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["field"] == "config.name", error
     assert client.get("/experiments").json()["items"] == []
 
 

@@ -28,9 +28,9 @@ from starlette.datastructures import UploadFile
 
 from pedl.master.api._errors import ApiError
 from pedl.master.api._limits import json_body_problem
-from pedl.master.api._schemas import ExperimentCreate, JSONDocument, SafeStr
+from pedl.master.api._schemas import ConfigSource, ExperimentCreate
 
-_CONFIG: TypeAdapter[str | dict[str, Any]] = TypeAdapter(SafeStr | JSONDocument)
+_CONFIG: TypeAdapter[str | dict[str, Any]] = TypeAdapter(ConfigSource)
 _ACTIVATE: TypeAdapter[bool] = TypeAdapter(bool)
 _FIELDS = ("config", "model_definition", "activate")
 
