@@ -24,6 +24,17 @@ ADMIN_PASSWORD=$(cat "$PASSFILE")
 export PEDL_USER=${PEDL_USER:-admin}
 export PEDL_PASSWORD=${PEDL_PASSWORD:-$ADMIN_PASSWORD}
 
+# A root master runs its trials as an unprivileged user (trial_user, default nobody; README,
+# Security). Where that user cannot run this checkout's Python (pyenv's under /root, say), the
+# demo's trials could not start: the demo then runs them as root and says so.
+if [ "$(id -u)" = 0 ] && [ -z "${PEDL_TRIAL_USER+set}" ]; then
+  if ! runuser -u nobody -- "$PWD/$PY" -c pass >/dev/null 2>&1; then
+    echo "Running as root, and the trial user 'nobody' cannot run $(readlink -f "$PY"):"
+    echo "  the demo's trials run as root (PEDL_TRIAL_USER=''). See README, Security: Trials' OS user."
+    export PEDL_TRIAL_USER=
+  fi
+fi
+
 healthy() {
   "$PY" -c "import httpx, sys; sys.exit(0 if httpx.get('$URL/api/v1/health', timeout=2).status_code == 200 else 1)" \
     >/dev/null 2>&1
