@@ -19,6 +19,7 @@ from pedl.client._session import Session
 from pedl.client._trial import Trial
 from pedl.client._user import User
 from pedl.config import ConfigError, ConfigWarning, parse_config
+from pedl.config._overrides import overridden_document
 
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any]
 """An experiment config: a file path, YAML text, or a mapping."""
@@ -28,8 +29,9 @@ def _config_document(config: ConfigSource, overrides: Sequence[str]) -> str | di
     """The config to send: YAML text or a mapping.
 
     A path (``os.PathLike``, or a one-line ``str`` naming an existing file) is read; any
-    other ``str`` is YAML text. With ``overrides`` the config is validated here (so that the
-    overrides apply) and sent in its canonical form.
+    other ``str`` is YAML text. With ``overrides`` the config is validated here with them,
+    and sent as the user wrote it with only the overridden keys changed: no defaults filled
+    in (the master fills in its own, such as ``checkpoint_storage.host_path`` under its home).
     """
     name = "<config>"
     source: str | dict[str, Any]
@@ -47,7 +49,8 @@ def _config_document(config: ConfigSource, overrides: Sequence[str]) -> str | di
     if not overrides:
         return source
     try:
-        parsed = parse_config(source, name=name, overrides=overrides)
+        parse_config(source, name=name, overrides=overrides)
+        document: dict[str, Any] = overridden_document(source, overrides)
     except ConfigError as err:
         issues = [
             ErrorIssue(f"config.{i.path}" if i.path else "config", i.message, i.line)
@@ -61,7 +64,7 @@ def _config_document(config: ConfigSource, overrides: Sequence[str]) -> str | di
             field=first.field,
             issues=issues,
         ) from err
-    return parsed.as_dict()
+    return document
 
 
 class Client:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
 
-from pedl.config._issues import PathElement, Problem
-from pedl.config._yaml import load_value
+from pedl.config._issues import ConfigError, ConfigIssue, PathElement, Problem, format_path
+from pedl.config._yaml import load_value, load_yaml
 
 Overridden = dict[tuple[PathElement, ...], str]
 """Path set by an override -> the override's text."""
@@ -65,3 +66,29 @@ def apply_overrides(
             node[parts[-1]] = value
             overridden[tuple(parts)] = text
     return problems, overridden
+
+
+def overridden_document(source: str | Mapping[str, Any], overrides: Sequence[str]) -> Any:
+    """The user's config with only ``overrides`` changed: YAML text is loaded (not
+    validated, no defaults filled in), a mapping is deep-copied, then each override sets its
+    key as :func:`apply_overrides` does. What the user did not write stays unwritten, so a
+    master fills in its own defaults (``checkpoint_storage.host_path`` under *its* home).
+
+    Raises :class:`ConfigError` for YAML that does not load or a malformed override; call it
+    after validating ``source`` with the same overrides (``parse_config``) for full messages.
+    """
+    if isinstance(source, str):
+        data, _ = load_yaml(source)
+    else:
+        data = copy.deepcopy(dict(source))
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError([ConfigIssue("", "the config is not a mapping", None)], "<config>")
+    problems, _ = apply_overrides(data, overrides)
+    if problems:
+        raise ConfigError(
+            [ConfigIssue(format_path(path), message, None) for path, message in problems],
+            "<config>",
+        )
+    return data
