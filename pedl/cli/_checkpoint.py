@@ -6,13 +6,14 @@ from pathlib import Path
 
 import click
 
+from pedl.cli._aliases import AliasGroup
 from pedl.cli._context import console, current_client, json_option, print_json
 from pedl.cli._tables import checkpoint_table
 
 CHECKPOINT_UUID = click.argument("uuid")
 
 
-@click.group("checkpoint")
+@click.group("checkpoint", cls=AliasGroup)
 def checkpoint() -> None:
     """Inspect and download checkpoints."""
 

@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from pedl.cli._aliases import AliasGroup
 from pedl.cli._context import console, current_client, json_option, print_json
 from pedl.cli._display import RichTrialDisplay, format_number, summary_table
 from pedl.cli._failures import print_failures
@@ -28,7 +29,7 @@ from pedl.local import ExperimentSummary, LocalExperiment, NotARunDirectoryError
 from pedl.model_def import ModelDefError
 
 
-@click.group("experiment")
+@click.group("experiment", cls=AliasGroup)
 def experiment() -> None:
     """Create and manage experiments."""
 

@@ -10,15 +10,16 @@ from typing import Any
 import click
 
 import pedl
+from pedl.cli._aliases import ALIASES, AliasGroup
 from pedl.cli._checkpoint import checkpoint
 from pedl.cli._context import CliContext
 from pedl.cli._experiment import experiment
 from pedl.cli._trial import trial
 from pedl.cli._user import user
-from pedl.client import MASTER_ENV, PEDLError
+from pedl.client import DET_MASTER_ENV, MASTER_ENV, PEDLError
 
 
-class _PedlGroup(click.Group):
+class _PedlGroup(AliasGroup):
     """Turns SDK errors into a one-paragraph message and exit status 1 (no traceback).
 
     Commands in ``LAZY_COMMANDS`` are imported only when run (click's lazy-group pattern):
@@ -31,6 +32,7 @@ class _PedlGroup(click.Group):
         return sorted([*super().list_commands(ctx), *self.LAZY_COMMANDS])
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        name = name if name in self.LAZY_COMMANDS or name not in ALIASES else ALIASES[name]
         if name in self.LAZY_COMMANDS:
             module, attribute, _ = self.LAZY_COMMANDS[name]
             command: click.Command = getattr(importlib.import_module(module), attribute)
@@ -61,10 +63,10 @@ class _PedlGroup(click.Group):
 @click.option(
     "-m",
     "--master",
-    envvar=MASTER_ENV,
+    envvar=[MASTER_ENV, DET_MASTER_ENV],
     default=None,
     metavar="URL",
-    help=f"The master's address [{MASTER_ENV}; http://127.0.0.1:8080].",
+    help=f"The master's address [{MASTER_ENV}, else {DET_MASTER_ENV}; http://127.0.0.1:8080].",
 )
 @click.pass_context
 def cli(ctx: click.Context, verbose: bool, master: str | None) -> None:
@@ -84,3 +86,18 @@ cli.add_command(experiment)
 cli.add_command(trial)
 cli.add_command(checkpoint)
 cli.add_command(user)
+
+
+@cli.command("version")
+@click.pass_context
+def version(ctx: click.Context) -> None:
+    """Show the versions of this client and of the master (``det version``)."""
+    click.echo(f"client: {pedl.__version__}")
+    obj = ctx.ensure_object(CliContext)
+    try:
+        info = obj.client.session.get("/master")
+    except PEDLError as err:
+        click.echo(f"master: unknown ({err})")
+        return
+    click.echo(f"master: {info.get('version', 'unknown')}")
+    click.echo(f"master_address: {obj.client.master}")

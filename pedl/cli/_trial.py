@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
+from pedl.cli._aliases import AliasGroup
 from pedl.cli._context import console, current_client, json_option, print_json
 from pedl.cli._display import metrics_text
 from pedl.cli._failures import trial_failure_lines
@@ -13,7 +14,7 @@ from pedl.cli._tables import checkpoints_table, trial_table
 TRIAL_ID = click.argument("trial_id", type=click.IntRange(min=1))
 
 
-@click.group("trial")
+@click.group("trial", cls=AliasGroup)
 def trial() -> None:
     """Inspect trials on the master."""
 

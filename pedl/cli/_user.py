@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 from rich.table import Table
 
+from pedl.cli._aliases import AliasGroup
 from pedl.cli._context import console, current_client, json_option, print_json
-from pedl.client import PASSWORD_ENV, USER_ENV, User
+from pedl.client import PASSWORD_ENV, User, env_credentials
 
 USERNAME = click.argument("username")
 
 
-@click.group("user")
+@click.group("user", cls=AliasGroup)
 def user() -> None:
     """Sign in and out; manage accounts (create, list, deactivate: administrators)."""
 
@@ -129,4 +128,5 @@ def _yes(value: bool) -> str:
 
 
 def _from_environment(username: str) -> bool:
-    return os.environ.get(USER_ENV) == username and bool(os.environ.get(PASSWORD_ENV))
+    user, password = env_credentials()
+    return user == username and bool(password)

@@ -28,14 +28,17 @@ from pedl.client._errors import (
     PEDLError,
 )
 from pedl.client._experiment import TERMINAL_EXPERIMENT_STATES, Experiment
-from pedl.client._session import DEFAULT_MASTER, MASTER_ENV, Session, master_url
+from pedl.client._session import DEFAULT_MASTER, DET_MASTER_ENV, MASTER_ENV, Session, master_url
 from pedl.client._tokens import (
     CONFIG_DIR_ENV,
+    DET_PASSWORD_ENV,
+    DET_USER_ENV,
     PASSWORD_ENV,
     USER_ENV,
     SavedToken,
     TokenStore,
     config_dir,
+    env_credentials,
 )
 from pedl.client._trial import TERMINAL_TRIAL_STATES, LogLine, MetricRow, Trial
 from pedl.client._user import User
@@ -43,6 +46,9 @@ from pedl.client._user import User
 __all__ = [
     "CONFIG_DIR_ENV",
     "DEFAULT_MASTER",
+    "DET_MASTER_ENV",
+    "DET_PASSWORD_ENV",
+    "DET_USER_ENV",
     "MASTER_ENV",
     "PASSWORD_ENV",
     "TERMINAL_EXPERIMENT_STATES",
@@ -67,6 +73,7 @@ __all__ = [
     "config_dir",
     "create_experiment",
     "default_client",
+    "env_credentials",
     "get_checkpoint",
     "get_experiment",
     "get_trial",

@@ -18,7 +18,7 @@ from pedl.client._errors import (
     NotSignedInError,
     PEDLError,
 )
-from pedl.client._tokens import PASSWORD_ENV, USER_ENV, SavedToken, TokenStore
+from pedl.client._tokens import PASSWORD_ENV, USER_ENV, SavedToken, TokenStore, env_credentials
 
 DEFAULT_MASTER = "http://127.0.0.1:8080"
 """The master used when neither an address nor ``PEDL_MASTER`` is given."""
@@ -26,17 +26,23 @@ DEFAULT_MASTER = "http://127.0.0.1:8080"
 MASTER_ENV = "PEDL_MASTER"
 """The environment variable naming the master's address."""
 
+DET_MASTER_ENV = "DET_MASTER"
+"""Determined's name for it, read when ``PEDL_MASTER`` is not set."""
+
 API_PREFIX = "/api/v1"
 
 Params = Mapping[str, Any]
 
 
 def master_url(master: str | None = None) -> str:
-    """The master's base URL: ``master``, else ``$PEDL_MASTER``, else :data:`DEFAULT_MASTER`.
+    """The master's base URL: ``master``, else ``$PEDL_MASTER``, else ``$DET_MASTER``, else
+    :data:`DEFAULT_MASTER`.
 
     ``host:port`` without a scheme means ``http://host:port``; a trailing ``/`` is dropped.
     """
-    address = (master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER).strip()
+    address = (
+        master or os.environ.get(MASTER_ENV) or os.environ.get(DET_MASTER_ENV) or DEFAULT_MASTER
+    ).strip()
     if "://" not in address:
         address = "http://" + address
     return address.rstrip("/")
@@ -46,7 +52,8 @@ class Session:
     """A connection to one master's REST API (``<master>/api/v1``), signed in as a user.
 
     Signing in, at the first request: with ``token``, that session token; else, when
-    ``PEDL_USER`` and ``PEDL_PASSWORD`` are set, as that user (re-using the token saved for
+    ``PEDL_USER`` and ``PEDL_PASSWORD`` (or Determined's ``DET_USER`` and ``DET_PASS``)
+    are set, as that user (re-using the token saved for
     this master if it is that user's, else signing in and saving the new token); else with
     the token saved for this master by ``pedl user login`` (:class:`TokenStore`), if any. A
     401 answer to a saved token, when the password is known, signs in again once.
@@ -166,7 +173,7 @@ class Session:
         with self._auth_lock:
             if self._resolved:
                 return self._token
-        user, password = os.environ.get(USER_ENV), os.environ.get(PASSWORD_ENV)
+        user, password = env_credentials()
         saved = self.tokens.get(self.master)
         token = saved.token if saved is not None else None
         if user and password and (saved is None or saved.username != user):
@@ -180,7 +187,7 @@ class Session:
         try:
             return self._send(method, path, token, **kwargs)
         except NotSignedInError:
-            user, password = os.environ.get(USER_ENV), os.environ.get(PASSWORD_ENV)
+            user, password = env_credentials()
             if not (user and password and token is not None):
                 raise
         # The saved token expired or was revoked: sign in again, once.

@@ -14,6 +14,19 @@ from typing import Any
 CONFIG_DIR_ENV = "PEDL_CONFIG_DIR"
 USER_ENV = "PEDL_USER"
 PASSWORD_ENV = "PEDL_PASSWORD"
+DET_USER_ENV = "DET_USER"
+DET_PASSWORD_ENV = "DET_PASS"
+"""Determined's names for the same sign-in, read when ``PEDL_USER`` is not set."""
+
+
+def env_credentials() -> tuple[str | None, str | None]:
+    """The user and password to sign in with from the environment: ``PEDL_USER`` and
+    ``PEDL_PASSWORD``, else (``PEDL_USER`` unset) Determined's ``DET_USER`` and ``DET_PASS``."""
+    if os.environ.get(USER_ENV):
+        return os.environ.get(USER_ENV), os.environ.get(PASSWORD_ENV)
+    return os.environ.get(DET_USER_ENV), os.environ.get(DET_PASSWORD_ENV)
+
+
 TOKENS_FILE = "auth.json"
 
 
