@@ -1,8 +1,8 @@
 """Password guessing through ``POST /users/{name}/password`` (one's own ``old_password``) is
 throttled by the same limiter as ``POST /auth/login``: per username and per client address,
 429 with ``Retry-After`` without the password being checked, and the guesses made there
-throttle sign-ins too. On a real master over HTTP (SQLite: the throttle keeps no database
-state)."""
+throttle sign-ins too. On a real master over HTTP, on SQLite and PostgreSQL (the accounts'
+database; the throttle itself keeps no database state)."""
 
 from __future__ import annotations
 
@@ -16,16 +16,30 @@ import pytest
 from argon2 import PasswordHasher
 
 from pedl.master import MasterSettings
+from tests.master.conftest import BACKENDS, _create_pg_database, _drop_pg_database
 from tests.master.helpers import add_user, served_master
 
 PASSWORD = "correct horse battery"
 GUESSES = 30
 
 
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A new database of each backend (migrated by the master at its start)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'pedl.db'}"
+        return
+    name, url = _create_pg_database()
+    try:
+        yield url
+    finally:
+        _drop_pg_database(name)
+
+
 @contextmanager
-def _master(home: Path, **limits: Any) -> Iterator[httpx.Client]:
+def _master(home: Path, db_url: str = "", **limits: Any) -> Iterator[httpx.Client]:
     """A master with the accounts alice and bob, and ``limits`` as its login settings."""
-    with served_master(MasterSettings(home=home, **limits)) as (server, database):
+    with served_master(MasterSettings(home=home, db_url=db_url, **limits)) as (server, database):
         for name in ("alice", "bob"):
             add_user(database, name, PASSWORD)
         with httpx.Client(base_url=server.url + "/api/v1", timeout=60) as client:
@@ -65,9 +79,9 @@ def _signed_in(http: httpx.Client) -> str:
 
 
 def test_wrong_old_passwords_are_throttled_per_username(
-    tmp_path: Path, verifications: list[str]
+    tmp_path: Path, db_url: str, verifications: list[str]
 ) -> None:
-    with _master(tmp_path / "home") as http:  # the default limits: 10 per username
+    with _master(tmp_path / "home", db_url) as http:  # the default limits: 10 per username
         token = _signed_in(http)
         statuses = [_guess(http, token, f"wrong {i}").status_code for i in range(GUESSES)]
         assert statuses == [403] * 10 + [429] * (GUESSES - 10)
@@ -85,9 +99,9 @@ def test_wrong_old_passwords_are_throttled_per_username(
         assert len(verifications) == checked, "a throttled attempt's password was checked"
 
 
-def test_wrong_old_passwords_count_against_the_address(tmp_path: Path) -> None:
+def test_wrong_old_passwords_count_against_the_address(tmp_path: Path, db_url: str) -> None:
     with _master(
-        tmp_path / "home", login_max_failures=1000, login_max_failures_per_address=10
+        tmp_path / "home", db_url, login_max_failures=1000, login_max_failures_per_address=10
     ) as http:
         token = _signed_in(http)
         statuses = [_guess(http, token, f"wrong {i}").status_code for i in range(GUESSES)]
