@@ -23,7 +23,7 @@ $(INSTALLED): pyproject.toml compat/determined/pyproject.toml
 		|| (echo "Set PYTHON=/path/to/python3.11 (or 3.12, 3.13)"; exit 1)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools
-	$(BIN)/python -m pip install --quiet -e '.[tf,dev,examples]'
+	$(BIN)/python -m pip install --quiet -e '.[tf,dev,examples,ray]'
 	$(BIN)/python -m pip install --quiet --no-deps -e compat/determined
 	touch $@
 
