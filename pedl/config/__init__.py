@@ -51,6 +51,7 @@ from pedl.config._sampling import (
     sample_hparams,
 )
 from pedl.config._searcher import (
+    OPEN_LENGTH,
     AdaptiveASHASearcherConfig,
     AsyncHalvingSearcherConfig,
     CustomSearcherConfig,
@@ -91,6 +92,7 @@ __all__ = [
     "MAX_RESTARTS",
     "MAX_SLOTS",
     "MAX_TRIALS",
+    "OPEN_LENGTH",
     "RUNNABLE_STORAGE_TYPES",
     "UNUSED_FIELDS_WARNING",
     "AdaptiveASHASearcherConfig",

@@ -12,6 +12,7 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
+from pedl.config._entrypoint import is_script_entrypoint, launcher_problems
 from pedl.config._experiment import ExperimentConfig
 from pedl.config._hyperparameters import (
     CategoricalHyperparameter,
@@ -31,6 +32,8 @@ from pedl.config._searcher import (
     AdaptiveASHASearcherConfig,
     AsyncHalvingSearcherConfig,
     GridSearcherConfig,
+    RandomSearcherConfig,
+    SingleSearcherConfig,
 )
 from pedl.config._storage import RUNNABLE_STORAGE_TYPES, STORAGE_TYPES
 
@@ -65,7 +68,7 @@ def check_runnable_raw(data: Mapping[Any, Any]) -> list[Problem]:
     name is said to be one PEDL does not implement, a removed one says so, another name
     gets a "did you mean"). The caller drops every other problem below a path reported here.
     """
-    problems: list[Problem] = []
+    problems: list[Problem] = launcher_problems(data.get("entrypoint"))
     searcher = data.get("searcher")
     if isinstance(searcher, Mapping):
         name = searcher.get("name")
@@ -106,9 +109,14 @@ def check_runnable(config: ExperimentConfig) -> list[Problem]:
     - a length in records or epochs needs a ``global_batch_size`` hyperparameter;
     - a grid search may have at most ``MAX_GRID_POINTS`` points;
     - an ASHA searcher's ``time_metric`` must be a length unit (batches, records, epochs),
-      epochs need ``records_per_epoch``, and ``max_time`` and ``time_metric`` go together.
+      epochs need ``records_per_epoch``, and ``max_time`` and ``time_metric`` go together;
+    - ``single``, ``grid`` or ``random`` without ``searcher.max_length`` needs an entrypoint
+      that decides its own length (a script); a Trial class trains for the searcher's length.
+
+    A script entrypoint needs no ``global_batch_size`` hyperparameter: its ``fit(batch_size=)``
+    gives the batch size.
     """
-    problems = _check_batch_size(config) + _check_halving(config)
+    problems = _check_batch_size(config) + _check_halving(config) + _check_open_length(config)
     if isinstance(config.searcher, GridSearcherConfig):
         points = grid_size(config.hyperparameters)
         if points is not None and points > MAX_GRID_POINTS:
@@ -196,9 +204,35 @@ def _bad_batch_size(value: Any) -> str | None:
     return None
 
 
+def _check_open_length(config: ExperimentConfig) -> list[Problem]:
+    """Determined 0.38 lets the training code decide how long a trial trains; a Trial class
+    (or a ``module:function`` entrypoint, which PEDL cannot tell from one here) trains for the
+    length the searcher gives it, so it needs ``max_length``."""
+    searcher = config.searcher
+    if not isinstance(searcher, SingleSearcherConfig | GridSearcherConfig | RandomSearcherConfig):
+        return []
+    if searcher.max_length is not None or is_script_entrypoint(config.entrypoint):
+        return []
+    what = (
+        f"the entrypoint '{config.entrypoint}' names a Trial class (or function)"
+        if config.entrypoint
+        else "the model definition's Trial class (no entrypoint)"
+    )
+    return [
+        (
+            ("searcher", "max_length"),
+            f"missing: {what} trains for the length the {searcher.name} searcher gives it, so "
+            "PEDL needs max_length (e.g. {epochs: 5}); only a script entrypoint (python3 "
+            "train.py) decides its own length",
+        )
+    ]
+
+
 def _check_batch_size(config: ExperimentConfig) -> list[Problem]:
     spec = config.hyperparameters.get(BATCH_SIZE)
     if spec is None:
+        if is_script_entrypoint(config.entrypoint):
+            return []  # the script's fit(batch_size=...) gives it
         for where, length in _lengths(config):
             if length.unit != "batches" and length.value > 0:
                 return [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
@@ -20,6 +20,21 @@ SEARCHER_NAMES: tuple[str, ...] = (
     "gp",
     "custom",
 )
+
+
+OPEN_LENGTH = MAX_LENGTH
+"""The length (in batches) a trial is given when ``single``, ``grid`` or ``random`` has no
+``max_length``: the training code decides how long it trains (Determined 0.38's meaning), and
+ends the trial itself (a script's ``fit(epochs=...)``, a Core API loop)."""
+
+
+def unitless_length(value: Any) -> Any:
+    """``max_length: 100``, Determined's integer form: a length without a unit, counted in the
+    steps the training code reports (Determined hands the number to the training code as is);
+    PEDL counts those steps as batches, so it is ``{batches: 100}``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {"batches": value}
+    return value
 
 
 def _positive(length: Length | None) -> Length | None:
@@ -45,6 +60,11 @@ class _SearcherBase(ConfigModel):
 class _LengthSearcher(_SearcherBase):
     max_length: Length
 
+    @field_validator("max_length", mode="before")
+    @classmethod
+    def _integer_form(cls, value: Any) -> Any:
+        return unitless_length(value)
+
     @field_validator("max_length")
     @classmethod
     def _max_length_positive(cls, value: Length) -> Length:
@@ -52,20 +72,39 @@ class _LengthSearcher(_SearcherBase):
         return value
 
 
-class SingleSearcherConfig(_LengthSearcher):
-    """``single``: one trial with the const/first values, trained to ``max_length``."""
+class _OptionalLengthSearcher(_SearcherBase):
+    """``single``, ``grid``, ``random``: ``max_length`` is optional, as in Determined 0.38;
+    without it the training code decides how long a trial trains (a Trial class cannot, and
+    such a config is refused when the experiment is created, naming ``searcher.max_length``)."""
+
+    max_length: Length | None = None
+
+    @field_validator("max_length", mode="before")
+    @classmethod
+    def _integer_form(cls, value: Any) -> Any:
+        return unitless_length(value)
+
+    @field_validator("max_length")
+    @classmethod
+    def _max_length_positive(cls, value: Length | None) -> Length | None:
+        return _positive(value)
+
+
+class SingleSearcherConfig(_OptionalLengthSearcher):
+    """``single``: one trial with the const/first values, trained to ``max_length`` (when
+    given; else for as long as the training code trains)."""
 
     name: Literal["single"]
 
 
-class GridSearcherConfig(_LengthSearcher):
+class GridSearcherConfig(_OptionalLengthSearcher):
     """``grid``: one trial per point of the hyperparameter grid (int/double/log need ``count``)."""
 
     name: Literal["grid"]
     max_concurrent_trials: int = Field(default=16, ge=0, le=MAX_TRIALS)
 
 
-class RandomSearcherConfig(_LengthSearcher):
+class RandomSearcherConfig(_OptionalLengthSearcher):
     """``random``: ``max_trials`` trials with independently sampled hyperparameters."""
 
     name: Literal["random"]
@@ -93,6 +132,11 @@ class _HalvingSearcherConfig(_SearcherBase):
     stop_once: bool = False
     time_metric: str | None = None
     max_time: int | None = Field(default=None, ge=1, le=MAX_LENGTH)
+
+    @field_validator("max_length", mode="before")
+    @classmethod
+    def _integer_form(cls, value: Any) -> Any:
+        return unitless_length(value)
 
     @field_validator("max_length")
     @classmethod

@@ -4,7 +4,11 @@ While the script runs, ``keras.Model.fit`` is replaced by :meth:`ScriptRun.fit`,
 the call's model, data, validation data and callbacks into a TFKerasTrial and trains it with
 :class:`pedl.keras.TFKerasTrialController`: in chunks, with metrics, validations,
 checkpoints, preemption and exact resume, for the searcher's length (``epochs`` is not
-used). When the trial is preempted the rest of the script does not run.
+used then). Where the searcher has no length (``single``, ``grid`` or ``random`` without
+``max_length``, as Determined 0.38 allows) the call's own ``epochs`` (times
+``steps_per_epoch`` or the batches of one epoch) is the trial's length: the training code
+decides, and the trial ends when that length is trained. When the trial is preempted the rest
+of the script does not run.
 """
 
 from __future__ import annotations
@@ -62,6 +66,37 @@ class FitCall:
     options: dict[str, Any]
     """``configure_fit`` options (verbose, shuffle, class_weight, validation_steps)."""
     determined: DeterminedCallback | None
+    epochs: int = 1
+    steps_per_epoch: int | None = None
+
+    def length_in_batches(self) -> int:
+        """The batches this call trains in plain Keras: ``epochs`` times ``steps_per_epoch``
+        or the batches of one pass over the data. Raises ScriptError where neither is known
+        (an endless dataset without ``steps_per_epoch``)."""
+        per_epoch = self.steps_per_epoch or self.batches_per_epoch
+        if per_epoch is None:
+            raise ScriptError(
+                "the searcher has no max_length, so the script's model.fit() decides how long "
+                "the trial trains, but its length is unknown (a dataset of unknown size and no "
+                "steps_per_epoch): pass steps_per_epoch= to fit(), or set searcher.max_length"
+            )
+        return self.epochs * per_epoch
+
+
+class _OwnLength:
+    """The searcher session of a trial whose script decides its length (the searcher has
+    none): one operation, to the ``fit`` call's length in batches, completed here (the
+    master's open-ended operation is left, and the trial ends as stopped by its code)."""
+
+    def __init__(self, batches: int) -> None:
+        self._batches = batches
+        self.completed = False
+
+    def next_length(self) -> int | None:
+        return None if self.completed else self._batches
+
+    def complete(self, length: int, searcher_metric: float) -> None:
+        self.completed = True
 
 
 class _FitTrial(TFKerasTrial):
@@ -91,10 +126,21 @@ class _FitTrial(TFKerasTrial):
 
 
 class _HistoryWriter:
-    """Forwards metrics to the trial's TrainContext and keeps them for fit()'s History."""
+    """Forwards metrics to the trial's TrainContext and keeps them for fit()'s History.
 
-    def __init__(self, train: core.TrainContext) -> None:
+    With a :class:`DeterminedCallback` in the call, the metrics are also reported under the
+    names Determined 0.38's callback reports (``keras.callbacks.Callback.on_test_end``'s logs):
+    validation metrics without the ``val_`` prefix (``categorical_accuracy``, as 0.38 configs'
+    ``searcher.metric`` names them; the ``val_`` names stay too), and ``batches`` and
+    ``epochs`` (the trained batches and epochs, as 0.38's callback adds them) in both kinds.
+    """
+
+    def __init__(
+        self, train: core.TrainContext, *, determined: bool, batches_per_epoch: int | None
+    ) -> None:
         self._train = train
+        self._determined = determined
+        self._batches_per_epoch = batches_per_epoch
         self.history: dict[str, list[float]] = {}
 
     def write_metrics(
@@ -102,10 +148,31 @@ class _HistoryWriter:
     ) -> None:
         for name, value in metrics.items():
             self.history.setdefault(name, []).append(value)
+        if self._determined:
+            metrics = determined_names(kind, total_batches, metrics, self._batches_per_epoch)
         if kind is MetricKind.VALIDATION:
             self._train.report_validation_metrics(total_batches, metrics)
         else:
             self._train.report_training_metrics(total_batches, metrics)
+
+
+def determined_names(
+    kind: MetricKind,
+    total_batches: int,
+    metrics: Mapping[str, float],
+    batches_per_epoch: int | None,
+) -> dict[str, float]:
+    """``metrics`` with the names Determined 0.38's ``DeterminedCallback`` reports added (see
+    :class:`_HistoryWriter`); a name the metrics already have is kept as it is."""
+    named = dict(metrics)
+    if kind is MetricKind.VALIDATION:
+        for name, value in metrics.items():
+            if name.startswith("val_") and name[4:] not in named:
+                named[name[4:]] = value
+    named.setdefault("batches", float(total_batches))
+    if batches_per_epoch:
+        named.setdefault("epochs", total_batches / batches_per_epoch)
+    return named
 
 
 class ScriptRun:
@@ -182,8 +249,23 @@ class ScriptRun:
                 "call, or use a TFKerasTrial)"
             )
         call = parse_fit(model, args, kwargs, self._context.info.hparams)
-        history_writer = _HistoryWriter(self._context.train)
+        history_writer = _HistoryWriter(
+            self._context.train,
+            determined=call.determined is not None,
+            batches_per_epoch=call.steps_per_epoch or call.batches_per_epoch,
+        )
         context = self._trial_context(call, history_writer)
+        own_length: _OwnLength | None = None
+        if self._context.info.config.searcher_max_length is None:
+            own_length = _OwnLength(call.length_in_batches())
+            logger.info(
+                "searcher.max_length is not set: the trial trains for model.fit()'s own length "
+                "(%d batches)",
+                own_length.next_length(),
+            )
+            context = dataclasses.replace(
+                context, searcher=core.SearcherContext(own_length, "batches")
+            )
         self._inside_fit = True
         try:
             self._controller = TFKerasTrialController(
@@ -192,6 +274,9 @@ class ScriptRun:
             self._outcome = self._controller.run()
         finally:
             self._inside_fit = False
+        if own_length is not None and own_length.completed:
+            # The master's operation has no end; the script's length is trained.
+            self._outcome = TrialOutcome.STOPPED_EARLY
         if self._outcome is TrialOutcome.PREEMPTED:
             raise _Preempted
         history = keras.callbacks.History()
@@ -218,6 +303,12 @@ class ScriptRun:
                 config = config.model_copy(update={"min_checkpoint_period": period})
             if determined.checkpoint and info.latest_checkpoint is None and warm_start is None:
                 warm_start = determined.checkpoint
+            metric = config.searcher.metric
+            if not metric.startswith("val_"):
+                # 0.38's callback reports validation metrics without the prefix (see
+                # _HistoryWriter); the controller names them val_*.
+                searcher = config.searcher.model_copy(update={"metric": f"val_{metric}"})
+                config = config.model_copy(update={"searcher": searcher})
         info = dataclasses.replace(
             info,
             hparams={**info.hparams, "global_batch_size": call.batch_size},
@@ -269,9 +360,15 @@ def parse_fit(
     ]
     if ignored:
         logger.info(
-            "model.fit(%s): not used; PEDL trains for the searcher's max_length",
+            "model.fit(%s): not used when the searcher has a max_length; PEDL trains for it",
             ", ".join(ignored),
         )
+    epochs, steps = a["epochs"], a["steps_per_epoch"]
+    for name, value in (("epochs", epochs), ("steps_per_epoch", steps)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ScriptError(f"model.fit({name}={value!r}): must be a positive integer")
     verbose = a["verbose"]
     return FitCall(
         model=model,
@@ -287,6 +384,8 @@ def parse_fit(
             "validation_steps": a["validation_steps"],
         },
         determined=determined[0] if determined else None,
+        epochs=epochs,
+        steps_per_epoch=steps,
     )
 
 

@@ -7,10 +7,12 @@ from collections.abc import Callable
 
 from pedl.config import (
     MAX_GRID_POINTS,
+    OPEN_LENGTH,
     AdaptiveASHASearcherConfig,
     AsyncHalvingSearcherConfig,
     ExperimentConfig,
     GridSearcherConfig,
+    Length,
     RandomSearcherConfig,
     SingleSearcherConfig,
     grid_hparams,
@@ -27,12 +29,18 @@ from pedl.searcher._search_method import SearchMethod
 from pedl.searcher._single import SingleSearch
 
 
+def _length(max_length: Length | None) -> int:
+    """``max_length`` in its unit; without it, :data:`OPEN_LENGTH` (the training code decides
+    when the trial ends)."""
+    return OPEN_LENGTH if max_length is None else max_length.value
+
+
 def _single(config: ExperimentConfig) -> SearchMethod:
     searcher = config.searcher
     assert isinstance(searcher, SingleSearcherConfig)
     return SingleSearch(
         sample=functools.partial(sample_hparams, config.hyperparameters),
-        max_length=searcher.max_length.value,
+        max_length=_length(searcher.max_length),
         seed=config.reproducibility.experiment_seed,
     )
 
@@ -52,7 +60,7 @@ def _grid(config: ExperimentConfig) -> SearchMethod:
         )
     return GridSearch(
         points=grid_hparams(config.hyperparameters),
-        max_length=searcher.max_length.value,
+        max_length=_length(searcher.max_length),
         max_concurrent_trials=searcher.max_concurrent_trials,
         seed=config.reproducibility.experiment_seed,
     )
@@ -64,7 +72,7 @@ def _random(config: ExperimentConfig) -> SearchMethod:
     return RandomSearch(
         sample=functools.partial(sample_hparams, config.hyperparameters),
         max_trials=searcher.max_trials,
-        max_length=searcher.max_length.value,
+        max_length=_length(searcher.max_length),
         max_concurrent_trials=searcher.max_concurrent_trials,
         seed=config.reproducibility.experiment_seed,
     )

@@ -99,3 +99,24 @@ def test_det038_callback_script_runs_and_matches_plain_keras(tmp_path: Path) -> 
         rows = validation if key.startswith("val_") else training
         recorded = [metrics[key] for _, _, metrics in rows]
         np.testing.assert_allclose(recorded, values, rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+@pytest.mark.slow
+def test_det038_script_decides_its_own_length_and_batch_size(tmp_path: Path) -> None:
+    """No ``searcher.max_length`` and no ``global_batch_size``: the script's ``fit(batch_size=30,
+    epochs=2)`` decides (2 epochs of 120 records = 8 batches), and the searcher metric is
+    named as 0.38's DeterminedCallback reports it (``categorical_accuracy``, validation)."""
+    model_dir = reference.MODELS / "det038_own_length"
+    experiment = LocalExperiment.create(model_dir / "const.yaml", model_dir, tmp_path)
+    summary = experiment.run()
+    experiment.close()
+    assert summary.state == "COMPLETED", [t.error for t in summary.trials]
+    (trial,) = record.trials(experiment.directory)
+    training = record.metric_rows(experiment.directory, trial.id, MetricKind.TRAINING)
+    validation = record.metric_rows(experiment.directory, trial.id, MetricKind.VALIDATION)
+    assert [b for _, b, _ in training] == [4, 8]
+    assert [(b, m["batches"], m["epochs"]) for _, b, m in validation] == [(4, 4, 1), (8, 8, 2)]
+    for _, _, metrics in validation:
+        assert metrics["categorical_accuracy"] == metrics["val_categorical_accuracy"]
+        assert metrics["loss"] == metrics["val_loss"]
+    assert "val_loss" not in training[0][2] and training[0][2]["epochs"] == 1

@@ -99,7 +99,7 @@ CASES = [
         HEAD.replace("  max_length:\n    batches: 100\n", ""),
         "searcher.max_length",
         4,
-        "missing required field 'max_length'",
+        "trains for the length the random searcher gives it, so PEDL needs max_length",
     ),
     (
         "max-length-zero",
@@ -390,7 +390,7 @@ def test_all_problems_at_once_sorted_by_line() -> None:
 
 def test_misspelt_required_field_gives_both_problems() -> None:
     with pytest.raises(ConfigError) as info:
-        parse_config(HEAD.replace("  max_length:", "  max_lenght:"))
+        parse_config(HEAD.replace("  max_length:", "  max_lenght:").replace("random", "tpe"))
     assert [(i.path, i.line, i.message) for i in info.value.issues] == [
         ("searcher.max_length", 4, "missing required field 'max_length'"),
         ("searcher.max_lenght", 8, "unknown field 'max_lenght'; did you mean 'max_length'?"),
