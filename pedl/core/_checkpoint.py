@@ -9,9 +9,12 @@ import os
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pedl.storage import StorageManager, list_resources
+
+if TYPE_CHECKING:
+    from pedl.core._distributed import DistributedContext
 
 METADATA_FILE = "metadata.json"
 
@@ -44,11 +47,22 @@ class CheckpointRegistry(Protocol):
 
 
 class CheckpointContext:
-    """Stores a checkpoint directory and records it; restores one by id."""
+    """Stores a checkpoint directory and records it; restores one by id.
 
-    def __init__(self, storage: StorageManager, registry: CheckpointRegistry) -> None:
+    With several workers (``distributed`` of size > 1) only the chief stores and registers
+    checkpoints (the state of every worker that differs must reach it first); every worker
+    may restore one.
+    """
+
+    def __init__(
+        self,
+        storage: StorageManager,
+        registry: CheckpointRegistry,
+        distributed: DistributedContext | None = None,
+    ) -> None:
         self._storage = storage
         self._registry = registry
+        self._is_chief = distributed is None or distributed.is_chief
 
     @contextlib.contextmanager
     def store_path(self, metadata: Mapping[str, Any]) -> Iterator[tuple[Path, str]]:
@@ -59,6 +73,11 @@ class CheckpointContext:
         the block finishes without an exception. A write that finds the storage full raises
         :class:`CheckpointStorageFullError`.
         """
+        if not self._is_chief:
+            raise RuntimeError(
+                "only the chief (rank 0) stores checkpoints: call store_path on the chief, "
+                "after gathering there the state of the other workers that it needs"
+            )
         if "steps_completed" not in metadata:
             raise ValueError("checkpoint metadata must contain 'steps_completed'")
         storage_id = str(uuid.uuid4())

@@ -63,13 +63,17 @@ def build_context(
 
     Local mode passes in-process stand-ins, the trial process REST clients, tests small
     recorders; every part is then the same class, so controllers cannot tell them apart.
+
+    With a ``distributed`` context of several workers the parts know the rank: only the
+    chief reports metrics, stores checkpoints and completes searcher operations; the
+    chief's searcher lengths and preemption answers are broadcast to the others.
     """
     distributed = distributed or DistributedContext.single()
     return Context(
         info=info,
         distributed=distributed,
         train=TrainContext(metrics, is_chief=distributed.is_chief),
-        checkpoint=CheckpointContext(storage, checkpoints),
-        searcher=SearcherContext(searcher, info.config.searcher_unit),
-        preempt=PreemptContext(should_preempt),
+        checkpoint=CheckpointContext(storage, checkpoints, distributed),
+        searcher=SearcherContext(searcher, info.config.searcher_unit, distributed),
+        preempt=PreemptContext(should_preempt, distributed),
     )

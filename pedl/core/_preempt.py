@@ -6,16 +6,34 @@ import signal
 import threading
 from collections.abc import Callable
 from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pedl.core._distributed import DistributedContext
 
 
 class PreemptContext:
-    """Asked by the controller between chunks; a True answer means checkpoint and exit."""
+    """Asked by the controller between chunks; a True answer means checkpoint and exit.
 
-    def __init__(self, should_preempt: Callable[[], bool]) -> None:
+    With several workers (``distributed`` of size > 1) every worker asks in step: the chief
+    asks the platform and broadcasts its answer, so that all workers stop at the same batch
+    (Determined's ``WorkersAskChief``).
+    """
+
+    def __init__(
+        self,
+        should_preempt: Callable[[], bool],
+        distributed: DistributedContext | None = None,
+    ) -> None:
         self._should_preempt = should_preempt
+        self._dist = distributed if distributed is not None and distributed.size > 1 else None
 
     def should_preempt(self) -> bool:
-        return self._should_preempt()
+        if self._dist is None:
+            return self._should_preempt()
+        if self._dist.is_chief:
+            return bool(self._dist.broadcast(bool(self._should_preempt())))
+        return bool(self._dist.broadcast(None))
 
 
 class SignalPreemption:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from pedl.core._distributed import DistributedContext
 
 Unit = Literal["batches", "records", "epochs"]
 
@@ -22,13 +25,20 @@ class SearcherSession(Protocol):
 
 
 class SearcherOperation:
-    """Train to ``length`` (absolute, in ``unit``), validate, then ``report_completed``."""
+    """Train to ``length`` (absolute, in ``unit``), validate, then ``report_completed``.
 
-    def __init__(self, session: SearcherSession, length: int, unit: Unit) -> None:
+    On a worker other than the chief (``is_chief=False``), ``report_completed`` only marks the
+    operation done: the chief's report is the one the searcher gets.
+    """
+
+    def __init__(
+        self, session: SearcherSession, length: int, unit: Unit, *, is_chief: bool = True
+    ) -> None:
         self._session = session
         self.length = length
         self.unit: Unit = unit
         self._completed = False
+        self._is_chief = is_chief
 
     @property
     def completed(self) -> bool:
@@ -38,27 +48,52 @@ class SearcherOperation:
         if self._completed:
             raise RuntimeError(f"operation to {self.length} {self.unit} was already completed")
         self._completed = True
-        self._session.complete(self.length, float(searcher_metric))
+        if self._is_chief:
+            self._session.complete(self.length, float(searcher_metric))
 
     def __repr__(self) -> str:
         return f"SearcherOperation(length={self.length}, unit={self.unit!r})"
 
 
 class SearcherContext:
-    """Yields the trial's operations, one at a time, until the searcher closes the trial."""
+    """Yields the trial's operations, one at a time, until the searcher closes the trial.
 
-    def __init__(self, session: SearcherSession, unit: Unit) -> None:
+    With several workers (``distributed`` of size > 1) every worker iterates
+    :meth:`operations` in step (Determined's ``WorkersAskChief``): the chief asks the
+    searcher for each next length and broadcasts it, the others receive it; only the chief's
+    ``report_completed`` reaches the searcher, and only the chief must call it.
+    """
+
+    def __init__(
+        self,
+        session: SearcherSession,
+        unit: Unit,
+        distributed: DistributedContext | None = None,
+    ) -> None:
         self._session = session
         self.unit: Unit = unit
+        self._dist = distributed if distributed is not None and distributed.size > 1 else None
 
     def operations(self) -> Iterator[SearcherOperation]:
+        is_chief = self._dist is None or self._dist.is_chief
         while True:
-            length = self._session.next_length()
+            length = self._next_length()
             if length is None:
                 return
-            op = SearcherOperation(self._session, length, self.unit)
+            op = SearcherOperation(self._session, length, self.unit, is_chief=is_chief)
             yield op
-            if not op.completed:
+            if is_chief and not op.completed:
                 raise RuntimeError(
                     "an operation must be completed (report_completed) before the next one"
                 )
+
+    def _next_length(self) -> int | None:
+        """The searcher's next length: asked by the chief, broadcast to the other workers."""
+        if self._dist is None:
+            return self._session.next_length()
+        if self._dist.is_chief:
+            length = self._session.next_length()
+            self._dist.broadcast(length)
+            return length
+        received: int | None = self._dist.broadcast(None)
+        return received

@@ -10,6 +10,7 @@ from pedl.exec._exit_codes import (
     EXIT_OK,
     is_permanent_failure,
 )
+from pedl.exec._heartbeat import start_heartbeat
 from pedl.exec._private import (
     TOKEN_FD_ENV,
     make_undumpable,
@@ -17,7 +18,12 @@ from pedl.exec._private import (
     take_token,
     token_channel,
 )
-from pedl.exec._trial_process import die_with_master, run_trial, serve_trial
+from pedl.exec._trial_process import (
+    die_with_master,
+    run_trial,
+    serve_trial,
+    trial_distributed_context,
+)
 from pedl.exec._worker import run_worker
 
 __all__ = [
@@ -36,6 +42,8 @@ __all__ = [
     "run_trial",
     "run_worker",
     "serve_trial",
+    "start_heartbeat",
     "take_token",
     "token_channel",
+    "trial_distributed_context",
 ]

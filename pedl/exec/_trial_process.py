@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from pedl.config import parse_config
 from pedl.engine import TrialOutcome
 from pedl.exec._attempt import AttemptResult, classify_failure, run_attempt
 from pedl.exec._exit_codes import EXIT_ERROR, EXIT_MASTER_GONE, EXIT_MODEL_DEF_ERROR, EXIT_OK
+from pedl.exec._heartbeat import start_heartbeat
 from pedl.exec._private import make_undumpable, process_alive, take_token
 from pedl.storage import make_storage
 
@@ -81,6 +83,9 @@ def run_trial() -> int:
     from the socket ``PEDL_TRIAL_TOKEN_FD`` names (:func:`take_token`), so the token is in no
     environment that the model code's subprocesses inherit; without it (a trial run by hand),
     ``PEDL_TRIAL_TOKEN`` is used.
+
+    A worker of a multi-worker trial (``PEDL_SIZE`` > 1) also writes its heartbeat to the
+    pipe ``PEDL_HEARTBEAT_FD`` names (:func:`pedl.exec.start_heartbeat`).
     """
     make_undumpable()
     try:
@@ -89,6 +94,7 @@ def run_trial() -> int:
         print(f"pedl trial: {err}", file=sys.stderr)
         return EXIT_MASTER_GONE
     die_with_master()
+    start_heartbeat()
     configure_logging()
     return serve_trial(token)
 
@@ -188,6 +194,7 @@ def _run(client: core.MasterClient, sender: core.ReportSender, workdir: Path) ->
         else "starting fresh",
     )
     os.chdir(code_dir)
+    distributed = trial_distributed_context()
 
     def build_context() -> core.Context:
         info = core.TrialInfo(
@@ -207,14 +214,36 @@ def _run(client: core.MasterClient, sender: core.ReportSender, workdir: Path) ->
             storage=make_storage(config.checkpoint_storage),
             searcher=core.RestSearcherSession(client, sender),
             should_preempt=core.RestPreemption(client, sender).should_preempt,
+            distributed=distributed,
         )
 
-    return _finish(client, sender, run_attempt(code_dir, config.entrypoint, build_context))
+    try:
+        result = run_attempt(code_dir, config.entrypoint, build_context)
+    finally:
+        distributed.close()
+    return _finish(client, sender, result, is_chief=distributed.is_chief)
 
 
-def _finish(client: core.MasterClient, sender: core.ReportSender, result: AttemptResult) -> int:
-    """Print an error once, send the queued reports, report the result to the master, and
-    return the exit status."""
+def trial_distributed_context(environ: Mapping[str, str] | None = None) -> core.DistributedContext:
+    """The trial's :class:`~pedl.core.DistributedContext`: from the launcher's variables
+    (:meth:`~pedl.core.DistributedContext.from_env`) when ``PEDL_SIZE`` > 1, else the
+    single-process one. Its connections are made on the first collective."""
+    env = os.environ if environ is None else environ
+    if int(env.get("PEDL_SIZE") or 1) > 1:
+        return core.DistributedContext.from_env(env)
+    return core.DistributedContext.single()
+
+
+def _finish(
+    client: core.MasterClient,
+    sender: core.ReportSender,
+    result: AttemptResult,
+    *,
+    is_chief: bool = True,
+) -> int:
+    """Print an error once, send the queued reports, report the result to the master (the
+    chief only: another worker's exit is its launcher's business), and return the exit
+    status."""
     error = result.error
     if result.outcome is TrialOutcome.ERRORED and error is not None:
         if result.stage == "load":
@@ -229,6 +258,9 @@ def _finish(client: core.MasterClient, sender: core.ReportSender, result: Attemp
         "error": _without_nul(error.to_dict()) if error is not None else None,
     }
     sender.flush()
+    if not is_chief:
+        logger.info("trial %d worker stopped: %s", client.trial_id, result.outcome.value)
+        return EXIT_OK if result.outcome is not TrialOutcome.ERRORED else EXIT_ERROR
     try:
         client.post(f"{client.trial_path}/exit", body)
     except core.MasterError as err:

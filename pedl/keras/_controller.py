@@ -7,10 +7,20 @@ metrics, validates, checkpoints, completes searcher operations, asks ``preempt``
 ``fit`` when the process should stop. The user's Keras callbacks are not given to Keras:
 the platform callback calls them itself, so that across chunks, validations and resumes
 they see one long ``fit()`` (see :class:`pedl.keras.callbacks.Callback`).
+
+With several workers (the core context's ``distributed`` of size > 1) each worker builds
+the model under a ``MultiWorkerMirroredStrategy`` (:mod:`pedl.keras._strategy`) and, since
+Keras 3's ``fit`` fails under it, the controller runs its own loop of ``strategy.run`` of
+the compiled model's ``train_step`` on this worker's share of each global batch, with the
+same platform callback events. Validation runs ``test_step`` on this worker's share of the
+validation data and reads the metrics summed over all workers (Keras keeps metric state in
+sum-on-read variables, so each record counts once). The chief takes every decision and
+writes the checkpoint; every worker restores it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -41,6 +51,7 @@ from pedl.keras._data import (
     make_validation_input,
 )
 from pedl.keras._shuffle_check import warn_if_unreproducible
+from pedl.keras._strategy import multi_worker_strategy
 from pedl.keras.callbacks import Callback, TensorBoard
 
 if TYPE_CHECKING:
@@ -117,26 +128,36 @@ class TFKerasTrialController:
         self._core = context
         self._info = context.info
         self._config = context.info.config
+        self._dist = context.distributed
+        self.strategy = multi_worker_strategy(self._dist) if self._dist.size > 1 else None
+        """The multi-worker strategy, made before any other TensorFlow op; None on one."""
         # Same layer names, hence variable paths, every run. No gc.collect(): with TensorFlow
         # loaded it takes ~0.2 s of the time to the first batch.
         keras.backend.clear_session(free_memory=False)
         seed_everything(self._info.trial_seed)
         configure_determinism()
         self.context = TFKerasTrialContext(context)
-        self.trial = trial_factory(self.context)
-        apply_session_config(self.trial.session_config())
-        self.model = self._build_model()
+        with self._scope():
+            self.trial = trial_factory(self.context)
+            apply_session_config(self.trial.session_config())
+            self.model = self._build_model()
         fit = self.context.fit_config
         self._fit_config = fit
+        rank, size = self._dist.rank, self._dist.size
         self.train_data = make_training_data(
             self.trial.build_training_data_loader(),
             is_wrapped_dataset=self.context.accepts_dataset,
-            batch_size=self.context.get_per_slot_batch_size,
+            batch_size=(
+                self.context.get_global_batch_size
+                if size > 1
+                else self.context.get_per_slot_batch_size
+            ),
             shuffle=fit.shuffle,
             seed=self._info.trial_seed,
             fit_workers=fit.workers,
             fit_use_multiprocessing=fit.use_multiprocessing,
             fit_max_queue_size=fit.max_queue_size,
+            **({"rank": rank, "size": size} if size > 1 else {}),
         )
         if isinstance(self.train_data, DatasetData):
             warn_if_unreproducible(self.train_data.dataset, self._info.code_dir)
@@ -144,6 +165,7 @@ class TFKerasTrialController:
             self.trial.build_validation_data_loader(),
             is_wrapped_dataset=self.context.accepts_dataset,
             batch_size=self.context.get_per_slot_batch_size,
+            **({"rank": rank, "size": size} if size > 1 else {}),
         )
         self.user_callbacks = list(self.trial.keras_callbacks())
         self._pedl_callbacks = [cb for cb in self.user_callbacks if isinstance(cb, Callback)]
@@ -178,6 +200,10 @@ class TFKerasTrialController:
         return cls(cast("Callable[[TFKerasTrialContext], TFKerasTrial]", trial_class), context)
 
     # Set-up ------------------------------------------------------------------------------
+
+    def _scope(self) -> contextlib.AbstractContextManager[Any]:
+        """The strategy's scope on several workers, else nothing."""
+        return self.strategy.scope() if self.strategy is not None else contextlib.nullcontext()
 
     def wants_per_batch_metrics(self) -> bool:
         """Whether each batch's own metrics are needed (see ``per_batch_metrics``); the
@@ -218,7 +244,8 @@ class TFKerasTrialController:
 
     def run(self) -> TrialOutcome:
         """Train until the searcher closes the trial, a preemption, or the model stops."""
-        build_variables(self.model, self.train_data.first_batch())
+        with self._scope():
+            build_variables(self.model, self.train_data.first_batch())
         self.callbacks.set_model(self.model)
         self.callbacks.set_params({"verbose": 0, "epochs": None, "steps": self.batches_per_epoch})
         if self._info.latest_checkpoint:
@@ -234,7 +261,9 @@ class TFKerasTrialController:
                 and self.progress.last_validation < 0
             ):
                 self._validate()
-            if self._advance():
+            if self._advance() and self.strategy is not None:
+                self._train_on_workers()
+            elif self._outcome is None:
                 self.model.fit(
                     x=self.train_data.fit_input(self.progress.batches),
                     epochs=1,
@@ -248,6 +277,36 @@ class TFKerasTrialController:
             self.callbacks.on_train_end()
         assert self._outcome is not None
         return self._outcome
+
+    def _train_on_workers(self) -> None:
+        """``fit`` on several workers: this worker's batches through ``strategy.run`` of the
+        model's ``train_step``, with the platform callback's batch events around each."""
+        strategy = self.strategy
+        assert strategy is not None
+        model = self.model
+        if self._fit_config.class_weight is not None:
+            raise TrialError(
+                "class_weight is not supported on several workers (slots_per_trial > 1): "
+                "weigh the samples in the data (sample_weights) instead"
+            )
+
+        @tf.function(reduce_retracing=True)
+        def train_step(batch: Any) -> dict[str, tf.Tensor]:
+            logs = strategy.run(model.train_step, args=(batch,))
+            return {
+                k: strategy.reduce(tf.distribute.ReduceOp.MEAN, v, axis=None)
+                for k, v in logs.items()
+            }
+
+        callback = _PlatformCallback(self)
+        callback.set_model(model)
+        model.stop_training = False
+        model.reset_metrics()
+        batches = self.train_data.worker_batches(self.progress.batches)
+        while not model.stop_training:
+            callback.on_train_batch_begin(0)
+            logs = train_step(next(batches))
+            callback.on_train_batch_end(0, {k: float(v) for k, v in logs.items()})
 
     def _advance(self) -> bool:
         """At a boundary: finish due operations and decide whether to keep training.
@@ -268,9 +327,12 @@ class TFKerasTrialController:
     def stop_requested(self) -> bool:
         """Whether the trial's code asked to stop: ``model.stop_training`` (a Keras callback)
         or ``context.set_stop_requested(True)``."""
-        return bool(getattr(self.model, "stop_training", False)) or (
+        requested = bool(getattr(self.model, "stop_training", False)) or (
             self.context.get_stop_requested()
         )
+        if self._dist.size > 1:  # the chief's wish, so that all stop at the same batch
+            return bool(self._dist.broadcast(requested if self._dist.is_chief else None))
+        return requested
 
     def _stop(self, outcome: TrialOutcome) -> bool:
         """Validate (when stopping early) and checkpoint as due, and end with ``outcome``; the
@@ -331,13 +393,16 @@ class TFKerasTrialController:
 
     def _validate(self) -> None:
         p = self.progress
-        logs = self.model.evaluate(
-            **self.validation_input,
-            steps=self._fit_config.validation_steps,
-            callbacks=self.callbacks,
-            return_dict=True,
-            verbose=0,
-        )
+        if self.strategy is not None:
+            logs = self._evaluate_on_workers()
+        else:
+            logs = self.model.evaluate(
+                **self.validation_input,
+                steps=self._fit_config.validation_steps,
+                callbacks=self.callbacks,
+                return_dict=True,
+                verbose=0,
+            )
         metrics = {f"val_{k}": float(v) for k, v in logs.items()}
         shown = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items())
         logger.info("validation at batch %d: %s", p.batches, shown or "no metrics")
@@ -347,11 +412,40 @@ class TFKerasTrialController:
         if record_searcher_metric(p, self._config, metrics, choices="them", error=TrialError):
             self._checkpoint()
 
+    def _evaluate_on_workers(self) -> dict[str, Any]:
+        """``evaluate`` on several workers: ``test_step`` on this worker's share of the
+        validation data, then the metrics read across workers (their sum-on-read state
+        variables are summed over all workers on reading, so each record counts once)."""
+        strategy = self.strategy
+        assert strategy is not None
+        model = self.model
+
+        @tf.function(reduce_retracing=True)
+        def test_step(batch: Any) -> None:
+            strategy.run(model.test_step, args=(batch,))
+
+        model.reset_metrics()
+        self.callbacks.on_test_begin()
+        steps = self._fit_config.validation_steps
+        for index, batch in enumerate(self.validation_input["x"]):
+            if steps is not None and index >= steps:
+                break
+            self.callbacks.on_test_batch_begin(index)
+            test_step(batch)
+            self.callbacks.on_test_batch_end(index)
+        logs: dict[str, Any] = model.get_metrics_result()
+        self.callbacks.on_test_end(logs)
+        return logs
+
     # Checkpoints -------------------------------------------------------------------------
 
     def _checkpoint(self) -> None:
         p = self.progress
         p.last_checkpoint = p.batches
+        if not self._dist.is_chief:
+            # Every worker's state is the chief's: same weights, same data position (a
+            # pure function of the global batch count); the chief writes the checkpoint.
+            return
         metadata = {
             "format": CHECKPOINT_FORMAT,
             "framework": FRAMEWORK,

@@ -21,7 +21,7 @@ import math
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +122,11 @@ class TrainingData(abc.ABC):
     def on_fit_iterator(self, iterator: Any) -> None:  # noqa: B027
         """Called with the iterator that model.fit created, before its first batch."""
 
+    def worker_batches(self, start_batch: int) -> Iterator[Any]:
+        """This worker's batches from global batch ``start_batch`` on (a multi-worker trial
+        iterates them itself instead of calling ``fit``)."""
+        return iter(self.fit_input(start_batch))
+
     def save(self, directory: Path) -> dict[str, Any]:
         """Write state beyond the batch count; return what to store in the trial state."""
         return {}
@@ -140,7 +145,13 @@ class ArrayData(TrainingData):
         batch_size: int,
         shuffle: bool,
         seed: int,
+        rank: int = 0,
+        size: int = 1,
     ) -> None:
+        """``batch_size`` is the global batch; with ``size`` workers, worker ``rank`` takes
+        the records ``rank, rank + size, ...`` of each global batch."""
+        self._rank = rank
+        self._size = size
         self._arrays = _as_tuple_structure(
             (x, y) if sample_weight is None else (x, y, sample_weight)
         )
@@ -165,6 +176,7 @@ class ArrayData(TrainingData):
 
     def fit_input(self, start_batch: int) -> tf.data.Dataset:
         n, batch_size, shuffle, seed = self._n, self._batch_size, self._shuffle, self._seed
+        rank, size = self._rank, self._size
         start_epoch, start_in_epoch = divmod(start_batch, self.batches_per_pass)
         constants = tf.nest.map_structure(tf.constant, self._arrays)
 
@@ -187,8 +199,15 @@ class ArrayData(TrainingData):
         def gather(indices: tf.Tensor) -> Any:
             return tf.nest.map_structure(lambda c: tf.gather(c, indices), constants)
 
+        @tf.autograph.experimental.do_not_convert
+        def own_part(indices: tf.Tensor) -> tf.Tensor:
+            return indices[rank::size]
+
         epochs = tf.data.Dataset.range(start_epoch, np.iinfo(np.int64).max)
-        return epochs.flat_map(epoch_batches).map(gather).prefetch(tf.data.AUTOTUNE)
+        indices = epochs.flat_map(epoch_batches)
+        if size > 1:
+            indices = indices.map(own_part)
+        return indices.map(gather).prefetch(tf.data.AUTOTUNE)
 
 
 class _PositionedSequence(keras.utils.PyDataset):
@@ -245,16 +264,43 @@ class _PositionedSequence(keras.utils.PyDataset):
 
 
 class SequenceData(TrainingData):
-    def __init__(self, adapter: SequenceAdapter, *, shuffle: bool, seed: int) -> None:
+    def __init__(
+        self,
+        adapter: SequenceAdapter,
+        *,
+        shuffle: bool,
+        seed: int,
+        rank: int = 0,
+        size: int = 1,
+    ) -> None:
+        """With ``size`` workers a global batch is ``size`` items of the Sequence: global
+        batch ``g`` of worker ``rank`` is item ``g * size + rank`` of the seeded order."""
         if len(adapter.sequence) == 0:
             raise InvalidDataError("the training Sequence is empty (len() == 0)")
         self._adapter = adapter
         self._shuffle = shuffle
         self._seed = seed
+        self._rank = rank
+        self._size = size
 
     @property
     def batches_per_pass(self) -> int:
-        return len(self._adapter.sequence)
+        return max(1, len(self._adapter.sequence) // self._size)
+
+    def worker_batches(self, start_batch: int) -> Iterator[Any]:
+        items = _PositionedSequence(
+            self._adapter.sequence,
+            0,
+            shuffle=self._shuffle,
+            seed=self._seed,
+            workers=0,
+            use_multiprocessing=False,
+            max_queue_size=1,
+        )
+        batch = start_batch
+        while True:
+            yield items[batch * self._size + self._rank]
+            batch += 1
 
     def first_batch(self) -> Any:
         return self._adapter.sequence[0]
@@ -374,10 +420,16 @@ def make_training_data(
     fit_workers: int,
     fit_use_multiprocessing: bool,
     fit_max_queue_size: int,
+    rank: int = 0,
+    size: int = 1,
 ) -> TrainingData:
-    """Turn what ``build_training_data_loader`` returned into a positioned stream."""
+    """Turn what ``build_training_data_loader`` returned into a positioned stream.
+
+    With ``size`` > 1 workers, ``batch_size`` gives the global batch and worker ``rank``
+    gets its share of each (see :class:`ArrayData` and :class:`SequenceData`; a wrapped
+    dataset was sharded by ``wrap_dataset``)."""
     if isinstance(loader, SequenceAdapter):
-        return SequenceData(loader, shuffle=shuffle, seed=seed)
+        return SequenceData(loader, shuffle=shuffle, seed=seed, rank=rank, size=size)
     if _is_sequence(loader):
         adapter = SequenceAdapter(
             loader,
@@ -385,14 +437,21 @@ def make_training_data(
             workers=fit_workers,
             max_queue_size=fit_max_queue_size,
         )
-        return SequenceData(adapter, shuffle=shuffle, seed=seed)
+        return SequenceData(adapter, shuffle=shuffle, seed=seed, rank=rank, size=size)
     if isinstance(loader, tf.data.Dataset):
         _check_wrapped(loader, is_wrapped_dataset, "build_training_data_loader")
         return DatasetData(loader)
     if isinstance(loader, tuple) and len(loader) in (2, 3):
         x, y, *rest = loader
         return ArrayData(
-            x, y, rest[0] if rest else None, batch_size=batch_size(), shuffle=shuffle, seed=seed
+            x,
+            y,
+            rest[0] if rest else None,
+            batch_size=batch_size(),
+            shuffle=shuffle,
+            seed=seed,
+            rank=rank,
+            size=size,
         )
     raise InvalidDataError(_unsupported("build_training_data_loader", loader))
 
@@ -402,8 +461,17 @@ def make_validation_input(
     *,
     is_wrapped_dataset: Callable[[Any], bool],
     batch_size: Callable[[], int],
+    rank: int = 0,
+    size: int = 1,
 ) -> dict[str, Any]:
-    """Keyword arguments for ``model.evaluate`` from ``build_validation_data_loader``'s result."""
+    """Keyword arguments for ``model.evaluate`` from ``build_validation_data_loader``'s result.
+
+    With ``size`` > 1 workers, ``x`` is this worker's share of the validation data, so that
+    every record is evaluated by exactly one worker: records ``rank, rank + size, ...`` of
+    arrays, items ``rank, rank + size, ...`` of a Sequence (an iterable then); a wrapped
+    dataset was sharded by ``wrap_dataset``."""
+    if size > 1 and not isinstance(loader, tf.data.Dataset):
+        return {"x": _shard_validation(loader, batch_size(), rank, size)}
     if isinstance(loader, SequenceAdapter):
         seq = loader.sequence
         seq.workers = loader.workers
@@ -424,6 +492,36 @@ def make_validation_input(
                 f"the arrays of the validation data have different lengths: {sorted(lengths)}"
             )
         return {"x": tf.data.Dataset.from_tensor_slices(arrays).batch(batch_size())}
+    raise InvalidDataError(_unsupported("build_validation_data_loader", loader))
+
+
+class _SequenceShard:
+    """Items ``rank, rank + size, ...`` of a Sequence, iterable again and again."""
+
+    def __init__(self, sequence: Any, rank: int, size: int) -> None:
+        self._sequence = sequence
+        self._rank = rank
+        self._size = size
+
+    def __iter__(self) -> Iterator[Any]:
+        for index in range(self._rank, len(self._sequence), self._size):
+            yield self._sequence[index]
+
+
+def _shard_validation(loader: Any, batch_size: int, rank: int, size: int) -> Any:
+    if isinstance(loader, SequenceAdapter):
+        return _SequenceShard(loader.sequence, rank, size)
+    if _is_sequence(loader):
+        return _SequenceShard(loader, rank, size)
+    if isinstance(loader, tuple) and len(loader) in (2, 3):
+        arrays = _as_tuple_structure(loader)
+        lengths = {len(a) for a in tf.nest.flatten(arrays)}
+        if len(lengths) != 1:
+            raise InvalidDataError(
+                f"the arrays of the validation data have different lengths: {sorted(lengths)}"
+            )
+        records = tf.data.Dataset.from_tensor_slices(arrays).shard(size, rank)
+        return records.batch(batch_size)
     raise InvalidDataError(_unsupported("build_validation_data_loader", loader))
 
 

@@ -42,6 +42,7 @@ def make_run(
     latest_checkpoint: str | None = None,
     preempt: Callable[[], bool] = lambda: False,
     recorder: core.MemoryRecorder | None = None,
+    distributed: core.DistributedContext | None = None,
 ) -> Run:
     cfg = parse_config(config, overrides=overrides)
     code_dir = tmp_path / "code"
@@ -70,6 +71,7 @@ def make_run(
         storage=storage,
         searcher=session,
         should_preempt=preempt,
+        distributed=distributed,
     )
     return Run(context, recorder, session, storage)
 

@@ -1,0 +1,64 @@
+"""The ``tf.distribute`` side of a multi-worker Keras trial.
+
+With several workers (``PEDL_SIZE`` > 1, ``TF_CONFIG`` set by the launcher) each process
+builds one :class:`tf.distribute.MultiWorkerMirroredStrategy` before any other TensorFlow op
+(TensorFlow configures its collectives when its eager context starts), the user's model is
+built and compiled under its scope, and the controller trains with its own step around the
+compiled model's ``train_step``: Keras 3's ``model.fit`` does not work under this strategy
+(keras-team/keras#20585), the model's ``train_step`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import tensorflow as tf
+
+from pedl import core
+
+_strategy: tf.distribute.MultiWorkerMirroredStrategy | None = None
+
+
+class StrategyError(RuntimeError):
+    """The multi-worker strategy cannot be built as the trial's workers need it."""
+
+
+def multi_worker_strategy(
+    distributed: core.DistributedContext,
+) -> tf.distribute.MultiWorkerMirroredStrategy:
+    """This process's ``MultiWorkerMirroredStrategy`` (made once per process).
+
+    Its collectives use the ring implementation with the distributed context's timeout
+    (``PEDL_DIST_TIMEOUT``, 30 minutes by default), so that a collective stuck on a dead or
+    stopped peer errors out instead of waiting forever. ``TF_CONFIG`` must name as many
+    workers as the trial has, with this worker's rank as its task index.
+    """
+    global _strategy
+    if _strategy is not None:
+        return _strategy
+    raw = os.environ.get("TF_CONFIG")
+    if not raw:
+        raise StrategyError(
+            f"this trial runs on {distributed.size} workers but TF_CONFIG is not set: the "
+            "launcher must set it for tf.distribute.MultiWorkerMirroredStrategy"
+        )
+    config = json.loads(raw)
+    workers = config.get("cluster", {}).get("worker", [])
+    index = config.get("task", {}).get("index")
+    if len(workers) != distributed.size or index != distributed.rank:
+        raise StrategyError(
+            f"TF_CONFIG names {len(workers)} workers and task index {index}, but this is rank "
+            f"{distributed.rank} of {distributed.size} (PEDL_RANK, PEDL_SIZE)"
+        )
+    options = tf.distribute.experimental.CommunicationOptions(
+        timeout_seconds=distributed.timeout,
+        implementation=tf.distribute.experimental.CommunicationImplementation.RING,
+    )
+    _strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    return _strategy
+
+
+def current_strategy() -> tf.distribute.MultiWorkerMirroredStrategy | None:
+    """The strategy :func:`multi_worker_strategy` made in this process, if any."""
+    return _strategy

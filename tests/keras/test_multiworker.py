@@ -1,0 +1,93 @@
+"""A TFKerasTrial on two worker processes, started as a launcher starts them (issue 20).
+
+Each test spawns TensorFlow processes (a few seconds each), so they are few and tiny.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+
+from pedl.engine import MetricKind
+from tests.keras.multiworker import run_workers
+
+DIGITS = {
+    "trial": "examples.digits_keras:DigitsTrial",
+    "hparams": {
+        "global_batch_size": 32,
+        "conv_filters": 4,
+        "dense_units": 16,
+        "dropout": 0.0,
+        "learning_rate": 0.01,
+    },
+    "overrides": ["searcher.max_length.batches=30", "scheduling_unit=10"],
+}
+
+
+def test_two_workers_train_the_same_model_on_half_batches_and_validate_as_one(
+    tmp_path: Path,
+) -> None:
+    one = run_workers(DIGITS, tmp_path / "one", 1)[0]
+    chief, other = run_workers(DIGITS, tmp_path / "two", 2)
+
+    assert chief["outcome"] == other["outcome"] == "COMPLETED"
+    assert chief["batches"] == other["batches"] == 30
+    # Both workers end with the same weights, bit for bit (ring all-reduce: every worker
+    # gets the same sums), each having trained on 30 batches of half the global batch.
+    for a, b in zip(
+        chief["weights"] + chief["variables"], other["weights"] + other["variables"], strict=True
+    ):
+        np.testing.assert_array_equal(a, b)
+    assert chief["batch_sizes"] == other["batch_sizes"] == [16] * 30
+    # Only the chief reports, registers checkpoints and completes the operation.
+    assert other["writes"] == other["checkpoints"] == other["completed"] == []
+    assert [w[1] for w in chief["writes"]] == [10, 20, 30, 30]
+    assert len(chief["checkpoints"]) == 1 and chief["completed"][0][0] == 30
+
+    # The same global batch on one worker: each worker's gradient of its mean loss over 16
+    # records, averaged over the two workers, is the one worker's gradient over the 32
+    # records up to float summation order, so the weights agree to float32 rounding
+    # (compounded over 30 Adam steps) and validation accuracy on 360 records to within a
+    # record or two whose prediction sits on a decision boundary.
+    for a, b in zip(chief["weights"], one["weights"], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4)
+    val_two = chief["metrics"][(MetricKind.VALIDATION, 30)]
+    val_one = one["metrics"][(MetricKind.VALIDATION, 30)]
+    assert abs(val_two["val_accuracy"] - val_one["val_accuracy"]) <= 2 / 360
+    assert abs(val_two["val_loss"] - val_one["val_loss"]) <= 1e-3
+
+
+def test_two_workers_resume_bitwise_exactly_from_a_preemption_at_a_random_batch(
+    tmp_path: Path,
+) -> None:
+    job = {
+        "trial": "tests.keras.trials:SmallTrial",  # dropout: seed-generator state too
+        "overrides": [
+            "searcher.max_length.batches=12",
+            "scheduling_unit=1",
+            "checkpoint_policy=none",
+        ],
+    }
+    baseline = run_workers(job, tmp_path / "a", 2)
+    stop_at = random.Random(20).randint(1, 11)
+    first = run_workers({**job, "preempt_after": stop_at}, tmp_path / "b", 2)
+    assert [r["outcome"] for r in first] == ["PREEMPTED", "PREEMPTED"]
+    assert first[0]["batches"] == first[1]["batches"] == stop_at
+    (storage_id, batches), *_ = first[0]["checkpoints"][-1:]
+    assert batches == stop_at
+    resumed = run_workers({**job, "latest_checkpoint": storage_id}, tmp_path / "b", 2)
+
+    for run in (baseline, resumed):
+        for a, b in zip(run[0]["weights"], run[1]["weights"], strict=True):
+            np.testing.assert_array_equal(a, b)
+    for a, b in zip(
+        baseline[0]["weights"] + baseline[0]["variables"],
+        resumed[0]["weights"] + resumed[0]["variables"],
+        strict=True,
+    ):
+        np.testing.assert_array_equal(a, b)
+    # No metric row lost or doubled, and each row as the uninterrupted run's.
+    assert first[0]["writes"] + resumed[0]["writes"] == baseline[0]["writes"]
+    assert {**first[0]["metrics"], **resumed[0]["metrics"]} == baseline[0]["metrics"]
