@@ -87,6 +87,11 @@ class TensorFlowTrialController:
         self._core = context
         self._info = context.info
         self._config = context.info.config
+        if context.distributed.get_size() > 1:
+            raise TrialError(
+                "TensorFlowTrial trains on one slot; set resources.slots_per_trial to 1 "
+                "(or use pedl.keras.TFKerasTrial for distributed training)"
+            )
         seed = self._info.trial_seed
         random.seed(seed)
         np.random.seed(seed % 2**32)
