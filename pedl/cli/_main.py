@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 import pedl
+from pedl.cli import _experiment_manage  # noqa: F401  (adds det's verbs to `experiment`)
 from pedl.cli._aliases import ALIASES, AliasGroup
 from pedl.cli._checkpoint import checkpoint
 from pedl.cli._context import CliContext

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 from rich.markup import escape
 
@@ -9,6 +11,7 @@ from pedl.cli._aliases import AliasGroup
 from pedl.cli._context import console, current_client, json_option, print_json
 from pedl.cli._display import metrics_text
 from pedl.cli._failures import trial_failure_lines
+from pedl.cli._logs import log_options, print_logs
 from pedl.cli._tables import checkpoints_table, trial_table
 
 TRIAL_ID = click.argument("trial_id", type=click.IntRange(min=1))
@@ -45,19 +48,10 @@ def describe(trial_id: int, show_metrics: bool, as_json: bool) -> None:
 
 @trial.command("logs")
 @TRIAL_ID
-@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines until the trial ends.")
-@click.option(
-    "--interval",
-    type=click.FloatRange(min=0.01),
-    default=1.0,
-    show_default=True,
-    help="Seconds between polls with --follow.",
-)
-def logs(trial_id: int, follow: bool, interval: float) -> None:
-    """Print a trial's log lines."""
-    t = current_client().get_trial(trial_id)
-    for line in t.logs(follow=follow, interval=interval):
-        click.echo(line.message)
+@log_options
+def logs(trial_id: int, **options: Any) -> None:
+    """Print a trial's log lines (all, or as the options select)."""
+    print_logs(current_client().get_trial(trial_id), **options)
 
 
 @trial.command("kill")

@@ -12,13 +12,18 @@ from pedl.client._checkpoint import Checkpoint
 from pedl.client._client import (
     Client,
     ConfigSource,
+    ExperimentSortBy,
+    OrderBy,
     create_experiment,
     default_client,
     get_checkpoint,
     get_experiment,
     get_trial,
+    iter_trials_metrics,
     list_experiments,
     set_master,
+    stream_trials_training_metrics,
+    stream_trials_validation_metrics,
 )
 from pedl.client._errors import (
     ErrorIssue,
@@ -40,8 +45,18 @@ from pedl.client._tokens import (
     config_dir,
     env_credentials,
 )
-from pedl.client._trial import TERMINAL_TRIAL_STATES, LogLine, MetricRow, Trial
+from pedl.client._trial import (
+    TERMINAL_TRIAL_STATES,
+    LogLevel,
+    LogLine,
+    MetricRow,
+    TrainingMetrics,
+    Trial,
+    TrialMetrics,
+    ValidationMetrics,
+)
 from pedl.client._user import User
+from pedl.engine import CheckpointState, ExperimentState, TrialState
 
 __all__ = [
     "CONFIG_DIR_ENV",
@@ -55,21 +70,30 @@ __all__ = [
     "TERMINAL_TRIAL_STATES",
     "USER_ENV",
     "Checkpoint",
+    "CheckpointState",
     "Client",
     "ConfigSource",
     "ErrorIssue",
     "Experiment",
+    "ExperimentSortBy",
+    "ExperimentState",
+    "LogLevel",
     "LogLine",
     "MasterUnreachableError",
     "MetricRow",
     "NotFoundError",
     "NotSignedInError",
+    "OrderBy",
     "PEDLError",
     "SavedToken",
     "Session",
     "TokenStore",
+    "TrainingMetrics",
     "Trial",
+    "TrialMetrics",
+    "TrialState",
     "User",
+    "ValidationMetrics",
     "config_dir",
     "create_experiment",
     "default_client",
@@ -77,7 +101,10 @@ __all__ = [
     "get_checkpoint",
     "get_experiment",
     "get_trial",
+    "iter_trials_metrics",
     "list_experiments",
     "master_url",
     "set_master",
+    "stream_trials_training_metrics",
+    "stream_trials_validation_metrics",
 ]

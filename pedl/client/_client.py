@@ -7,7 +7,8 @@ import json
 import os
 import threading
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,47 @@ from pedl.client._checkpoint import Checkpoint
 from pedl.client._errors import ErrorIssue, PEDLError
 from pedl.client._experiment import Experiment
 from pedl.client._session import Session
-from pedl.client._trial import Trial
+from pedl.client._trial import Trial, TrialMetrics, iter_metrics_of
 from pedl.client._user import User
 from pedl.config import ConfigError, ConfigWarning, parse_config
 from pedl.config._overrides import overridden_document
 
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any]
 """An experiment config: a file path, YAML text, or a mapping."""
+
+
+class ExperimentSortBy(StrEnum):
+    """What :func:`list_experiments` sorts by (Determined's names PEDL can sort by)."""
+
+    ID = "ID"
+    NAME = "NAME"
+    STATE = "STATE"
+    PROGRESS = "PROGRESS"
+    START_TIME = "START_TIME"
+    END_TIME = "END_TIME"
+    SEARCHER_METRIC_VAL = "SEARCHER_METRIC_VAL"
+
+    @property
+    def column(self) -> str:
+        """The API's ``sort`` column."""
+        return {
+            "START_TIME": "created_at",
+            "END_TIME": "ended_at",
+            "SEARCHER_METRIC_VAL": "best_validation",
+        }.get(self.value, self.value.lower())
+
+
+class OrderBy(StrEnum):
+    """Ascending or descending (Determined's ``OrderBy``; ``ASCENDING``/``DESCENDING`` too)."""
+
+    ASC = "ASC"
+    DESC = "DESC"
+    ASCENDING = "ASC"
+    DESCENDING = "DESC"
+
+    @property
+    def ascending(self) -> bool:
+        return self is OrderBy.ASC
 
 
 def _config_document(config: ConfigSource, overrides: Sequence[str]) -> str | dict[str, Any]:
@@ -146,11 +181,58 @@ class Client:
         """The experiment with this id (:class:`NotFoundError` if none)."""
         return Experiment(self.session, self.session.get(f"/experiments/{int(experiment_id)}"))
 
-    def list_experiments(self, *, states: Sequence[str] = ()) -> list[Experiment]:
-        """All experiments, newest first; only those in ``states`` when given."""
-        params = {"state": list(states)} if states else None
+    def list_experiments(
+        self,
+        sort_by: ExperimentSortBy | str | None = None,
+        order_by: OrderBy | str | None = None,
+        experiment_ids: Sequence[int] | None = None,
+        labels: Sequence[str] | None = None,
+        users: Sequence[str] | None = None,
+        states: Sequence[str] = (),
+        name: str | None = None,
+        *,
+        archived: bool | None = False,
+    ) -> list[Experiment]:
+        """Experiments, newest first (``sort_by`` an :class:`ExperimentSortBy`, ``order_by``
+        an :class:`OrderBy`, as Determined's ``list_experiments`` takes them), only those
+        with ids ``experiment_ids``, with every one of ``labels``, owned by one of ``users``,
+        in one of ``states``, whose name contains ``name`` (any case). Archived experiments
+        are left out unless ``archived`` is ``None`` (all) or ``True`` (only those)."""
+        params: dict[str, Any] = {}
+        if states:
+            params["state"] = [str(state).upper() for state in states]
+        if labels:
+            params["label"] = list(labels)
+        if name:
+            params["name"] = name
+        column = ExperimentSortBy(sort_by).column if sort_by is not None else "id"
+        ascending = OrderBy(order_by).ascending if order_by is not None else sort_by is not None
+        params["sort"] = column if ascending else f"-{column}"
+        if archived is not None:
+            params["archived"] = "true" if archived else "false"
         items = self.session.get_all("/experiments", params=params)
-        return [Experiment(self.session, item) for item in items]
+        wanted_ids = set(experiment_ids) if experiment_ids else None
+        wanted_users = set(users) if users else None
+        return [
+            Experiment(self.session, item)
+            for item in items
+            if (wanted_ids is None or item["id"] in wanted_ids)
+            and (wanted_users is None or item["owner"] in wanted_users)
+        ]
+
+    def iter_trials_metrics(self, trial_ids: Sequence[int], group: str) -> Iterator[TrialMetrics]:
+        """The reports of ``group`` (``"training"`` or ``"validation"``) of every trial in
+        ``trial_ids``, trial after trial, each in batch order, fetched a page at a time."""
+        for trial_id in trial_ids:
+            yield from iter_metrics_of(self.session, int(trial_id), group)
+
+    def stream_trials_training_metrics(self, trial_ids: Sequence[int]) -> Iterator[TrialMetrics]:
+        """``iter_trials_metrics(trial_ids, "training")``."""
+        return self.iter_trials_metrics(trial_ids, "training")
+
+    def stream_trials_validation_metrics(self, trial_ids: Sequence[int]) -> Iterator[TrialMetrics]:
+        """``iter_trials_metrics(trial_ids, "validation")``."""
+        return self.iter_trials_metrics(trial_ids, "validation")
 
     def get_trial(self, trial_id: int) -> Trial:
         """The trial with this id (:class:`NotFoundError` if none)."""
@@ -245,9 +327,36 @@ def get_experiment(experiment_id: int) -> Experiment:
     return default_client().get_experiment(experiment_id)
 
 
-def list_experiments(*, states: Sequence[str] = ()) -> list[Experiment]:
+def list_experiments(
+    sort_by: ExperimentSortBy | str | None = None,
+    order_by: OrderBy | str | None = None,
+    experiment_ids: Sequence[int] | None = None,
+    labels: Sequence[str] | None = None,
+    users: Sequence[str] | None = None,
+    states: Sequence[str] = (),
+    name: str | None = None,
+    *,
+    archived: bool | None = False,
+) -> list[Experiment]:
     """:meth:`Client.list_experiments` on the default client."""
-    return default_client().list_experiments(states=states)
+    return default_client().list_experiments(
+        sort_by, order_by, experiment_ids, labels, users, states, name, archived=archived
+    )
+
+
+def iter_trials_metrics(trial_ids: Sequence[int], group: str) -> Iterator[TrialMetrics]:
+    """:meth:`Client.iter_trials_metrics` on the default client."""
+    return default_client().iter_trials_metrics(trial_ids, group)
+
+
+def stream_trials_training_metrics(trial_ids: Sequence[int]) -> Iterator[TrialMetrics]:
+    """:meth:`Client.stream_trials_training_metrics` on the default client."""
+    return default_client().stream_trials_training_metrics(trial_ids)
+
+
+def stream_trials_validation_metrics(trial_ids: Sequence[int]) -> Iterator[TrialMetrics]:
+    """:meth:`Client.stream_trials_validation_metrics` on the default client."""
+    return default_client().stream_trials_validation_metrics(trial_ids)
 
 
 def get_trial(trial_id: int) -> Trial:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import io
+import os
+import tarfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from pedl.client._checkpoint import Checkpoint, best_checkpoints, resolve_sort
+from pedl.client._errors import PEDLError
 from pedl.client._session import Session
 from pedl.client._trial import Trial
 from pedl.engine import ExperimentState
@@ -111,8 +116,9 @@ class Experiment:
         interval: float = 2.0,
         timeout: float | None = None,
         on_poll: Callable[[Experiment], None] | None = None,
-    ) -> str:
-        """Poll every ``interval`` seconds until the experiment ends; return its final state.
+    ) -> ExperimentState:
+        """Poll every ``interval`` seconds until the experiment ends; return its final state
+        (an :class:`ExperimentState`, a ``StrEnum``: ``state == "COMPLETED"`` holds too).
 
         ``on_poll`` is called with this (reloaded) experiment after every poll, the last one
         included. Raises ``TimeoutError`` when ``timeout`` seconds pass first.
@@ -130,6 +136,90 @@ class Experiment:
                 )
             pause = interval if deadline is None else min(interval, deadline - time.monotonic())
             time.sleep(max(0.0, pause))
+
+    def _patch(self, body: Mapping[str, Any]) -> None:
+        self._update(self._session.patch(f"/experiments/{self.id}", json=dict(body)))
+
+    @property
+    def labels(self) -> list[str]:
+        """The experiment's labels, in their order."""
+        return list(self._record.get("labels") or [])
+
+    @property
+    def description(self) -> str | None:
+        """The experiment's description."""
+        description = self._record.get("description")
+        return None if description is None else str(description)
+
+    @property
+    def archived(self) -> bool:
+        """Whether the experiment is archived (hidden from lists unless asked for)."""
+        return bool(self._record.get("archived", False))
+
+    def set_name(self, name: str) -> None:
+        """Rename the experiment (its owner or an administrator)."""
+        self._patch({"name": name})
+
+    def set_description(self, description: str) -> None:
+        """Set the experiment's description."""
+        self._patch({"description": description})
+
+    def add_label(self, label: str) -> None:
+        """Add ``label`` to the experiment's labels (nothing if it has it)."""
+        self.reload()
+        if label not in self.labels:
+            self._patch({"labels": [*self.labels, label]})
+
+    def remove_label(self, label: str) -> None:
+        """Remove ``label`` from the experiment's labels (nothing if it lacks it)."""
+        self.reload()
+        if label in self.labels:
+            self._patch({"labels": [one for one in self.labels if one != label]})
+
+    def set_labels(self, labels: Iterable[str]) -> None:
+        """Replace the experiment's labels."""
+        self._patch({"labels": list(labels)})
+
+    def archive(self) -> None:
+        """Archive the ended experiment: lists leave it out unless asked for it."""
+        self._update(self._session.post(f"/experiments/{self.id}/archive"))
+
+    def unarchive(self) -> None:
+        """Undo :meth:`archive`."""
+        self._update(self._session.post(f"/experiments/{self.id}/unarchive"))
+
+    def delete(self) -> None:
+        """Delete the ended experiment: its records, and its checkpoints' files from storage
+        (:class:`PEDLError` 409 while it has not ended)."""
+        self._session.delete(f"/experiments/{self.id}")
+
+    def download_code(self, output_dir: str | os.PathLike[str] | None = None) -> str:
+        """Extract the experiment's model definition into ``output_dir`` (default
+        ``./exp-<id>_model_def``; it must not exist yet) and return its path, as
+        Determined's ``download_code`` does."""
+        target = Path(output_dir if output_dir is not None else f"exp-{self.id}_model_def")
+        if target.exists():
+            raise PEDLError(f"{target} already exists: choose another output directory")
+        archive = self.model_definition()
+        target.mkdir(parents=True)
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+            tar.extractall(target, filter="data")
+        return str(target)
+
+    def model_definition(self) -> bytes:
+        """The model definition archive (``.tar.gz``) exactly as submitted."""
+        return self._session.get_bytes(f"/experiments/{self.id}/model_definition")
+
+    def await_first_trial(self, interval: float = 0.1) -> Trial:
+        """Wait until the experiment has a trial and return it; :class:`PEDLError` if the
+        experiment ends without one."""
+        while True:
+            page = self._session.get(f"/experiments/{self.id}/trials", params={"limit": 1})
+            if page["items"]:
+                return Trial(self._session, page["items"][0])
+            if self.reload().is_terminal:
+                raise PEDLError(f"experiment {self.id} ended ({self.state}) without a trial")
+            time.sleep(interval)
 
     def list_trials(self, *, states: tuple[str, ...] = ()) -> list[Trial]:
         """The experiment's trials in creation order; only those in ``states`` when given."""

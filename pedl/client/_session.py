@@ -130,6 +130,19 @@ class Session:
         """``POST path`` with a JSON body and return the decoded JSON body (``None`` if empty)."""
         return self._request("POST", path, json=json)
 
+    def patch(self, path: str, *, json: Any = None) -> Any:
+        """``PATCH path`` with a JSON body and return the decoded JSON body."""
+        return self._request("PATCH", path, json=json)
+
+    def delete(self, path: str, *, params: Params | None = None) -> Any:
+        """``DELETE path``; the decoded JSON body (``None`` if empty)."""
+        return self._request("DELETE", path, params=params)
+
+    def get_bytes(self, path: str) -> bytes:
+        """``GET path`` and return the body as bytes (an archive, a file)."""
+        with self.stream(path) as response:
+            return response.read()
+
     def post_form(
         self,
         path: str,

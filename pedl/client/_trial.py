@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
-from datetime import datetime
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
@@ -163,6 +166,141 @@ class Trial:
                 return
             time.sleep(interval)
 
+    def iter_logs(
+        self,
+        follow: bool = False,
+        *,
+        head: int | None = None,
+        tail: int | None = None,
+        rank_ids: Sequence[int] | None = None,
+        min_level: LogLevel | str | None = None,
+        timestamp_before: str | int | float | datetime | None = None,
+        timestamp_after: str | int | float | datetime | None = None,
+        search_text: str | None = None,
+        interval: float = 1.0,
+    ) -> Iterator[str]:
+        """The trial's log lines (their text) as Determined's ``Trial.iter_logs`` gives
+        them: only the first ``head`` or the last ``tail`` lines, of the workers
+        ``rank_ids``, at least ``min_level``, between ``timestamp_after`` and
+        ``timestamp_before`` (RFC 3339 text or epoch seconds), containing ``search_text``.
+        ``follow`` (not with ``head``/``tail``) waits for new lines until the trial ends."""
+        for line in self.iter_log_lines(
+            follow,
+            head=head,
+            tail=tail,
+            rank_ids=rank_ids,
+            min_level=min_level,
+            timestamp_before=timestamp_before,
+            timestamp_after=timestamp_after,
+            search_text=search_text,
+            interval=interval,
+        ):
+            yield line.message
+
+    def iter_log_lines(
+        self,
+        follow: bool = False,
+        *,
+        head: int | None = None,
+        tail: int | None = None,
+        rank_ids: Sequence[int] | None = None,
+        min_level: LogLevel | str | None = None,
+        timestamp_before: str | int | float | datetime | None = None,
+        timestamp_after: str | int | float | datetime | None = None,
+        search_text: str | None = None,
+        interval: float = 1.0,
+    ) -> Iterator[LogLine]:
+        """:meth:`iter_logs` as :class:`LogLine` records (with seq, level, timestamp)."""
+        if follow and (head is not None or tail is not None):
+            raise ValueError("follow cannot be combined with head or tail")
+        if head is not None and tail is not None:
+            raise ValueError("head and tail cannot both be given")
+        keep = log_filter(
+            min_level=min_level,
+            timestamp_before=timestamp_before,
+            timestamp_after=timestamp_after,
+            search_text=search_text,
+        )
+        ranks: list[int | None] = [*rank_ids] if rank_ids else [None]
+        lines = (
+            line
+            for line in self._ranked_logs(ranks, follow=follow, interval=interval)
+            if keep(line)
+        )
+        if tail is not None:
+            yield from deque(lines, maxlen=tail) if tail > 0 else ()
+            return
+        for count, line in enumerate(lines):
+            if head is not None and count >= head:
+                return
+            yield line
+
+    def _ranked_logs(
+        self, ranks: list[int | None], *, follow: bool, interval: float
+    ) -> Iterator[LogLine]:
+        """Every line (of each of ``ranks``; ``None``: all), in seq order."""
+        cursors: dict[int | None, int | None] = dict.fromkeys(ranks)
+        page_size = 1000
+        while True:
+            ended = follow and self.reload().is_terminal
+            fresh: list[LogLine] = []
+            for rank in ranks:
+                while True:
+                    params: dict[str, Any] = {"limit": page_size}
+                    if cursors[rank] is not None:
+                        params["after_seq"] = cursors[rank]
+                    if rank is not None:
+                        params["rank"] = rank
+                    batch = [LogLine.model_validate(line) for line in self._get_logs(params)]
+                    fresh.extend(batch)
+                    if batch:
+                        cursors[rank] = batch[-1].seq
+                    if len(batch) < page_size:
+                        break
+            yield from sorted(fresh, key=lambda line: line.seq) if len(ranks) > 1 else fresh
+            if not follow or ended:
+                return
+            time.sleep(interval)
+
+    def iter_metrics(self, group: str) -> Iterator[TrialMetrics]:
+        """The trial's reports of ``group`` (``"training"`` or ``"validation"``) in batch
+        order, as Determined's ``Trial.iter_metrics`` gives them; fetched a page at a time."""
+        return iter_metrics_of(self._session, self.id, group)
+
+    def stream_training_metrics(self) -> Iterator[TrialMetrics]:
+        """``iter_metrics("training")``."""
+        return self.iter_metrics("training")
+
+    def stream_validation_metrics(self) -> Iterator[TrialMetrics]:
+        """``iter_metrics("validation")``."""
+        return self.iter_metrics("validation")
+
+    def select_checkpoint(
+        self,
+        latest: bool = False,
+        best: bool = False,
+        uuid: str | None = None,
+        sort_by: str | None = None,
+        smaller_is_better: bool | None = None,
+    ) -> Checkpoint | None:
+        """One checkpoint of the trial, as Determined's ``select_checkpoint`` picks it:
+        exactly one of ``latest`` (the newest), ``best`` (by ``sort_by``, see
+        :meth:`top_checkpoint`) or ``uuid``. ``None`` when the trial has no such
+        checkpoint; ``ValueError`` unless exactly one is given."""
+        if sum((bool(latest), bool(best), uuid is not None)) != 1:
+            raise ValueError("exactly one of latest, best or uuid must be given")
+        if best:
+            return self.top_checkpoint(sort_by=sort_by, smaller_is_better=smaller_is_better)
+        if latest:
+            self.reload()
+            uuid = self.latest_checkpoint_uuid
+            if uuid is None:
+                return None
+        checkpoint = Checkpoint(self._session, self._session.get(f"/checkpoints/{uuid}"))
+        if checkpoint.trial_id != self.id:
+            raise ValueError(f"checkpoint {uuid} is not one of trial {self.id}'s")
+        return checkpoint
+
     def _get_logs(self, params: Mapping[str, Any]) -> list[Any]:
         lines = self._session.get(f"/trials/{self.id}/logs", params=params)
         assert isinstance(lines, list)
@@ -208,3 +346,125 @@ class Trial:
             return None
         best = best_checkpoints(self.list_checkpoints(), metric, smaller, 1)
         return best[0] if best else None
+
+
+class LogLevel(StrEnum):
+    """A log line's level, as Determined names them (lines without one count as INFO)."""
+
+    TRACE = "TRACE"
+    DEBUG = "DEBUG"
+    INFO = "INFO"
+    WARNING = "WARNING"
+    ERROR = "ERROR"
+    CRITICAL = "CRITICAL"
+
+    @property
+    def rank(self) -> int:
+        """Higher is more severe."""
+        return list(LogLevel).index(self)
+
+
+def line_level(line: LogLine) -> LogLevel:
+    """The line's level (``WARN`` read as WARNING, ``FATAL`` as CRITICAL; none: INFO)."""
+    name = (line.level or "INFO").upper()
+    name = {"WARN": "WARNING", "FATAL": "CRITICAL"}.get(name, name)
+    return LogLevel(name) if name in LogLevel.__members__ else LogLevel.INFO
+
+
+def _as_time(value: str | int | float | datetime) -> datetime:
+    """A timestamp as Determined's log filters take it: RFC 3339 text, or epoch seconds."""
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, (int, float)):
+        moment = datetime.fromtimestamp(value, tz=UTC)
+    else:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def log_filter(
+    *,
+    min_level: LogLevel | str | None = None,
+    timestamp_before: str | int | float | datetime | None = None,
+    timestamp_after: str | int | float | datetime | None = None,
+    search_text: str | None = None,
+) -> Callable[[LogLine], bool]:
+    """Whether a line passes Determined's log filters: at least ``min_level``, written
+    before ``timestamp_before`` and after ``timestamp_after`` (lines without a timestamp
+    pass), containing ``search_text``."""
+    lowest = LogLevel(str(min_level).upper()).rank if min_level is not None else None
+    before = _as_time(timestamp_before) if timestamp_before is not None else None
+    after = _as_time(timestamp_after) if timestamp_after is not None else None
+
+    def keep(line: LogLine) -> bool:
+        if lowest is not None and line_level(line).rank < lowest:
+            return False
+        stamp = line.timestamp
+        if stamp is not None and stamp.tzinfo is None:
+            stamp = stamp.replace(tzinfo=UTC)
+        if stamp is not None and before is not None and stamp >= before:
+            return False
+        if stamp is not None and after is not None and stamp <= after:
+            return False
+        return search_text is None or search_text in line.message
+
+    return keep
+
+
+@dataclass(frozen=True)
+class TrialMetrics:
+    """One metrics report of a trial, under Determined's names: ``steps_completed`` is the
+    batches trained when it was reported, ``end_time`` when, ``group`` ``"training"`` or
+    ``"validation"``. PEDL has one run per restart-free id, so ``trial_run_id`` is 0."""
+
+    trial_id: int
+    trial_run_id: int
+    steps_completed: int
+    end_time: datetime
+    metrics: dict[str, Any]
+    group: str
+    batch_metrics: list[dict[str, Any]] | None = None
+
+
+class TrainingMetrics(TrialMetrics):
+    """A :class:`TrialMetrics` of group ``"training"``."""
+
+
+class ValidationMetrics(TrialMetrics):
+    """A :class:`TrialMetrics` of group ``"validation"``."""
+
+
+_METRIC_CLASSES: dict[str, type[TrialMetrics]] = {
+    "training": TrainingMetrics,
+    "validation": ValidationMetrics,
+}
+
+
+def iter_metrics_of(
+    session: Session, trial_id: int, group: str, *, page_size: int = 1000
+) -> Iterator[TrialMetrics]:
+    """A trial's reports of ``group`` in batch order, a page at a time."""
+    if group not in _METRIC_CLASSES:
+        raise ValueError(f"group must be 'training' or 'validation', not {group!r}")
+    cls = _METRIC_CLASSES[group]
+    cursor: int | None = None
+    while True:
+        params: dict[str, Any] = {"kind": group, "limit": page_size}
+        if cursor is not None:
+            params["after_batches"] = cursor
+        batch = [
+            MetricRow.model_validate(row)
+            for row in session.get(f"/trials/{trial_id}/metrics", params=params)
+        ]
+        for row in batch:
+            yield cls(
+                trial_id=trial_id,
+                trial_run_id=0,
+                steps_completed=row.total_batches,
+                end_time=row.reported_at,
+                metrics=dict(row.metrics),
+                group=group,
+            )
+        if len(batch) < page_size:
+            return
+        cursor = batch[-1].total_batches

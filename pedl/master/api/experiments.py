@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 from collections.abc import Callable
 from typing import IO, Annotated, Any, Literal, cast
 
 import anyio.to_thread
 import pydantic_core
 from fastapi import APIRouter, Query, Request, Response
+from pydantic import Field, field_validator
 from sqlalchemy.orm import Session
 
+from pedl.config import MAX_NAME, ConfigError, parse_config
 from pedl.engine import CheckpointState, ExperimentAction, ExperimentState, TrialState
 from pedl.master._settings import MasterSettings
 from pedl.master.api._auth import (
@@ -54,6 +57,9 @@ from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
 from pedl.master.orchestrator import Orchestrator
 from pedl.model_def import ArchiveLimitError, ModelDefError, check_archive
+from pedl.storage import UnsupportedStorageError, make_storage
+
+logger = logging.getLogger(__name__)
 
 router = APIRouter(
     prefix="/experiments",
@@ -263,18 +269,34 @@ def get_experiment(experiment_id: ExperimentId, session: ReadSession) -> Experim
     return ExperimentPublic.model_validate(experiments_repo.get_experiment(session, experiment_id))
 
 
+class ExperimentEdit(ExperimentPatch):
+    """Body of ``PATCH /experiments/{id}``: what to change (a field left out stays)."""
+
+    name: Annotated[str, Field(min_length=1, max_length=MAX_NAME)] | None = Field(
+        default=None, description="1 to 512 characters, no NUL; null clears it."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _no_nul_in_name(cls, value: str | None) -> str | None:
+        if value is not None and "\x00" in value:
+            raise ValueError("must not contain NUL characters")
+        return value
+
+
 @router.patch("/{experiment_id}", responses=OWNER_RESPONSES)
 def patch_experiment(
-    experiment_id: ExperimentId, body: ExperimentPatch, session: WriteSession, user: CurrentUser
+    experiment_id: ExperimentId, body: ExperimentEdit, session: WriteSession, user: CurrentUser
 ) -> ExperimentPublic:
-    """Change an experiment's ``description`` (at most 10,000 characters; null clears it)
-    and ``labels`` (at most 100, each 1 to 255 characters; duplicates dropped, order kept);
-    a field left out stays as it is. 422 beyond those limits. Its owner or an administrator
-    only (403)."""
+    """Change an experiment's ``name`` (1 to 512 characters; null clears it),
+    ``description`` (at most 10,000 characters; null clears it) and ``labels`` (at most 100,
+    each 1 to 255 characters; duplicates dropped, order kept); a field left out stays as it
+    is. 422 beyond those limits. Its owner or an administrator only (403)."""
     _check_owner(session, experiment_id, user)
     changes: dict[str, Any] = {}
-    if "description" in body.model_fields_set:
-        changes["description"] = body.description
+    for field in ("name", "description"):
+        if field in body.model_fields_set:
+            changes[field] = getattr(body, field)
     if "labels" in body.model_fields_set:
         changes["labels"] = body.labels or []
     experiment = experiments_repo.update_experiment(session, experiment_id, **changes)
@@ -283,16 +305,39 @@ def patch_experiment(
 
 @router.delete("/{experiment_id}", status_code=204, responses=OWNER_RESPONSES)
 def delete_experiment(
-    experiment_id: ExperimentId, session: WriteSession, user: CurrentUser
+    experiment_id: ExperimentId,
+    session: WriteSession,
+    user: CurrentUser,
+    delete_checkpoints: Annotated[
+        bool, Query(description="Also remove the checkpoints' files from storage.")
+    ] = True,
 ) -> Response:
-    """Delete an ended experiment and all its records (409 while it has not ended). Its
-    owner or an administrator only (403).
+    """Delete an ended experiment and all its records (409 while it has not ended), and
+    (unless ``delete_checkpoints=false``) its checkpoints' files from its checkpoint storage,
+    as ``det experiment delete`` does. Its owner or an administrator only (403).
 
-    Checkpoint files in storage are not touched.
+    A checkpoint whose files cannot be removed is logged and left; the records go anyway.
     """
     _check_owner(session, experiment_id, user)
+    config = experiments_repo.get_experiment(session, experiment_id).config
+    uuids = experiments_repo.stored_checkpoint_uuids(session, experiment_id)
     experiments_repo.delete_experiment(session, experiment_id)
+    if delete_checkpoints and uuids:
+        _remove_checkpoint_files(experiment_id, config, uuids)
     return Response(status_code=204)
+
+
+def _remove_checkpoint_files(experiment_id: int, config: dict[str, Any], uuids: list[str]) -> None:
+    try:
+        storage = make_storage(parse_config(config).checkpoint_storage)
+    except (ConfigError, UnsupportedStorageError) as err:
+        logger.warning("experiment %d: checkpoint files not removed: %s", experiment_id, err)
+        return
+    for uuid in uuids:
+        try:
+            storage.delete(uuid)
+        except Exception as err:  # one unreachable checkpoint must not keep the others
+            logger.warning("experiment %d: checkpoint %s not removed: %s", experiment_id, uuid, err)
 
 
 @router.get(

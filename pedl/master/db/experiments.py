@@ -10,13 +10,14 @@ from sqlalchemy import ColumnElement, exists, func, literal, select
 from sqlalchemy.orm import Session, undefer
 
 from pedl.engine import (
+    CheckpointState,
     ExperimentAction,
     ExperimentState,
     check_experiment_transition,
     experiment_action_target,
 )
 from pedl.master.db._errors import ConflictError, NotFoundError
-from pedl.master.db._models import Experiment, ModelDefinition
+from pedl.master.db._models import Checkpoint, Experiment, ModelDefinition, Trial
 from pedl.master.db._types import utcnow
 
 
@@ -138,12 +139,15 @@ def update_experiment(
     session: Session,
     experiment_id: int,
     *,
+    name: str | None = _UNCHANGED,
     description: str | None = _UNCHANGED,
     labels: Sequence[str] = _UNCHANGED,
 ) -> Experiment:
-    """Change what people wrote about an experiment (its description, its labels: duplicates
-    dropped, order kept); what is not given stays. Raises :class:`NotFoundError`."""
+    """Change what people wrote about an experiment (its name, its description, its labels:
+    duplicates dropped, order kept); what is not given stays. Raises :class:`NotFoundError`."""
     experiment = get_experiment(session, experiment_id, for_update=True)
+    if name is not _UNCHANGED:
+        experiment.name = name
     if description is not _UNCHANGED:
         experiment.description = description
     if labels is not _UNCHANGED:
@@ -193,6 +197,17 @@ def set_experiment_progress(session: Session, experiment_id: int, progress: floa
     """Record the searcher's progress estimate, clamped to [0, 1]."""
     experiment = get_experiment(session, experiment_id)
     experiment.progress = min(1.0, max(0.0, progress))
+
+
+def stored_checkpoint_uuids(session: Session, experiment_id: int) -> list[str]:
+    """The uuids (storage ids) of the experiment's checkpoints whose files are not deleted."""
+    query = (
+        select(Checkpoint.uuid)
+        .join(Trial, Trial.id == Checkpoint.trial_id)
+        .where(Trial.experiment_id == experiment_id, Checkpoint.state != CheckpointState.DELETED)
+        .order_by(Checkpoint.id)
+    )
+    return list(session.scalars(query))
 
 
 def delete_experiment(session: Session, experiment_id: int) -> None:

@@ -1,8 +1,11 @@
 """``determined.experimental.client``: PEDL's SDK (``pedl.client``) under Determined's names.
 
 ``client.login(master, user, password)`` chooses the master (and signs in);
-``get_experiment``, ``get_trial``, ``get_checkpoint``, ``create_experiment`` work as in
-PEDL's SDK, and ``Checkpoint.download()`` gives a directory that
+``get_experiment``, ``get_trial``, ``get_checkpoint``, ``create_experiment``,
+``list_experiments`` (labels, users, name, sort_by/order_by), ``iter_trials_metrics`` and the
+``stream_trials_*_metrics`` generators work as in PEDL's SDK; the state enums
+(``ExperimentState``, ``TrialState``, ``CheckpointState``) are ``StrEnum``s, so comparing
+them with strings works too; and ``Checkpoint.download()`` gives a directory that
 ``determined.keras.load_model_from_checkpoint_path`` loads.
 """
 
@@ -10,15 +13,27 @@ from __future__ import annotations
 
 from pedl.client import (
     Checkpoint,
+    CheckpointState,
     Client,
     Experiment,
+    ExperimentSortBy,
+    ExperimentState,
+    LogLevel,
+    OrderBy,
+    TrainingMetrics,
     Trial,
+    TrialMetrics,
+    TrialState,
+    ValidationMetrics,
     create_experiment,
     get_checkpoint,
     get_experiment,
     get_trial,
+    iter_trials_metrics,
     list_experiments,
     set_master,
+    stream_trials_training_metrics,
+    stream_trials_validation_metrics,
 )
 
 Determined = Client
@@ -40,13 +55,27 @@ def login(
 
 __all__ = [
     "Checkpoint",
+    "CheckpointState",
     "Determined",
+    "Experiment",
     "ExperimentReference",
+    "ExperimentSortBy",
+    "ExperimentState",
+    "LogLevel",
+    "OrderBy",
+    "TrainingMetrics",
+    "Trial",
+    "TrialMetrics",
     "TrialReference",
+    "TrialState",
+    "ValidationMetrics",
     "create_experiment",
     "get_checkpoint",
     "get_experiment",
     "get_trial",
+    "iter_trials_metrics",
     "list_experiments",
     "login",
+    "stream_trials_training_metrics",
+    "stream_trials_validation_metrics",
 ]
