@@ -1,0 +1,463 @@
+"""The ray resource manager: each trial is a Ray actor on an existing cluster, which runs the
+trial process on its node.
+
+The master joins the cluster as a Ray driver (``ray.init(address=...)``) from a thread of its
+own that retries while the cluster cannot be reached. A trial's attempt is one actor
+(:class:`_TrialRunner`) that asks Ray for the trial's slots (``num_cpus`` per slot on a
+cluster without GPUs, ``num_gpus`` per slot where it has GPUs, and a sliver of the custom
+resource named as the experiment's ``resources.resource_pool``); once Ray placed it, it starts
+``python -m pedl.exec.trial`` on its node exactly as the local resource manager does, and the
+master pulls the process's output lines and, at the end, its exit status. Ray is imported
+only when a :class:`RayResourceManager` is made (``pedl[ray]``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from pedl.exec import TOKEN_FD_ENV, token_channel
+from pedl.master.rm._base import ExitHandler, LogSink, ResourceManager, TrialLaunch
+
+logger = logging.getLogger("pedl.master")
+
+RAY_NAMESPACE = "pedl"
+POOL_RESOURCE_SHARE = 0.001
+"""The amount of a resource pool's custom resource each trial asks for: a node started with
+``--resources='{"POOL": 1}'`` is in pool ``POOL`` (its CPUs or GPUs bound how many trials run
+there)."""
+_REFRESH_SECONDS = 2.0
+_RETRY_SECONDS = 5.0
+_PULL_SECONDS = 0.5
+_KILL_GRACE_SECONDS = 10.0
+_FLUSH_LINES = 500
+_SIGKILL = -int(signal.SIGKILL)
+
+_Line = tuple[str, str, int | None]
+
+
+def slot_resources(slots: int, *, gpus: bool, resource_pool: str | None = None) -> dict[str, Any]:
+    """The Ray actor options that hold ``slots`` slots: GPUs where the cluster has GPUs (and
+    no CPU), else CPUs; plus :data:`POOL_RESOURCE_SHARE` of ``resource_pool``'s custom
+    resource when one is named (``default`` and ``""`` name none)."""
+    options: dict[str, Any] = (
+        {"num_gpus": slots, "num_cpus": 0} if gpus else {"num_cpus": slots, "num_gpus": 0}
+    )
+    if resource_pool and resource_pool != "default":
+        options["resources"] = {resource_pool: POOL_RESOURCE_SHARE}
+    return options
+
+
+def slots_of(cluster_resources: Mapping[str, float]) -> tuple[int, bool]:
+    """``(slots, gpus)`` of a cluster with ``ray.cluster_resources()``: its GPUs if it has
+    any, else its CPUs."""
+    gpus = int(cluster_resources.get("GPU", 0))
+    if gpus:
+        return gpus, True
+    return int(cluster_resources.get("CPU", 0)), False
+
+
+class _TrialRunner:
+    """The Ray actor of one trial attempt: starts the trial process on its node, hands out its
+    output and exit status (runs on a cluster node; every method is called by the master)."""
+
+    def __init__(self) -> None:
+        self._popen: subprocess.Popen[bytes] | None = None
+        self._lines: queue.Queue[_Line | None] = queue.Queue()
+        self._open = 2
+        self._tmpdir: Path | None = None
+        self._killed = False
+
+    def start(
+        self, trial_id: int, python: str | None, env: dict[str, str], token_box: list[Any]
+    ) -> dict[str, Any]:
+        """Start ``python -m pedl.exec.trial`` with the trial's environment (the node's own,
+        without the master's variables, plus ``env``), its token read from the object in
+        ``token_box`` and handed over an inherited socket; where it runs."""
+        import ray
+
+        from pedl.master.rm._isolation import (
+            private_dir,
+            private_variables,
+            remove_dir,
+            trial_environment,
+        )
+        from pedl.master.rm._local import TRIAL_MODULE, TRIAL_PYTHON_VARIABLE
+
+        token = ray.get(token_box[0])
+        where = {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "ip": ray.util.get_node_ip_address(),
+            "pid": os.getpid(),
+        }
+        if self._killed:
+            return where
+        program = env.get(TRIAL_PYTHON_VARIABLE) or python or sys.executable
+        if shutil.which(program) is None:
+            raise FileNotFoundError(
+                f"{program} (the trial's Python) is no executable on the Ray node {where['ip']}"
+            )
+        self._tmpdir = private_dir(trial_id)
+        full_env = {
+            **trial_environment(os.environ),
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+            "PYTHONUNBUFFERED": "1",
+            **env,
+            # the trial process exits when this actor's process (its parent) dies
+            "PEDL_MASTER_PID": str(os.getpid()),
+            **private_variables(self._tmpdir, None),
+        }
+        try:
+            with token_channel(token) as channel:
+                self._popen = subprocess.Popen(
+                    [program, "-m", TRIAL_MODULE],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env={**full_env, TOKEN_FD_ENV: str(channel.fileno())},
+                    start_new_session=True,
+                    pass_fds=(channel.fileno(),),
+                )
+        except OSError:
+            remove_dir(self._tmpdir)
+            raise
+        del token
+        drop_noise = full_env["TF_CPP_MIN_LOG_LEVEL"] != "0"
+        for stream, name in ((self._popen.stdout, "stdout"), (self._popen.stderr, "stderr")):
+            assert stream is not None
+            threading.Thread(
+                target=self._read, args=(stream, name, drop_noise), daemon=True
+            ).start()
+        where["trial_pid"] = self._popen.pid
+        return where
+
+    def _read(self, stream: IO[bytes], name: str, drop_noise: bool) -> None:
+        from pedl.master.rm._local import _ANSI, is_tf_noise
+
+        try:
+            for raw in iter(stream.readline, b""):
+                text = _ANSI.sub("", raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+                if not (drop_noise and is_tf_noise(text)):
+                    self._lines.put((name, text, None))
+        finally:
+            stream.close()
+            self._lines.put(None)
+
+    def pull(self, wait: float) -> tuple[list[_Line], int | None]:
+        """The output lines written since the last call (waiting up to ``wait`` s for the
+        first), and the exit status once every line has been handed out (else None)."""
+        from pedl.master.rm._isolation import remove_dir
+
+        lines: list[_Line] = []
+        deadline = time.monotonic() + wait
+        while self._open and len(lines) < _FLUSH_LINES:
+            try:
+                timeout = max(0.0, deadline - time.monotonic())
+                item = self._lines.get(timeout=timeout) if not lines else self._lines.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                self._open -= 1
+            else:
+                lines.append(item)
+        if self._popen is None:
+            return lines, (_SIGKILL if self._killed else None)
+        if self._open or lines:
+            return lines, None
+        code = self._popen.wait()
+        remove_dir(self._tmpdir)
+        self._tmpdir = None
+        return lines, code
+
+    def kill(self) -> None:
+        """SIGKILL the trial process's group (if started; else it never starts)."""
+        self._killed = True
+        if self._popen is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._popen.pid, signal.SIGKILL)
+
+
+@dataclass
+class _Attempt:
+    trial_id: int
+    actor: Any
+    killed: bool = False
+    killed_at: float = 0.0
+    where: dict[str, Any] = field(default_factory=dict)
+
+
+class RayResourceManager(ResourceManager):
+    """Runs each trial as a Ray actor (:class:`_TrialRunner`) on an existing Ray cluster.
+
+    Slots are the cluster's GPUs, or without GPUs its CPUs (``ray.cluster_resources()``, read
+    again every 2 s: nodes that join or leave change :attr:`total_slots`); each one-process
+    trial's actor holds its slots while it runs. Until the cluster is reached (retried every
+    few seconds), or while it offers no slot, :meth:`unavailable` says why and the master
+    keeps trials queued with that reason.
+
+    The trial's process gets the node's environment without the master's variables, the
+    experiment's variables, ``PEDL_MASTER_URL`` (the master's advertised address),
+    ``PEDL_TRIAL_ID``, ``PEDL_MASTER_PID`` (the actor's process: the trial exits when its actor
+    dies) and a private ``TMPDIR``. Its token is put in Ray's object store by the master and
+    handed to the actor as an object reference inside a list (so not resolved into the call's
+    arguments, which Ray's dashboard and state API show); the actor reads it, passes it to the
+    trial process over an inherited socket as the local resource manager does, and the master
+    drops the object once the process started, so that Ray frees it. The master's own
+    environment never leaves its machine.
+
+    A trial's exit status reaches ``on_exit`` as a local process's does. A lost actor (its node
+    died, or its process was killed outside PEDL) is reported as SIGKILL, after a line in the
+    trial's log that says which node was lost. Warm workers are not used (see README). Trials
+    of more than one slot are refused (multi-worker trials on Ray are not built yet).
+    """
+
+    def __init__(
+        self,
+        *,
+        address: str | None,
+        on_exit: ExitHandler,
+        log_sink: LogSink,
+        python: str | None = None,
+        placement_strategy: str = "PACK",
+        connect_timeout: float = 30.0,
+    ) -> None:
+        import ray  # noqa: F401 (fails early without pedl[ray])
+
+        self._address = address or os.environ.get("RAY_ADDRESS") or None
+        self._on_exit = on_exit
+        self._sink = log_sink
+        self._python = python
+        self._strategy = placement_strategy
+        self._connect_timeout = connect_timeout
+        self._lock = threading.Lock()
+        self._attempts: dict[int, _Attempt] = {}
+        self._watchers: list[threading.Thread] = []
+        self._slots = 0
+        self._gpus = False
+        self._reason: str | None = f"connecting to the Ray cluster at {self._address}"
+        self._connected = threading.Event()
+        self._closed = threading.Event()
+        self._monitor = threading.Thread(target=self._watch_cluster, name="pedl-ray", daemon=True)
+        self._monitor.start()
+
+    # the cluster -----------------------------------------------------------------------------
+
+    def _watch_cluster(self) -> None:
+        """Join the cluster (retrying), then follow its resources."""
+        import ray
+
+        while not self._closed.is_set():
+            if not self._connected.is_set():
+                try:
+                    ray.init(
+                        address=self._address,
+                        namespace=RAY_NAMESPACE,
+                        log_to_driver=False,
+                        logging_level=logging.WARNING,
+                        configure_logging=False,
+                    )
+                except Exception as err:  # ConnectionError, RuntimeError, TimeoutError ...
+                    with contextlib.suppress(Exception):
+                        ray.shutdown()
+                    why = f"the Ray cluster at {self._address} cannot be reached: {err}"
+                    if why != self._reason:
+                        logger.warning("%s (retrying every %.0f s)", why, _RETRY_SECONDS)
+                    with self._lock:
+                        self._reason = why
+                    self._closed.wait(_RETRY_SECONDS)
+                    continue
+                logger.info("joined the Ray cluster at %s", self._address)
+                self._connected.set()
+            try:
+                slots, gpus = slots_of(ray.cluster_resources())
+                reason = (
+                    None
+                    if slots
+                    else f"the Ray cluster at {self._address} offers no "
+                    f"{'GPU' if gpus else 'CPU'} now (no live node has one)"
+                )
+            except Exception as err:
+                slots, gpus = 0, self._gpus
+                reason = f"the Ray cluster at {self._address} cannot be reached: {err}"
+            with self._lock:
+                if slots != self._slots:
+                    logger.info("the Ray cluster offers %d slot(s)", slots)
+                self._slots, self._gpus, self._reason = slots, gpus, reason
+            self._closed.wait(_REFRESH_SECONDS)
+
+    def wait_connected(self, timeout: float) -> bool:
+        """Whether the cluster was joined within ``timeout`` seconds."""
+        return self._connected.wait(timeout)
+
+    @property
+    def total_slots(self) -> int:
+        with self._lock:
+            return self._slots
+
+    @property
+    def uses_gpus(self) -> bool:
+        with self._lock:
+            return self._gpus
+
+    def unavailable(self) -> str | None:
+        with self._lock:
+            return self._reason
+
+    # trials ----------------------------------------------------------------------------------
+
+    def start(self, launch: TrialLaunch) -> None:
+        import ray
+
+        if launch.slots > 1:
+            raise RuntimeError(
+                f"trials of {launch.slots} slots (multi-worker trials) do not run on the Ray "
+                "resource manager yet: set resources.slots_per_trial to 1"
+            )
+        if not self._connected.is_set():
+            raise RuntimeError(self._reason or "the Ray cluster is not joined")
+        with self._lock:
+            if launch.trial_id in self._attempts:
+                raise RuntimeError(f"trial {launch.trial_id} is already running")
+            options = slot_resources(
+                launch.slots, gpus=self._gpus, resource_pool=launch.resource_pool
+            )
+            runner: Any = ray.remote(_TrialRunner)
+            runner = runner.options(
+                max_concurrency=4,
+                max_restarts=0,
+                max_task_retries=0,
+                **options,
+            )
+            actor: Any = runner.remote()
+            token_ref = ray.put(launch.token)
+            env = {
+                **launch.env,
+                "PEDL_MASTER_URL": launch.master_url,
+                "PEDL_TRIAL_ID": str(launch.trial_id),
+            }
+            started = actor.start.remote(launch.trial_id, self._python, env, [token_ref])
+            attempt = _Attempt(launch.trial_id, actor)
+            self._attempts[launch.trial_id] = attempt
+            watcher = threading.Thread(
+                target=self._watch,
+                args=(attempt, started, token_ref, options),
+                name=f"pedl-ray-trial-{launch.trial_id}",
+                daemon=True,
+            )
+            self._watchers = [w for w in self._watchers if w.is_alive()]
+            self._watchers.append(watcher)
+            watcher.start()
+
+    def _watch(self, attempt: _Attempt, started: Any, token_ref: Any, options: dict) -> None:
+        """Wait for the actor to start the trial process, ship its output, report its exit."""
+        import ray
+
+        trial_id = attempt.trial_id
+        code: int | None = None
+        try:
+            try:
+                attempt.where = ray.get(started)
+            finally:
+                del token_ref  # the last reference: Ray frees the token's object
+            if not attempt.killed:
+                where = attempt.where
+                self._ship(
+                    trial_id,
+                    [
+                        (
+                            "master",
+                            f"[master] the trial runs on the Ray node {where['node_id']} "
+                            f"({where['ip']}), process {where.get('trial_pid')}",
+                            None,
+                        )
+                    ],
+                )
+            while code is None:
+                wait = _PULL_SECONDS
+                if attempt.killed and time.monotonic() - attempt.killed_at > _KILL_GRACE_SECONDS:
+                    code = _SIGKILL
+                    break
+                lines, code = ray.get(attempt.actor.pull.remote(wait))
+                if lines:
+                    self._ship(trial_id, lines)
+        except Exception as err:
+            code = _SIGKILL
+            if not attempt.killed:
+                self._ship(trial_id, [("master", f"[master] {self._loss(attempt, err)}", None)])
+        finally:
+            with contextlib.suppress(Exception):
+                ray.kill(attempt.actor, no_restart=True)
+            with self._lock:
+                self._attempts.pop(trial_id, None)
+            self._on_exit(trial_id, _SIGKILL if code is None else code)
+
+    @staticmethod
+    def _loss(attempt: _Attempt, err: BaseException) -> str:
+        """What the trial's log says when its actor failed."""
+        import ray
+
+        where = attempt.where
+        node = (
+            f"the Ray node {where['node_id']} ({where['ip']})"
+            if where
+            else "the Ray node it was placed on"
+        )
+        if isinstance(err, ray.exceptions.RayActorError | ray.exceptions.NodeDiedError):
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            return (
+                f"the trial's Ray actor died: {node} was lost or its worker process was killed "
+                f"({type(err).__name__}: {first}); the attempt ended"
+            )
+        return f"the trial could not run on the Ray cluster: {type(err).__name__}: {err}"
+
+    def _ship(self, trial_id: int, batch: list[_Line]) -> None:
+        try:
+            self._sink(trial_id, batch)
+        except Exception as err:  # a log write must never take the watcher down
+            print(
+                f"pedl master: lost {len(batch)} log lines of trial {trial_id}: {err}",
+                file=sys.stderr,
+            )
+
+    def kill(self, trial_id: int) -> None:
+        with self._lock:
+            attempt = self._attempts.get(trial_id)
+            if attempt is None or attempt.killed:
+                return
+            attempt.killed, attempt.killed_at = True, time.monotonic()
+            placed = bool(attempt.where)
+        if placed:
+            attempt.actor.kill.remote()
+        else:  # not placed yet (or starting): end the actor, the process dies with it
+            import ray
+
+            with contextlib.suppress(Exception):
+                ray.kill(attempt.actor, no_restart=True)
+
+    def running(self) -> set[int]:
+        with self._lock:
+            return set(self._attempts)
+
+    def shutdown(self) -> None:
+        import ray
+
+        self._closed.set()
+        for trial_id in self.running():
+            self.kill(trial_id)
+        for watcher in list(self._watchers):
+            watcher.join(timeout=30)
+        self._monitor.join(timeout=30)
+        with contextlib.suppress(Exception):
+            ray.shutdown()
