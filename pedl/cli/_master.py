@@ -48,6 +48,13 @@ from pedl.master._serve import NO_AUTH_WARNING, ListenError
     help="Warm workers to start before any trial needs them, on CPU slots [PEDL_SPARE_WORKERS; 2].",
 )
 @click.option(
+    "--worker-heartbeat-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds a worker of a multi-worker trial may send no heartbeat before it counts as "
+    "hung and the attempt is restarted [PEDL_WORKER_HEARTBEAT_TIMEOUT; 60].",
+)
+@click.option(
     "--trial-user",
     default=None,
     help="OS user trials run as when the master runs as root; '' runs them as the master's "
@@ -76,6 +83,7 @@ def master(
     cpu_slots: int | None,
     worker_reuse: bool | None,
     spare_workers: int | None,
+    worker_heartbeat_timeout: float | None,
     trial_user: str | None,
     no_auth: bool,
     config_file: Path | None,
@@ -91,6 +99,7 @@ def master(
         "cpu_slots": cpu_slots,
         "worker_reuse": worker_reuse,
         "spare_workers": spare_workers,
+        "worker_heartbeat_timeout": worker_heartbeat_timeout,
         "trial_user": trial_user,
         "auth": False if no_auth else None,
         "config_file": config_file,

@@ -148,7 +148,7 @@ def test_trial_logs_leave_out_tensorflow_noise(
     rm = LocalResourceManager(
         cpu_slots=1,
         on_exit=lambda _, code: exits.put(code),
-        log_sink=lambda _, batch: lines.extend(batch),
+        log_sink=lambda _, batch: lines.extend((s, m) for s, m, _rank in batch),
         gpus=[],
         python=str(fake),
     )

@@ -43,8 +43,9 @@ class Recorder:
         self.lines: dict[int, list[tuple[str, str]]] = {}
         self.exits: queue.Queue[tuple[int, int]] = queue.Queue()
 
-    def sink(self, trial_id: int, lines: object) -> None:
-        self.lines.setdefault(trial_id, []).extend(lines)  # type: ignore[arg-type]
+    def sink(self, trial_id: int, lines: list[tuple[str, str, int | None]]) -> None:
+        # (stream, line); the rank (None for one-process trials) is checked elsewhere
+        self.lines.setdefault(trial_id, []).extend((s, m) for s, m, _rank in lines)
 
     def on_exit(self, trial_id: int, code: int) -> None:
         self.exits.put((trial_id, code))

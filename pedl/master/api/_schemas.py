@@ -323,6 +323,11 @@ class LogLinePublic(BaseModel):
     level: str | None
     stream: str | None
     timestamp: datetime | None
+    rank: int | None = Field(
+        default=None,
+        description="The worker of a multi-worker trial that wrote the line (0: the chief); "
+        "null for a one-process trial's lines and the master's.",
+    )
 
 
 class CheckpointCreate(BaseModel):
@@ -496,12 +501,33 @@ class MetricNamesPublic(BaseModel):
     validation: list[str]
 
 
+class TrialWorkerPublic(BaseModel):
+    """One worker process of a trial's attempt (``GET /trials/{id}/workers``)."""
+
+    rank: int = Field(description="0: the chief.")
+    pid: int
+    state: str = Field(description="running, exited (by itself) or killed (by the master).")
+    exit: str | None = Field(
+        default=None, description='How it ended, once it did: "exit code 1", "signal SIGKILL".'
+    )
+    exit_code: int | None = Field(default=None, description="Negative: the signal's number.")
+    heartbeat_age: float | None = Field(
+        default=None,
+        description="Seconds since its last heartbeat (multi-worker trials; before the "
+        "first, since it started); null once it ended or for a one-process trial.",
+    )
+
+
 class RunningTrialPublic(BaseModel):
     """A trial whose process runs, and the slots it holds."""
 
     trial_id: int
     experiment_id: int
     slots: int
+    workers: list[TrialWorkerPublic] = Field(
+        default_factory=list,
+        description="Its worker processes (one per slot for a multi-worker trial).",
+    )
 
 
 class QueuedTrialPublic(BaseModel):

@@ -19,6 +19,7 @@ from pedl.master.api._schemas import (
     RunningTrialPublic,
     WorkerExitPublic,
 )
+from pedl.master.api.trials import trial_workers
 from pedl.master.db import trials as trials_repo
 from pedl.master.orchestrator import Orchestrator, describe_exit
 
@@ -32,7 +33,8 @@ router = APIRouter(
 @router.get("/cluster")
 async def get_cluster(database: DatabaseDep, request: Request) -> ClusterPublic:
     """The cluster's slots (0 on a master that runs no experiments), the RUNNING trials with
-    the slots each holds (the config's ``resources.slots_per_trial``) and the QUEUED ones
+    the slots each holds (the config's ``resources.slots_per_trial``) and their worker
+    processes (``GET /trials/{id}/workers``), the QUEUED ones
     with the scheduler's reason, by trial id; ``halted``: why no trial starts now (the
     master's own disk is full), and ``worker_exits``: the warm and spare workers that exited
     by themselves while idle."""
@@ -48,7 +50,12 @@ async def get_cluster(database: DatabaseDep, request: Request) -> ClusterPublic:
             if state == TrialState.RUNNING:
                 slots = _slots_per_trial(config)
                 running.append(
-                    RunningTrialPublic(trial_id=trial_id, experiment_id=experiment_id, slots=slots)
+                    RunningTrialPublic(
+                        trial_id=trial_id,
+                        experiment_id=experiment_id,
+                        slots=slots,
+                        workers=trial_workers(request, trial_id),
+                    )
                 )
             else:
                 reason = orchestrator.queue_reason(trial_id) if orchestrator else None

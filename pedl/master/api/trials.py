@@ -45,6 +45,7 @@ from pedl.master.api._schemas import (
     MetricsIngested,
     Page,
     TrialPublic,
+    TrialWorkerPublic,
 )
 from pedl.master.db import (
     ConflictError,
@@ -59,6 +60,7 @@ from pedl.master.db import logs as logs_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
 from pedl.master.db.metrics import MetricValueError
+from pedl.master.orchestrator import Orchestrator, describe_exit
 
 router = APIRouter(prefix="/trials", tags=["trials"], responses=ERROR_RESPONSES)
 
@@ -233,13 +235,54 @@ def get_logs(
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
     after_seq: Annotated[Cursor, Query(description="Only lines with a larger seq.")] = None,
     after: Annotated[Cursor, Query(description="The same as `after_seq`.")] = None,
+    rank: Annotated[
+        int | None,
+        Query(ge=0, le=1_000_000, description="Only the lines this worker (rank) wrote."),
+    ] = None,
 ) -> list[LogLinePublic]:
-    """A trial's log lines in ``seq`` order (``after``/``after_seq``: only the newer ones)."""
+    """A trial's log lines in ``seq`` order (``after``/``after_seq``: only the newer ones;
+    ``rank``: only those of one worker of a multi-worker trial)."""
     trials_repo.get_trial(session, trial_id)
     if after_seq is None:
         after_seq = after
-    rows = logs_repo.list_logs(session, trial_id, offset=offset, limit=limit, after_seq=after_seq)
+    rows = logs_repo.list_logs(
+        session, trial_id, offset=offset, limit=limit, after_seq=after_seq, rank=rank
+    )
     return [LogLinePublic.model_validate(row) for row in rows]
+
+
+@router.get("/{trial_id}/workers", dependencies=[require_user], responses=USER_AUTH_RESPONSES)
+async def get_trial_workers(
+    trial_id: TrialId, database: DatabaseDep, request: Request
+) -> list[TrialWorkerPublic]:
+    """The worker processes of the trial's running attempt by rank (a multi-worker trial's N,
+    a one-process trial's one), else those of its latest multi-worker attempt since the
+    master started; [] when none. Served by the master itself (it knows its processes)."""
+
+    def read() -> None:
+        with database.session() as session:
+            trials_repo.get_trial(session, trial_id)
+
+    await anyio.to_thread.run_sync(read)
+    return trial_workers(request, trial_id)
+
+
+def trial_workers(request: Request, trial_id: int) -> list[TrialWorkerPublic]:
+    """What the app's orchestrator knows of the trial's workers ([] without one)."""
+    orchestrator = getattr(request.app.state, "orchestrator", None)
+    if not isinstance(orchestrator, Orchestrator):
+        return []
+    return [
+        TrialWorkerPublic(
+            rank=w.rank,
+            pid=w.pid,
+            state=w.state,
+            exit=None if w.exit_code is None else describe_exit(w.exit_code),
+            exit_code=w.exit_code,
+            heartbeat_age=w.heartbeat_age,
+        )
+        for w in orchestrator.trial_workers(trial_id)
+    ]
 
 
 @router.post("/{trial_id}/checkpoints", status_code=201, responses=AUTH_RESPONSES)

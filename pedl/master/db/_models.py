@@ -228,6 +228,9 @@ class TrialLog(Base):
     stream: Mapped[str | None] = mapped_column(String(16))
     timestamp: Mapped[datetime | None]
     """When the trial produced the line (its clock); ``None`` if it did not say."""
+    rank: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """The worker of a multi-worker trial that wrote the line; ``None``: a one-process
+    trial's line, or the master's."""
 
 
 class SearcherEvent(Base):

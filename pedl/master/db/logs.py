@@ -23,6 +23,8 @@ class LogLine:
     level: str | None = None
     stream: str | None = None
     timestamp: datetime | None = None
+    rank: int | None = None
+    """The worker of a multi-worker trial that wrote it (None: none)."""
 
 
 def append_logs(session: Session, trial_id: int, lines: Sequence[LogLine]) -> int:
@@ -41,6 +43,7 @@ def append_logs(session: Session, trial_id: int, lines: Sequence[LogLine]) -> in
                 "level": line.level,
                 "stream": line.stream,
                 "timestamp": line.timestamp,
+                "rank": line.rank,
             },
         )
     table = TrialLog.__table__
@@ -61,10 +64,14 @@ def list_logs(
     offset: int = 0,
     limit: int = 1000,
     after_seq: int | None = None,
+    rank: int | None = None,
 ) -> list[TrialLog]:
     """A trial's log lines ordered by ``seq``: skip ``offset`` lines (after ``after_seq`` when
-    given) and return at most ``limit``."""
+    given; only those worker ``rank`` of a multi-worker trial wrote, when given: the master's
+    lines and a one-process trial's have no rank) and return at most ``limit``."""
     query = select(TrialLog).where(TrialLog.trial_id == trial_id)
+    if rank is not None:
+        query = query.where(TrialLog.rank == rank)
     if after_seq is not None:
         query = query.where(TrialLog.seq > after_seq)
     query = query.order_by(TrialLog.seq).offset(offset).limit(limit)

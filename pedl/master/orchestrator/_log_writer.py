@@ -23,7 +23,11 @@ class TrialLogWriter:
         self._lock = threading.Lock()
         self._next: dict[int, int] = {}
 
-    def write(self, trial_id: int, lines: Sequence[tuple[str, str]]) -> None:
+    def write(
+        self, trial_id: int, lines: Sequence[tuple[str, str] | tuple[str, str, int | None]]
+    ) -> None:
+        """Append ``(stream, message)`` or ``(stream, message, rank)`` lines (``rank``: the
+        worker of a multi-worker trial that wrote it; None or absent: none)."""
         if not lines:
             return
         with self._lock, self._db.session(write=True) as session:
@@ -35,11 +39,12 @@ class TrialLogWriter:
             rows = [
                 LogLine(
                     seq=start + i,
-                    message=message,
-                    stream=stream,
+                    message=line[1],
+                    stream=line[0],
                     timestamp=now,
+                    rank=line[2] if len(line) > 2 else None,
                 )
-                for i, (stream, message) in enumerate(lines)
+                for i, line in enumerate(lines)
             ]
             logs_repo.append_logs(session, trial_id, rows)
             self._next[trial_id] = start + len(rows)

@@ -76,6 +76,7 @@ from pedl.master.rm import (
     ResourceManager,
     TrialLaunch,
     WorkerExit,
+    WorkerState,
     storage_directory,
     trial_environment,
     trial_user_for,
@@ -162,12 +163,13 @@ class Orchestrator:
         self._store = SQLExperimentStore(database)
         self._master_url = master_url
         self.logs = TrialLogWriter(database)
-        factory: ResourceManagerFactory = resource_manager or _ray_factory(settings) or (
+        factory: ResourceManagerFactory = resource_manager or (
             lambda **kw: LocalResourceManager(
                 cpu_slots=settings.cpu_slots,
                 reuse_workers=settings.worker_reuse,
                 spare_workers=settings.spare_workers,
                 trial_user=trial_user_for(settings),
+                heartbeat_timeout=settings.worker_heartbeat_timeout,
                 **kw,
             )
         )
@@ -441,9 +443,7 @@ class Orchestrator:
                 max_slots=resources.max_slots,
                 max_concurrent_trials=getattr(actor.config.searcher, "max_concurrent_trials", 0),
             )
-            impossible = None
-            if self._halted is None:
-                impossible = never_fits(resources.slots_per_trial, total, resources.max_slots)
+            impossible = never_fits(resources.slots_per_trial, total, resources.max_slots)
             for trial_id in runnable:
                 if impossible is not None:
                     error = TrialError(
@@ -509,7 +509,6 @@ class Orchestrator:
                     env=actor.config.environment.env_dict(self._rm.uses_gpus),
                     experiment_id=actor.experiment_id,
                     checkpoint_dir=_checkpoint_dir(actor.config),
-                    resource_pool=actor.config.resources.resource_pool or None,
                 )
             )
         except Exception as err:
@@ -590,7 +589,7 @@ class Orchestrator:
     def _check_disk(self) -> None:
         """Set :attr:`_halted` from the free space where the master's home is (logged when
         it changes)."""
-        halted = disk_full_reason(self._settings) or self._rm.unavailable()
+        halted = disk_full_reason(self._settings)
         if halted != self._halted:
             if halted is not None:
                 logger.warning("starting no trial process: %s", halted)
@@ -679,6 +678,11 @@ class Orchestrator:
         # Called inside the request's write transaction: the actions are left to the tick.
         self._event(actor, lambda d: d.checkpoint_completed(summary), wait=False)
 
+    def trial_workers(self, trial_id: int) -> list[WorkerState]:
+        """The worker processes of the trial's running attempt (else its latest one of
+        several workers), by rank: what the resource manager knows now."""
+        return self._rm.workers(trial_id)
+
     def kill_trial(self, trial_id: int) -> None:
         """Stop one trial at once (on the next tick): its process is killed, the trial ends
         CANCELED, and the searcher hears that it exited early; the experiment goes on."""
@@ -725,22 +729,6 @@ class Orchestrator:
         """Why trials of ``config`` could never be placed on this cluster, if so."""
         resources = config.resources
         return never_fits(resources.slots_per_trial, self.total_slots, resources.max_slots)
-
-
-def _ray_factory(settings: MasterSettings) -> ResourceManagerFactory | None:
-    """The factory of a :class:`~pedl.master.rm.RayResourceManager` where the settings'
-    ``resource_manager.type`` is ``ray`` (else None)."""
-    chosen = settings.resource_manager
-    if chosen.type != "ray":
-        return None
-    from pedl.master.rm import RayResourceManager  # imports ray: only on Ray
-
-    return lambda **kw: RayResourceManager(
-        address=chosen.address,
-        placement_strategy=chosen.placement_strategy,
-        connect_timeout=chosen.connect_timeout,
-        **kw,
-    )
 
 
 def disk_full_reason(settings: MasterSettings) -> str | None:

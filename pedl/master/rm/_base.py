@@ -6,8 +6,12 @@ import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-LogSink = Callable[[int, Sequence[tuple[str, str]]], None]
-"""``sink(trial_id, [(stream, line), ...])`` stores lines of a trial's output, in order."""
+from pedl.master.rm._gang import WorkerState
+
+LogSink = Callable[[int, Sequence[tuple[str, str, int | None]]], None]
+"""``sink(trial_id, [(stream, line, rank), ...])`` stores lines of a trial's output, in order;
+``rank``: the worker of a multi-worker trial that wrote the line (None: a one-process trial's,
+or the master's)."""
 
 ExitHandler = Callable[[int, int], None]
 """``on_exit(trial_id, returncode)``: the trial's process ended (negative: killed by signal).
@@ -32,9 +36,6 @@ class TrialLaunch:
     """The directory on this machine where the trial stores its checkpoints (``shared_fs`` or
     ``directory`` storage), if any: where trials run as their own user, the resource manager
     makes it theirs to write in (see :mod:`pedl.master.rm._trial_user`)."""
-    resource_pool: str | None = None
-    """The experiment's ``resources.resource_pool``, for resource managers that have pools
-    (``ray``: a custom resource of that name); None or ``""``: none."""
 
 
 @dataclass(frozen=True)
@@ -96,11 +97,10 @@ class ResourceManager(abc.ABC):
     def shutdown(self) -> None:
         """Kill every process and wait for the exit reports."""
 
-    def unavailable(self) -> str | None:
-        """Why no trial can start now (e.g. the cluster cannot be reached), or None: while it
-        says so, trials wait QUEUED with that reason and none is found never to fit. None by
-        default."""
-        return None
+    def workers(self, trial_id: int) -> list[WorkerState]:
+        """The worker processes of the trial's running (else latest multi-worker) attempt, by
+        rank; none by default."""
+        return []
 
     def worker_exits(self) -> list[WorkerExit]:
         """The latest unexpected exits of processes kept ready for trials, oldest first (a

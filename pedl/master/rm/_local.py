@@ -20,6 +20,13 @@ from typing import IO
 
 from pedl.exec import TOKEN_FD_ENV, token_channel
 from pedl.master.rm._base import ExitHandler, LogSink, ResourceManager, TrialLaunch, WorkerExit
+from pedl.master.rm._gang import (
+    HEARTBEAT_TIMEOUT_SECONDS,
+    Gang,
+    WorkerState,
+    gang_environments,
+    pick_ports,
+)
 from pedl.master.rm._isolation import (
     private_dir,
     private_variables,
@@ -42,6 +49,7 @@ WORKER_IDLE_SECONDS = 30.0
 retired."""
 _FLUSH_SECONDS = 0.2
 _FLUSH_LINES = 500
+_LAST_WORKERS_KEPT = 256
 _EOF = None
 
 
@@ -56,15 +64,23 @@ def detect_gpus() -> list[str]:
     return found
 
 
+_Line = tuple[str, str, int | None]
+"""``(stream, text, rank)``: a line of a trial's output (rank None: a one-process trial)."""
+
+
 @dataclass
 class _Process:
-    """A running trial: its own process, or a warm worker it was handed to."""
+    """A running trial: its own process, a warm worker it was handed to, or the gang of
+    worker processes of a multi-worker trial (``popen`` is then the chief's)."""
 
     trial_id: int
     popen: subprocess.Popen[bytes]
     gpus: list[str]
     worker: WarmWorker | None = None
-    lines: queue.Queue[tuple[str, str] | None] = field(default_factory=queue.Queue)
+    lines: queue.Queue[_Line | None] = field(default_factory=queue.Queue)
+    gang: Gang | None = None
+    tmpdirs: list[Path] = field(default_factory=list)
+    """The private temporary directories of a gang's workers."""
     killed: bool = False
     tmpdir: Path | None = None
     """The trial's private temporary directory, removed once the process is reaped."""
@@ -136,7 +152,12 @@ class LocalResourceManager(ResourceManager):
         worker_idle_seconds: float = WORKER_IDLE_SECONDS,
         spare_workers: int = 0,
         trial_user: TrialUser | None = None,
+        heartbeat_timeout: float = HEARTBEAT_TIMEOUT_SECONDS,
     ) -> None:
+        self._heartbeat_timeout = heartbeat_timeout
+        self._last_workers: dict[int, list[WorkerState]] = {}
+        """The workers of each trial's latest attempt of several workers, once it ended
+        (bounded: the latest trials)."""
         self._gpus = list(detect_gpus() if gpus is None else gpus)
         self._total = len(self._gpus) if self._gpus else cpu_slots
         self._free_gpus = list(self._gpus)
@@ -179,7 +200,10 @@ class LocalResourceManager(ResourceManager):
             variables = {"PEDL_TRIAL_ID": str(launch.trial_id)}
             # TF_CPP_MIN_LOG_LEVEL=0 in the experiment's environment asks for every C++ line
             drop_tf_noise = env["TF_CPP_MIN_LOG_LEVEL"] != "0"
-            if self._reuse and launch.experiment_id is not None:
+            if launch.slots > 1:
+                proc = self._start_gang(launch, env, variables, drop_tf_noise)
+                streams, note = None, self._gang_note(proc)
+            elif self._reuse and launch.experiment_id is not None:
                 proc, streams, note = self._start_in_worker(
                     launch, launch.experiment_id, env, variables, drop_tf_noise
                 )
@@ -188,21 +212,18 @@ class LocalResourceManager(ResourceManager):
             proc.checkpoint_dir = checkpoint_dir
             self._procs[launch.trial_id] = proc
         if note:
-            self._ship(launch.trial_id, [("master", f"[master] {note}")])
-        if streams is None:
-            assert proc.popen.stdout is not None and proc.popen.stderr is not None
-            streams = (proc.popen.stdout, proc.popen.stderr)
-        readers = [
-            threading.Thread(
-                target=_read_lines,
-                args=(stream, name, proc.lines, drop_tf_noise),
-                name=f"pedl-trial-{launch.trial_id}-{name}",
-                daemon=True,
-            )
-            for stream, name in zip(streams, ("stdout", "stderr"), strict=True)
-        ]
-        for reader in readers:
-            reader.start()
+            self._ship(launch.trial_id, [("master", f"[master] {note}", None)])
+        if proc.gang is None:  # a gang's own threads read its output
+            if streams is None:
+                assert proc.popen.stdout is not None and proc.popen.stderr is not None
+                streams = (proc.popen.stdout, proc.popen.stderr)
+            for stream, name in zip(streams, ("stdout", "stderr"), strict=True):
+                threading.Thread(
+                    target=_read_lines,
+                    args=(stream, name, proc.lines, drop_tf_noise),
+                    name=f"pedl-trial-{launch.trial_id}-{name}",
+                    daemon=True,
+                ).start()
         watcher = threading.Thread(
             target=self._watch,
             args=(proc,),
@@ -261,6 +282,90 @@ class LocalResourceManager(ResourceManager):
                 return
             self._forward_worker_output(worker, drop_tf_noise=True)
             self._pool.put(worker)
+
+    def _start_gang(
+        self,
+        launch: TrialLaunch,
+        env: dict[str, str],
+        variables: dict[str, str],
+        drop_tf_noise: bool,
+    ) -> _Process:
+        """Start the ``launch.slots`` worker processes of a multi-worker trial together
+        (:class:`~pedl.master.rm._gang.Gang`; never in warm workers): each one GPU of the
+        trial's, or a CPU slot, and its own private temporary directory (the caller holds
+        the lock)."""
+        size = launch.slots
+        gpu_count = size if self._gpus else 0
+        self._make_room(gpu_count)
+        if not self._gpus:
+            # Idle warm workers hold CPU slots too: retire them while the gang would not fit.
+            while len(self._pool) and len(self._procs) + len(self._pool) + size > self._total:
+                oldest = self._pool.oldest()
+                if oldest is None:
+                    break
+                self._retire(oldest)
+        gpus = self._take_gpus(launch.trial_id, gpu_count)
+        lines: queue.Queue[_Line | None] = queue.Queue()
+
+        def on_output(rank: int, stream: str, raw: bytes | None) -> None:
+            if raw is None:
+                lines.put(_EOF)
+                return
+            text = _ANSI.sub("", raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+            if not (drop_tf_noise and is_tf_noise(text)):
+                lines.put((stream, text, rank))
+
+        def on_event(line: str) -> None:
+            logger.warning("trial %d: %s", launch.trial_id, line)
+            lines.put(("master", f"[master] {line}", None))
+
+        gang = Gang(
+            heartbeat_timeout=self._heartbeat_timeout, on_output=on_output, on_event=on_event
+        )
+        envs = gang_environments(size, pick_ports(size), gpus=[[g] for g in gpus] if gpus else None)
+        tmpdirs: list[Path] = []
+        channels = []
+        try:
+            python = self._python_for(launch)
+            for rank_env in envs:
+                tmpdir = private_dir(launch.trial_id, user=self._user)
+                tmpdirs.append(tmpdir)
+                channel = token_channel(launch.token)
+                channels.append(channel)
+                rank_env.update(
+                    {
+                        **env,
+                        **rank_env,
+                        **variables,
+                        **private_variables(tmpdir, self._user),
+                        TOKEN_FD_ENV: str(channel.fileno()),
+                    }
+                )
+            gang.start(
+                [python, "-m", TRIAL_MODULE],
+                envs,
+                pass_fds=[(c.fileno(),) for c in channels],
+                **popen_kwargs(self._user),
+            )
+        except OSError:
+            self._free_gpus.extend(gpus)
+            for tmpdir in tmpdirs:
+                remove_dir(tmpdir)
+            raise
+        finally:
+            for channel in channels:
+                channel.close()
+        chief = gang.popen(0)
+        return _Process(launch.trial_id, chief, gpus, lines=lines, gang=gang, tmpdirs=tmpdirs)
+
+    @staticmethod
+    def _gang_note(proc: _Process) -> str:
+        assert proc.gang is not None
+        pids = ", ".join(f"rank {rank}: {pid}" for rank, pid in enumerate(proc.gang.pids))
+        return (
+            f"the trial runs as {proc.gang.size} worker processes (pids {pids}; rank 0 is the "
+            "chief)"
+        )
 
     def _start_process(
         self, launch: TrialLaunch, env: dict[str, str], variables: dict[str, str]
@@ -435,7 +540,7 @@ class LocalResourceManager(ResourceManager):
 
     def _forward_worker_output(self, worker: WarmWorker, drop_tf_noise: bool) -> None:
         """Send a worker's own output (outside its trials) to the master's log."""
-        lines: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        lines: queue.Queue[_Line | None] = queue.Queue()
         streams = ((worker.popen.stdout, "stdout"), (worker.popen.stderr, "stderr"))
         for stream, name in streams:
             assert stream is not None
@@ -458,15 +563,16 @@ class LocalResourceManager(ResourceManager):
         threading.Thread(target=log, name=f"pedl-worker-{worker.pid}-log", daemon=True).start()
 
     def _watch(self, proc: _Process) -> None:
-        """Ship output in batches until both streams end, then report the exit."""
-        open_streams = 2
-        batch: list[tuple[str, str]] = []
+        """Ship output in batches until every stream ends, then report the exit (a gang's:
+        once all its processes are reaped, the one exit status of the attempt)."""
+        open_streams = 2 * (proc.gang.size if proc.gang is not None else 1)
+        batch: list[_Line] = []
         deadline = time.monotonic() + _FLUSH_SECONDS
         while open_streams:
             try:
                 item = proc.lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                item = ("", "")  # timer tick
+                item = ("", "", None)  # timer tick
             if item is _EOF:
                 open_streams -= 1
             elif item[0]:
@@ -479,7 +585,19 @@ class LocalResourceManager(ResourceManager):
             if time.monotonic() >= deadline:
                 deadline = time.monotonic() + _FLUSH_SECONDS
         worker = proc.worker
-        if worker is None:
+        if proc.gang is not None:
+            gang_code = proc.gang.wait()
+            assert gang_code is not None
+            returncode, ready = gang_code, False
+            failure = proc.gang.failure
+            if failure is not None:
+                self._ship(
+                    proc.trial_id,
+                    [("master", f"[master] the attempt ended: {failure.reason}", None)],
+                )
+            for tmpdir in proc.tmpdirs:
+                remove_dir(tmpdir)
+        elif worker is None:
             returncode, ready = proc.popen.wait(), False
         else:
             returncode, ready = worker.wait()
@@ -488,6 +606,11 @@ class LocalResourceManager(ResourceManager):
             self._user.seal(proc.checkpoint_dir)
         with self._lock:
             self._procs.pop(proc.trial_id, None)
+            if proc.gang is not None:
+                self._last_workers.pop(proc.trial_id, None)
+                self._last_workers[proc.trial_id] = proc.gang.states()
+                while len(self._last_workers) > _LAST_WORKERS_KEPT:
+                    del self._last_workers[next(iter(self._last_workers))]
             if worker is not None and ready and not proc.killed and not self._closed.is_set():
                 self._pool.put(worker)  # it keeps its GPUs
             else:
@@ -497,7 +620,7 @@ class LocalResourceManager(ResourceManager):
                 self._free_gpus.sort(key=lambda g: self._gpus.index(g))
         self._on_exit(proc.trial_id, returncode)
 
-    def _ship(self, trial_id: int, batch: list[tuple[str, str]]) -> None:
+    def _ship(self, trial_id: int, batch: Sequence[_Line]) -> None:
         try:
             self._sink(trial_id, batch)
         except Exception as err:  # a log write must never take the watcher down
@@ -512,12 +635,35 @@ class LocalResourceManager(ResourceManager):
             if proc is None:
                 return
             proc.killed = True
+            if proc.gang is not None:
+                proc.gang.kill()
+                return
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.popen.pid, signal.SIGKILL)
 
     def running(self) -> set[int]:
         with self._lock:
             return set(self._procs)
+
+    def workers(self, trial_id: int) -> list[WorkerState]:
+        """The worker processes of the trial's running attempt (one, rank 0, for a
+        one-process trial), else of its latest attempt of several workers; [] if none."""
+        with self._lock:
+            proc = self._procs.get(trial_id)
+            if proc is None:
+                return list(self._last_workers.get(trial_id, []))
+            if proc.gang is not None:
+                return proc.gang.states()
+            code = proc.popen.returncode
+            return [
+                WorkerState(
+                    rank=0,
+                    pid=proc.popen.pid,
+                    state="running" if code is None else "exited",
+                    exit_code=code,
+                    heartbeat_age=None,
+                )
+            ]
 
     def worker_exits(self) -> list[WorkerExit]:
         """The idle warm and spare workers that exited by themselves (noticed by the
@@ -570,14 +716,14 @@ def is_tf_noise(line: str) -> bool:
 def _read_lines(
     stream: IO[bytes],
     name: str,
-    out: queue.Queue[tuple[str, str] | None],
+    out: queue.Queue[_Line | None],
     drop_tf_noise: bool = True,
 ) -> None:
     try:
         for raw in iter(stream.readline, b""):
             text = _ANSI.sub("", raw.decode("utf-8", errors="replace").rstrip("\r\n"))
             if not (drop_tf_noise and is_tf_noise(text)):
-                out.put((name, text))
+                out.put((name, text, None))
     finally:
         stream.close()
         out.put(_EOF)
