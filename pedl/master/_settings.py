@@ -7,10 +7,10 @@ import os
 import pwd
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -70,6 +70,35 @@ class _YamlFileSource(PydanticBaseSettingsSource):
         if not isinstance(data, dict):
             raise ValueError(f"{self._path}: the master config must be a YAML mapping")
         return data
+
+
+class ResourceManagerSettings(BaseModel):
+    """Where trial processes run: ``local`` (children of the master on its machine) or ``ray``
+    (an existing Ray cluster the master joins as a driver; needs ``pedl[ray]``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["local", "ray"] = Field(
+        default="local", description="local: this machine; ray: an existing Ray cluster."
+    )
+    address: str | None = Field(
+        default=None,
+        max_length=1024,
+        description="ray: the cluster's address (HOST:PORT of its head's GCS, e.g. "
+        "10.0.0.5:6379, or ray://HOST:10001); default: the RAY_ADDRESS environment variable.",
+    )
+    placement_strategy: Literal["PACK", "SPREAD"] = Field(
+        default="PACK",
+        description="ray: how the workers of a multi-worker trial are placed (Ray's placement "
+        "group strategies): PACK on as few nodes as fit, SPREAD over as many as there are.",
+    )
+    connect_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="ray: seconds one attempt to reach the cluster may take; while it cannot "
+        "be reached, trials wait QUEUED with that reason and the master retries.",
+    )
 
 
 class MasterSettings(BaseSettings):
@@ -204,6 +233,12 @@ class MasterSettings(BaseSettings):
         "runs as root (no supplementary groups, a private HOME and TMPDIR, umask 077); it "
         "must reach the checkpoint storage directories. '' runs them as the master's own "
         "user, as does a master that is not root (it says so at start). See README, Security.",
+    )
+    resource_manager: ResourceManagerSettings = Field(
+        default_factory=ResourceManagerSettings,
+        description="Where trial processes run: {type: local} (default) or {type: ray, "
+        "address: HOST:PORT} (see README, Scale-out on Ray). As an environment variable, "
+        'JSON: PEDL_RESOURCE_MANAGER=\'{"type": "ray", "address": "HOST:PORT"}\'.',
     )
 
     max_request_bytes: int = Field(

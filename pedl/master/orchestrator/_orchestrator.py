@@ -163,7 +163,7 @@ class Orchestrator:
         self._store = SQLExperimentStore(database)
         self._master_url = master_url
         self.logs = TrialLogWriter(database)
-        factory: ResourceManagerFactory = resource_manager or (
+        factory: ResourceManagerFactory = resource_manager or _ray_factory(settings) or (
             lambda **kw: LocalResourceManager(
                 cpu_slots=settings.cpu_slots,
                 reuse_workers=settings.worker_reuse,
@@ -443,7 +443,9 @@ class Orchestrator:
                 max_slots=resources.max_slots,
                 max_concurrent_trials=getattr(actor.config.searcher, "max_concurrent_trials", 0),
             )
-            impossible = never_fits(resources.slots_per_trial, total, resources.max_slots)
+            impossible = None
+            if self._halted is None:
+                impossible = never_fits(resources.slots_per_trial, total, resources.max_slots)
             for trial_id in runnable:
                 if impossible is not None:
                     error = TrialError(
@@ -509,6 +511,7 @@ class Orchestrator:
                     env=actor.config.environment.env_dict(self._rm.uses_gpus),
                     experiment_id=actor.experiment_id,
                     checkpoint_dir=_checkpoint_dir(actor.config),
+                    resource_pool=actor.config.resources.resource_pool or None,
                 )
             )
         except Exception as err:
@@ -589,7 +592,7 @@ class Orchestrator:
     def _check_disk(self) -> None:
         """Set :attr:`_halted` from the free space where the master's home is (logged when
         it changes)."""
-        halted = disk_full_reason(self._settings)
+        halted = disk_full_reason(self._settings) or self._rm.unavailable()
         if halted != self._halted:
             if halted is not None:
                 logger.warning("starting no trial process: %s", halted)
@@ -729,6 +732,22 @@ class Orchestrator:
         """Why trials of ``config`` could never be placed on this cluster, if so."""
         resources = config.resources
         return never_fits(resources.slots_per_trial, self.total_slots, resources.max_slots)
+
+
+def _ray_factory(settings: MasterSettings) -> ResourceManagerFactory | None:
+    """The factory of a :class:`~pedl.master.rm.RayResourceManager` where the settings'
+    ``resource_manager.type`` is ``ray`` (else None)."""
+    chosen = settings.resource_manager
+    if chosen.type != "ray":
+        return None
+    from pedl.master.rm import RayResourceManager  # imports ray: only on Ray
+
+    return lambda **kw: RayResourceManager(
+        address=chosen.address,
+        placement_strategy=chosen.placement_strategy,
+        connect_timeout=chosen.connect_timeout,
+        **kw,
+    )
 
 
 def disk_full_reason(settings: MasterSettings) -> str | None:

@@ -13,6 +13,7 @@ from pedl.master.rm._gang import (
 )
 from pedl.master.rm._isolation import master_variables, protect_master_process, trial_environment
 from pedl.master.rm._local import LocalResourceManager, detect_gpus
+from pedl.master.rm._ray import RayResourceManager
 from pedl.master.rm._trial_user import TrialUser, storage_directory, trial_user_for
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "GangPorts",
     "LocalResourceManager",
     "LogSink",
+    "RayResourceManager",
     "ResourceManager",
     "TrialLaunch",
     "TrialUser",

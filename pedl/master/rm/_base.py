@@ -36,6 +36,9 @@ class TrialLaunch:
     """The directory on this machine where the trial stores its checkpoints (``shared_fs`` or
     ``directory`` storage), if any: where trials run as their own user, the resource manager
     makes it theirs to write in (see :mod:`pedl.master.rm._trial_user`)."""
+    resource_pool: str | None = None
+    """The experiment's ``resources.resource_pool``, for resource managers that have pools
+    (``ray``: a custom resource of that name); None or ``""``: none."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,12 @@ class ResourceManager(abc.ABC):
         """The worker processes of the trial's running (else latest multi-worker) attempt, by
         rank; none by default."""
         return []
+
+    def unavailable(self) -> str | None:
+        """Why no trial can start now (e.g. the cluster cannot be reached), or None: while it
+        says so, trials wait QUEUED with that reason and none is found never to fit. None by
+        default."""
+        return None
 
     def worker_exits(self) -> list[WorkerExit]:
         """The latest unexpected exits of processes kept ready for trials, oldest first (a
