@@ -389,3 +389,40 @@ def test_a_root_master_runs_trials_as_nobody_who_cannot_read_its_files(
             assert path.stat().st_uid == 0 and not path.stat().st_mode & 0o022, path
     assert "trials run as nobody (uid" in log
     assert "which cannot reach checkpoint_dir" in log  # the default, in the master's home
+
+
+GANG_WORKER = """#!{python}
+import json, os
+fd = int(os.environ["PEDL_HEARTBEAT_FD"])
+os.write(fd, b"x")  # the inherited heartbeat pipe is writable by the trial user
+print(json.dumps({{"rank": int(os.environ["PEDL_RANK"]), "uid": os.getuid(),
+    "tmpdir": os.environ["TMPDIR"]}}), flush=True)
+"""
+
+
+@needs_root
+def test_every_worker_of_a_multi_worker_trial_runs_as_the_trial_user(
+    open_dir: Path, trial_python: str
+) -> None:
+    fake = open_dir / "fake-gang-python"
+    fake.write_text(GANG_WORKER.format(python=trial_python))
+    fake.chmod(0o755)
+    rec = Recorder()
+    manager = LocalResourceManager(
+        cpu_slots=2,
+        on_exit=rec.on_exit,
+        log_sink=rec.sink,
+        gpus=[],
+        python=str(fake),
+        trial_user=TrialUser.named("nobody"),
+    )
+    try:
+        manager.start(TrialLaunch(1, "http://127.0.0.1:1", "t1", 2, {}))
+        assert rec.exits.get(timeout=30) == (1, 0), rec.lines
+        seen = [json.loads(line) for stream, line in rec.lines[1] if stream == "stdout"]
+        assert sorted(s["rank"] for s in seen) == [0, 1], rec.lines
+        assert all(s["uid"] == NOBODY.pw_uid for s in seen)
+        assert len({s["tmpdir"] for s in seen}) == 2  # a private directory each
+        assert [w.state for w in manager.workers(1)] == ["exited", "exited"]
+    finally:
+        manager.shutdown()
