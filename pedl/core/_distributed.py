@@ -286,10 +286,19 @@ class DistributedContext:
         cross rank are its task index; the chief is worker 0) and the strategy is
         ``MultiWorkerMirroredStrategy``. Otherwise a single-process context, with a
         ``MirroredStrategy`` when several GPUs are visible, else TensorFlow's default
-        strategy. Only ``worker`` tasks are supported. Imports TensorFlow.
+        strategy. Only ``worker`` tasks are supported. Imports TensorFlow. Inside a PEDL trial
+        (a script model definition) it returns the trial's context and strategy
+        (:func:`pedl.script.from_tf_config`).
         """
         import tensorflow as tf  # only this constructor needs TensorFlow
 
+        from pedl.core._init import active_context
+
+        if active_context() is not None:
+            # Inside a PEDL trial (a script): the trial's context and strategy.
+            from pedl.script._tf_config import from_tf_config
+
+            return from_tf_config()
         ranks = tf_config_ranks(os.environ.get("TF_CONFIG"))
         if ranks is not None:
             return cls(**ranks), tf.distribute.MultiWorkerMirroredStrategy()

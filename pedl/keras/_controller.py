@@ -132,8 +132,10 @@ class TFKerasTrialController:
         self.strategy = multi_worker_strategy(self._dist) if self._dist.size > 1 else None
         """The multi-worker strategy, made before any other TensorFlow op; None on one."""
         # Same layer names, hence variable paths, every run. No gc.collect(): with TensorFlow
-        # loaded it takes ~0.2 s of the time to the first batch.
-        keras.backend.clear_session(free_memory=False)
+        # loaded it takes ~0.2 s of the time to the first batch. Not inside a strategy's
+        # scope (a script's fit on several workers): that would drop the scope.
+        if not tf.distribute.has_strategy():
+            keras.backend.clear_session(free_memory=False)
         seed_everything(self._info.trial_seed)
         configure_determinism()
         self.context = TFKerasTrialContext(context)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,17 @@ class ScriptController:
         # TensorFlow is imported only when a script trial runs, not when one is loaded (the
         # master and the CLI load model definitions and must stay light).
         fit: Any = importlib.import_module("pedl.script._fit")
-        self._run = fit.ScriptRun(self._definition, self._context)
-        outcome: TrialOutcome = self._run.execute()
+        with self._strategy_scope():
+            self._run = fit.ScriptRun(self._definition, self._context)
+            outcome: TrialOutcome = self._run.execute()
         return outcome
+
+    def _strategy_scope(self) -> contextlib.AbstractContextManager[Any]:
+        """On several workers, the ``MultiWorkerMirroredStrategy``'s scope (made before the
+        script runs any TensorFlow op): the script's model is built and compiled in it, as a
+        TFKerasTrial's is, and ``from_tf_config()`` returns that strategy."""
+        distributed = self._context.distributed
+        if distributed.get_size() == 1:
+            return contextlib.nullcontext()
+        strategy: Any = importlib.import_module("pedl.keras._strategy")
+        return strategy.multi_worker_strategy(distributed).scope()

@@ -99,7 +99,11 @@ def run_workers(
 
 
 def main(job_file: str) -> None:
-    """One worker: build the context from the environment, run the trial, write results."""
+    """One worker: build the context from the environment, run the trial, write results.
+
+    The job names a Trial class (``trial``: ``module:Class``) run by the Keras controller,
+    or a model definition directory (``model_dir``, with its ``config`` file) run as the
+    trial process runs one (``pedl.exec.run_attempt``)."""
     job = json.loads(Path(job_file).read_text())
     directory = Path(job["directory"])
     distributed = (
@@ -107,6 +111,9 @@ def main(job_file: str) -> None:
         if int(os.environ.get("PEDL_SIZE", "1")) > 1
         else core.DistributedContext.single()
     )
+    if "model_dir" in job:
+        _run_model_definition(job, directory, distributed)
+        return
     import importlib
 
     import numpy as np
@@ -161,6 +168,66 @@ def main(job_file: str) -> None:
     distributed.close()
     with open(directory / f"result-{distributed.rank}.pkl", "wb") as f:
         pickle.dump(result, f)
+
+
+def _run_model_definition(
+    job: dict[str, Any], directory: Path, distributed: core.DistributedContext
+) -> None:
+    import numpy as np
+
+    from pedl.config import load_config
+    from pedl.exec import run_attempt
+    from pedl.storage import SharedFSStorage
+
+    code_dir = Path(job["model_dir"])
+    config = load_config(code_dir / job["config"])
+    recorder = core.MemoryRecorder()
+    session = core.FixedLengths([config.searcher.max_length.value])
+    contexts: list[core.Context] = []
+
+    def build_context() -> core.Context:
+        info = core.TrialInfo(
+            trial_id=1,
+            experiment_id=1,
+            hparams=dict(job["hparams"]),
+            trial_seed=config.reproducibility.experiment_seed or 0,
+            config=config,
+            code_dir=code_dir,
+        )
+        context = core.build_context(
+            info,
+            metrics=recorder,
+            checkpoints=recorder,
+            storage=SharedFSStorage(directory / "checkpoints"),
+            searcher=session,
+            distributed=distributed,
+        )
+        contexts.append(context)
+        return context
+
+    os.chdir(code_dir)
+    result = run_attempt(code_dir, config.entrypoint, build_context)
+    import keras
+
+    models = [m for m in _live_models(keras.Model)]
+    out = {
+        "outcome": result.outcome.value,
+        "error": result.error.traceback if result.error else None,
+        "weights": [np.array(w) for w in models[-1].get_weights()] if models else [],
+        "metrics": recorder.metrics,
+        "writes": recorder.writes,
+        "checkpoints": recorder.checkpoints,
+        "completed": session.completed,
+    }
+    distributed.close()
+    with open(directory / f"result-{distributed.rank}.pkl", "wb") as f:
+        pickle.dump(out, f)
+
+
+def _live_models(kind: type) -> list[Any]:
+    import gc
+
+    return [o for o in gc.get_objects() if isinstance(o, kind)]
 
 
 if __name__ == "__main__":

@@ -9,9 +9,12 @@ import random
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from pedl.engine import MetricKind
 from tests.keras.multiworker import run_workers
+
+pytestmark = pytest.mark.slow
 
 DIGITS = {
     "trial": "examples.digits_keras:DigitsTrial",
