@@ -53,6 +53,7 @@ from pedl.client._trial import (
     TrainingMetrics,
     Trial,
     TrialMetrics,
+    TrialWorker,
     ValidationMetrics,
 )
 from pedl.client._user import User
@@ -92,6 +93,7 @@ __all__ = [
     "Trial",
     "TrialMetrics",
     "TrialState",
+    "TrialWorker",
     "User",
     "ValidationMetrics",
     "config_dir",

@@ -38,6 +38,26 @@ class LogLine(BaseModel):
     level: str | None = None
     stream: str | None = None
     timestamp: datetime | None = None
+    rank: int | None = None
+    """The worker of a multi-worker trial that wrote it (0: the chief); None for a
+    one-process trial's lines and the master's."""
+
+
+class TrialWorker(BaseModel):
+    """One worker process of a trial's attempt, as the master sees it now."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    rank: int
+    """0: the chief."""
+    pid: int
+    state: str
+    """``running``, ``exited`` (by itself) or ``killed`` (stopped by the master)."""
+    exit: str | None = None
+    """How it ended, once it did: ``exit code 1``, ``signal SIGKILL``."""
+    exit_code: int | None = None
+    heartbeat_age: float | None = None
+    """Seconds since its last heartbeat (a multi-worker trial's running worker)."""
 
 
 class MetricRow(BaseModel):
@@ -143,8 +163,10 @@ class Trial:
         after_seq: int | None = None,
         interval: float = 1.0,
         page_size: int = 1000,
+        rank: int | None = None,
     ) -> Iterator[LogLine]:
-        """The trial's log lines in ``seq`` order, after ``after_seq`` when given.
+        """The trial's log lines in ``seq`` order, after ``after_seq`` when given; with
+        ``rank``, only those of that worker of a multi-worker trial.
 
         With ``follow``, keep polling every ``interval`` seconds for new lines and stop once
         the trial has ended and every line has been read.
@@ -156,6 +178,8 @@ class Trial:
                 params: dict[str, Any] = {"limit": page_size}
                 if cursor is not None:
                     params["after_seq"] = cursor
+                if rank is not None:
+                    params["rank"] = rank
                 batch = [LogLine.model_validate(line) for line in self._get_logs(params)]
                 yield from batch
                 if batch:
@@ -300,6 +324,14 @@ class Trial:
         if checkpoint.trial_id != self.id:
             raise ValueError(f"checkpoint {uuid} is not one of trial {self.id}'s")
         return checkpoint
+
+    def workers(self) -> list[TrialWorker]:
+        """The worker processes of the trial's running attempt, by rank (N for a trial of
+        ``slots_per_trial: N``, one otherwise), else of its latest multi-worker attempt since
+        the master started; [] when the master runs none."""
+        rows = self._session.get(f"/trials/{self.id}/workers")
+        assert isinstance(rows, list)
+        return [TrialWorker.model_validate(row) for row in rows]
 
     def _get_logs(self, params: Mapping[str, Any]) -> list[Any]:
         lines = self._session.get(f"/trials/{self.id}/logs", params=params)

@@ -20,8 +20,11 @@ from typing import Any
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
 from pedl import model_def
+from pedl.cli import cli
+from pedl.client import Client
 from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
 from pedl.master.orchestrator import Orchestrator
@@ -152,6 +155,21 @@ def test_two_workers_run_together_with_their_environment_and_ranked_logs(
         (running,) = cluster["running"]
         assert running["slots"] == 2 and cluster["slots_used"] == 2
         assert {w["pid"] for w in running["workers"]} <= {w["pid"] for w in workers}
+        # the SDK and `pedl trial describe` show them
+        master_url = str(http.base_url).removesuffix("/api/v1/")
+        with Client(master_url) as sdk:
+            shown = sdk.get_trial(trial_id).workers()
+        assert [(w.rank, w.pid) for w in shown] == [(w["rank"], w["pid"]) for w in workers]
+        described = CliRunner().invoke(
+            cli, ["--master", master_url, "trial", "describe", str(trial_id), "--json"]
+        )
+        assert described.exit_code == 0, described.output
+        assert [w["rank"] for w in json.loads(described.output)["workers"]] == [0, 1]
+        table = CliRunner().invoke(
+            cli, ["--master", master_url, "trial", "describe", str(trial_id)]
+        )
+        assert table.exit_code == 0 and "Workers of trial" in table.output, table.output
+        assert "0 (chief)" in table.output and str(workers[1]["pid"]) in table.output
 
         trial = _completed(http, experiment_id)
         assert trial["restarts"] == 0 and trial["total_batches"] == 20
@@ -182,6 +200,15 @@ def test_two_workers_run_together_with_their_environment_and_ranked_logs(
         chief = _logs(http, trial_id, rank=0)
         assert any("rank 0 done at batch 20" in line["message"] for line in chief)
         assert not any("rank 1 done" in line["message"] for line in chief)
+        printed = CliRunner().invoke(
+            cli, ["--master", master_url, "trial", "logs", str(trial_id), "--rank", "1"]
+        )
+        assert printed.exit_code == 0, printed.output
+        assert "rank 1 done at batch 20" in printed.output
+        assert "rank 0 done" not in printed.output and "[master]" not in printed.output
+        with Client(master_url) as sdk:
+            sdk_lines = list(sdk.get_trial(trial_id).logs(rank=0))
+        assert sdk_lines and all(line.rank == 0 for line in sdk_lines)
         # the master's own lines have no rank
         assert any(
             line["rank"] is None and "2 worker processes" in line["message"] for line in every
