@@ -25,8 +25,9 @@ HEALTH_CHECK = {
 
 @contextlib.contextmanager
 def ray_cluster(base: Path, nodes: int = 2) -> Iterator[Any]:
-    """A started :class:`ray.cluster_utils.Cluster` (its ``worker_nodes``: ``nodes`` nodes of 1
-    CPU each, with the custom resources ``node0``, ``node1``, ... of 1), shut down after."""
+    """A started :class:`ray.cluster_utils.Cluster` with ``nodes`` worker nodes of 1 CPU each
+    (``pedl_nodes``, in order; the custom resources ``node0``, ``node1``, ... of 1), shut down
+    after."""
     cluster_utils = pytest.importorskip("ray.cluster_utils")
     home = base / "home"
     home.mkdir(parents=True, exist_ok=True)
@@ -50,8 +51,11 @@ def ray_cluster(base: Path, nodes: int = 2) -> Iterator[Any]:
             },
         )
         try:
-            for index in range(nodes):
+            # the worker nodes in order (``worker_nodes`` is a set)
+            cluster.pedl_nodes = [
                 cluster.add_node(num_cpus=1, resources={f"node{index}": 1})
+                for index in range(nodes)
+            ]
             cluster.wait_for_nodes()
             yield cluster
         finally:

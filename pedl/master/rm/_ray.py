@@ -19,6 +19,7 @@ import os
 import queue
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -58,6 +59,18 @@ def slot_resources(slots: int, *, gpus: bool, resource_pool: str | None = None) 
     if resource_pool and resource_pool != "default":
         options["resources"] = {resource_pool: POOL_RESOURCE_SHARE}
     return options
+
+
+def probe(address: str | None, timeout: float) -> None:
+    """Raise ``OSError`` unless a TCP connection to ``address`` (``HOST:PORT`` or
+    ``ray://HOST:PORT``) opens within ``timeout`` seconds (no address: nothing to check)."""
+    if not address or address == "auto":
+        return
+    host, _, port = address.split("://", 1)[-1].rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"{address!r} is no HOST:PORT")
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+        pass
 
 
 def slots_of(cluster_resources: Mapping[str, float]) -> tuple[int, bool]:
@@ -261,6 +274,7 @@ class RayResourceManager(ResourceManager):
         while not self._closed.is_set():
             if not self._connected.is_set():
                 try:
+                    probe(self._address, self._connect_timeout)
                     ray.init(
                         address=self._address,
                         namespace=RAY_NAMESPACE,
@@ -458,6 +472,6 @@ class RayResourceManager(ResourceManager):
             self.kill(trial_id)
         for watcher in list(self._watchers):
             watcher.join(timeout=30)
-        self._monitor.join(timeout=30)
+        self._monitor.join(timeout=5)
         with contextlib.suppress(Exception):
             ray.shutdown()

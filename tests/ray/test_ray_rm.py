@@ -1,0 +1,121 @@
+"""The ray resource manager on a two-node Ray cluster of this machine: trials run on both nodes,
+``resources.resource_pool`` pins a trial to the nodes with that custom resource, a node lost
+mid-trial ends the attempt with a line saying so, and a cluster that cannot be reached leaves
+trials queued with that reason."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.master.test_rm_contract import FAKE_TRIAL, Recorder
+from tests.ray.cluster import ray_cluster
+
+pytest.importorskip("ray")
+
+from pedl.master.rm import RayResourceManager, TrialLaunch
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with ray_cluster(tmp_path_factory.mktemp("raycluster")) as made:
+        yield made
+
+
+@pytest.fixture(scope="module")
+def fake_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("fake") / "fake-python"
+    path.write_text(FAKE_TRIAL)
+    path.chmod(0o755)
+    return str(path)
+
+
+def launch(trial_id: int, fake_python: str, pool: str | None = None, **env: str) -> TrialLaunch:
+    return TrialLaunch(
+        trial_id,
+        "http://127.0.0.1:1",
+        f"token-{trial_id}",
+        1,
+        {"PEDL_TRIAL_PYTHON": fake_python, **env},
+        resource_pool=pool,
+    )
+
+
+def node_of(rec: Recorder, trial_id: int) -> str:
+    (line,) = [text for stream, text, *_ in rec.lines[trial_id] if stream == "master"][:1]
+    assert line.startswith("[master] the trial runs on the Ray node "), line
+    return line.split()[8]
+
+
+def test_trials_run_on_both_nodes_and_pools_pin_them(cluster: Any, fake_python: str) -> None:
+    rec = Recorder()
+    rm = RayResourceManager(address=cluster.address, on_exit=rec.on_exit, log_sink=rec.sink)
+    try:
+        assert rm.wait_connected(60)
+        rm.start(launch(1, fake_python, FAKE_MODE="sleep"))
+        rm.start(launch(2, fake_python, FAKE_MODE="sleep"))
+        rec.wait_for(1, "started")
+        rec.wait_for(2, "started")
+        nodes = {node.node_id for node in cluster.worker_nodes}
+        assert {node_of(rec, 1), node_of(rec, 2)} == nodes
+        rm.kill(1)
+        rm.kill(2)
+        assert {rec.exits.get(timeout=30), rec.exits.get(timeout=30)} == {(1, -9), (2, -9)}
+        # resources.resource_pool "node1": only the second node has that resource
+        node1 = cluster.pedl_nodes[1].node_id
+        for trial_id in (3, 4):
+            rm.start(launch(trial_id, fake_python, pool="node1"))
+            assert rec.exits.get(timeout=60) == (trial_id, 0)
+            assert node_of(rec, trial_id) == node1
+        with pytest.raises(RuntimeError, match="multi-worker trials"):
+            rm.start(TrialLaunch(9, "http://127.0.0.1:1", "t", 2, {}))
+    finally:
+        rm.shutdown()
+
+
+def test_a_node_lost_mid_trial_ends_the_attempt_saying_so(cluster: Any, fake_python: str) -> None:
+    rec = Recorder()
+    rm = RayResourceManager(address=cluster.address, on_exit=rec.on_exit, log_sink=rec.sink)
+    try:
+        assert rm.wait_connected(60)
+        deadline = time.monotonic() + 30
+        while rm.total_slots < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert rm.total_slots == 2
+        rm.start(launch(5, fake_python, pool="node0", FAKE_MODE="sleep"))
+        rec.wait_for(5, "started")
+        lost = cluster.pedl_nodes[0]
+        assert node_of(rec, 5) == lost.node_id
+        cluster.remove_node(lost, allow_graceful=False)
+        assert rec.exits.get(timeout=60) == (5, -9)
+        said = [text for stream, text, *_ in rec.lines[5] if stream == "master"]
+        assert any(f"the Ray node {lost.node_id}" in s and "was lost" in s for s in said), said
+        assert rm.running() == set()
+        # the cluster shrank: one slot left
+        deadline = time.monotonic() + 30
+        while rm.total_slots != 1 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert rm.total_slots == 1
+    finally:
+        rm.shutdown()
+
+
+def test_an_unreachable_cluster_is_a_reason_to_wait(tmp_path: Any) -> None:
+    rec = Recorder()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(tmp_path))
+        rm = RayResourceManager(address="127.0.0.1:1", on_exit=rec.on_exit, log_sink=rec.sink)
+        try:
+            deadline = time.monotonic() + 90
+            while "cannot be reached" not in (rm.unavailable() or ""):
+                assert time.monotonic() < deadline, rm.unavailable()
+                time.sleep(0.2)
+            assert "127.0.0.1:1" in (rm.unavailable() or "")
+            assert rm.total_slots == 0
+            with pytest.raises(RuntimeError, match="cannot be reached"):
+                rm.start(TrialLaunch(1, "http://127.0.0.1:1", "t", 1, {}))
+        finally:
+            rm.shutdown()
