@@ -10,7 +10,7 @@ ESTIMATOR_PYTHON ?= $(shell command -v python3.11)
 ESTIMATOR_VENV := .venv-estimator
 ESTIMATOR_INSTALLED := $(ESTIMATOR_VENV)/.installed
 
-.PHONY: demo demo-stop test lint typecheck audit postgres clean ui .venv-estimator
+.PHONY: demo demo-stop test lint typecheck audit postgres clean ui .venv-estimator azurite
 
 # Root runs apt-get itself; anyone else through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -58,7 +58,7 @@ demo-stop:
 ## most tests wait on subprocesses that import TensorFlow); TEST_WORKERS=0 runs it in one.
 ## The tests marked serial load the master on purpose and run alone afterwards.
 TEST_WORKERS ?= 2
-test: lint typecheck audit postgres ui $(CHROMIUM) $(ESTIMATOR_INSTALLED)
+test: lint typecheck audit postgres ui azurite $(CHROMIUM) $(ESTIMATOR_INSTALLED)
 	cd ui && npm test
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not serial" --durations=15
 	$(BIN)/pytest -m serial
@@ -100,8 +100,19 @@ AUDIT_REQUIRED ?= 0
 audit: $(INSTALLED)
 	$(BIN)/python scripts/audit.py $(if $(filter 1,$(AUDIT_REQUIRED)),--require)
 
+## azurite: Azure Storage's emulator (npm, pinned) in .azurite/, which the azure checkpoint
+## storage tests start on loopback (tests/azurite_server.py). Node and npm as for the UI.
+AZURITE_VERSION := 3.37.0
+AZURITE := .azurite/node_modules/.bin/azurite-blob
+azurite: $(AZURITE)
+
+$(AZURITE):
+	@command -v npm >/dev/null || ($(SUDO) apt-get update && $(SUDO) apt-get install -y nodejs npm)
+	npm install --prefix .azurite --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION)
+	touch $@
+
 postgres:
 	scripts/ensure-postgres.sh
 
 clean:
-	rm -rf $(VENV) $(ESTIMATOR_VENV) pedl-local .pedl-demo .pytest_cache .mypy_cache .ruff_cache pedl/master/ui_dist ui/node_modules
+	rm -rf $(VENV) $(ESTIMATOR_VENV) pedl-local .pedl-demo .pytest_cache .mypy_cache .ruff_cache pedl/master/ui_dist ui/node_modules .azurite

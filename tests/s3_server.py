@@ -65,17 +65,31 @@ def _client(endpoint_url: str) -> Any:
     return session.client("s3", endpoint_url=endpoint_url, region_name="us-east-1")
 
 
-def _wait_until_up(process: subprocess.Popen[bytes], port: int) -> None:
+def wait_until_listening(process: subprocess.Popen[bytes], port: int, name: str) -> None:
+    """Wait until the server ``process`` (called ``name`` in errors) accepts connections on
+    ``port`` of loopback; raise if it exits or is not up within START_SECONDS."""
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"moto_server exited with {process.returncode} at start")
+            raise RuntimeError(f"{name} exited with {process.returncode} at start")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
                 return
         except OSError:
             time.sleep(0.1)
-    raise RuntimeError(f"moto_server did not listen on port {port} within {START_SECONDS} s")
+    raise RuntimeError(f"{name} did not listen on port {port} within {START_SECONDS} s")
+
+
+def stop(process: subprocess.Popen[bytes], grace: float = 5) -> None:
+    """Stop a server started by a fixture: SIGTERM, then SIGKILL after ``grace`` seconds (a
+    server that waits for its clients' idle keep-alive connections to close would otherwise
+    keep the session from ending)."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=30)
 
 
 @pytest.fixture(scope="session")
@@ -90,8 +104,7 @@ def s3_server() -> Iterator[S3Server]:
             stderr=subprocess.DEVNULL,
         )
         try:
-            _wait_until_up(process, port)
+            wait_until_listening(process, port, "moto_server")
             yield S3Server(f"http://127.0.0.1:{port}")
         finally:
-            process.terminate()
-            process.wait(timeout=30)
+            stop(process)

@@ -66,6 +66,7 @@ from pedl.config._secrets import MASK, is_secret_name, mask_config
 from pedl.config._storage import (
     DEFAULT_HOST_PATH,
     RUNNABLE_STORAGE_TYPES,
+    AzureStorageConfig,
     CheckpointStorageConfig,
     DirectoryStorageConfig,
     GCSStorageConfig,
@@ -97,6 +98,7 @@ __all__ = [
     "UNUSED_FIELDS_WARNING",
     "AdaptiveASHASearcherConfig",
     "AsyncHalvingSearcherConfig",
+    "AzureStorageConfig",
     "CategoricalHyperparameter",
     "CheckpointStorageConfig",
     "ConfigError",

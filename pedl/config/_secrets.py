@@ -17,7 +17,7 @@ from typing import Any
 MASK = "********"
 """What a secret value is shown as."""
 
-_SECRET_WORDS = ("PASSWORD", "PASSWD", "SECRET", "TOKEN", "KEY", "CREDENTIAL")
+_SECRET_WORDS = ("PASSWORD", "PASSWD", "SECRET", "TOKEN", "KEY", "CREDENTIAL", "CONNECTION_STRING")
 _SECRET_PARTS = frozenset({"PASS", "PWD", "AUTH"})
 _NOT_SECRET = frozenset({"PWD", "OLDPWD"})  # the shell's working directories
 _URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/:@\s\x00]*:(?P<password>[^@\s/\x00]*)@")
@@ -25,10 +25,11 @@ _URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/:@\s\x00]*:(?P<passwor
 
 def is_secret_name(name: str) -> bool:
     """Whether an environment variable or setting named ``name`` looks like it holds a
-    secret: its name contains PASSWORD, PASSWD, SECRET, TOKEN, KEY or CREDENTIAL, or one of its
-    ``_``-separated parts is PASS, PWD or AUTH (case-insensitive;
-    ``PWD`` and ``OLDPWD`` themselves are directories). ``AWS_SECRET_ACCESS_KEY``,
-    ``WANDB_API_KEY``, ``PGPASSWORD``, ``HF_TOKEN``, ``DET_PASS`` all are."""
+    secret: its name contains PASSWORD, PASSWD, SECRET, TOKEN, KEY, CREDENTIAL or
+    CONNECTION_STRING (Azure's carry an account key), or one of its ``_``-separated parts is
+    PASS, PWD or AUTH (case-insensitive; ``PWD`` and ``OLDPWD`` themselves are directories).
+    ``AWS_SECRET_ACCESS_KEY``, ``WANDB_API_KEY``, ``PGPASSWORD``, ``HF_TOKEN``, ``DET_PASS``,
+    ``AZURE_STORAGE_CONNECTION_STRING`` all are."""
     upper = name.upper()
     if upper in _NOT_SECRET:
         return False

@@ -9,10 +9,10 @@ from pydantic import Discriminator, Field, Tag, model_validator
 
 from pedl.config._base import ConfigModel, config_error, tag_of
 
-STORAGE_TYPES: tuple[str, ...] = ("shared_fs", "directory", "s3", "gcs")
+STORAGE_TYPES: tuple[str, ...] = ("shared_fs", "directory", "s3", "gcs", "azure")
 """Every ``checkpoint_storage.type`` the config format knows (Determined's)."""
 
-RUNNABLE_STORAGE_TYPES: tuple[str, ...] = ("shared_fs", "directory", "s3")
+RUNNABLE_STORAGE_TYPES: tuple[str, ...] = ("shared_fs", "directory", "s3", "gcs", "azure")
 """The types ``pedl.storage.make_storage`` can store checkpoints in; validation refuses the
 others (keep in step with that factory)."""
 
@@ -85,18 +85,46 @@ class S3StorageConfig(_StorageBase):
 
 
 class GCSStorageConfig(_StorageBase):
-    """``gcs``: a Google Cloud Storage bucket."""
+    """``gcs``: a Google Cloud Storage bucket; checkpoints go under ``prefix``. Credentials
+    are Google's Application Default Credentials (``GOOGLE_APPLICATION_CREDENTIALS``, the
+    gcloud login, the instance's service account); ``STORAGE_EMULATOR_HOST`` points the
+    client at an emulator instead (no credentials then)."""
 
     type: Literal["gcs"]
     bucket: str
     prefix: str | None = None
 
 
+class AzureStorageConfig(_StorageBase):
+    """``azure``: an Azure Blob Storage container. Exactly one of ``connection_string`` (which
+    may name its own ``BlobEndpoint``, e.g. Azurite's) or ``account_url`` is given (Determined's
+    rule); ``credential`` (an account key or SAS token) goes with either, and with
+    ``account_url`` and no ``credential`` Azure's default credential chain applies (needs
+    ``azure-identity``). ``connection_string`` and
+    ``credential`` are secrets: masked wherever a config is shown."""
+
+    type: Literal["azure"]
+    container: str
+    connection_string: str | None = None
+    account_url: str | None = None
+    credential: str | None = None
+
+    @model_validator(mode="after")
+    def _one_way_to_the_account(self) -> AzureStorageConfig:
+        if (self.connection_string is None) == (self.account_url is None):
+            raise config_error(
+                "exactly one of connection_string or account_url must be set",
+                at="connection_string",
+            )
+        return self
+
+
 CheckpointStorageConfig = Annotated[
     Annotated[SharedFSStorageConfig, Tag("storage:shared_fs")]
     | Annotated[DirectoryStorageConfig, Tag("storage:directory")]
     | Annotated[S3StorageConfig, Tag("storage:s3")]
-    | Annotated[GCSStorageConfig, Tag("storage:gcs")],
+    | Annotated[GCSStorageConfig, Tag("storage:gcs")]
+    | Annotated[AzureStorageConfig, Tag("storage:azure")],
     Discriminator(tag_of("storage", "type")),
 ]
 """The ``checkpoint_storage`` section, discriminated by ``type``."""

@@ -43,6 +43,13 @@ class StorageManager(abc.ABC):
     def location(self, storage_id: str) -> str:
         """Where checkpoint ``storage_id``'s files are, for people: a local path or a URL."""
 
+    def delete_torn_uploads(self, older_than: float) -> list[str]:
+        """Delete what uploads that never finished left behind (a process killed inside
+        ``store_path``): files of ids that are not checkpoints, of which nothing was written
+        for ``older_than`` seconds (so an upload still going on is left alone). Returns those
+        ids, sorted. A backend with nothing to collect keeps this default."""
+        return []
+
 
 def check_storage_id(storage_id: str) -> None:
     """Raise ValueError unless ``storage_id`` is one path segment a backend may use as a name

@@ -5,19 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from pedl.config import (
+    AzureStorageConfig,
     CheckpointStorageConfig,
     DirectoryStorageConfig,
+    GCSStorageConfig,
     S3StorageConfig,
     SharedFSStorageConfig,
 )
+from pedl.storage._azure import AzureStorage, azure_unavailable_reason
 from pedl.storage._base import StorageManager, UnsupportedStorageError
+from pedl.storage._gcs import GCSStorage, gcs_unavailable_reason
 from pedl.storage._s3 import S3Storage, s3_unavailable_reason
 from pedl.storage._shared_fs import SharedFSStorage
 
 
 def make_storage(config: CheckpointStorageConfig) -> StorageManager:
     """The backend for ``config``; raises :class:`UnsupportedStorageError` for a type this
-    installation cannot use (``gcs``; ``s3`` without boto3)."""
+    installation cannot use (``s3``, ``gcs`` or ``azure`` without its client library)."""
     if isinstance(config, SharedFSStorageConfig):
         base = Path(config.host_path).expanduser()
         if config.storage_path:
@@ -33,9 +37,18 @@ def make_storage(config: CheckpointStorageConfig) -> StorageManager:
             secret_key=config.secret_key,
             endpoint_url=config.endpoint_url,
         )
+    if isinstance(config, GCSStorageConfig):
+        return GCSStorage(config.bucket, config.prefix)
+    if isinstance(config, AzureStorageConfig):
+        return AzureStorage(
+            config.container,
+            connection_string=config.connection_string,
+            account_url=config.account_url,
+            credential=config.credential,
+        )
     raise UnsupportedStorageError(
         f"checkpoint_storage.type {config.type!r} is not supported yet; use shared_fs, directory "
-        "or s3"
+        "s3, gcs or azure"
     )
 
 
@@ -45,4 +58,8 @@ def storage_unavailable_reason(config: CheckpointStorageConfig) -> str | None:
     read: by the master when an experiment is created, and by local mode."""
     if isinstance(config, S3StorageConfig):
         return s3_unavailable_reason()
+    if isinstance(config, GCSStorageConfig):
+        return gcs_unavailable_reason()
+    if isinstance(config, AzureStorageConfig):
+        return azure_unavailable_reason()
     return None

@@ -1,10 +1,21 @@
-"""Which checkpoints to keep (save_trial_latest, save_trial_best, save_experiment_best)."""
+"""Which checkpoints to keep (save_trial_latest, save_trial_best, save_experiment_best), and
+the collection of what killed uploads left behind."""
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from pedl.storage._base import StorageManager
+
+logger = logging.getLogger(__name__)
+
+TORN_UPLOAD_GRACE_SECONDS = 6 * 3600.0
+"""How long an upload may go without writing anything before garbage collection takes it for
+torn (its process killed): far longer than one file of a checkpoint takes to upload, so an
+upload still going on is never collected."""
 
 
 @dataclass(frozen=True)
@@ -43,3 +54,20 @@ def checkpoints_to_delete(
     scored = sorted((c for c in all_checkpoints if c.metric is not None), key=rank)
     kept.update(c.storage_id for c in scored[:save_experiment_best])
     return {c.storage_id for c in all_checkpoints} - kept
+
+
+def collect_torn_uploads(
+    storage: StorageManager, older_than: float = TORN_UPLOAD_GRACE_SECONDS
+) -> list[str]:
+    """Remove the files of uploads that never finished (never registered as checkpoints, so
+    no retention rule sees them) and were last written ``older_than`` seconds ago; run by
+    every checkpoint garbage collection. Returns their ids; a storage error is logged, not
+    raised (the next collection tries again)."""
+    try:
+        torn = storage.delete_torn_uploads(older_than)
+    except Exception as err:
+        logger.warning("torn checkpoint uploads not collected: %s", err)
+        return []
+    if torn:
+        logger.info("removed %d torn checkpoint upload(s): %s", len(torn), ", ".join(torn))
+    return torn

@@ -22,6 +22,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -196,6 +197,43 @@ class S3Storage(StorageManager):
                 Delete={"Objects": [{"Key": key} for key in batch], "Quiet": True},
             )
 
+    def delete_torn_uploads(self, older_than: float) -> list[str]:
+        """Delete the objects of every id under the prefix that has no manifest and whose
+        newest object is ``older_than`` seconds old (a process killed mid-upload), and abort
+        multipart uploads under the prefix started that long ago (their parts are billed but
+        invisible). Returns the ids, sorted."""
+        root = self._key("")
+        newest: dict[str, float] = {}
+        manifests: set[str] = set()
+        paginator = self._client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=root):
+            for item in page.get("Contents", []):
+                rest = item["Key"][len(root) :]
+                if "/" not in rest:
+                    if rest.endswith(MANIFEST_SUFFIX):
+                        manifests.add(rest[: -len(MANIFEST_SUFFIX)])
+                    continue
+                storage_id = rest.split("/", 1)[0]
+                when = item["LastModified"].timestamp()
+                newest[storage_id] = max(newest.get(storage_id, 0.0), when)
+        cutoff = time.time() - older_than
+        torn = sorted(
+            sid
+            for sid, when in newest.items()
+            if sid not in manifests and when <= cutoff and _valid_id(sid)
+        )
+        for storage_id in torn:
+            self.delete(storage_id)
+        uploads = self._client.get_paginator("list_multipart_uploads")
+        for page in uploads.paginate(Bucket=self.bucket, Prefix=root):
+            for upload in page.get("Uploads", []):
+                if upload["Initiated"].timestamp() <= cutoff:
+                    with contextlib.suppress(Exception):
+                        self._client.abort_multipart_upload(
+                            Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                        )
+        return torn
+
     def exists(self, storage_id: str) -> bool:
         try:
             self._client.head_object(Bucket=self.bucket, Key=self._manifest_key(storage_id))
@@ -225,6 +263,14 @@ def _client(keys: tuple[str, str] | None, endpoint_url: str | None) -> Any:
             client = session.client("s3", endpoint_url=endpoint_url)
             _clients[(keys, endpoint_url)] = client
         return client
+
+
+def _valid_id(storage_id: str) -> bool:
+    try:
+        check_storage_id(storage_id)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_missing(err: Exception) -> bool:

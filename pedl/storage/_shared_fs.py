@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,3 +53,26 @@ class SharedFSStorage(StorageManager):
 
     def exists(self, storage_id: str) -> bool:
         return self.path_of(storage_id).is_dir()
+
+    def delete_torn_uploads(self, older_than: float) -> list[str]:
+        """The ``.tmp-<id>-*`` directories of killed writers, untouched for ``older_than``
+        seconds (by the newest modification time of anything in them)."""
+        if not self.base_path.is_dir():
+            return []
+        cutoff = time.time() - older_than
+        torn = []
+        for tmp in self.base_path.glob(".tmp-*"):
+            if not tmp.is_dir() or _newest_mtime(tmp) > cutoff:
+                continue
+            shutil.rmtree(tmp, ignore_errors=True)
+            torn.append(tmp.name[len(".tmp-") :].rsplit("-", 1)[0])
+        return sorted(torn)
+
+
+def _newest_mtime(directory: Path) -> float:
+    newest = directory.stat().st_mtime
+    for root, dirs, files in os.walk(directory):
+        for name in [*dirs, *files]:
+            with contextlib.suppress(OSError):
+                newest = max(newest, (Path(root) / name).stat().st_mtime)
+    return newest

@@ -234,7 +234,7 @@ CASES = [
         HEAD + "checkpoint_storage:\n  type: azur\n",
         "checkpoint_storage.type",
         11,
-        "must be one of shared_fs, directory, s3; got 'azur'",
+        "must be one of shared_fs, directory, s3, gcs, azure; got 'azur'; did you mean 'azure'?",
     ),
     (
         "s3-needs-bucket",
@@ -244,12 +244,18 @@ CASES = [
         "missing required field 'bucket'",
     ),
     (
-        # Refused for its type alone: the missing bucket is not reported too.
-        "gcs-not-runnable",
+        "gcs-needs-bucket",
         HEAD + "checkpoint_storage:\n  type: gcs\n  prefix: x\n",
-        "checkpoint_storage.type",
-        11,
-        "PEDL cannot store checkpoints in 'gcs' yet; use one of shared_fs, directory, s3",
+        "checkpoint_storage.bucket",
+        10,
+        "missing required field 'bucket'",
+    ),
+    (
+        "azure-needs-one-way-to-the-account",
+        HEAD + "checkpoint_storage:\n  type: azure\n  container: c\n",
+        "checkpoint_storage.connection_string",
+        10,
+        "exactly one of connection_string or account_url must be set",
     ),
     (
         "storage-path-outside-host-path",

@@ -9,9 +9,10 @@ import yaml
 
 from pedl.config import ExperimentConfig
 from pedl.storage import (
+    AzureStorage,
     CheckpointSummary,
+    GCSStorage,
     SharedFSStorage,
-    UnsupportedStorageError,
     checkpoints_to_delete,
     list_resources,
     make_storage,
@@ -75,8 +76,14 @@ def test_make_storage(tmp_path: Path) -> None:
     assert isinstance(shared, SharedFSStorage) and shared.base_path == tmp_path / "ckpts"
     directory = make_storage(config_with(f"{{type: directory, container_path: {tmp_path}}}"))  # type: ignore[arg-type]
     assert isinstance(directory, SharedFSStorage) and directory.base_path == tmp_path
-    with pytest.raises(UnsupportedStorageError, match="'gcs' is not supported"):
-        make_storage(config_with("{type: gcs, bucket: b}"))  # type: ignore[arg-type]
+    gcs = make_storage(config_with("{type: gcs, bucket: b, prefix: p}"))  # type: ignore[arg-type]
+    assert isinstance(gcs, GCSStorage) and gcs.location("c") == "gs://b/p/c/"
+    azure = make_storage(
+        config_with(
+            "{type: azure, container: c, connection_string: 'AccountName=a;AccountKey=aw=='}"
+        )  # type: ignore[arg-type]
+    )
+    assert isinstance(azure, AzureStorage) and azure.container == "c"
 
 
 def summary(sid: str, trial: int, batches: int, metric: float | None) -> CheckpointSummary:
