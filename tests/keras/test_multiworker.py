@@ -94,3 +94,25 @@ def test_two_workers_resume_bitwise_exactly_from_a_preemption_at_a_random_batch(
     # No metric row lost or doubled, and each row as the uninterrupted run's.
     assert first[0]["writes"] + resumed[0]["writes"] == baseline[0]["writes"]
     assert {**first[0]["metrics"], **resumed[0]["metrics"]} == baseline[0]["metrics"]
+
+
+@pytest.mark.parametrize("kind", ["sequence", "dataset"])
+def test_two_workers_shard_sequences_and_wrapped_datasets(tmp_path: Path, kind: str) -> None:
+    job = {
+        "trial": "tests.keras.trials:SmallTrial",
+        "input_kind": kind,
+        "overrides": ["searcher.max_length.batches=10", "scheduling_unit=5"],
+    }
+    chief, other = run_workers(job, tmp_path, 2)
+    assert chief["outcome"] == other["outcome"] == "COMPLETED"
+    for a, b in zip(chief["weights"], other["weights"], strict=True):
+        np.testing.assert_array_equal(a, b)
+    # Per-slot batches (8 of the global 16), the short last batch of a pass excepted: a
+    # Sequence's items rank, rank + 2, ... of its seeded order; a dataset's records
+    # rank, rank + 2, ... (wrap_dataset shards it).
+    for result in (chief, other):
+        assert len(result["batch_sizes"]) == 10
+        assert all(size <= 8 for size in result["batch_sizes"])
+        assert result["batch_sizes"].count(8) >= 9
+    assert [b for _, b in chief["writes"]] == [5, 10, 10]
+    assert other["writes"] == []
