@@ -150,6 +150,18 @@ export interface LogLine {
   level: string | null;
   stream: string | null;
   timestamp: string | null;
+  /** The worker of a multi-worker trial that wrote it (0: the chief); null otherwise. */
+  rank?: number | null;
+}
+
+/** One worker process of a trial's attempt (`GET /trials/{id}/workers`). */
+export interface TrialWorker {
+  rank: number;
+  pid: number;
+  state: string;
+  exit: string | null;
+  exit_code: number | null;
+  heartbeat_age: number | null;
 }
 
 export interface Checkpoint {
@@ -351,6 +363,7 @@ export const api = {
     get<MetricRow[]>(`/trials/${id}/metrics`, { kind: q.kind, after_batches: q.afterBatches, limit: q.limit }, signal),
   trialLogs: (id: number, q: { after?: number; limit: number }, signal?: AbortSignal) =>
     get<LogLine[]>(`/trials/${id}/logs`, { after: q.after, limit: q.limit }, signal),
+  trialWorkers: (id: number, signal?: AbortSignal) => get<TrialWorker[]>(`/trials/${id}/workers`, undefined, signal),
   trialCheckpoints: (id: number, q: { limit: number; offset: number }, signal?: AbortSignal) =>
     get<Page<Checkpoint>>(`/trials/${id}/checkpoints`, q, signal),
   cluster: (signal?: AbortSignal) => get<Cluster>("/cluster", undefined, signal),

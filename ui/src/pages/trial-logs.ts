@@ -158,6 +158,10 @@ export class TrialLogs {
       "data-seq": line.seq,
     });
     if (line.timestamp) el.append(h("span", { class: "log-time" }, timeFormat.format(new Date(line.timestamp))));
+    if (line.rank !== null && line.rank !== undefined)
+      el.append(
+        h("span", { class: "log-rank", "data-testid": "log-rank", title: "worker rank" }, `[rank ${line.rank}]`),
+      );
     const text = h("span", { class: "log-text" });
     if (needle) {
       const lower = line.message.toLowerCase();

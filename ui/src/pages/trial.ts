@@ -2,7 +2,7 @@
 // three tabs (`?tab=`): metric charts, checkpoints, live logs. While the trial runs, the
 // trial, its new metric rows and its new log lines are polled; polling stops once it ended.
 
-import { type Experiment, type Trial, api, isTerminal } from "../api";
+import { type Experiment, type Trial, type TrialWorker, api, isTerminal } from "../api";
 import { confirmAction } from "../components/dialog";
 import { errorMessage, notice, toast } from "../components/notice";
 import { stateBadge } from "../components/state-badge";
@@ -60,6 +60,8 @@ export class TrialPage implements Page {
   private readonly tabsHost = h("div");
   private panel: HTMLElement;
   private readonly hparams = h("div", { class: "table-wrap" });
+  private readonly workers = h("div", { class: "table-wrap" });
+  private readonly workersCard = h("section", { class: "card", "data-testid": "trial-workers", hidden: true });
   private readonly checkpoints = h("div", { class: "table-wrap" });
   private readonly metrics: TrialMetrics;
   private readonly logs: TrialLogs;
@@ -105,10 +107,12 @@ export class TrialPage implements Page {
       this.message,
       this.errorHost,
       h("section", { class: "card" }, this.facts),
+      this.workersCard,
       this.tabsHost,
       this.panel,
     );
     this.title.textContent = `Trial ${id}`;
+    this.workersCard.append(h("h2", {}, "Workers"), this.workers);
     this.showTab();
     void this.start();
   }
@@ -151,14 +155,22 @@ export class TrialPage implements Page {
     }
     this.showCrumbs(trial);
     this.show(trial);
-    await Promise.all([this.metrics.load(this.experiment?.searcher_metric ?? null), this.loadCheckpoints()]);
+    await Promise.all([
+      this.metrics.load(this.experiment?.searcher_metric ?? null),
+      this.loadCheckpoints(),
+      this.loadWorkers(),
+    ]);
     if (this.live) this.poller.start();
   }
 
   private async poll(): Promise<boolean> {
     const wasLive = this.live;
     this.show(await api.trial(this.id, this.controller.signal));
-    await Promise.all([this.metrics.poll(), this.tab === "checkpoints" ? this.loadCheckpoints() : Promise.resolve()]);
+    await Promise.all([
+      this.metrics.poll(),
+      this.loadWorkers(),
+      this.tab === "checkpoints" ? this.loadCheckpoints() : Promise.resolve(),
+    ]);
     return wasLive;
   }
 
@@ -287,6 +299,35 @@ export class TrialPage implements Page {
       error.traceback
         ? h("details", {}, h("summary", {}, "Traceback"), h("pre", { class: "traceback" }, error.traceback))
         : null,
+    );
+  }
+
+  /** The trial's worker processes (rank, pid, state, heartbeat age), shown when the master
+   * runs or ran any for it. */
+  private async loadWorkers(): Promise<void> {
+    let rows: TrialWorker[];
+    try {
+      rows = await api.trialWorkers(this.id, this.controller.signal);
+    } catch {
+      return; // an older master, or a read failed: the rest of the page stays
+    }
+    this.workersCard.hidden = rows.length === 0;
+    if (rows.length === 0) return;
+    swapTable(
+      this.workers,
+      dataTable(rows, {
+        caption: "Workers",
+        columns: [
+          { label: "Rank", cell: (w) => (w.rank === 0 && rows.length > 1 ? "0 (chief)" : String(w.rank)) },
+          { label: "PID", className: "mono", cell: (w) => String(w.pid) },
+          { label: "State", cell: (w) => (w.exit ? `${w.state} (${w.exit})` : w.state) },
+          {
+            label: "Heartbeat",
+            cell: (w) => (w.heartbeat_age === null ? EM_DASH : `${w.heartbeat_age.toFixed(1)} s ago`),
+          },
+        ],
+        empty: "No workers.",
+      }),
     );
   }
 
