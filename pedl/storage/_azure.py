@@ -71,7 +71,9 @@ class AzureStorage(ObjectStorage):
         return f"AzureStorage(container={self.container!r}, prefix={self.prefix!r})"
 
     def _url(self, key: str) -> str:
-        return f"{self._container.url}/{key}"
+        """Where ``key`` is, for people: the container's URL without its query (where a SAS
+        token given in ``account_url`` would be)."""
+        return f"{self._container.url.split('?', 1)[0]}/{key}"
 
     def _put_file(self, key: str, path: Path) -> None:
         with path.open("rb") as stream:
@@ -136,13 +138,22 @@ def _container_client(
                     connection_string, credential=credential, **sizes
                 )
             else:
-                if credential is None:
-                    identity = importlib.import_module("azure.identity")
-                    service = blob.BlobServiceClient(
-                        account_url, credential=identity.DefaultAzureCredential(), **sizes
-                    )
-                else:
-                    service = blob.BlobServiceClient(account_url, credential=credential, **sizes)
+                assert account_url is not None
+                chosen: Any = credential
+                if credential is None and "sig=" not in account_url:  # no SAS token in it
+                    chosen = _default_credential()
+                service = blob.BlobServiceClient(account_url, credential=chosen, **sizes)
             client = service.get_container_client(container)
             _clients[key] = client
         return client
+
+
+def _default_credential() -> Any:
+    """azure-identity's DefaultAzureCredential, for an ``account_url`` given no credential."""
+    if importlib.util.find_spec("azure.identity") is None:
+        raise UnsupportedStorageError(
+            "checkpoint_storage.type 'azure' with account_url and no credential uses Azure's "
+            "default credential, which needs azure-identity: pip install azure-identity (or "
+            "give credential: an account key or SAS token)"
+        )
+    return importlib.import_module("azure.identity").DefaultAzureCredential()

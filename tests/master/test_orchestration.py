@@ -7,6 +7,7 @@ and the metric rows are exactly the same (none lost, none doubled).
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Iterator
@@ -16,6 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from pedl.storage import TORN_UPLOAD_GRACE_SECONDS
 
 from .e2e import (
     MasterProcess,
@@ -100,7 +103,9 @@ def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MasterProcess]:
 
 @pytest.fixture(scope="module")
 def reference(master: MasterProcess) -> dict[str, list[TrialResult]]:
-    """Undisturbed single, grid and random searches, run side by side on the shared master."""
+    """Undisturbed single, grid and random searches, run side by side on the shared master
+    (whose checkpoint storage holds two torn uploads first: see test_retention_...)."""
+    plant_torn_uploads(master.home / "pedl" / "checkpoints")
     ids = {
         "single": create_experiment(master.http, config("ref-single")),
         "grid": create_experiment(master.http, config("ref-grid", GRID, GRID_HP)),
@@ -149,6 +154,25 @@ def test_retention_deletes_the_checkpoints_no_rule_keeps(
     root = master.home / "pedl" / "checkpoints"
     assert all((root / c["uuid"]).is_dir() for c in kept)
     assert not any((root / c["uuid"]).exists() for c in deleted)
+    # That collection also removed the torn upload quiet for longer than the grace period,
+    # and left the one written just now (it may be an upload still going on).
+    assert not (root / OLD_TORN).exists()
+    assert (root / NEW_TORN / "state.bin").is_file()
+
+
+OLD_TORN = ".tmp-00000000-0000-4000-8000-000000000001-deadbeef"
+NEW_TORN = ".tmp-00000000-0000-4000-8000-000000000002-deadbeef"
+
+
+def plant_torn_uploads(root: Path) -> None:
+    """What writers SIGKILLed inside ``store_path`` leave in a shared_fs store: one last
+    written longer than the torn-upload grace period ago, one just now."""
+    for name in (OLD_TORN, NEW_TORN):
+        (root / name).mkdir(parents=True)
+        (root / name / "state.bin").write_bytes(b"\0" * 64)
+    long_ago = time.time() - TORN_UPLOAD_GRACE_SECONDS - 60
+    for path in (root / OLD_TORN / "state.bin", root / OLD_TORN):
+        os.utime(path, (long_ago, long_ago))
 
 
 def test_pause_then_activate_resumes_exactly(

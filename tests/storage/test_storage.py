@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from pedl.storage import (
     CheckpointSummary,
     GCSStorage,
     SharedFSStorage,
+    UnsupportedStorageError,
     checkpoints_to_delete,
     list_resources,
     make_storage,
@@ -84,6 +86,18 @@ def test_make_storage(tmp_path: Path) -> None:
         )  # type: ignore[arg-type]
     )
     assert isinstance(azure, AzureStorage) and azure.container == "c"
+    sas = AzureStorage("c", account_url="https://a.blob.core.windows.net/?sv=1&sig=SAS-SECRET")
+    assert sas.location("x") == "https://a.blob.core.windows.net/c/x/"
+    keyed = AzureStorage(
+        "c", account_url="https://a.blob.core.windows.net", credential="KEY-SECRET"
+    )
+    assert "SECRET" not in keyed.location("x") + repr(keyed) + repr(sas)
+
+
+def test_azure_without_a_credential_needs_azure_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "azure.identity", None)  # as if it were not installed
+    with pytest.raises(UnsupportedStorageError, match="pip install azure-identity"):
+        AzureStorage("c", account_url="https://b.blob.core.windows.net")
 
 
 def summary(sid: str, trial: int, batches: int, metric: float | None) -> CheckpointSummary:

@@ -90,7 +90,7 @@ from pedl.master.scheduler import (
     schedule,
 )
 from pedl.searcher import RemoteSearchMethod
-from pedl.storage import CheckpointSummary, make_storage
+from pedl.storage import CheckpointSummary, collect_torn_uploads, make_storage
 
 logger = logging.getLogger("pedl.master")
 
@@ -412,6 +412,9 @@ class Orchestrator:
             self._store.mark_checkpoints_deleted(storage_ids)
         except Exception as err:
             logger.warning("checkpoints %s not deleted: %s", ", ".join(storage_ids), err)
+            return
+        # What uploads killed mid-way left there (never registered, so no rule above saw it).
+        collect_torn_uploads(storage)
 
     def _log(self, trial_id: int, message: str) -> None:
         try:
