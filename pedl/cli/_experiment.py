@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +26,9 @@ from pedl.cli._tables import (
     experiments_table,
     trials_table,
 )
-from pedl.client import Client, Experiment
+from pedl.client import Client, Experiment, merge_template
 from pedl.config import ConfigError, ConfigWarning, config_warnings
+from pedl.config._overrides import overridden_document
 from pedl.engine import ExperimentState, TrialOutcome
 from pedl.local import ExperimentSummary, LocalExperiment, NotARunDirectoryError, smoke_test
 from pedl.model_def import ModelDefError
@@ -36,14 +41,44 @@ def experiment() -> None:
 
 @experiment.command("create")
 @click.argument("config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.argument("model_dir", type=click.Path(exists=True, path_type=Path))
+@click.argument(
+    "model_dir", type=click.Path(exists=True, path_type=Path), required=False, default=None
+)
 @click.option("--local", is_flag=True, help="Run the experiment in this process, without a master.")
 @click.option(
     "--test",
     "test_mode",
     is_flag=True,
-    help="Only check the model definition: a short train chunk, a validation, a checkpoint, "
-    "a restore.",
+    help="Only check the model definition here: a short train chunk, a validation, a "
+    "checkpoint, a restore.",
+)
+@click.option(
+    "-t",
+    "--test-mode",
+    "master_test",
+    is_flag=True,
+    help="Submit a short test experiment to the master (one trial, a few batches, no "
+    "restarts) and follow it to its end, as det's --test-mode does.",
+)
+@click.option(
+    "--template",
+    default=None,
+    metavar="NAME",
+    help="Merge this template (stored on the master) under the config (master mode).",
+)
+@click.option(
+    "--follow-first-trial",
+    is_flag=True,
+    help="Print the first trial's logs until the experiment ends (master mode).",
+)
+@click.option(
+    "-i",
+    "--include",
+    "includes",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    metavar="PATH",
+    help="Also package this file or directory with the model definition (repeatable).",
 )
 @click.option(
     "--config",
@@ -68,27 +103,78 @@ def experiment() -> None:
 )
 def create(
     config_file: Path,
-    model_dir: Path,
+    model_dir: Path | None,
     local: bool,
     test_mode: bool,
+    master_test: bool,
+    template: str | None,
+    follow_first_trial: bool,
+    includes: tuple[Path, ...],
     overrides: tuple[str, ...],
     output_dir: Path,
     paused: bool,
     follow: bool,
 ) -> None:
-    """Create an experiment from CONFIG_FILE and the model definition in MODEL_DIR.
+    """Create an experiment from CONFIG_FILE and the model definition in MODEL_DIR (default:
+    the directory CONFIG_FILE is in).
 
     Without --local (or --test) the experiment is submitted to the master.
     """
     out = console()
-    if test_mode:
-        _run_smoke_test(out, config_file, model_dir, overrides)
+    model_dir = model_dir if model_dir is not None else config_file.resolve().parent
+    with _with_includes(model_dir, includes) as packaged:
+        if test_mode:
+            _run_smoke_test(out, config_file, packaged, overrides)
+            return
+        if not local:
+            _create_on_master(
+                out,
+                config_file,
+                packaged,
+                overrides,
+                paused,
+                follow,
+                master_test=master_test,
+                template=template,
+                follow_first_trial=follow_first_trial,
+            )
+            return
+        if paused or follow or master_test or follow_first_trial or template:
+            raise click.UsageError(
+                "--paused, --follow, --test-mode, --template and --follow-first-trial apply "
+                "to experiments on a master"
+            )
+        _create_local(out, config_file, packaged, overrides, output_dir)
+
+
+@contextmanager
+def _with_includes(model_dir: Path, includes: tuple[Path, ...]) -> Iterator[Path]:
+    """``model_dir``, or (with ``-i`` paths) a temporary copy of it with each included file
+    or directory beside its contents under its own name."""
+    if not includes:
+        yield model_dir
         return
-    if not local:
-        _create_on_master(out, config_file, model_dir, overrides, paused, follow)
-        return
-    if paused or follow:
-        raise click.UsageError("--paused and --follow apply to experiments on a master")
+    with tempfile.TemporaryDirectory(prefix="pedl-model-def-") as tmp:
+        packaged = Path(tmp) / model_dir.resolve().name
+        shutil.copytree(model_dir, packaged, symlinks=True)
+        for path in includes:
+            target = packaged / path.resolve().name
+            if target.exists():
+                raise click.UsageError(f"--include {path}: {target.name} is in MODEL_DIR already")
+            if path.is_dir():
+                shutil.copytree(path, target, symlinks=True)
+            else:
+                shutil.copy2(path, target)
+        yield packaged
+
+
+def _create_local(
+    out: Console,
+    config_file: Path,
+    model_dir: Path,
+    overrides: tuple[str, ...],
+    output_dir: Path,
+) -> None:
     try:
         exp = LocalExperiment.create(config_file, model_dir, output_dir, overrides=overrides)
     except (ConfigError, ModelDefError) as e:
@@ -161,6 +247,24 @@ def _run_smoke_test(
         sys.exit(1)
 
 
+TEST_MODE_BATCHES = 10
+"""How many batches the one trial of a ``--test-mode`` experiment trains."""
+
+
+def test_mode_config(document: dict[str, Any]) -> dict[str, Any]:
+    """The config of ``det``'s ``--test-mode`` experiment: one trial (``single`` searcher,
+    same metric) of :data:`TEST_MODE_BATCHES` batches, no restarts, named as a test."""
+    searcher = document.get("searcher") or {}
+    test = dict(document)
+    test["searcher"] = {
+        key: searcher[key] for key in ("metric", "smaller_is_better") if key in searcher
+    }
+    test["searcher"].update(name="single", max_length={"batches": TEST_MODE_BATCHES})
+    test["max_restarts"] = 0
+    test["name"] = f"{document.get('name') or 'experiment'} (test mode)"
+    return test
+
+
 def _create_on_master(
     console: Console,
     config_file: Path,
@@ -168,19 +272,37 @@ def _create_on_master(
     overrides: tuple[str, ...],
     paused: bool,
     follow: bool,
+    *,
+    master_test: bool = False,
+    template: str | None = None,
+    follow_first_trial: bool = False,
 ) -> None:
     client = current_client()
+    config: Any = config_file
+    if master_test:
+        try:
+            document = overridden_document(config_file.read_text(encoding="utf-8"), overrides)
+        except ConfigError as e:
+            raise click.ClickException(str(e)) from e
+        if template is not None:
+            document = merge_template(document, client.get_template(template))
+        config, overrides, template = test_mode_config(document), (), None
     try:
         # Printed below from the master's answer, not a second time by Python's warnings.
         with warnings.catch_warnings(action="ignore", category=ConfigWarning):
             exp = client.create_experiment(
-                config_file, model_dir, overrides=overrides, activate=not paused
+                config, model_dir, overrides=overrides, activate=not paused, template=template
             )
     except ModelDefError as e:
         raise click.ClickException(str(e)) from e
     _print_warnings(console, exp.to_dict().get("warnings", []))
-    console.print(f"Created experiment {exp.id} ({exp.state}) on {client.master}")
-    if follow:
+    what = "test experiment" if master_test else "experiment"
+    console.print(f"Created {what} {exp.id} ({exp.state}) on {client.master}")
+    if follow_first_trial:
+        trial = exp.await_first_trial(interval=0.5)
+        for line in trial.logs(follow=True, interval=1.0):
+            click.echo(line.message)
+    if follow or master_test or follow_first_trial:
         _follow(console, exp, interval=2.0)
 
 
@@ -208,10 +330,13 @@ EXPERIMENT_ID = click.argument("experiment_id", type=click.IntRange(min=1))
 @click.option(
     "--state", "states", multiple=True, help="Only experiments in this state (repeatable)."
 )
+@click.option("-a", "--all", "show_all", is_flag=True, help="Archived experiments too.")
 @json_option
-def list_experiments(states: tuple[str, ...], as_json: bool) -> None:
-    """List the master's experiments, newest first."""
-    experiments = current_client().list_experiments(states=[s.upper() for s in states])
+def list_experiments(states: tuple[str, ...], show_all: bool, as_json: bool) -> None:
+    """List the master's experiments, newest first (not the archived ones unless --all)."""
+    experiments = current_client().list_experiments(
+        states=[s.upper() for s in states], archived=None if show_all else False
+    )
     if as_json:
         print_json([e.to_dict() for e in experiments])
     else:

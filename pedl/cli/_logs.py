@@ -14,8 +14,9 @@ LEVELS = [level.value for level in LogLevel]
 
 def log_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """``-f/--follow``, ``--head``, ``--tail``, ``--level``, ``--timestamp-before``,
-    ``--timestamp-after``, ``--timestamps`` and ``--interval``, as ``det trial logs`` has
-    them (``--head``/``--tail``: the first/last N lines; ``--level``: that level and above)."""
+    ``--timestamp-after``, ``--timestamps``, ``--rank-id`` and ``--interval``, as
+    ``det trial logs`` has them (``--head``/``--tail``: the first/last N lines; ``--level``:
+    that level and above)."""
     options = [
         click.option(
             "-f", "--follow", is_flag=True, help="Keep printing new lines until the trial ends."
@@ -43,6 +44,13 @@ def log_options(command: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--timestamps", "show_timestamps", is_flag=True, help="Start each line with its time."
+        ),
+        click.option(
+            "--rank-id",
+            "rank",
+            type=click.IntRange(min=0),
+            default=None,
+            help="Only the lines of this worker (rank) of a multi-worker trial.",
         ),
         click.option(
             "--interval",

@@ -13,8 +13,10 @@ import pedl
 from pedl.cli import _experiment_manage  # noqa: F401  (adds det's verbs to `experiment`)
 from pedl.cli._aliases import ALIASES, AliasGroup
 from pedl.cli._checkpoint import checkpoint
+from pedl.cli._cluster import MASTER_VIEWS, agent, job, master_views, slot
 from pedl.cli._context import CliContext
 from pedl.cli._experiment import experiment
+from pedl.cli._template import template
 from pedl.cli._trial import trial
 from pedl.cli._user import user
 from pedl.client import DET_MASTER_ENV, MASTER_ENV, PEDLError
@@ -27,7 +29,13 @@ class _PedlGroup(AliasGroup):
     ``pedl master`` pulls in the whole server stack, which no other command needs.
     """
 
-    LAZY_COMMANDS = {"master": ("pedl.cli._master", "master", "Run the master.")}
+    LAZY_COMMANDS = {
+        "master": (
+            "pedl.cli._master",
+            "master",
+            "Run the master (`pedl master info`: show the one at --master).",
+        )
+    }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.LAZY_COMMANDS])
@@ -39,6 +47,14 @@ class _PedlGroup(AliasGroup):
             command: click.Command = getattr(importlib.import_module(module), attribute)
             return command
         return super().get_command(ctx, name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        # `pedl master info` (det's): the views; `pedl master [OPTIONS]`: run a master.
+        if len(args) > 1 and args[0] == "master" and args[1] in MASTER_VIEWS:
+            return "master", master_views, args[1:]
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_text) for name, (_, _, help_text) in self.LAZY_COMMANDS.items()]
@@ -87,6 +103,10 @@ cli.add_command(experiment)
 cli.add_command(trial)
 cli.add_command(checkpoint)
 cli.add_command(user)
+cli.add_command(template)
+cli.add_command(job)
+cli.add_command(slot)
+cli.add_command(agent)
 
 
 @cli.command("version")

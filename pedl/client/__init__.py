@@ -34,6 +34,7 @@ from pedl.client._errors import (
 )
 from pedl.client._experiment import TERMINAL_EXPERIMENT_STATES, Experiment
 from pedl.client._session import DEFAULT_MASTER, DET_MASTER_ENV, MASTER_ENV, Session, master_url
+from pedl.client._templates import merge_template
 from pedl.client._tokens import (
     CONFIG_DIR_ENV,
     DET_PASSWORD_ENV,
@@ -106,6 +107,7 @@ __all__ = [
     "iter_trials_metrics",
     "list_experiments",
     "master_url",
+    "merge_template",
     "set_master",
     "stream_trials_training_metrics",
     "stream_trials_validation_metrics",

@@ -17,6 +17,7 @@ from pedl.client._checkpoint import Checkpoint
 from pedl.client._errors import ErrorIssue, PEDLError
 from pedl.client._experiment import Experiment
 from pedl.client._session import Session
+from pedl.client._templates import merge_template
 from pedl.client._trial import Trial, TrialMetrics, iter_metrics_of
 from pedl.client._user import User
 from pedl.config import ConfigError, ConfigWarning, parse_config
@@ -102,6 +103,20 @@ def _config_document(config: ConfigSource, overrides: Sequence[str]) -> str | di
     return document
 
 
+def _config_mapping(config: ConfigSource) -> dict[str, Any]:
+    """``config`` as a mapping, as the user wrote it (YAML loaded, nothing validated)."""
+    source = _config_document(config, ())
+    if isinstance(source, dict):
+        return source
+    try:
+        document = overridden_document(source, ())
+    except ConfigError as err:
+        raise PEDLError(f"invalid config: {err}") from err
+    if not isinstance(document, dict):
+        raise PEDLError("a config must be a mapping")
+    return document
+
+
 class Client:
     """The SDK bound to one master (``master``, else ``$PEDL_MASTER``, else
     ``http://127.0.0.1:8080``), signed in as :class:`Session` says (``PEDL_USER`` and
@@ -133,11 +148,13 @@ class Client:
         *,
         overrides: Sequence[str] = (),
         activate: bool = True,
+        template: str | None = None,
     ) -> Experiment:
         """Submit an experiment: ``config`` (a file path, YAML text or a mapping) with
         ``overrides`` (``"dotted.key=value"``) applied, and the model definition packaged
         from ``model_dir`` (honouring ``.pedlignore``). It starts ACTIVE, or PAUSED when
-        ``activate`` is false.
+        ``activate`` is false. With ``template``, that template (stored on the master) is
+        merged under the config first, as Determined merges them (:func:`merge_template`).
 
         An invalid config raises :class:`PEDLError` whose ``issues`` name every bad field
         (``config.<path>``, with its YAML line); so does a config PEDL cannot run (e.g.
@@ -151,6 +168,8 @@ class Client:
         fields it sets that PEDL ignores) are issued as :class:`pedl.config.ConfigWarning`
         with :func:`warnings.warn`, and kept in ``experiment.to_dict()["warnings"]``.
         """
+        if template is not None:
+            config = merge_template(_config_mapping(config), self.get_template(template))
         document = _config_document(config, overrides)
         limits = self.session.get("/master")["limits"]["model_definition"]
         archive = model_def.package(
@@ -176,6 +195,26 @@ class Client:
         for message in record.get("warnings") or ():
             warnings.warn(str(message), ConfigWarning, stacklevel=2)
         return experiment
+
+    def list_templates(self) -> dict[str, dict[str, Any]]:
+        """Every template on the master: name -> its config mapping."""
+        return {t["name"]: t["config"] for t in self.session.get("/templates")}
+
+    def get_template(self, name: str) -> dict[str, Any]:
+        """The config mapping of the template ``name`` (:class:`NotFoundError` if none)."""
+        config: dict[str, Any] = self.session.get(f"/templates/{name}")["config"]
+        return config
+
+    def set_template(self, name: str, config: ConfigSource) -> dict[str, Any]:
+        """Create the template ``name`` or replace it with ``config`` (a path, YAML text or
+        a mapping); its stored mapping."""
+        body = {"config": _config_mapping(config)}
+        stored: dict[str, Any] = self.session.put(f"/templates/{name}", json=body)["config"]
+        return stored
+
+    def remove_template(self, name: str) -> None:
+        """Remove the template ``name`` (its creator or an administrator)."""
+        self.session.delete(f"/templates/{name}")
 
     def get_experiment(self, experiment_id: int) -> Experiment:
         """The experiment with this id (:class:`NotFoundError` if none)."""
@@ -315,10 +354,11 @@ def create_experiment(
     *,
     overrides: Sequence[str] = (),
     activate: bool = True,
+    template: str | None = None,
 ) -> Experiment:
     """:meth:`Client.create_experiment` on the default client."""
     return default_client().create_experiment(
-        config, model_dir, overrides=overrides, activate=activate
+        config, model_dir, overrides=overrides, activate=activate, template=template
     )
 
 

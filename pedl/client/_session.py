@@ -134,6 +134,10 @@ class Session:
         """``PATCH path`` with a JSON body and return the decoded JSON body."""
         return self._request("PATCH", path, json=json)
 
+    def put(self, path: str, *, json: Any = None) -> Any:
+        """``PUT path`` with a JSON body and return the decoded JSON body."""
+        return self._request("PUT", path, json=json)
+
     def delete(self, path: str, *, params: Params | None = None) -> Any:
         """``DELETE path``; the decoded JSON body (``None`` if empty)."""
         return self._request("DELETE", path, params=params)

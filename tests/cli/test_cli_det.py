@@ -3,6 +3,7 @@ det's abbreviations and verbs, on a real master."""
 
 from __future__ import annotations
 
+import json
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,8 +14,9 @@ from click.testing import CliRunner, Result
 
 import pedl
 from pedl.cli import cli
-from pedl.client import Client, NotFoundError, Session, TokenStore
+from pedl.client import Client, NotFoundError, Session, TokenStore, merge_template
 from pedl.engine import ExperimentState, TrialState
+from pedl.master.db import logs as logs_repo
 from tests.accounts import ADMIN, ADMIN_PASSWORD
 from tests.client.helpers import LiveMaster, report, store_checkpoint, write_config, write_model_dir
 
@@ -172,6 +174,20 @@ def test_trial_logs_head_tail_level_timestamps(master: LiveMaster, filled: Fille
     assert followed.exit_code == 2
 
 
+def test_trial_logs_rank_id(master: LiveMaster, filled: Filled) -> None:
+    with master.database.session(write=True) as session:
+        logs_repo.append_logs(
+            session,
+            filled.trial_id,
+            [
+                logs_repo.LogLine(seq=100 + rank, message=f"from rank {rank}", rank=rank)
+                for rank in (0, 1)
+            ],
+        )
+    result = run(master, "trial", "logs", str(filled.trial_id), "--rank-id", "1")
+    assert result.exit_code == 0 and result.output == "from rank 1\n", result.output
+
+
 def test_experiment_logs_config_and_model_def(
     master: LiveMaster, filled: Filled, tmp_path: Path
 ) -> None:
@@ -223,3 +239,128 @@ def test_delete_asks_then_removes_checkpoint_files(
     with pytest.raises(NotFoundError):
         client.get_experiment(filled.experiment_id)
     assert "not found" in run(master, "experiment", "delete", exp, "--yes").output
+
+
+def test_archive_hides_from_lists_unless_all(
+    master: LiveMaster, client: Client, filled: Filled
+) -> None:
+    exp = str(filled.experiment_id)
+
+    def listed(*args: str) -> list[int]:
+        result = run(master, "experiment", "list", "--json", *args)
+        assert result.exit_code == 0, result.output
+        return [e["id"] for e in json.loads(result.output)]
+
+    assert filled.experiment_id in listed()
+    assert run(master, "experiment", "archive", exp).exit_code == 0
+    assert client.get_experiment(filled.experiment_id).archived
+    assert filled.experiment_id not in listed()
+    assert filled.experiment_id in listed("--all")
+    assert filled.experiment_id in [e.id for e in client.list_experiments(archived=True)]
+    assert run(master, "e", "unarchive", exp).exit_code == 0
+    assert filled.experiment_id in listed()
+    other = filled.storage.parent / "other"
+    other.mkdir()
+    active = client.create_experiment(write_config(other, filled.storage), write_model_dir(other))
+    refused = run(master, "experiment", "archive", str(active.id))
+    assert refused.exit_code == 1 and "only ended experiments" in refused.output
+
+
+def test_templates_merge_under_the_config(
+    master: LiveMaster, client: Client, tmp_path: Path, model_dir: Path, storage: Path
+) -> None:
+    template_file = tmp_path / "tpl.yaml"
+    template_file.write_text(
+        "description: from the template\n"
+        "hyperparameters:\n  lr: 0.5\n  momentum: 0.9\n"
+        f"checkpoint_storage:\n  type: shared_fs\n  host_path: {storage}\n"
+    )
+    name = f"tpl-{tmp_path.name[-20:]}".replace("_", "-")
+    created = run(master, "template", "create", name, str(template_file))
+    assert created.exit_code == 0, created.output
+    again = run(master, "tpl", "create", name, str(template_file))
+    assert again.exit_code == 1 and "exists" in again.output
+    assert name in run(master, "template", "ls").output.split()
+    described = run(master, "template", "describe", name)
+    assert yaml.safe_load(described.output)["hyperparameters"]["momentum"] == 0.9
+    config = tmp_path / "config.yaml"
+    config.write_text(NO_STORAGE_CONFIG)
+    result = run(
+        master, "experiment", "create", str(config), str(model_dir), "--template", name, "--paused"
+    )
+    assert result.exit_code == 0, result.output
+    exp = client.list_experiments()[0]
+    hparams = exp.config["hyperparameters"]
+    assert str(hparams["lr"]) in ("0.1", "{'type': 'const', 'val': 0.1}")  # the config's wins
+    assert "momentum" in hparams
+    assert exp.config["checkpoint_storage"]["host_path"] == str(storage)
+    assert exp.description == "from the template"
+    template_file.write_text("description: replaced\n")
+    assert run(master, "template", "set", name, str(template_file)).exit_code == 0
+    assert client.get_template(name) == {"description": "replaced"}
+    assert run(master, "template", "remove", name).exit_code == 0
+    assert name not in client.list_templates()
+    missing = run(master, "experiment", "create", str(config), str(model_dir), "--template", name)
+    assert missing.exit_code == 1 and "not found" in missing.output
+
+
+def test_merge_template_as_determined() -> None:
+    config = {"a": {"x": 1}, "bind_mounts": [{"host_path": "/a"}], "labels": ["c"]}
+    template = {
+        "a": {"x": 2, "y": 3},
+        "bind_mounts": [{"host_path": "/b"}, {"host_path": "/a"}],
+        "labels": ["t"],
+        "checkpoint_storage": {"type": "s3", "bucket": "b"},
+        "searcher": {"name": "grid", "max_trials": 3},
+    }
+    merged = merge_template({**config, "searcher": {"name": "single"}}, template)
+    assert merged["a"] == {"x": 1, "y": 3}
+    assert merged["bind_mounts"] == [{"host_path": "/a"}, {"host_path": "/b"}]
+    assert merged["labels"] == ["c"]
+    assert merged["checkpoint_storage"] == {"type": "s3", "bucket": "b"}
+    assert merged["searcher"] == {"name": "single"}
+    assert config["a"] == {"x": 1}
+
+
+def test_include_and_model_dir_optional(
+    master: LiveMaster, client: Client, tmp_path: Path, storage: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    write_config(project, storage)
+    (project / "model_def.py").write_text("class MyTrial:\n    pass\n")
+    extra = tmp_path / "shared_utils"
+    extra.mkdir()
+    (extra / "helpers.py").write_text("X = 1\n")
+    data = tmp_path / "vocab.txt"
+    data.write_text("a b c\n")
+    result = run(
+        master,
+        "experiment",
+        "create",
+        str(project / "config.yaml"),
+        "-i",
+        str(extra),
+        "--include",
+        str(data),
+        "--paused",
+    )
+    assert result.exit_code == 0, result.output
+    exp = client.list_experiments()[0]
+    code = Path(exp.download_code(tmp_path / "code"))
+    assert (code / "model_def.py").is_file() and (code / "config.yaml").is_file()
+    assert (code / "shared_utils" / "helpers.py").read_text() == "X = 1\n"
+    assert (code / "vocab.txt").is_file()
+
+
+def test_cluster_views(master: LiveMaster) -> None:
+    for args in (["job", "list"], ["j", "ls"], ["slot", "list"], ["agent", "list"]):
+        result = run(master, *args)
+        assert result.exit_code == 0, (args, result.output)
+    agents = json.loads(run(master, "agent", "list", "--json").output)
+    assert agents[0]["id"] == "master" and agents[0]["address"] == master.url
+    slots = json.loads(run(master, "slot", "list", "--json").output)
+    assert len(slots) == agents[0]["slots"]
+    info = run(master, "master", "info")
+    assert info.exit_code == 0, info.output
+    assert f"version: {pedl.__version__}" in info.output and f"master: {master.url}" in info.output

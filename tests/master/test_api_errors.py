@@ -309,12 +309,14 @@ def test_every_openapi_route_answers(client: httpx.Client, database: Database) -
         "trial_id": str(trial_id),
         "checkpoint_uuid": checkpoint,
         "username": "admin",
+        "name": "some-template",
     }
     unknown = {
         "experiment_id": "2147483000",
         "trial_id": "2147483000",
         "checkpoint_uuid": str(uuid.uuid4()),
         "username": "nobody",
+        "name": "no-such-template",
     }
     for method, path in routes:
         assert path.startswith("/api/v1/")

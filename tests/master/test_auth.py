@@ -61,6 +61,7 @@ def test_every_non_public_route_needs_a_token(client: httpx.Client, database: Da
         "{trial_id}": str(trial_id),
         "{checkpoint_uuid}": checkpoint,
         "{username}": "admin",
+        "{name}": "some-template",
     }
     routes = _paths(client)
     assert len(routes) >= 30

@@ -44,6 +44,7 @@ from pedl.master.api import (
     experiments,
     health,
     master_info,
+    templates,
     trial_ops,
     trials,
     users,
@@ -346,6 +347,7 @@ def create_app(
         master_info,
         health,
         users,
+        templates,
     )
     read_routes = ReadRoutes(
         (route for m in modules for route in m.router.routes if isinstance(route, APIRoute)),

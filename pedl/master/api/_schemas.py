@@ -172,6 +172,9 @@ class ExperimentPublic(BaseModel):
     error: str | None = Field(
         default=None, description="Why the experiment ended in ERROR, if it did."
     )
+    archived: bool = Field(
+        default=False, description="Archived: lists leave it out unless they ask for it."
+    )
 
 
 MAX_DESCRIPTION = 10_000

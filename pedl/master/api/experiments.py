@@ -239,17 +239,24 @@ def list_experiments(
             "a - prefix sorts descending.",
         ),
     ] = "-id",
+    archived: Annotated[
+        bool | None,
+        Query(
+            description="true: only archived experiments; false: only the others; left out: both."
+        ),
+    ] = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> Page[ExperimentPublic]:
     """Experiments, newest first unless ``sort`` says otherwise (those without a value for
-    the sort column last), filtered by ``state``, ``name`` and ``label``."""
+    the sort column last), filtered by ``state``, ``name``, ``label`` and ``archived``."""
     column, descending = _sort_key(sort, experiments_repo.EXPERIMENT_SORTS)
     rows, total = experiments_repo.list_experiments(
         session,
         states=state,
         name=name,
         labels=label or (),
+        archived=archived,
         sort=cast(experiments_repo.ExperimentSort, column),
         descending=descending,
         limit=limit,
@@ -267,6 +274,27 @@ def list_experiments(
 def get_experiment(experiment_id: ExperimentId, session: ReadSession) -> ExperimentPublic:
     """One experiment."""
     return ExperimentPublic.model_validate(experiments_repo.get_experiment(session, experiment_id))
+
+
+@router.post("/{experiment_id}/archive", responses=OWNER_RESPONSES)
+def archive_experiment(
+    experiment_id: ExperimentId, session: WriteSession, user: CurrentUser
+) -> ExperimentPublic:
+    """Archive an ended experiment (409 before it ends; no-op when archived): lists leave it
+    out unless asked for it. Its owner or an administrator only (403)."""
+    _check_owner(session, experiment_id, user)
+    experiment = experiments_repo.set_archived(session, experiment_id, True)
+    return ExperimentPublic.model_validate(experiment)
+
+
+@router.post("/{experiment_id}/unarchive", responses=OWNER_RESPONSES)
+def unarchive_experiment(
+    experiment_id: ExperimentId, session: WriteSession, user: CurrentUser
+) -> ExperimentPublic:
+    """Undo ``archive`` (no-op when not archived). Its owner or an administrator only (403)."""
+    _check_owner(session, experiment_id, user)
+    experiment = experiments_repo.set_archived(session, experiment_id, False)
+    return ExperimentPublic.model_validate(experiment)
 
 
 class ExperimentEdit(ExperimentPatch):

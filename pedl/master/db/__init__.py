@@ -3,14 +3,25 @@
 Every query lives in a repository module (:mod:`~pedl.master.db.experiments`,
 :mod:`~pedl.master.db.trials`, :mod:`~pedl.master.db.metrics`,
 :mod:`~pedl.master.db.checkpoints`, :mod:`~pedl.master.db.logs`,
-:mod:`~pedl.master.db.searcher`, :mod:`~pedl.master.db.users`); each function takes a
+:mod:`~pedl.master.db.searcher`, :mod:`~pedl.master.db.users`,
+:mod:`~pedl.master.db.templates`); each function takes a
 :class:`~sqlalchemy.orm.Session` from :meth:`Database.session` and never commits (the
 caller's ``with`` block does).
 :class:`MetricIngestor` group-commits concurrent metric reports through one writer thread.
 """
 
-from pedl.master.db import checkpoints, experiments, logs, metrics, searcher, trials, users
+from pedl.master.db import (
+    checkpoints,
+    experiments,
+    logs,
+    metrics,
+    searcher,
+    templates,
+    trials,
+    users,
+)
 from pedl.master.db._database import Database
+from pedl.master.db._det_models import ArchivedExperiment, Template
 from pedl.master.db._engine import WRITE_OPTION, make_engine, normalize_url
 from pedl.master.db._errors import ConflictError, NotFoundError
 from pedl.master.db._experiment_store import SQLExperimentStore
@@ -34,6 +45,7 @@ from pedl.master.db.metrics import MetricRow, TrialSeries
 
 __all__ = [
     "WRITE_OPTION",
+    "ArchivedExperiment",
     "Base",
     "Checkpoint",
     "ConflictError",
@@ -49,6 +61,7 @@ __all__ = [
     "SQLExperimentStore",
     "SearcherEvent",
     "SearcherSnapshot",
+    "Template",
     "Trial",
     "TrialLog",
     "TrialSeries",
@@ -64,6 +77,7 @@ __all__ = [
     "metrics",
     "normalize_url",
     "searcher",
+    "templates",
     "trials",
     "upgrade",
     "users",

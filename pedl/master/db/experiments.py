@@ -16,6 +16,7 @@ from pedl.engine import (
     check_experiment_transition,
     experiment_action_target,
 )
+from pedl.master.db._det_models import ArchivedExperiment
 from pedl.master.db._errors import ConflictError, NotFoundError
 from pedl.master.db._models import Checkpoint, Experiment, ModelDefinition, Trial
 from pedl.master.db._types import utcnow
@@ -89,13 +90,15 @@ def list_experiments(
     states: Collection[ExperimentState] | None = None,
     name: str | None = None,
     labels: Collection[str] = (),
+    archived: bool | None = None,
     sort: ExperimentSort = "id",
     descending: bool = True,
     limit: int = 100,
     offset: int = 0,
 ) -> tuple[list[Experiment], int]:
     """One page of experiments and the total count of those matching the filters: ``states``
-    (any of them), ``name`` (a case-insensitive substring), ``labels`` (every one of them).
+    (any of them), ``name`` (a case-insensitive substring), ``labels`` (every one of them),
+    ``archived`` (only archived ones, only others; ``None``: both).
 
     Sorted by ``sort`` (ascending, or ``descending``), then by id the same way; experiments
     without a value (no name, no validation yet, not ended) come last either way.
@@ -108,6 +111,9 @@ def list_experiments(
         conditions.append(Experiment.name.ilike(pattern, escape="\\"))
     for label in dict.fromkeys(labels):
         conditions.append(_has_label(session, label))
+    if archived is not None:
+        is_archived = exists().where(ArchivedExperiment.experiment_id == Experiment.id)
+        conditions.append(is_archived if archived else ~is_archived)
     key = getattr(Experiment, sort)
     order = key.desc() if descending else key.asc()
     tie = Experiment.id.desc() if descending else Experiment.id.asc()
@@ -197,6 +203,25 @@ def set_experiment_progress(session: Session, experiment_id: int, progress: floa
     """Record the searcher's progress estimate, clamped to [0, 1]."""
     experiment = get_experiment(session, experiment_id)
     experiment.progress = min(1.0, max(0.0, progress))
+
+
+def set_archived(session: Session, experiment_id: int, archived: bool) -> Experiment:
+    """Archive (only an ended experiment: :class:`ConflictError` otherwise) or unarchive
+    the experiment; doing it twice is no error. Raises :class:`NotFoundError`."""
+    experiment = get_experiment(session, experiment_id, for_update=True)
+    row = session.get(ArchivedExperiment, experiment_id)
+    if archived and row is None:
+        if not experiment.state.is_terminal:
+            raise ConflictError(
+                f"cannot archive experiment {experiment_id}: it is {experiment.state.value}; "
+                "only ended experiments can be archived"
+            )
+        session.add(ArchivedExperiment(experiment_id=experiment_id))
+    elif not archived and row is not None:
+        session.delete(row)
+    session.flush()
+    session.refresh(experiment)
+    return experiment
 
 
 def stored_checkpoint_uuids(session: Session, experiment_id: int) -> list[str]:
