@@ -73,6 +73,16 @@ def smoke_test(
                 )
             )
             return steps
+        if not records.checkpoints:
+            steps.append(
+                SmokeStep(
+                    f"train {TRAIN_BATCHES} batches, validate and checkpoint",
+                    False,
+                    "the trial stored no checkpoint: a script must call model.fit(), or "
+                    "checkpoint through the Core API (core_context.checkpoint.store_path)",
+                )
+            )
+            return steps
         steps.append(
             SmokeStep(
                 f"train {TRAIN_BATCHES} batches, validate and checkpoint",

@@ -34,6 +34,7 @@ from pedl.config import Length
 from pedl.engine import MetricKind, TrialOutcome
 from pedl.keras import TFKerasTrial, TFKerasTrialContext, TFKerasTrialController
 from pedl.script._callback import DeterminedCallback
+from pedl.script._core_api import CoreApiRun
 
 logger = logging.getLogger("pedl.script")
 
@@ -185,17 +186,23 @@ class ScriptRun:
         self._controller: TFKerasTrialController | None = None
         self._outcome: TrialOutcome | None = None
         self._inside_fit = False
+        self._core_api: CoreApiRun | None = None
 
     @property
     def progressed(self) -> bool:
+        if self._core_api is not None and self._core_api.used:
+            return True
         return self._controller is not None and self._controller.progressed
 
     def execute(self) -> TrialOutcome:
-        """Run the entrypoint; return the outcome of its fit() call."""
+        """Run the entrypoint; return the outcome of its fit() call, or, for a script that
+        trains without fit() (Determined's Core API), that of its run (see
+        :class:`~pedl.script._core_api.CoreApiRun`, whose context ``core.init()`` yields)."""
         # The script builds its model before PEDL sees it: seed first, so that its initial
         # weights are the trial seed's.
         keras.utils.set_random_seed(self._context.info.trial_seed)
-        with core.use_context(self._context), self._fit_intercepted():
+        core_api = self._core_api = CoreApiRun(self._context)
+        with core.use_context(core_api.context), self._fit_intercepted():
             try:
                 self._run_entrypoint()
             except _Preempted:
@@ -204,10 +211,14 @@ class ScriptRun:
                 if e.code not in (0, None):
                     raise ScriptError(f"the script exited with status {e.code!r}") from e
         if self._outcome is None:
-            raise ScriptError(
-                "the script ended without calling model.fit(); PEDL trains a simple model "
-                "definition through its fit() call"
-            )
+            # No fit(): a script with its own training loop (Determined's Core API), or none.
+            outcome = core_api.outcome()
+            if not core_api.used:
+                logger.info(
+                    "the script ended without calling model.fit() or reporting through the "
+                    "Core API (core_context.train); the trial ends with it"
+                )
+            return outcome
         return self._outcome
 
     def _run_entrypoint(self) -> None:

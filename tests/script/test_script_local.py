@@ -111,13 +111,15 @@ def test_function_entrypoint_local_run(tmp_path: Path) -> None:
     ]
 
 
-def test_a_script_that_never_calls_fit_errors_clearly(tmp_path: Path) -> None:
+def test_a_script_that_never_calls_fit_fails_the_smoke_test_clearly(tmp_path: Path) -> None:
+    """It runs as a trial (Determined's Core API scripts train without fit()), but stores
+    nothing the smoke test could restore."""
     (tmp_path / "train.py").write_text("print('no training here')\n")
     config = tmp_path / "const.yaml"
     config.write_text(FUNCTION_CONFIG.replace("train:main", "train.py"))
     steps = smoke_test(config, tmp_path)
     assert [s.ok for s in steps] == [True, True, False]
-    assert "ScriptError: the script ended without calling model.fit()" in steps[2].detail
+    assert "the trial stored no checkpoint: a script must call model.fit()" in steps[2].detail
 
 
 def test_get_hyperparameter_outside_a_trial_says_so() -> None:
