@@ -1,9 +1,11 @@
 """``get_cluster_info()``: what a script learns about the trial it runs as (Determined 0.38's
-``det.get_cluster_info()``)."""
+``det.get_cluster_info()``, with every field 0.38 exposes; those about Determined's containers
+get PEDL's nearest value, documented on each)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from typing import Any
 
 from pedl import core
@@ -11,7 +13,7 @@ from pedl import core
 
 @dataclass(frozen=True)
 class TrialClusterInfo:
-    """The trial a script runs as."""
+    """The trial a script runs as (0.38's ``ClusterInfo.trial``)."""
 
     trial_id: int
     experiment_id: int
@@ -19,6 +21,11 @@ class TrialClusterInfo:
     trial_seed: int
     config: dict[str, Any]
     """The experiment config, with defaults filled in."""
+    _steps_completed: int = 0
+    """Determined's private counter; PEDL's trials resume from their checkpoint instead."""
+    _trial_run_id: int = 0
+    _debug: bool = False
+    _inter_node_network_interface: str | None = None
 
     @property
     def _config(self) -> dict[str, Any]:
@@ -28,12 +35,39 @@ class TrialClusterInfo:
 
 @dataclass(frozen=True)
 class ClusterInfo:
-    """Where a script runs: ``task_type`` is always ``"TRIAL"`` under PEDL."""
+    """Where a script runs (Determined 0.38's fields): ``task_type`` is always ``"TRIAL"``."""
 
     trial: TrialClusterInfo
     latest_checkpoint: str | None
     """The trial's latest checkpoint (its storage id), to resume from; None on a first run."""
     task_type: str = "TRIAL"
+    user_data: dict[str, Any] = field(default_factory=dict)
+    """The experiment config's ``data`` section."""
+    master_url: str = ""
+    """The master's URL ("" in local mode)."""
+    cluster_id: str = "pedl"
+    agent_id: str = ""
+    """The machine the trial runs on (its host name)."""
+    slot_ids: list[int] = field(default_factory=list)
+    """The GPUs of this process (``CUDA_VISIBLE_DEVICES``), none on CPU."""
+    task_id: str = ""
+    """``"<experiment_id>.<trial_id>"``."""
+    allocation_id: str = ""
+    session_token: str = ""
+    """Not given to scripts (PEDL's trial token stays in the trial process)."""
+    master_cert_name: str | None = None
+    master_cert_file: str | None = None
+    container_addrs: list[str] = field(default_factory=list)
+    """One address per worker machine of the trial (this machine's name on one slot)."""
+    container_rank: int = 0
+    """The rank of this worker's machine among them (``distributed.cross_rank``)."""
+    container_slot_counts: list[int] = field(default_factory=list)
+    gpu_uuids: list[str] = field(default_factory=list)
+
+
+def _slot_ids() -> list[int]:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    return [int(part) for part in visible.split(",") if part.strip().isdigit()]
 
 
 def get_cluster_info() -> ClusterInfo | None:
@@ -42,6 +76,10 @@ def get_cluster_info() -> ClusterInfo | None:
     if context is None:
         return None
     info = context.info
+    distributed = context.distributed
+    host = os.uname().nodename
+    slots = _slot_ids()
+    cross_size = max(1, distributed.get_cross_size())
     return ClusterInfo(
         trial=TrialClusterInfo(
             trial_id=info.trial_id,
@@ -51,4 +89,13 @@ def get_cluster_info() -> ClusterInfo | None:
             config=info.config.as_dict(),
         ),
         latest_checkpoint=info.latest_checkpoint,
+        user_data=dict(info.config.data),
+        master_url=str(info.extra.get("master_url") or os.environ.get("PEDL_MASTER", "")),
+        agent_id=host,
+        slot_ids=slots,
+        task_id=f"{info.experiment_id}.{info.trial_id}",
+        allocation_id=f"{info.experiment_id}.{info.trial_id}.1",
+        container_addrs=[host] if cross_size == 1 else [""] * cross_size,
+        container_rank=distributed.get_cross_rank(),
+        container_slot_counts=[max(1, distributed.get_local_size())] * cross_size,
     )

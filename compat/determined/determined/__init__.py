@@ -22,7 +22,7 @@ __version__ = "0.38.1+pedl.0.1.0"
 
 LOG_FORMAT = "%(levelname)s: [%(process)s] %(name)s: %(message)s"
 
-_SUBMODULES = ("core", "estimator", "experimental", "keras", "pytorch", "tensorflow")
+_SUBMODULES = ("core", "estimator", "experimental", "keras", "launch", "pytorch", "tensorflow")
 
 __all__ = [
     "LOG_FORMAT",
@@ -52,8 +52,6 @@ _getattr = module_getattr(
         "script that calls model.fit() (entrypoint: train.py)",
         "horovod": "PEDL distributes training with tf.distribute "
         "(MultiWorkerMirroredStrategy): set resources.slots_per_trial",
-        "launch": "PEDL starts the worker processes of a distributed trial itself: set "
-        "resources.slots_per_trial, and use a Trial class or a script entrypoint",
         "profiler": "Profile with TensorBoard's profiler (keras.callbacks.TensorBoard("
         "profile_batch=...)) in keras_callbacks()",
         "deepspeed": "PEDL trains TensorFlow and Keras models only",
