@@ -21,9 +21,11 @@ FAKE_TRIAL = """#!/bin/bash
 read -r token <&"$PEDL_TRIAL_TOKEN_FD"
 echo "trial $PEDL_TRIAL_ID at $PEDL_MASTER_URL token=$token args=$*"
 echo "to stderr" >&2
+echo "rank ${PEDL_RANK:-none}/${PEDL_SIZE:-none} heartbeat=${PEDL_HEARTBEAT_FD:+yes}"
 case "$FAKE_MODE" in
   sleep) echo started; sleep 60 ;;
   signal) kill -TERM $$ ;;
+  rank1fails) if [ "$PEDL_RANK" = 1 ]; then exit 3; fi; sleep 60 ;;
 esac
 exit "${FAKE_EXIT:-0}"
 """
@@ -91,12 +93,12 @@ def made(
         rm.shutdown()
 
 
-def launch(trial_id: int, fake_python: str, **env: str) -> TrialLaunch:
+def launch(trial_id: int, fake_python: str, slots: int = 1, **env: str) -> TrialLaunch:
     return TrialLaunch(
         trial_id,
         "http://127.0.0.1:1",
         f"token-{trial_id}",
-        1,
+        slots,
         {"PEDL_TRIAL_PYTHON": fake_python, **env},
     )
 
@@ -145,3 +147,27 @@ def test_kill_ends_the_trial_now(made: tuple[ResourceManager, Recorder], fake_py
     assert rm.running() == set()
     rm.kill(5)  # a no-op once it ended
     assert rec.exits.empty()
+
+
+def test_a_gang_of_two_workers_starts_together_and_ends_as_one(
+    made: tuple[ResourceManager, Recorder], fake_python: str
+) -> None:
+    rm, rec = made
+    rm.start(launch(11, fake_python, slots=2))
+    assert rec.exits.get(timeout=90) == (11, 0)
+    by_rank = {
+        rank: [text for stream, text, rank_of in rec.lines[11] if rank_of == rank]
+        for rank in (0, 1)
+    }
+    for rank, texts in by_rank.items():
+        assert texts[0] == (
+            "trial 11 at http://127.0.0.1:1 token=token-11 args=-m pedl.exec.trial"
+        ), texts
+        assert f"rank {rank}/2 heartbeat=yes" in texts
+        assert "to stderr" in texts
+    # a worker that fails ends the attempt with its status; the chief is stopped
+    rm.start(launch(12, fake_python, slots=2, FAKE_MODE="rank1fails"))
+    assert rec.exits.get(timeout=90) == (12, 3)
+    said = " ".join(text for stream, text, *_ in rec.lines[12] if stream == "master")
+    assert "rank 1 failed (exit code 3)" in said, rec.lines[12]
+    assert rm.running() == set()

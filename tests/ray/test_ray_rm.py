@@ -1,5 +1,6 @@
 """The ray resource manager on a two-node Ray cluster of this machine: trials run on both nodes,
-``resources.resource_pool`` pins a trial to the nodes with that custom resource, a node lost
+``resources.resource_pool`` pins a trial to the nodes with that custom resource, a 2-worker
+trial is placed on both nodes, a node lost
 mid-trial ends the attempt with a line saying so, and a cluster that cannot be reached leaves
 trials queued with that reason."""
 
@@ -70,8 +71,11 @@ def test_trials_run_on_both_nodes_and_pools_pin_them(cluster: Any, fake_python: 
             rm.start(launch(trial_id, fake_python, pool="node1"))
             assert rec.exits.get(timeout=60) == (trial_id, 0)
             assert node_of(rec, trial_id) == node1
-        with pytest.raises(RuntimeError, match="multi-worker trials"):
-            rm.start(TrialLaunch(9, "http://127.0.0.1:1", "t", 2, {}))
+        # a 2-worker trial: a placement group over both nodes (each has 1 CPU)
+        rm.start(TrialLaunch(9, "http://127.0.0.1:1", "t", 2, {"PEDL_TRIAL_PYTHON": fake_python}))
+        assert rec.exits.get(timeout=90) == (9, 0)
+        (placed,) = [text for stream, text, *_ in rec.lines[9] if "workers on the Ray" in text]
+        assert all(node.node_id in placed for node in cluster.pedl_nodes), placed
     finally:
         rm.shutdown()
 

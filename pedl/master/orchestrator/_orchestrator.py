@@ -749,6 +749,7 @@ def _ray_factory(settings: MasterSettings) -> ResourceManagerFactory | None:
         address=chosen.address,
         placement_strategy=chosen.placement_strategy,
         connect_timeout=chosen.connect_timeout,
+        heartbeat_timeout=settings.worker_heartbeat_timeout,
         **kw,
     )
 

@@ -14,6 +14,7 @@ only when a :class:`RayResourceManager` is made (``pedl[ray]``).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import queue
@@ -24,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -61,6 +62,57 @@ def slot_resources(slots: int, *, gpus: bool, resource_pool: str | None = None) 
     return options
 
 
+def gang_order(places: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The bundle indexes of a multi-worker trial's workers in rank order: grouped by node,
+    the nodes in the order their first bundle comes (so bundle 0 is the chief, and the workers
+    of one node have consecutive ranks)."""
+    nodes: dict[str, list[int]] = {}
+    for index, place in enumerate(places):
+        nodes.setdefault(place["node_id"], []).append(index)
+    return [index for indexes in nodes.values() for index in indexes]
+
+
+def spread_environments(
+    places: Sequence[Mapping[str, Any]], dist_timeout: float | None = None
+) -> list[dict[str, str]]:
+    """The contract's variables of each rank (index = rank; ``places`` in rank order, each
+    ``{"node_id", "ip", "ports"}``): :meth:`pedl.core.DistributedContext.to_env` (local and
+    cross ranks by node, the chief at rank 0's address and ports), ``TF_CONFIG`` (each rank's
+    node address and first port) and, on CPU slots, ``CUDA_VISIBLE_DEVICES=""`` (on GPUs Ray
+    sets it to the actor's GPU). Pure."""
+    from pedl.core import DistributedContext
+
+    size = len(places)
+    node_order = list(dict.fromkeys(place["node_id"] for place in places))
+    by_node = {
+        node: [r for r, p in enumerate(places) if p["node_id"] == node] for node in node_order
+    }
+    chief = places[0]
+    cluster = {"worker": [f"{place['ip']}:{place['ports'][0]}" for place in places]}
+    extra: dict[str, Any] = {} if dist_timeout is None else {"timeout": dist_timeout}
+    envs = []
+    for rank, place in enumerate(places):
+        local = by_node[place["node_id"]]
+        context = DistributedContext(
+            rank=rank,
+            size=size,
+            local_rank=local.index(rank),
+            local_size=len(local),
+            cross_rank=node_order.index(place["node_id"]),
+            cross_size=len(node_order),
+            chief_ip=chief["ip"],
+            pub_port=chief["ports"][1],
+            pull_port=chief["ports"][2],
+            **extra,
+        )
+        env = context.to_env()
+        env["TF_CONFIG"] = json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": rank}}
+        )
+        envs.append(env)
+    return envs
+
+
 def probe(address: str | None, timeout: float) -> None:
     """Raise ``OSError`` unless a TCP connection to ``address`` (``HOST:PORT`` or
     ``ray://HOST:PORT``) opens within ``timeout`` seconds (no address: nothing to check)."""
@@ -83,15 +135,60 @@ def slots_of(cluster_resources: Mapping[str, float]) -> tuple[int, bool]:
 
 
 class _TrialRunner:
-    """The Ray actor of one trial attempt: starts the trial process on its node, hands out its
-    output and exit status (runs on a cluster node; every method is called by the master)."""
+    """The Ray actor of one trial attempt (or of one worker of a multi-worker attempt): starts
+    the trial process on its node, hands out its output and exit status (runs on a cluster
+    node; every method is called by the master)."""
 
     def __init__(self) -> None:
         self._popen: subprocess.Popen[bytes] | None = None
+        self._gang: Any = None
         self._lines: queue.Queue[_Line | None] = queue.Queue()
         self._open = 2
         self._tmpdir: Path | None = None
         self._killed = False
+
+    @staticmethod
+    def where() -> dict[str, Any]:
+        """This actor's node: its Ray id and IP address, and this process's pid."""
+        import ray
+
+        return {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "ip": ray.util.get_node_ip_address(),
+            "pid": os.getpid(),
+        }
+
+    def prepare(self) -> dict[str, Any]:
+        """Where this worker of a multi-worker trial runs (:meth:`where`) and three ports free
+        on its node (``ports``: its ``TF_CONFIG`` port, then, for the chief, the collectives'
+        publish and pull ports)."""
+        from pedl.master.rm._gang import free_ports
+
+        return {**self.where(), "ports": free_ports(3, "0.0.0.0")}
+
+    def _environment(
+        self, trial_id: int, python: str | None, env: dict[str, str]
+    ) -> tuple[str, dict[str, str]]:
+        """The trial process's program and environment on this node (a private TMPDIR made)."""
+        from pedl.master.rm._isolation import private_dir, private_variables, trial_environment
+        from pedl.master.rm._local import TRIAL_PYTHON_VARIABLE
+
+        program = env.get(TRIAL_PYTHON_VARIABLE) or python or sys.executable
+        if shutil.which(program) is None:
+            raise FileNotFoundError(
+                f"{program} (the trial's Python) is no executable on the Ray node "
+                f"{self.where()['ip']}"
+            )
+        self._tmpdir = private_dir(trial_id)
+        return program, {
+            **trial_environment(os.environ),
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+            "PYTHONUNBUFFERED": "1",
+            **env,
+            # the trial process exits when this actor's process (its parent) dies
+            "PEDL_MASTER_PID": str(os.getpid()),
+            **private_variables(self._tmpdir, None),
+        }
 
     def start(
         self, trial_id: int, python: str | None, env: dict[str, str], token_box: list[Any]
@@ -101,37 +198,14 @@ class _TrialRunner:
         ``token_box`` and handed over an inherited socket; where it runs."""
         import ray
 
-        from pedl.master.rm._isolation import (
-            private_dir,
-            private_variables,
-            remove_dir,
-            trial_environment,
-        )
-        from pedl.master.rm._local import TRIAL_MODULE, TRIAL_PYTHON_VARIABLE
+        from pedl.master.rm._isolation import remove_dir
+        from pedl.master.rm._local import TRIAL_MODULE
 
         token = ray.get(token_box[0])
-        where = {
-            "node_id": ray.get_runtime_context().get_node_id(),
-            "ip": ray.util.get_node_ip_address(),
-            "pid": os.getpid(),
-        }
+        where = self.where()
         if self._killed:
             return where
-        program = env.get(TRIAL_PYTHON_VARIABLE) or python or sys.executable
-        if shutil.which(program) is None:
-            raise FileNotFoundError(
-                f"{program} (the trial's Python) is no executable on the Ray node {where['ip']}"
-            )
-        self._tmpdir = private_dir(trial_id)
-        full_env = {
-            **trial_environment(os.environ),
-            "TF_CPP_MIN_LOG_LEVEL": "2",
-            "PYTHONUNBUFFERED": "1",
-            **env,
-            # the trial process exits when this actor's process (its parent) dies
-            "PEDL_MASTER_PID": str(os.getpid()),
-            **private_variables(self._tmpdir, None),
-        }
+        program, full_env = self._environment(trial_id, python, env)
         try:
             with token_channel(token) as channel:
                 self._popen = subprocess.Popen(
@@ -154,6 +228,63 @@ class _TrialRunner:
                 target=self._read, args=(stream, name, drop_noise), daemon=True
             ).start()
         where["trial_pid"] = self._popen.pid
+        return where
+
+    def start_worker(
+        self,
+        trial_id: int,
+        python: str | None,
+        env: dict[str, str],
+        token_box: list[Any],
+        rank: int,
+        heartbeat_timeout: float,
+    ) -> dict[str, Any]:
+        """Start the worker ``rank`` of a multi-worker trial as :meth:`start` starts a trial
+        process, with ``env`` holding its distributed variables, as a one-process
+        :class:`~pedl.master.rm._gang.Gang` (its heartbeat pipe ``PEDL_HEARTBEAT_FD``: no
+        byte for ``heartbeat_timeout`` s and it is killed as hung); its lines carry its
+        rank."""
+        import ray
+
+        from pedl.master.rm._gang import Gang
+        from pedl.master.rm._isolation import remove_dir
+        from pedl.master.rm._local import _ANSI, TRIAL_MODULE, is_tf_noise
+
+        token = ray.get(token_box[0])
+        where = self.where()
+        if self._killed:
+            return where
+        program, full_env = self._environment(trial_id, python, env)
+        drop_noise = full_env["TF_CPP_MIN_LOG_LEVEL"] != "0"
+
+        def on_output(worker_rank: int, stream: str, raw: bytes | None) -> None:
+            if raw is None:
+                self._lines.put(None)
+                return
+            text = _ANSI.sub("", raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+            if not (drop_noise and is_tf_noise(text)):
+                self._lines.put((stream, text, worker_rank))
+
+        def on_event(line: str) -> None:
+            self._lines.put(("master", f"[master] {line}", None))
+
+        gang = Gang(heartbeat_timeout=heartbeat_timeout, on_output=on_output, on_event=on_event)
+        channel = token_channel(token)
+        try:
+            gang.start(
+                [program, "-m", TRIAL_MODULE],
+                [{**full_env, TOKEN_FD_ENV: str(channel.fileno())}],
+                pass_fds=[(channel.fileno(),)],
+                ranks=[rank],
+            )
+        except OSError:
+            remove_dir(self._tmpdir)
+            raise
+        finally:
+            channel.close()
+        del token
+        self._gang = gang
+        where["trial_pid"] = gang.pids[0]
         return where
 
     def _read(self, stream: IO[bytes], name: str, drop_noise: bool) -> None:
@@ -185,11 +316,19 @@ class _TrialRunner:
                 self._open -= 1
             else:
                 lines.append(item)
-        if self._popen is None:
+        if self._popen is None and self._gang is None:
             return lines, (_SIGKILL if self._killed else None)
         if self._open or lines:
             return lines, None
-        code = self._popen.wait()
+        if self._gang is not None:
+            code = self._gang.wait()
+            while not self._lines.empty():  # the gang's own event lines
+                item = self._lines.get_nowait()
+                if item is not None:
+                    lines.append(item)
+        else:
+            assert self._popen is not None
+            code = self._popen.wait()
         remove_dir(self._tmpdir)
         self._tmpdir = None
         return lines, code
@@ -197,7 +336,9 @@ class _TrialRunner:
     def kill(self) -> None:
         """SIGKILL the trial process's group (if started; else it never starts)."""
         self._killed = True
-        if self._popen is not None:
+        if self._gang is not None:
+            self._gang.kill()
+        elif self._popen is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._popen.pid, signal.SIGKILL)
 
@@ -209,6 +350,10 @@ class _Attempt:
     killed: bool = False
     killed_at: float = 0.0
     where: dict[str, Any] = field(default_factory=dict)
+    workers: list[Any] = field(default_factory=list)
+    """The actors of a multi-worker attempt (``actor`` is then None), by bundle."""
+    group: Any = None
+    """The placement group of a multi-worker attempt."""
 
 
 class RayResourceManager(ResourceManager):
@@ -232,8 +377,16 @@ class RayResourceManager(ResourceManager):
 
     A trial's exit status reaches ``on_exit`` as a local process's does. A lost actor (its node
     died, or its process was killed outside PEDL) is reported as SIGKILL, after a line in the
-    trial's log that says which node was lost. Warm workers are not used (see README). Trials
-    of more than one slot are refused (multi-worker trials on Ray are not built yet).
+    trial's log that says which node was lost. Warm workers are not used (see README).
+
+    A trial of N > 1 slots is a placement group of N one-slot bundles (``placement_strategy``
+    PACK or SPREAD; Ray places all or none) with one actor per bundle; once all are placed,
+    each picks free ports on its node, the master gives each worker the contract's variables
+    (:func:`spread_environments`: ranks grouped by node, bundle 0's worker the chief) and each
+    actor starts its worker as a one-process :class:`~pedl.master.rm._gang.Gang` (heartbeat
+    pipe, hung workers killed after ``heartbeat_timeout``). The master applies the gang's exit
+    rules across nodes and reports one exit: the first failing worker's (the others killed),
+    else the chief's (the others stopped 3 s after the chief exited 0).
     """
 
     def __init__(
@@ -245,6 +398,7 @@ class RayResourceManager(ResourceManager):
         python: str | None = None,
         placement_strategy: str = "PACK",
         connect_timeout: float = 30.0,
+        heartbeat_timeout: float = 60.0,
     ) -> None:
         import ray  # noqa: F401 (fails early without pedl[ray])
 
@@ -254,6 +408,7 @@ class RayResourceManager(ResourceManager):
         self._python = python
         self._strategy = placement_strategy
         self._connect_timeout = connect_timeout
+        self._heartbeat_timeout = heartbeat_timeout
         self._lock = threading.Lock()
         self._attempts: dict[int, _Attempt] = {}
         self._watchers: list[threading.Thread] = []
@@ -334,16 +489,14 @@ class RayResourceManager(ResourceManager):
     def start(self, launch: TrialLaunch) -> None:
         import ray
 
-        if launch.slots > 1:
-            raise RuntimeError(
-                f"trials of {launch.slots} slots (multi-worker trials) do not run on the Ray "
-                "resource manager yet: set resources.slots_per_trial to 1"
-            )
         if not self._connected.is_set():
             raise RuntimeError(self._reason or "the Ray cluster is not joined")
         with self._lock:
             if launch.trial_id in self._attempts:
                 raise RuntimeError(f"trial {launch.trial_id} is already running")
+            if launch.slots > 1:
+                self._start_gang(launch)
+                return
             options = slot_resources(
                 launch.slots, gpus=self._gpus, resource_pool=launch.resource_pool
             )
@@ -452,6 +605,16 @@ class RayResourceManager(ResourceManager):
                 return
             attempt.killed, attempt.killed_at = True, time.monotonic()
             placed = bool(attempt.where)
+        if attempt.workers:
+            for worker in attempt.workers:
+                if placed:
+                    worker.kill.remote()
+                else:
+                    import ray
+
+                    with contextlib.suppress(Exception):
+                        ray.kill(worker, no_restart=True)
+            return
         if placed:
             attempt.actor.kill.remote()
         else:  # not placed yet (or starting): end the actor, the process dies with it
@@ -459,6 +622,196 @@ class RayResourceManager(ResourceManager):
 
             with contextlib.suppress(Exception):
                 ray.kill(attempt.actor, no_restart=True)
+
+    # multi-worker trials --------------------------------------------------------------------
+
+    def _start_gang(self, launch: TrialLaunch) -> None:
+        """Ask Ray for a placement group of ``launch.slots`` one-slot bundles (all or none;
+        ``placement_strategy``), one worker actor per bundle; a thread of the trial does the
+        rest (the caller holds the lock)."""
+        import ray
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        one = slot_resources(1, gpus=self._gpus, resource_pool=launch.resource_pool)
+        bundle = {
+            **({"GPU": 1} if self._gpus else {"CPU": 1}),
+            **one.get("resources", {}),
+        }
+        group = placement_group(
+            [dict(bundle) for _ in range(launch.slots)], strategy=self._strategy
+        )
+        runner: Any = ray.remote(_TrialRunner)
+        workers = [
+            runner.options(
+                max_concurrency=4,
+                max_restarts=0,
+                max_task_retries=0,
+                scheduling_strategy=PlacementGroupSchedulingStrategy(
+                    placement_group=group, placement_group_bundle_index=index
+                ),
+                **one,
+            ).remote()
+            for index in range(launch.slots)
+        ]
+        attempt = _Attempt(launch.trial_id, None, workers=workers, group=group)
+        self._attempts[launch.trial_id] = attempt
+        watcher = threading.Thread(
+            target=self._watch_gang,
+            args=(attempt, launch),
+            name=f"pedl-ray-trial-{launch.trial_id}",
+            daemon=True,
+        )
+        self._watchers = [w for w in self._watchers if w.is_alive()]
+        self._watchers.append(watcher)
+        watcher.start()
+
+    def _watch_gang(self, attempt: _Attempt, launch: TrialLaunch) -> None:
+        """Wait until Ray placed every worker, start them with the contract's variables, ship
+        their output, apply the gang's exit rules across nodes, report one exit."""
+        import ray
+        from ray.util.placement_group import remove_placement_group
+
+        trial_id = attempt.trial_id
+        code: int | None = None
+        try:
+            ready = attempt.group.ready()
+            while not ray.wait([ready], timeout=1.0)[0]:
+                if attempt.killed:
+                    code = _SIGKILL
+                    return
+            places = ray.get([worker.prepare.remote() for worker in attempt.workers])
+            order = gang_order(places)
+            workers = [attempt.workers[index] for index in order]
+            places = [places[index] for index in order]
+            attempt.where = places[0]
+            envs = spread_environments(places)
+            token_ref = ray.put(launch.token)
+            base = {
+                **launch.env,
+                "PEDL_MASTER_URL": launch.master_url,
+                "PEDL_TRIAL_ID": str(trial_id),
+                # CPU slots: no worker sees a GPU (on GPU slots Ray sets each one's GPU)
+                **({} if self._gpus else {"CUDA_VISIBLE_DEVICES": ""}),
+            }
+            try:
+                ray.get(
+                    [
+                        worker.start_worker.remote(
+                            trial_id,
+                            self._python,
+                            {**base, **envs[rank]},
+                            [token_ref],
+                            rank,
+                            self._heartbeat_timeout,
+                        )
+                        for rank, worker in enumerate(workers)
+                    ]
+                )
+            finally:
+                del token_ref
+            nodes = ", ".join(
+                f"rank {rank}: {place['node_id']} ({place['ip']})"
+                for rank, place in enumerate(places)
+            )
+            self._ship(
+                trial_id,
+                [
+                    (
+                        "master",
+                        f"[master] the trial runs as {len(workers)} workers on the Ray nodes "
+                        f"{nodes}; rank 0 is the chief",
+                        None,
+                    )
+                ],
+            )
+            code = self._follow_gang(attempt, workers, places)
+        except Exception as err:
+            code = _SIGKILL
+            if not attempt.killed:
+                self._ship(trial_id, [("master", f"[master] {self._loss(attempt, err)}", None)])
+        finally:
+            for worker in attempt.workers:
+                with contextlib.suppress(Exception):
+                    ray.kill(worker, no_restart=True)
+            with contextlib.suppress(Exception):
+                remove_placement_group(attempt.group)
+            with self._lock:
+                self._attempts.pop(trial_id, None)
+            self._on_exit(trial_id, _SIGKILL if code is None else code)
+
+    def _follow_gang(
+        self, attempt: _Attempt, workers: list[Any], places: list[dict[str, Any]]
+    ) -> int:
+        """Pull every worker's output until all ended; the attempt's exit status: the first
+        failing worker's (the others are then killed), else the chief's (the others get
+        :data:`~pedl.master.rm._gang.STOP_GRACE_SECONDS` after the chief exited 0)."""
+        import ray
+
+        from pedl.master.rm._gang import STOP_GRACE_SECONDS, describe_status
+
+        trial_id = attempt.trial_id
+        codes: dict[int, int] = {}
+        pulls = {worker.pull.remote(_PULL_SECONDS): rank for rank, worker in enumerate(workers)}
+        failure: tuple[int, int] | None = None
+        chief_done: float | None = None
+        stopped = False
+
+        def stop_rest(why: str) -> None:
+            nonlocal stopped
+            stopped = True
+            rest = [rank for rank in range(len(workers)) if rank not in codes]
+            self._ship(
+                trial_id,
+                [
+                    (
+                        "master",
+                        f"[master] {why}; stopping the other workers (ranks "
+                        f"{', '.join(map(str, rest))})",
+                        None,
+                    )
+                ]
+                if rest
+                else [],
+            )
+            for rank in rest:
+                workers[rank].kill.remote()
+
+        while pulls:
+            done, _ = ray.wait(list(pulls), num_returns=1, timeout=1.0)
+            for ref in done:
+                rank = pulls.pop(ref)
+                try:
+                    lines, code = ray.get(ref)
+                except ray.exceptions.RayError as err:
+                    lines, code = [], _SIGKILL
+                    lost = _Attempt(trial_id, None, where=places[rank])
+                    lines = [("master", f"[master] rank {rank}: {self._loss(lost, err)}", None)]
+                if lines:
+                    self._ship(trial_id, lines)
+                if code is None:
+                    pulls[workers[rank].pull.remote(_PULL_SECONDS)] = rank
+                    continue
+                codes[rank] = code
+                if stopped or attempt.killed:
+                    continue
+                if code != 0:
+                    failure = (rank, code)
+                    stop_rest(f"the attempt ended: rank {rank} failed ({describe_status(code)})")
+                elif rank == 0:
+                    chief_done = time.monotonic()
+            if (
+                chief_done is not None
+                and not stopped
+                and time.monotonic() - chief_done >= STOP_GRACE_SECONDS
+                and len(codes) < len(workers)
+            ):
+                stop_rest(f"the chief exited {STOP_GRACE_SECONDS:g} s ago")
+        if attempt.killed:
+            return _SIGKILL
+        if failure is not None:
+            return failure[1]
+        return codes.get(0, _SIGKILL)
 
     def running(self) -> set[int]:
         with self._lock:
