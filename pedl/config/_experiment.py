@@ -26,7 +26,11 @@ from pedl.config._searcher import (
     AsyncHalvingSearcherConfig,
     SearcherConfig,
 )
-from pedl.config._storage import CheckpointStorageConfig, default_checkpoint_storage
+from pedl.config._storage import (
+    CheckpointStorageConfig,
+    default_checkpoint_storage,
+    merge_over_default_storage,
+)
 
 
 def _never() -> Length:
@@ -107,6 +111,15 @@ class ExperimentConfig(ConfigModel):
     preemption_timeout: int | None = None
     slurm: dict[str, Any] | None = None
     pbs: dict[str, Any] | None = None
+
+    @field_validator("checkpoint_storage", mode="before")
+    @classmethod
+    def _partial_storage(cls, value: Any) -> Any:
+        """A ``checkpoint_storage`` block without ``type`` (retention settings only, as
+        Determined allows) is merged field by field over the default storage: ``shared_fs``
+        in the master's ``checkpoint_dir`` (local mode: the run's directory), see
+        :func:`pedl.engine.with_default_storage`."""
+        return merge_over_default_storage(value)
 
     @field_validator("entrypoint", mode="before")
     @classmethod

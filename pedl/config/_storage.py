@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import posixpath
-from typing import Annotated, ClassVar, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
@@ -24,6 +25,10 @@ store rooted at this path (``~`` is expanded by the storage backend, not here)."
 class _StorageBase(ConfigModel):
     """Checkpoint retention common to all backends (Determined's defaults)."""
 
+    merged_over_default: bool = Field(default=False, exclude=True)
+    """Set when the config's block had no ``type``: its fields are merged over the default
+    storage, whose place (``host_path``) the master or local mode then gives (not part of the
+    config's canonical form)."""
     save_experiment_best: int = Field(default=0, ge=0)
     save_trial_best: int = Field(default=1, ge=0)
     save_trial_latest: int = Field(default=1, ge=0)
@@ -133,3 +138,20 @@ CheckpointStorageConfig = Annotated[
 def default_checkpoint_storage() -> SharedFSStorageConfig:
     """The storage used when a config gives none: shared_fs at ``DEFAULT_HOST_PATH``."""
     return SharedFSStorageConfig(type="shared_fs", host_path=DEFAULT_HOST_PATH)
+
+
+def merge_over_default_storage(value: Any) -> Any:
+    """A raw ``checkpoint_storage`` mapping without ``type``, merged over the default storage
+    (``shared_fs`` at :data:`DEFAULT_HOST_PATH`; marked ``merged_over_default`` when it names
+    no ``host_path`` either, so that the master's or local mode's default place replaces
+    that one); any other value as it is."""
+    if not isinstance(value, Mapping) or "type" in value:
+        return value
+    if "host_path" in value:
+        return {"type": "shared_fs", **value}
+    return {
+        "type": "shared_fs",
+        "host_path": DEFAULT_HOST_PATH,
+        **value,
+        "merged_over_default": True,
+    }

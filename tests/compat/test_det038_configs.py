@@ -116,3 +116,21 @@ def test_a_script_needs_no_global_batch_size_for_epochs() -> None:
                 "metric: loss", "metric: loss, max_length: {epochs: 2}"
             )
         )
+
+
+def test_a_partial_checkpoint_storage_is_merged_over_the_default(tmp_path: Path) -> None:
+    """Determined merges a block without ``type`` over the cluster's storage; PEDL over the
+    master's (local mode's) default, field by field."""
+    from pedl.engine import with_default_storage
+
+    text = SCRIPT + "checkpoint_storage:\n  save_trial_latest: 5\n  save_trial_best: 0\n"
+    config = with_default_storage(parse_config(text), tmp_path)
+    storage = config.checkpoint_storage
+    assert (storage.type, storage.host_path) == ("shared_fs", str(tmp_path.resolve()))
+    assert (storage.save_trial_latest, storage.save_trial_best) == (5, 0)
+    assert parse_config(config.as_dict()) == config  # the merged form is a plain config
+    # A block naming its own place keeps it; a complete one is left alone.
+    own = parse_config(SCRIPT + "checkpoint_storage: {host_path: /data/ckpt}\n")
+    assert with_default_storage(own, tmp_path).checkpoint_storage.host_path == "/data/ckpt"
+    full = parse_config(SCRIPT + "checkpoint_storage: {type: shared_fs, host_path: /d}\n")
+    assert with_default_storage(full, tmp_path) is full
