@@ -6,10 +6,13 @@ trials queued with that reason."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.master.test_rm_contract import FAKE_TRIAL, Recorder
@@ -17,7 +20,13 @@ from tests.ray.cluster import ray_cluster
 
 pytest.importorskip("ray")
 
+from pedl.master import MasterSettings, create_app
+from pedl.master.api._app import make_database
+from pedl.master.orchestrator import Orchestrator
 from pedl.master.rm import RayResourceManager, TrialLaunch
+from tests.master.e2e import free_port
+from tests.master.helpers import LiveServer, sign_in
+from tests.master.test_multi_worker import _completed, _create, _logs
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +87,57 @@ def test_trials_run_on_both_nodes_and_pools_pin_them(cluster: Any, fake_python: 
         assert all(node.node_id in placed for node in cluster.pedl_nodes), placed
     finally:
         rm.shutdown()
+
+
+def test_a_two_worker_trial_on_two_nodes_completes_on_a_real_master(
+    cluster: Any, tmp_path: Path
+) -> None:
+    """The framework-free ``gang_model`` (core-API collectives every batch) with
+    ``slots_per_trial: 2`` on a master whose resource manager is the cluster: one worker on
+    each node, both at the same batch to the end, logs tagged by rank."""
+    port = free_port()
+    settings = MasterSettings(
+        home=tmp_path / "home",
+        db_url=f"sqlite:///{tmp_path / 'pedl.db'}",
+        resource_manager={"type": "ray", "address": cluster.address},
+    )
+    database = make_database(settings)
+    orchestrator = Orchestrator(database, settings, master_url=f"http://127.0.0.1:{port}")
+    app = create_app(settings, database=database, orchestrator=orchestrator)
+    try:
+        with (
+            LiveServer(app, port=port) as server,
+            httpx.Client(
+                base_url=server.url + "/api/v1", timeout=30, headers=sign_in(database)
+            ) as http,
+        ):
+            deadline = time.monotonic() + 60
+            while http.get("/cluster").json()["slots_total"] != 2:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+            experiment_id = _create(http)
+            trial = _completed(http, experiment_id, timeout=180)
+            assert trial["restarts"] == 0 and trial["total_batches"] == 20
+            every = _logs(http, trial["id"])
+    finally:
+        database.dispose()
+    (placed,) = [line["message"] for line in every if "workers on the Ray" in line["message"]]
+    assert all(node.node_id in placed for node in cluster.pedl_nodes), placed
+    seen = {}
+    for line in every:
+        if line["message"].startswith("gang-worker "):
+            seen[line["rank"]] = json.loads(line["message"][len("gang-worker ") :])
+    assert sorted(seen) == [0, 1]
+    for rank, info in seen.items():
+        assert info["size"] == 2 and info["ranks"] == [0, 1]
+        assert info["tf_config"]["task"] == {"type": "worker", "index": rank}
+        assert info["cuda"] == ""
+    assert seen[0]["tf_config"]["cluster"] == seen[1]["tf_config"]["cluster"]
+    for rank in (0, 1):
+        assert any(
+            line["rank"] == rank and f"rank {rank} done at batch 20" in line["message"]
+            for line in every
+        )
 
 
 def test_a_node_lost_mid_trial_ends_the_attempt_saying_so(cluster: Any, fake_python: str) -> None:
