@@ -183,3 +183,43 @@ def test_an_unreachable_cluster_is_a_reason_to_wait(tmp_path: Any) -> None:
                 rm.start(TrialLaunch(1, "http://127.0.0.1:1", "t", 1, {}))
         finally:
             rm.shutdown()
+
+
+def test_a_master_whose_cluster_cannot_be_reached_serves_and_queues_trials(
+    tmp_path: Path,
+) -> None:
+    """Nothing listens at the address: the master serves, its trial waits QUEUED with the
+    reason (the trial's log and GET /cluster), and is not failed as never fitting."""
+    port = free_port()
+    nowhere = f"127.0.0.1:{free_port()}"
+    settings = MasterSettings(
+        home=tmp_path / "home",
+        db_url=f"sqlite:///{tmp_path / 'pedl.db'}",
+        resource_manager={"type": "ray", "address": nowhere},
+    )
+    database = make_database(settings)
+    orchestrator = Orchestrator(database, settings, master_url=f"http://127.0.0.1:{port}")
+    app = create_app(settings, database=database, orchestrator=orchestrator)
+    try:
+        with (
+            LiveServer(app, port=port) as server,
+            httpx.Client(
+                base_url=server.url + "/api/v1", timeout=30, headers=sign_in(database)
+            ) as http,
+        ):
+            experiment_id = _create(http)
+            deadline = time.monotonic() + 60
+            while True:
+                items = http.get(f"/experiments/{experiment_id}/trials").json()["items"]
+                said = " ".join(m["message"] for m in _logs(http, items[0]["id"])) if items else ""
+                if "cannot be reached" in said:
+                    break
+                assert time.monotonic() < deadline, (items, said)
+                time.sleep(0.2)
+            assert f"queued: the Ray cluster at {nowhere} cannot be reached" in said
+            assert items[0]["state"] == "QUEUED", items
+            assert http.get(f"/experiments/{experiment_id}").json()["state"] == "ACTIVE"
+            assert "cannot be reached" in (http.get("/cluster").json()["halted"] or "")
+            assert http.get("/health").status_code == 200
+    finally:
+        database.dispose()

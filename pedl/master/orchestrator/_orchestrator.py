@@ -734,7 +734,10 @@ class Orchestrator:
     def impossible_placement(self, config: ExperimentConfig) -> str | None:
         """Why trials of ``config`` could never be placed on this cluster, if so."""
         resources = config.resources
-        return never_fits(resources.slots_per_trial, self.total_slots, resources.max_slots)
+        total = self.total_slots
+        if self._rm.unavailable() is not None:  # the cluster's size is unknown now
+            total = max(total, resources.slots_per_trial)
+        return never_fits(resources.slots_per_trial, total, resources.max_slots)
 
 
 def _ray_factory(settings: MasterSettings) -> ResourceManagerFactory | None:
