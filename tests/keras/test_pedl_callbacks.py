@@ -101,3 +101,52 @@ def test_tensorboard_writes_to_the_trial_directory_and_keeps_counting(tmp_path: 
     )
     train(with_callbacks(make), second)
     assert boards[1]._global_train_batch == 8  # continued from 3, not restarted at 0
+
+
+def test_early_stopping_restores_the_best_weights_across_a_pause(tmp_path: Path) -> None:
+    seen: list[list[np.ndarray]] = []
+
+    class Record(keras.callbacks.Callback):
+        def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
+            seen.append([np.array(w) for w in self.model.get_weights()])
+
+    def make() -> EarlyStopping:
+        return EarlyStopping(
+            monitor="val_loss", min_delta=100.0, patience=2, restore_best_weights=True
+        )
+
+    overrides = ("searcher.max_length.batches=40", *VALIDATE_EVERY_2)
+    boundaries = iter(range(100))
+    first = make_run(tmp_path, overrides=overrides, preempt=lambda: next(boundaries) == 1)
+    assert train(with_callbacks(Record, make), first) is TrialOutcome.PREEMPTED
+    second = make_run(
+        tmp_path,
+        overrides=overrides,
+        latest_checkpoint=first.recorder.checkpoints[-1][0],
+        recorder=first.recorder,
+    )
+    assert train(with_callbacks(Record, make), second) is TrialOutcome.STOPPED_EARLY
+    assert first.recorder.batches("validation") == [2, 4, 6]
+    # The best validation was the first (batch 2, before the pause): the final checkpoint
+    # holds its weights, not those of batch 6.
+    models: list[keras.Model] = []
+
+    class Plain(SmallTrial):  # the same callback slot, without restoring anything itself
+        def build_model(self) -> keras.Model:
+            models.append(super().build_model())
+            return models[-1]
+
+        def keras_callbacks(self) -> list[Any]:
+            return [EarlyStopping(monitor="val_loss", patience=100)]
+
+    third = make_run(
+        tmp_path,
+        overrides=("searcher.max_length.batches=6", *VALIDATE_EVERY_2),
+        latest_checkpoint=first.recorder.checkpoints[-1][0],
+        recorder=first.recorder,
+    )
+    train(Plain, third)
+    restored = models[-1].get_weights()
+    assert not all(np.array_equal(a, b) for a, b in zip(seen[2], seen[0], strict=True))
+    for got, best in zip(restored, seen[0], strict=True):
+        np.testing.assert_array_equal(got, best)

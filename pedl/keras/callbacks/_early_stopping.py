@@ -14,14 +14,16 @@ class EarlyStopping(AfterValidation, keras.callbacks.EarlyStopping):
 
     Configure ``min_validation_period`` to control how often that is. Validation metrics
     carry Keras' ``val_`` prefix, as in ``fit``: the default ``monitor="val_loss"`` works.
-    ``restore_best_weights`` is not supported.
+
+    ``restore_best_weights=True``: the best weights travel in every checkpoint (they survive
+    pauses and restarts); when it stops the trial the model gets them before its final
+    checkpoint, and, as in Keras, when training ends the model in memory has them.
     """
 
-    state_fields = ("wait", "best", "stopped_epoch", "best_epoch")
+    state_fields = ("wait", "best", "stopped_epoch", "best_epoch", "best_weights")
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if kwargs.get("restore_best_weights"):
-            raise ValueError(
-                "pedl.keras.callbacks.EarlyStopping does not support restore_best_weights"
-            )
-        super().__init__(*args, **kwargs)
+    def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
+        super().on_test_end(logs)
+        stopping = bool(getattr(self.model, "stop_training", False)) and self.stopped_epoch > 0
+        if stopping and self.restore_best_weights and self.best_weights is not None:
+            self.model.set_weights(self.best_weights)
