@@ -21,6 +21,7 @@ ALIASES: dict[str, str] = {
     "lt": "list-trials",
     "lc": "list-checkpoints",
     "unpause": "activate",
+    "rm": "remove",
 }
 """``det``'s alias -> the command it names (in whichever group has that command)."""
 

@@ -127,6 +127,11 @@ def create(
             _run_smoke_test(out, config_file, packaged, overrides)
             return
         if not local:
+            if paused and (master_test or follow_first_trial or follow):
+                raise click.UsageError(
+                    "--paused cannot be combined with --test-mode, --follow or "
+                    "--follow-first-trial (a paused experiment does not run)"
+                )
             _create_on_master(
                 out,
                 config_file,

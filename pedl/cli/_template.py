@@ -76,3 +76,16 @@ def remove(name: str) -> None:
     """Remove the template NAME."""
     current_client().remove_template(name)
     console().print(f"Removed template {name}", markup=False)
+
+
+@template.group("set-value", cls=AliasGroup)
+def set_value() -> None:
+    """Change a template's attributes."""
+
+
+@set_value.command("config")
+@NAME
+@CONFIG_FILE
+def set_value_config(name: str, config_file: Path) -> None:
+    """Replace the config of the template NAME with CONFIG_FILE (as `template set`)."""
+    _set(name, config_file, "Set")

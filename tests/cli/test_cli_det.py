@@ -54,6 +54,8 @@ def test_config_override_changes_only_that_key(
     assert exp.name == "over"
     assert exp.config["hyperparameters"]["lr"] in (0.25, {"type": "const", "val": 0.25})
     assert str(Path.home() / ".pedl") not in yaml.safe_dump(exp.config)
+    conflicting = run(master, *args, "-t")
+    assert conflicting.exit_code == 2 and "--paused cannot" in conflicting.output
     bad = run(master, *args, "--config", "searcher.max_length=-1")
     assert bad.exit_code == 1 and "searcher.max_length" in bad.output
 
@@ -298,7 +300,10 @@ def test_templates_merge_under_the_config(
     template_file.write_text("description: replaced\n")
     assert run(master, "template", "set", name, str(template_file)).exit_code == 0
     assert client.get_template(name) == {"description": "replaced"}
-    assert run(master, "template", "remove", name).exit_code == 0
+    template_file.write_text("description: set-value\n")
+    assert run(master, "tpl", "set-value", "config", name, str(template_file)).exit_code == 0
+    assert client.get_template(name) == {"description": "set-value"}
+    assert run(master, "template", "rm", name).exit_code == 0
     assert name not in client.list_templates()
     missing = run(master, "experiment", "create", str(config), str(model_dir), "--template", name)
     assert missing.exit_code == 1 and "not found" in missing.output

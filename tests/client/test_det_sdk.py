@@ -7,19 +7,21 @@ import warnings
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pedl.client import (
     Client,
     ExperimentSortBy,
     ExperimentState,
     LogLevel,
+    NotFoundError,
     OrderBy,
     PEDLError,
     TrainingMetrics,
     ValidationMetrics,
 )
 from tests.cli.test_cli_det import LOG_LINES, Filled, fill
-from tests.client.helpers import LiveMaster
+from tests.client.helpers import CONFIG_YAML, LiveMaster
 
 
 @pytest.fixture
@@ -139,3 +141,30 @@ def test_determined_names(client: Client) -> None:
     ):
         assert hasattr(det_client, name), name
     assert det_client.ExperimentState.COMPLETED == "COMPLETED"
+
+
+def test_archive_and_templates_from_the_sdk(
+    client: Client, filled: Filled, tmp_path: Path, model_dir: Path
+) -> None:
+    exp = client.get_experiment(filled.experiment_id)
+    exp.archive()
+    assert exp.archived and client.get_experiment(exp.id).archived
+    assert exp.id not in [e.id for e in client.list_experiments()]
+    assert exp.id in [e.id for e in client.list_experiments(archived=None)]
+    exp.unarchive()
+    assert not exp.archived and exp.id in [e.id for e in client.list_experiments()]
+
+    name = "sdk-template"
+    stored = client.set_template(name, "labels: [from-template]\ndescription: templated\n")
+    assert stored == {"labels": ["from-template"], "description": "templated"}
+    assert client.list_templates()[name] == stored
+    created = client.create_experiment(
+        {**yaml.safe_load(CONFIG_YAML.format(storage=filled.storage)), "labels": ["mine"]},
+        model_dir,
+        template=name,
+        activate=False,
+    )
+    assert created.labels == ["mine"] and created.description == "templated"
+    client.remove_template(name)
+    with pytest.raises(NotFoundError):
+        client.get_template(name)
