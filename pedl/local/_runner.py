@@ -16,7 +16,10 @@ import getpass
 import logging
 import os
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,12 +41,15 @@ from pedl.engine import (
     searcher_metric_of,
     with_default_storage,
 )
-from pedl.exec import run_attempt
+from pedl.exec import AttemptResult, run_attempt
+from pedl.local._worker import TRIAL_ENV, trial_description
 from pedl.master.db import Database, MetricRow, SQLExperimentStore
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
+from pedl.master.rm import Gang, gang_environments, pick_ports
+from pedl.master.rm._gang import HEARTBEAT_TIMEOUT_SECONDS, STOP_GRACE_SECONDS
 from pedl.searcher import RemoteSearchMethod, unavailable_reason
 from pedl.storage import (
     CheckpointSummary,
@@ -247,11 +253,15 @@ class LocalExperiment:
         batches = self.driver.to_batches(trial_id, target) if target is not None else None
         self.display.trial_started(trial, batches)
         with _environment(self.config.environment.env_dict(gpu=False)):
-            result = run_attempt(
-                self.code_dir,
-                self.config.entrypoint,
-                lambda: self._context(trial_id, preemption),
-            )
+            size = self.config.resources.slots_per_trial
+            if size > 1:
+                result = self._run_workers(trial_id, preemption, size)
+            else:
+                result = run_attempt(
+                    self.code_dir,
+                    self.config.entrypoint,
+                    lambda: self._context(trial_id, preemption),
+                )
         if result.error is not None and result.outcome == TrialOutcome.ERRORED:
             logger.error(
                 "trial %d failed: %s\n%s", trial_id, result.error.summary(), result.error.traceback
@@ -259,11 +269,86 @@ class LocalExperiment:
         self._apply(self.driver.trial_exited(trial_id, result.outcome, result.error))
         self.display.trial_finished(self.trial(trial_id))
 
-    def _context(self, trial_id: int, preemption: core.SignalPreemption) -> core.Context:
+    def _run_workers(
+        self, trial_id: int, preemption: core.SignalPreemption, size: int
+    ) -> AttemptResult:
+        """Run a trial of ``slots_per_trial: size`` as ``size`` workers: the chief (rank 0)
+        in this process, ranks 1..size-1 as ``python -m pedl.local.worker`` processes started
+        by the master's launcher (:class:`pedl.master.rm.Gang`, with the same environments),
+        their output on stderr prefixed with their rank. A worker that fails or hangs
+        (``PEDL_WORKER_HEARTBEAT_TIMEOUT``, default 60 s) is stopped and the chief's
+        collectives fail, so the attempt errors and the trial restarts from its checkpoint
+        (``max_restarts``); once the chief is done the others get a short grace."""
+        envs = gang_environments(size, pick_ports(size))
+        distributed = core.DistributedContext.from_env(envs[0])
+        description = trial_description(self._info(trial_id), self.config.as_dict())
+        base = {**os.environ, "PYTHONUNBUFFERED": "1", "PEDL_MASTER_PID": str(os.getpid())}
+        attempt = threading.Event()
+        main = threading.main_thread().ident if _in_main_thread() else None
+
+        def on_event(line: str) -> None:
+            logger.warning("trial %d: %s", trial_id, line)
+            # A worker failed or hung: interrupt the chief, which may be waiting for it in a
+            # collective (or in the first connection, which no lost peer ends).
+            if main is not None and attempt.is_set() and gang.failure is not None:
+                signal.pthread_kill(main, _INTERRUPT)
+
+        def interrupt(_signum: int, _frame: object) -> None:
+            if attempt.is_set() and gang.failure is not None:
+                attempt.clear()
+                raise WorkerLostError(gang.failure.reason)
+
+        gang = Gang(
+            heartbeat_timeout=_heartbeat_timeout(),
+            on_output=_rank_printer(),
+            on_event=on_event,
+        )
+        previous = signal.signal(_INTERRUPT, interrupt) if main is not None else None
+        try:
+            attempt.set()
+            gang.start(
+                [sys.executable, "-m", "pedl.local.worker"],
+                [{**base, **env, TRIAL_ENV: description} for env in envs[1:]],
+                ranks=range(1, size),
+            )
+            logger.info(
+                "trial %d runs as %d workers: rank 0 (the chief) in this process, ranks "
+                "1..%d as processes %s",
+                trial_id,
+                size,
+                size - 1,
+                ", ".join(map(str, gang.pids)),
+            )
+            try:
+                result = run_attempt(
+                    self.code_dir,
+                    self.config.entrypoint,
+                    lambda: self._context(trial_id, preemption, distributed),
+                )
+            except WorkerLostError as err:  # raised outside the attempt's own handling
+                result = AttemptResult(TrialOutcome.ERRORED, None)
+                del err
+            finally:
+                attempt.clear()
+                distributed.close()
+                if gang.wait(STOP_GRACE_SECONDS) is None:
+                    gang.stop()
+                gang.wait()
+        finally:
+            if main is not None:
+                signal.signal(_INTERRUPT, previous)
+        failure = gang.failure
+        if failure is not None and result.outcome is TrialOutcome.ERRORED:
+            logger.error("trial %d: the attempt ended: %s", trial_id, failure.reason)
+            # the worker's failure, not the model's: restarted like a failed trial process
+            error = TrialError("WorkerExited", f"a worker of the trial ended: {failure.reason}")
+            result = AttemptResult(TrialOutcome.ERRORED, error, "train")
+        return result
+
+    def _info(self, trial_id: int) -> core.TrialInfo:
         with self.database.session() as session:
             row = trials_repo.get_trial(session, trial_id)
-        recorder = _Recorder(self, trial_id)
-        info = core.TrialInfo(
+        return core.TrialInfo(
             trial_id=trial_id,
             experiment_id=self.experiment_id,
             hparams=dict(row.hparams),
@@ -274,6 +359,15 @@ class LocalExperiment:
             warm_start_checkpoint=row.warm_start_checkpoint_uuid,
             extra={"tensorboard_dir": str(self.directory / "tensorboard" / f"trial_{trial_id}")},
         )
+
+    def _context(
+        self,
+        trial_id: int,
+        preemption: core.SignalPreemption,
+        distributed: core.DistributedContext | None = None,
+    ) -> core.Context:
+        recorder = _Recorder(self, trial_id)
+        info = self._info(trial_id)
         return core.build_context(
             info,
             metrics=recorder,
@@ -281,6 +375,7 @@ class LocalExperiment:
             storage=self.storage,
             searcher=_DriverSession(self, trial_id),
             should_preempt=lambda: preemption.requested() or self.driver.should_preempt(trial_id),
+            distributed=distributed,
         )
 
     def _apply(self, actions: Sequence[Action]) -> None:
@@ -471,6 +566,45 @@ def _environment(variables: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+_INTERRUPT = signal.SIGUSR1
+"""The signal that interrupts a local multi-worker trial's chief when a worker failed."""
+
+
+class WorkerLostError(RuntimeError):
+    """A worker of a local multi-worker trial failed or hung (raised in the chief)."""
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+HEARTBEAT_TIMEOUT_VARIABLE = "PEDL_WORKER_HEARTBEAT_TIMEOUT"
+"""Local mode's ``worker_heartbeat_timeout`` (the master's setting of that name)."""
+
+
+def _heartbeat_timeout() -> float:
+    raw = os.environ.get(HEARTBEAT_TIMEOUT_VARIABLE)
+    try:
+        value = float(raw) if raw else HEARTBEAT_TIMEOUT_SECONDS
+    except ValueError:
+        value = HEARTBEAT_TIMEOUT_SECONDS
+    return value if value > 0 else HEARTBEAT_TIMEOUT_SECONDS
+
+
+def _rank_printer() -> Callable[[int, str, bytes | None], None]:
+    """Print the workers' output on this process's stderr, each line after its rank."""
+    lock = threading.Lock()
+
+    def output(rank: int, stream: str, raw: bytes | None) -> None:
+        if raw is None:
+            return
+        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        with lock:
+            print(f"[rank {rank}] {text}", file=sys.stderr, flush=True)
+
+    return output
 
 
 def _next_directory(output: Path) -> Path:

@@ -198,13 +198,25 @@ class Gang:
     def size(self) -> int:
         return len(self._workers)
 
+    def stop(self) -> None:
+        """End the attempt from outside (local mode's chief finished): SIGTERM to whatever
+        still runs, SIGKILL after the grace; :meth:`wait` then returns."""
+        with self._lock:
+            if self._stopping_at is None:
+                self._stopping_at = time.monotonic()
+                for worker in self._workers:
+                    if worker.popen.returncode is None:
+                        worker.killed = True
+                        _signal(worker.popen, signal.SIGTERM)
+
     @property
     def pids(self) -> list[int]:
         return [w.popen.pid for w in self._workers]
 
     def popen(self, rank: int) -> subprocess.Popen[bytes]:
         """The process of ``rank`` (after :meth:`start`)."""
-        return self._workers[rank].popen
+        (worker,) = (w for w in self._workers if w.rank == rank)
+        return worker.popen
 
     @property
     def failure(self) -> GangFailure | None:
@@ -217,20 +229,26 @@ class Gang:
         envs: Sequence[Mapping[str, str]],
         *,
         pass_fds: Sequence[Sequence[int]] = (),
+        ranks: Sequence[int] | None = None,
         **popen_kwargs: Any,
     ) -> None:
-        """Start one process per environment in ``envs`` (index = rank), each with
-        ``PEDL_HEARTBEAT_FD`` and the file descriptors ``pass_fds[rank]`` inherited, in its
-        own session, stdin closed, stdout and stderr piped; ``popen_kwargs`` go to every
-        :class:`subprocess.Popen` (e.g. a trial user's). Raises ``OSError`` (none left
-        running) when one cannot start."""
+        """Start one process per environment in ``envs`` (index = rank, or the rank
+        ``ranks`` gives at that index: local mode runs the chief in its own process and
+        starts only ranks 1..N-1), each with ``PEDL_HEARTBEAT_FD`` and the file descriptors
+        ``pass_fds[i]`` inherited, in its own session, stdin closed, stdout and stderr piped;
+        ``popen_kwargs`` go to every :class:`subprocess.Popen` (e.g. a trial user's). Raises
+        ``OSError`` (none left running) when one cannot start."""
         if self._workers:
             raise RuntimeError("a gang starts once")
+        numbers = list(range(len(envs))) if ranks is None else list(ranks)
+        if len(numbers) != len(envs):
+            raise ValueError(f"{len(envs)} environments, {len(numbers)} ranks")
         try:
-            for rank, env in enumerate(envs):
+            for index, env in enumerate(envs):
+                rank = numbers[index]
                 read_end, write_end = os.pipe()
                 try:
-                    fds = (write_end, *(pass_fds[rank] if pass_fds else ()))
+                    fds = (write_end, *(pass_fds[index] if pass_fds else ()))
                     popen = subprocess.Popen(
                         list(argv),
                         stdin=subprocess.DEVNULL,
@@ -414,7 +432,8 @@ class Gang:
     def _result(self) -> int:
         if self._failure is not None:
             return self._failure.returncode
-        chief = self._workers[0].popen.returncode
+        codes = {w.rank: w.popen.returncode for w in self._workers}
+        chief = codes.get(0, 0)  # no chief here (local mode runs it): the others ended well
         assert chief is not None
         return chief
 
