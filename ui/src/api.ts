@@ -23,7 +23,7 @@ export type TrialOutcome = "COMPLETED" | "STOPPED_EARLY" | "INVALID_HP" | "ERROR
 export type CheckpointState = "ACTIVE" | "COMPLETED" | "ERROR" | "DELETED";
 export type MetricKind = "training" | "validation";
 export type XAxis = "batches" | "epochs";
-export type ExperimentAction = "pause" | "activate" | "cancel" | "kill";
+export type ExperimentAction = "pause" | "activate" | "cancel" | "kill" | "archive" | "unarchive";
 
 export const EXPERIMENT_STATES: readonly ExperimentState[] = [
   "ACTIVE",
@@ -79,6 +79,7 @@ export interface Experiment {
   error: string | null;
   description: string | null;
   labels: string[];
+  archived?: boolean;
 }
 
 export interface TrialError {
@@ -267,6 +268,7 @@ export interface ExperimentQuery {
   name?: string;
   label?: readonly string[];
   sort?: string;
+  archived?: boolean;
   limit: number;
   offset: number;
 }
@@ -331,6 +333,7 @@ export const api = {
   experiment: (id: number, signal?: AbortSignal) => get<Experiment>(`/experiments/${id}`, undefined, signal),
   experimentAction: (id: number, action: ExperimentAction) =>
     request<Experiment>("POST", `/experiments/${id}/${action}`),
+  deleteExperiment: (id: number) => request<void>("DELETE", `/experiments/${id}`),
   patchExperiment: (id: number, patch: { description?: string; labels?: string[] }) =>
     request<Experiment>("PATCH", `/experiments/${id}`, undefined, patch),
   trials: (experimentId: number, q: TrialQuery, signal?: AbortSignal) =>

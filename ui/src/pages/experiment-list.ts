@@ -24,6 +24,7 @@ interface ListState {
   labels: string[];
   sort: string;
   page: number;
+  archived: boolean;
 }
 
 function readState(query: URLSearchParams): ListState {
@@ -34,6 +35,7 @@ function readState(query: URLSearchParams): ListState {
     labels: query.getAll("label").filter(Boolean),
     sort: query.get("sort") || DEFAULT_SORT,
     page: Math.max(1, Number.parseInt(query.get("page") ?? "1", 10) || 1),
+    archived: query.get("archived") === "1",
   };
 }
 
@@ -43,6 +45,7 @@ export class ExperimentListPage implements Page {
   private readonly nameInput: HTMLInputElement;
   private readonly labelInput: HTMLInputElement;
   private readonly labelFilters: HTMLElement;
+  private readonly archivedBox: HTMLInputElement;
   private readonly count: HTMLElement;
   private readonly tableHost: HTMLElement;
   private readonly pagerHost: HTMLElement;
@@ -84,6 +87,12 @@ export class ExperimentListPage implements Page {
       },
     });
     this.labelFilters = h("div", { class: "chips", "aria-label": "Label filters" });
+    this.archivedBox = h("input", {
+      id: "filter-archived",
+      type: "checkbox",
+      "data-testid": "filter-archived",
+      onchange: () => setQuery({ archived: this.archivedBox.checked ? "1" : null, page: null }),
+    });
     this.count = h("span", { class: "muted count", "aria-live": "polite" });
     this.tableHost = h("div", { class: "table-wrap" });
     this.pagerHost = h("div");
@@ -98,6 +107,7 @@ export class ExperimentListPage implements Page {
         h("div", { class: "field" }, h("label", { for: "filter-state" }, "State"), this.stateSelect),
         h("div", { class: "field grow" }, h("label", { for: "filter-name" }, "Name"), this.nameInput),
         h("div", { class: "field" }, h("label", { for: "filter-label" }, "Label"), this.labelInput),
+        h("label", { class: "check", for: "filter-archived" }, this.archivedBox, " Archived too"),
         this.labelFilters,
       ),
       this.message,
@@ -122,6 +132,7 @@ export class ExperimentListPage implements Page {
 
   private syncControls(): void {
     this.stateSelect.value = this.state.state;
+    this.archivedBox.checked = this.state.archived;
     if (document.activeElement !== this.nameInput) this.nameInput.value = this.state.name;
     this.labelFilters.replaceChildren(
       ...this.state.labels.map((label) =>
@@ -142,7 +153,7 @@ export class ExperimentListPage implements Page {
     this.controller?.abort();
     const controller = new AbortController();
     this.controller = controller;
-    const { state, name, labels, sort, page } = this.state;
+    const { state, name, labels, sort, page, archived } = this.state;
     try {
       const result = await api.experiments(
         {
@@ -150,6 +161,7 @@ export class ExperimentListPage implements Page {
           name: name || undefined,
           label: labels,
           sort,
+          archived: archived ? undefined : false,
           limit: PAGE_SIZE,
           offset: (page - 1) * PAGE_SIZE,
         },

@@ -11,7 +11,7 @@ import { tabBar, tabPanel } from "../components/tabs";
 import { h } from "../dom";
 import { elapsed, formatDuration, formatNumber, formatTime } from "../format";
 import { Poller } from "../poll";
-import { type Page, type Route, href } from "../router";
+import { type Page, type Route, href, navigate } from "../router";
 import { CheckpointsTab } from "./experiment-checkpoints";
 import { ConfigTab } from "./experiment-config";
 import { ExperimentContext, type ExperimentTab } from "./experiment-context";
@@ -62,7 +62,11 @@ const ACTIONS: ActionDef[] = [
       confirmLabel: "Kill experiment",
     },
   },
+  { action: "archive", label: "Archive", allowed: ["COMPLETED", "CANCELED", "ERROR"] },
+  { action: "unarchive", label: "Unarchive", allowed: ["COMPLETED", "CANCELED", "ERROR"] },
 ];
+
+const ENDED: readonly ExperimentState[] = ["COMPLETED", "CANCELED", "ERROR"];
 
 function tabOf(route: Route): TabId {
   const segment = route.path.split("/")[3] ?? "overview";
@@ -79,6 +83,7 @@ export class ExperimentPage implements Page {
   private notes: ExperimentNotes | null = null;
   private tab: { id: TabId; view: ExperimentTab } | null = null;
   private readonly buttons = new Map<ExperimentAction, HTMLButtonElement>();
+  private deleteButton: HTMLButtonElement | null = null;
   private readonly controller = new AbortController();
   private readonly poller = new Poller(() => this.refresh(), POLL_MS);
   private headParts: {
@@ -205,10 +210,16 @@ export class ExperimentPage implements Page {
       h("span", { class: "muted" }, `Best ${experiment.searcher_metric ?? "metric"}`),
       h("strong", { class: "metric" }, formatNumber(experiment.best_validation)),
     );
+    const archived = experiment.archived === true;
     for (const def of ACTIONS) {
       const button = this.buttons.get(def.action);
-      if (button) button.disabled = !def.allowed.includes(experiment.state);
+      if (!button) continue;
+      button.disabled = !def.allowed.includes(experiment.state);
+      // Archive while not archived, Unarchive while archived: one of the two shows.
+      if (def.action === "archive") button.hidden = archived || !ENDED.includes(experiment.state);
+      if (def.action === "unarchive") button.hidden = !archived;
     }
+    if (this.deleteButton) this.deleteButton.disabled = !ENDED.includes(experiment.state);
     this.notes?.set(experiment);
   }
 
@@ -239,6 +250,17 @@ export class ExperimentPage implements Page {
         return button;
       }),
     );
+    this.deleteButton = h(
+      "button",
+      {
+        type: "button",
+        class: "button danger-outline",
+        "data-testid": "action-delete",
+        onclick: () => void this.remove(),
+      },
+      "Delete",
+    );
+    actions.append(this.deleteButton);
     this.notes = new ExperimentNotes(experiment, (saved) => this.show(saved));
     this.head.replaceChildren(
       h("div", { class: "exp-title" }, h("div", { class: "title-line" }, parts.title, parts.state), actions),
@@ -248,13 +270,34 @@ export class ExperimentPage implements Page {
     );
   }
 
+  private async remove(): Promise<void> {
+    const confirmed = await confirmAction({
+      title: "Delete this experiment?",
+      message:
+        "Its trials, metrics and logs are deleted, and its checkpoints' files are removed from storage. This cannot be undone.",
+      confirmLabel: "Delete experiment",
+      danger: true,
+    });
+    if (!confirmed) return;
+    if (this.deleteButton) this.deleteButton.disabled = true;
+    try {
+      await api.deleteExperiment(this.id);
+      toast(`Experiment ${this.id} deleted.`);
+      navigate("/experiments");
+    } catch (err) {
+      toast(`Could not delete experiment ${this.id}: ${errorMessage(err)}`, "error");
+      if (this.deleteButton) this.deleteButton.disabled = false;
+    }
+  }
+
   private async act(def: ActionDef): Promise<void> {
     if (def.confirm && !(await confirmAction({ ...def.confirm, danger: true }))) return;
     const button = this.buttons.get(def.action);
     if (button) button.disabled = true;
     try {
       this.show(await api.experimentAction(this.id, def.action));
-      toast(`Experiment ${this.id}: ${def.label.toLowerCase()} requested.`);
+      const done = def.action === "archive" || def.action === "unarchive";
+      toast(`Experiment ${this.id}: ${def.label.toLowerCase()}${done ? "d" : " requested"}.`);
       this.poller.start();
     } catch (err) {
       toast(`Could not ${def.action} experiment ${this.id}: ${errorMessage(err)}`, "error");

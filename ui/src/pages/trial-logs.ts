@@ -1,6 +1,8 @@
 // A trial's logs: every line so far, then only the new ones (`after=<seq>`) while the trial
 // runs, following the end unless the reader scrolls up. A search keeps only the matching
-// lines (case-insensitive), marks the matches, and lives in the URL (`q=`).
+// lines (case-insensitive), marks the matches, and lives in the URL (`q=`); a level keeps the
+// lines of that level and above (lines without a level count as INFO), as `pedl trial logs
+// --level` does.
 
 import { type LogLine, api } from "../api";
 import { errorMessage, notice } from "../components/notice";
@@ -23,6 +25,16 @@ function severity(line: LogLine): string {
   return "";
 }
 
+const LEVELS = ["TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] as const;
+
+/** The rank of a line's level in LEVELS (WARN is WARNING, FATAL CRITICAL, none INFO). */
+function levelRank(line: LogLine): number {
+  const raw = (line.level ?? "INFO").toUpperCase();
+  const name = raw === "WARN" ? "WARNING" : raw === "FATAL" ? "CRITICAL" : raw;
+  const rank = (LEVELS as readonly string[]).indexOf(name);
+  return rank < 0 ? 2 : rank;
+}
+
 const timeFormat = new Intl.DateTimeFormat("en-GB", { hour: "2-digit", minute: "2-digit", second: "2-digit" });
 
 export class TrialLogs {
@@ -30,6 +42,8 @@ export class TrialLogs {
   private readonly box: HTMLElement;
   private readonly search: HTMLInputElement;
   private readonly follow: HTMLInputElement;
+  private readonly levelSelect: HTMLSelectElement;
+  private minLevel = 0;
   private readonly status = h("span", { class: "muted small", "aria-live": "polite" });
   private readonly message = h("div");
   private lines: LogLine[] = [];
@@ -54,6 +68,19 @@ export class TrialLogs {
     });
     this.search.value = query;
     this.follow = h("input", { id: "log-follow", type: "checkbox", checked: true, onchange: () => this.followed() });
+    this.levelSelect = h(
+      "select",
+      {
+        id: "log-level",
+        "data-testid": "log-level",
+        onchange: () => {
+          this.minLevel = Number(this.levelSelect.value);
+          this.renderAll();
+        },
+      },
+      h("option", { value: "0" }, "All levels"),
+      LEVELS.slice(1).map((name, i) => h("option", { value: String(i + 1) }, `${name} and above`)),
+    );
     this.box = h("div", {
       class: "log-box",
       "data-testid": "trial-log",
@@ -74,6 +101,8 @@ export class TrialLogs {
         { class: "log-tools" },
         h("label", { for: "log-search", class: "visually-hidden" }, "Search the logs"),
         this.search,
+        h("label", { for: "log-level", class: "visually-hidden" }, "Lowest level shown"),
+        this.levelSelect,
         h("label", { class: "check", for: "log-follow" }, this.follow, " Follow"),
         this.status,
       ),
@@ -129,7 +158,7 @@ export class TrialLogs {
     const needle = this.query.toLowerCase();
     let marked = this.box.childElementCount;
     for (const line of fresh) {
-      if (needle && !line.message.toLowerCase().includes(needle)) continue;
+      if (!this.passes(line, needle)) continue;
       fragment.append(this.lineEl(line, needle && marked++ < MAX_MARKED ? needle : ""));
     }
     this.box.append(fragment);
@@ -142,13 +171,19 @@ export class TrialLogs {
     const fragment = document.createDocumentFragment();
     let shown = 0;
     for (const line of this.lines) {
-      if (needle && !line.message.toLowerCase().includes(needle)) continue;
+      if (!this.passes(line, needle)) continue;
       fragment.append(this.lineEl(line, needle && shown < MAX_MARKED ? needle : ""));
       shown += 1;
     }
     this.box.replaceChildren(fragment);
     this.updateStatus();
     if (this.follow.checked) this.box.scrollTop = this.box.scrollHeight;
+  }
+
+  /** Whether the line is shown: it contains the search and is at the chosen level or above. */
+  private passes(line: LogLine, needle: string): boolean {
+    if (needle && !line.message.toLowerCase().includes(needle)) return false;
+    return this.minLevel === 0 || levelRank(line) >= this.minLevel;
   }
 
   private lineEl(line: LogLine, needle: string): HTMLElement {
@@ -188,7 +223,8 @@ export class TrialLogs {
     const total = formatInteger(this.lines.length);
     const shown = formatInteger(this.box.childElementCount);
     const cut = this.dropped > 0 ? ` (the first ${formatInteger(this.dropped)} dropped)` : "";
-    this.status.textContent = this.query ? `${shown} of ${total} lines match${cut}` : `${total} lines${cut}`;
+    const filtered = this.query || this.minLevel > 0;
+    this.status.textContent = filtered ? `${shown} of ${total} lines match${cut}` : `${total} lines${cut}`;
   }
 
   private followed(): void {
