@@ -145,3 +145,16 @@ def test_detignore_is_honoured_with_pedlignore(tmp_path: Path) -> None:
     assert list_files(tmp_path) == [".detignore", "__init__.py", "runs/x.log"]
     (tmp_path / ".pedlignore").write_text("runs/\n!keep.txt\n")
     assert list_files(tmp_path) == [".detignore", ".pedlignore", "__init__.py", "keep.txt"]
+
+
+def test_private_names_determineds_fixtures_import_resolve() -> None:
+    """Determined's tests/experiment/tf_utils.py (0.12 to 0.37) builds its fixtures' data
+    with ``determined.keras._ArrayLikeAdapter``."""
+    import numpy as np
+    from determined import keras as det_keras
+
+    import pedl.keras
+
+    assert det_keras._ArrayLikeAdapter is pedl.keras.ArrayLikeAdapter
+    adapter = det_keras._ArrayLikeAdapter(np.zeros((5, 2)), np.ones(5), batch_size=2)
+    assert len(adapter) == 3

@@ -37,6 +37,10 @@ from pedl.keras import (
     load_model_from_checkpoint_path,
 )
 
+_ArrayLikeAdapter = ArrayLikeAdapter
+"""The private name Determined's own test fixtures (``tests/experiment/tf_utils.py``, 0.12 to
+0.37) build their data with: ``keras._ArrayLikeAdapter(x, y, batch_size=...)``."""
+
 ArrayLike = np.ndarray | list[np.ndarray] | dict[str, np.ndarray]
 """Arrays a data loader may return as ``(x, y)``: an array, a list or a dict of arrays."""
 
