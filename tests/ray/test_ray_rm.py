@@ -6,6 +6,7 @@ trials queued with that reason."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
@@ -138,6 +139,29 @@ def test_a_two_worker_trial_on_two_nodes_completes_on_a_real_master(
             line["rank"] == rank and f"rank {rank} done at batch 20" in line["message"]
             for line in every
         )
+
+
+def test_a_shared_fs_directory_must_be_the_masters_on_the_node(
+    cluster: Any, fake_python: str, tmp_path: Path
+) -> None:
+    rec = Recorder()
+    rm = RayResourceManager(address=cluster.address, on_exit=rec.on_exit, log_sink=rec.sink)
+    storage = tmp_path / "checkpoints"
+    try:
+        assert rm.wait_connected(60)
+        start = launch(21, fake_python)
+        rm.start(dataclasses.replace(start, checkpoint_dir=str(storage)))
+        assert rec.exits.get(timeout=60) == (21, 0)
+        # another file system at that path on the node: its mark differs
+        (storage / ".pedl-mount-check").write_text("another file system")
+        rm.start(dataclasses.replace(launch(22, fake_python), checkpoint_dir=str(storage)))
+        assert rec.exits.get(timeout=60) == (22, -9)
+        said = " ".join(text for stream, text, *_ in rec.lines[22] if stream == "master")
+        assert f"the checkpoint storage directory {storage} (shared_fs)" in said, said
+        assert "mount the same shared file system at that path on every node" in said
+        assert not rec.texts(22, "stdout")  # it never started
+    finally:
+        rm.shutdown()
 
 
 def test_a_node_lost_mid_trial_ends_the_attempt_saying_so(cluster: Any, fake_python: str) -> None:

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import queue
+import secrets
 import shutil
 import signal
 import socket
@@ -48,6 +49,25 @@ _FLUSH_LINES = 500
 _SIGKILL = -int(signal.SIGKILL)
 
 _Line = tuple[str, str, int | None]
+
+MOUNT_MARK = ".pedl-mount-check"
+"""The file the master writes (a random value) into a trial's ``shared_fs`` checkpoint
+directory, which the trial's node must see the same before the trial starts there."""
+
+
+def check_mount(directory: str, value: str, node: str) -> None:
+    """Raise ``RuntimeError`` unless ``directory`` holds :data:`MOUNT_MARK` with ``value``
+    here (the master's directory is mounted at the same path on this node, ``node``)."""
+    try:
+        seen = (Path(directory) / MOUNT_MARK).read_text()
+    except OSError:
+        seen = None
+    if seen != value:
+        raise RuntimeError(
+            f"the checkpoint storage directory {directory} (shared_fs) on the Ray node {node} "
+            f"is not the master's (its {MOUNT_MARK} file is missing or differs): mount the same "
+            "shared file system at that path on every node, or use s3 checkpoint storage"
+        )
 
 
 def slot_resources(slots: int, *, gpus: bool, resource_pool: str | None = None) -> dict[str, Any]:
@@ -167,12 +187,20 @@ class _TrialRunner:
         return {**self.where(), "ports": free_ports(3, "0.0.0.0")}
 
     def _environment(
-        self, trial_id: int, python: str | None, env: dict[str, str]
+        self,
+        trial_id: int,
+        python: str | None,
+        env: dict[str, str],
+        mount: tuple[str, str] | None = None,
     ) -> tuple[str, dict[str, str]]:
-        """The trial process's program and environment on this node (a private TMPDIR made)."""
+        """The trial process's program and environment on this node (a private TMPDIR made);
+        ``mount``: the trial's ``shared_fs`` directory and the master's mark in it
+        (:func:`check_mount`)."""
         from pedl.master.rm._isolation import private_dir, private_variables, trial_environment
         from pedl.master.rm._local import TRIAL_PYTHON_VARIABLE
 
+        if mount is not None:
+            check_mount(mount[0], mount[1], self.where()["ip"])
         program = env.get(TRIAL_PYTHON_VARIABLE) or python or sys.executable
         if shutil.which(program) is None:
             raise FileNotFoundError(
@@ -191,7 +219,12 @@ class _TrialRunner:
         }
 
     def start(
-        self, trial_id: int, python: str | None, env: dict[str, str], token_box: list[Any]
+        self,
+        trial_id: int,
+        python: str | None,
+        env: dict[str, str],
+        token_box: list[Any],
+        mount: tuple[str, str] | None = None,
     ) -> dict[str, Any]:
         """Start ``python -m pedl.exec.trial`` with the trial's environment (the node's own,
         without the master's variables, plus ``env``), its token read from the object in
@@ -205,7 +238,7 @@ class _TrialRunner:
         where = self.where()
         if self._killed:
             return where
-        program, full_env = self._environment(trial_id, python, env)
+        program, full_env = self._environment(trial_id, python, env, mount)
         try:
             with token_channel(token) as channel:
                 self._popen = subprocess.Popen(
@@ -238,6 +271,7 @@ class _TrialRunner:
         token_box: list[Any],
         rank: int,
         heartbeat_timeout: float,
+        mount: tuple[str, str] | None = None,
     ) -> dict[str, Any]:
         """Start the worker ``rank`` of a multi-worker trial as :meth:`start` starts a trial
         process, with ``env`` holding its distributed variables, as a one-process
@@ -254,7 +288,7 @@ class _TrialRunner:
         where = self.where()
         if self._killed:
             return where
-        program, full_env = self._environment(trial_id, python, env)
+        program, full_env = self._environment(trial_id, python, env, mount)
         drop_noise = full_env["TF_CPP_MIN_LOG_LEVEL"] != "0"
 
         def on_output(worker_rank: int, stream: str, raw: bytes | None) -> None:
@@ -409,6 +443,8 @@ class RayResourceManager(ResourceManager):
         self._strategy = placement_strategy
         self._connect_timeout = connect_timeout
         self._heartbeat_timeout = heartbeat_timeout
+        self._mount_marks: dict[str, str] = {}
+        self._mount_lock = threading.Lock()
         self._lock = threading.Lock()
         self._attempts: dict[int, _Attempt] = {}
         self._watchers: list[threading.Thread] = []
@@ -514,7 +550,9 @@ class RayResourceManager(ResourceManager):
                 "PEDL_MASTER_URL": launch.master_url,
                 "PEDL_TRIAL_ID": str(launch.trial_id),
             }
-            started = actor.start.remote(launch.trial_id, self._python, env, [token_ref])
+            started = actor.start.remote(
+                launch.trial_id, self._python, env, [token_ref], self._mount_mark(launch)
+            )
             attempt = _Attempt(launch.trial_id, actor)
             self._attempts[launch.trial_id] = attempt
             watcher = threading.Thread(
@@ -623,6 +661,22 @@ class RayResourceManager(ResourceManager):
             with contextlib.suppress(Exception):
                 ray.kill(attempt.actor, no_restart=True)
 
+    def _mount_mark(self, launch: TrialLaunch) -> tuple[str, str] | None:
+        """With a ``shared_fs`` checkpoint directory: the directory (made) and the random
+        value this master wrote into its :data:`MOUNT_MARK` file (once per directory), which
+        the trial's node checks (:func:`check_mount`); else None."""
+        directory = launch.checkpoint_dir
+        if directory is None:
+            return None
+        with self._mount_lock:
+            value = self._mount_marks.get(directory)
+            if value is None:
+                value = secrets.token_hex(16)
+                Path(directory).mkdir(parents=True, exist_ok=True)
+                (Path(directory) / MOUNT_MARK).write_text(value)
+                self._mount_marks[directory] = value
+        return directory, value
+
     # multi-worker trials --------------------------------------------------------------------
 
     def _start_gang(self, launch: TrialLaunch) -> None:
@@ -686,6 +740,7 @@ class RayResourceManager(ResourceManager):
             places = [places[index] for index in order]
             attempt.where = places[0]
             envs = spread_environments(places)
+            mount = self._mount_mark(launch)
             token_ref = ray.put(launch.token)
             base = {
                 **launch.env,
@@ -704,6 +759,7 @@ class RayResourceManager(ResourceManager):
                             [token_ref],
                             rank,
                             self._heartbeat_timeout,
+                            mount,
                         )
                         for rank, worker in enumerate(workers)
                     ]
