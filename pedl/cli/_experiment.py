@@ -146,8 +146,8 @@ def create(
             return
         if paused or follow or master_test or follow_first_trial or template:
             raise click.UsageError(
-                "--paused, --follow, --test-mode, --template and --follow-first-trial apply "
-                "to experiments on a master"
+                "--paused and --follow apply to experiments on a master (and so do "
+                "--test-mode, --template and --follow-first-trial)"
             )
         _create_local(out, config_file, packaged, overrides, output_dir)
 
