@@ -376,3 +376,34 @@ def test_no_spares_without_reuse_or_on_gpus(fake_worker: str, starts: Path) -> N
     finally:
         for rm in rms:
             rm.shutdown()
+
+
+GANG_FAKE = """#!/bin/bash
+read -r token <&"$PEDL_TRIAL_TOKEN_FD"
+printf x >&"$PEDL_HEARTBEAT_FD"
+echo "rank=$PEDL_RANK size=$PEDL_SIZE gpus=$CUDA_VISIBLE_DEVICES token=$token"
+"""
+
+
+def test_a_multi_worker_trial_gives_each_worker_one_gpu_of_its_own(tmp_path: Path) -> None:
+    fake = tmp_path / "gang-python"
+    fake.write_text(GANG_FAKE)
+    fake.chmod(0o755)
+    rec = Recorder()
+    rm = LocalResourceManager(
+        cpu_slots=1, on_exit=rec.on_exit, log_sink=rec.sink, gpus=["0", "1", "2"], python=str(fake)
+    )
+    try:
+        with pytest.raises(RuntimeError, match="needs 4 GPUs, 3 are free"):
+            rm.start(TrialLaunch(9, "http://127.0.0.1:1", "tok9", 4, {}))
+        rm.start(TrialLaunch(7, "http://127.0.0.1:1", "tok7", 2, {}))
+        assert rec.exits.get(timeout=20) == (7, 0), rec.lines
+        out = sorted(m for s, m in rec.lines[7] if s == "stdout")
+        assert out == [
+            "rank=0 size=2 gpus=0 token=tok7",
+            "rank=1 size=2 gpus=1 token=tok7",
+        ]
+        rm.start(TrialLaunch(8, "http://127.0.0.1:1", "tok8", 3, {}))  # all GPUs free again
+        assert rec.exits.get(timeout=20) == (8, 0), rec.lines
+    finally:
+        rm.shutdown()
