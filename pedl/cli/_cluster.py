@@ -1,12 +1,13 @@
 """``det``'s cluster views on one PEDL master: ``job list``, ``slot list``, ``agent list``,
-``master info``. A PEDL master is its own single agent; its jobs are its experiments' trials
-that run or wait for slots (``GET /cluster``)."""
+``master info``, ``master config``. A PEDL master is its own single agent; its jobs are its
+experiments' trials that run or wait for slots (``GET /cluster``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import click
+import yaml
 from rich.table import Table
 
 from pedl.cli._aliases import AliasGroup
@@ -176,6 +177,17 @@ def info(as_json: bool) -> None:
         out.print(f"{key}: {data[key]}", markup=False, highlight=False)
     for key, value in data.get("limits", {}).items():
         out.print(f"limits.{key}: {value}", markup=False, highlight=False)
+
+
+@master_views.command("config")
+@json_option
+def config(as_json: bool) -> None:
+    """Show the settings the master runs with, secrets masked (administrators)."""
+    settings = current_client().session.get("/master/config")
+    if as_json:
+        print_json(settings)
+    else:
+        click.echo(yaml.safe_dump(settings, sort_keys=False), nl=False)
 
 
 MASTER_VIEWS = frozenset(master_views.commands)

@@ -14,8 +14,10 @@ from click.testing import CliRunner, Result
 
 import pedl
 from pedl.cli import cli
-from pedl.client import Client, NotFoundError, Session, TokenStore, merge_template
+from pedl.client import Client, NotFoundError, PEDLError, Session, TokenStore, merge_template
 from pedl.engine import ExperimentState, TrialState
+from pedl.master import MasterSettings
+from pedl.master.api.master_config import shown_settings
 from pedl.master.db import logs as logs_repo
 from tests.accounts import ADMIN, ADMIN_PASSWORD
 from tests.client.helpers import LiveMaster, report, store_checkpoint, write_config, write_model_dir
@@ -369,3 +371,27 @@ def test_cluster_views(master: LiveMaster) -> None:
     info = run(master, "master", "info")
     assert info.exit_code == 0, info.output
     assert f"version: {pedl.__version__}" in info.output and f"master: {master.url}" in info.output
+    config = run(master, "master", "config")
+    assert config.exit_code == 0, config.output
+    settings = yaml.safe_load(config.output)
+    assert settings["db_url"] == master.db_url and "home" in settings
+
+
+def test_master_config_masks_secrets_and_is_for_administrators(
+    master: LiveMaster, client: Client, tmp_path: Path
+) -> None:
+    url = "postgresql+psycopg://pedl:hunter2@db.example/pedl"
+    settings = MasterSettings(home=tmp_path, db_url=url, admin_password="sesame-open-1234")
+    shown = shown_settings(settings)
+    assert "hunter2" not in str(shown) and "sesame-open-1234" not in str(shown)
+    assert shown["db_url"] == "postgresql+psycopg://pedl:***@db.example/pedl"
+    username = f"viewer{tmp_path.name[-8:]}".replace("_", "").lower()
+    client.create_user(username, "viewer-password-123")
+    with Client(master.url, session=None) as admin:
+        assert admin.session.get("/master/config")["home"]
+    viewer = Session(master.url, tokens=TokenStore(tmp_path / "tokens"))
+    viewer.login(username, "viewer-password-123")
+    with pytest.raises(PEDLError) as refused:
+        viewer.get("/master/config")
+    assert refused.value.status_code == 403
+    viewer.close()

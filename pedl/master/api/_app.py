@@ -43,6 +43,7 @@ from pedl.master.api import (
     downloads,
     experiments,
     health,
+    master_config,
     master_info,
     templates,
     trial_ops,
@@ -348,6 +349,7 @@ def create_app(
         health,
         users,
         templates,
+        master_config,
     )
     read_routes = ReadRoutes(
         (route for m in modules for route in m.router.routes if isinstance(route, APIRoute)),

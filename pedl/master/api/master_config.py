@@ -1,0 +1,50 @@
+"""``/api/v1/master/config``: the settings this master runs with (``det master config``), for
+administrators, with its secrets hidden: the administrator's initial password is not in it,
+and URLs (the database's) show no password."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from sqlalchemy import make_url
+from sqlalchemy.exc import ArgumentError
+
+from pedl.master._settings import MasterSettings
+from pedl.master.api._auth import USER_AUTH_RESPONSES, require_admin
+from pedl.master.api._errors import ERROR_RESPONSES
+
+router = APIRouter(
+    tags=["master"],
+    responses={**ERROR_RESPONSES, **USER_AUTH_RESPONSES},
+    dependencies=[Depends(require_admin)],
+)
+
+
+def shown_settings(settings: MasterSettings) -> dict[str, Any]:
+    """The settings as JSON with passwords masked: secret settings (the administrator's
+    initial password) are left out or shown as pydantic's ``**********``, and the password of
+    every URL, at any depth (the database's), as ``***``."""
+    shown: dict[str, Any] = _masked(settings.model_dump(mode="json"))
+    return shown
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _masked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_masked(item) for item in value]
+    if isinstance(value, str) and "://" in value:
+        with contextlib.suppress(ArgumentError, ValueError):  # not a URL: as it is
+            return make_url(value).render_as_string(hide_password=True)
+    return value
+
+
+@router.get("/master/config")
+async def get_master_config(request: Request) -> dict[str, Any]:
+    """This master's settings (flags, ``PEDL_*`` variables, config file and defaults
+    resolved), secrets masked. Administrators only (403)."""
+    settings = request.app.state.settings
+    assert isinstance(settings, MasterSettings)
+    return shown_settings(settings)
