@@ -12,10 +12,14 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
+from pedl.cli import cli
 from pedl.core import DistributedContext
+from pedl.master import MasterSettings
 from pedl.master.rm import Gang, GangPorts, free_ports, gang_environments, pick_ports
 
 # A worker stand-in: beats its heartbeat like pedl.exec does, prints its rank, then behaves
@@ -171,3 +175,15 @@ def test_kill_stops_every_worker(tmp_path: Path) -> None:
     gang.kill()
     assert gang.wait(timeout=30) == -signal.SIGKILL
     assert all(w.state == "killed" for w in gang.states())
+
+
+def test_the_heartbeat_timeout_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert MasterSettings(home=tmp_path).worker_heartbeat_timeout == 60.0
+    monkeypatch.setenv("PEDL_WORKER_HEARTBEAT_TIMEOUT", "7.5")
+    assert MasterSettings(home=tmp_path).worker_heartbeat_timeout == 7.5
+    with pytest.raises(ValidationError, match="worker_heartbeat_timeout"):
+        MasterSettings(home=tmp_path, worker_heartbeat_timeout=0)
+    result = CliRunner().invoke(cli, ["master", "--help"])
+    assert "--worker-heartbeat-timeout" in result.output
+    bad = CliRunner().invoke(cli, ["master", "--worker-heartbeat-timeout", "0"])
+    assert bad.exit_code != 0 and "worker-heartbeat-timeout" in bad.output
