@@ -382,6 +382,8 @@ GANG_FAKE = """#!/bin/bash
 read -r token <&"$PEDL_TRIAL_TOKEN_FD"
 printf x >&"$PEDL_HEARTBEAT_FD"
 echo "rank=$PEDL_RANK size=$PEDL_SIZE gpus=$CUDA_VISIBLE_DEVICES token=$token"
+code="EXIT_$PEDL_RANK"
+exit "${!code:-0}"
 """
 
 
@@ -405,5 +407,24 @@ def test_a_multi_worker_trial_gives_each_worker_one_gpu_of_its_own(tmp_path: Pat
         ]
         rm.start(TrialLaunch(8, "http://127.0.0.1:1", "tok8", 3, {}))  # all GPUs free again
         assert rec.exits.get(timeout=20) == (8, 0), rec.lines
+    finally:
+        rm.shutdown()
+
+
+def test_a_failed_worker_is_the_attempt_s_exit_and_its_cause(tmp_path: Path) -> None:
+    fake = tmp_path / "gang-python"
+    fake.write_text(GANG_FAKE)
+    fake.chmod(0o755)
+    rec = Recorder()
+    rm = LocalResourceManager(
+        cpu_slots=2, on_exit=rec.on_exit, log_sink=rec.sink, gpus=[], python=str(fake)
+    )
+    try:
+        rm.start(TrialLaunch(3, "http://127.0.0.1:1", "tok3", 2, {"EXIT_1": "3"}))
+        assert rec.exits.get(timeout=20) == (3, 3), rec.lines
+        assert rm.exit_cause(3) == "rank 1 failed (exit code 3)"
+        assert rm.exit_cause(3) is None  # once
+        assert any("the attempt ended: rank 1 failed" in m for _s, m in rec.lines[3])
+        assert {w.rank: w.exit_code for w in rm.workers(3)}[1] == 3
     finally:
         rm.shutdown()

@@ -155,6 +155,9 @@ class LocalResourceManager(ResourceManager):
         heartbeat_timeout: float = HEARTBEAT_TIMEOUT_SECONDS,
     ) -> None:
         self._heartbeat_timeout = heartbeat_timeout
+        self._causes: dict[int, str] = {}
+        """Why a trial's multi-worker attempt ended early (a worker failed or hung), until
+        :meth:`exit_cause` takes it."""
         self._last_workers: dict[int, list[WorkerState]] = {}
         """The workers of each trial's latest attempt of several workers, once it ended
         (bounded: the latest trials)."""
@@ -607,6 +610,8 @@ class LocalResourceManager(ResourceManager):
         with self._lock:
             self._procs.pop(proc.trial_id, None)
             if proc.gang is not None:
+                if proc.gang.failure is not None:
+                    self._causes[proc.trial_id] = proc.gang.failure.reason
                 self._last_workers.pop(proc.trial_id, None)
                 self._last_workers[proc.trial_id] = proc.gang.states()
                 while len(self._last_workers) > _LAST_WORKERS_KEPT:
@@ -644,6 +649,12 @@ class LocalResourceManager(ResourceManager):
     def running(self) -> set[int]:
         with self._lock:
             return set(self._procs)
+
+    def exit_cause(self, trial_id: int) -> str | None:
+        """Why the trial's latest multi-worker attempt ended early (e.g. ``rank 1 died
+        (signal SIGKILL)``), once; None when it did not, or for a one-process trial."""
+        with self._lock:
+            return self._causes.pop(trial_id, None)
 
     def workers(self, trial_id: int) -> list[WorkerState]:
         """The worker processes of the trial's running attempt (one, rank 0, for a
