@@ -198,6 +198,7 @@ class LocalResourceManager(ResourceManager):
         with self._lock:
             if launch.trial_id in self._procs:
                 raise RuntimeError(f"trial {launch.trial_id} is already running")
+            self._causes.pop(launch.trial_id, None)  # an earlier attempt's, never taken
             checkpoint_dir = self._prepare_storage(launch)
             env = self._environment(launch.env, launch.master_url)
             variables = {"PEDL_TRIAL_ID": str(launch.trial_id)}
