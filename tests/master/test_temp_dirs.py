@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,18 @@ def _reads_dirs(root: Path, pid: int) -> list[Path]:
     return sorted(root.glob(f"pedl-reads-{pid}-*"))
 
 
+def _has_socket(directory: Path, timeout_s: float = 30.0) -> bool:
+    """Whether a read process's socket appears in ``directory`` within ``timeout_s``: the
+    master answers its health check before its read processes have bound (on a loaded
+    machine, seconds before)."""
+    deadline = time.monotonic() + timeout_s
+    while not any(directory.glob("*.sock")):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def test_a_killed_masters_dirs_are_removed_at_the_next_start(tmp_path: Path) -> None:
     root = tmp_path / "tmp"
     root.mkdir()
@@ -46,7 +59,7 @@ def test_a_killed_masters_dirs_are_removed_at_the_next_start(tmp_path: Path) -> 
         assert live.proc is not None and dying.proc is not None
         (live_dir,) = _reads_dirs(root, live.proc.pid)
         (dead_dir,) = _reads_dirs(root, dying.proc.pid)
-        assert any(dead_dir.glob("*.sock"))
+        assert _has_socket(dead_dir)
         searcher_dir = root / f"pedl-searcher-{_dead_pid()}-x1y2z3"
         searcher_dir.mkdir()
         (searcher_dir / "model_def.tar.gz").write_bytes(b"left behind")
@@ -57,7 +70,7 @@ def test_a_killed_masters_dirs_are_removed_at_the_next_start(tmp_path: Path) -> 
         assert restarted.proc is not None
         assert not dead_dir.exists()
         assert not searcher_dir.exists()
-        assert live_dir.is_dir() and any(live_dir.glob("*.sock"))
+        assert live_dir.is_dir() and _has_socket(live_dir)
         assert len(_reads_dirs(root, restarted.proc.pid)) == 1
         assert f"removed {dead_dir}" in restarted.log()
         # The running master still serves, its read process included.
