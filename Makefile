@@ -25,6 +25,9 @@ $(INSTALLED): pyproject.toml compat/determined/pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools
 	$(BIN)/python -m pip install --quiet -e '.[tf,dev,examples,ray]'
 	$(BIN)/python -m pip install --quiet --no-deps -e compat/determined
+	# Keras 2 mode (TF_USE_LEGACY_KERAS=1): tf-keras without its dependencies, whose
+	# `tensorflow` would pull the GPU build next to tensorflow-cpu.
+	$(BIN)/python -m pip install --quiet --no-deps tf-keras==2.21.0
 	touch $@
 
 ## .venv-estimator: the environment EstimatorTrials run in. tf.estimator is gone from

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, Discriminator, Field, Tag
+from pydantic import AfterValidator, Discriminator, Field, PrivateAttr, Tag
 
 from pedl.config._base import ConfigModel, config_error
 
@@ -93,12 +93,20 @@ class EnvironmentConfig(ConfigModel):
     proxy_ports: list[Any] = Field(default_factory=list)
     slurm: Any = None
     pbs: Any = None
+    _script_entrypoint: bool = PrivateAttr(default=False)
+    """Set by the experiment config: its entrypoint runs a script."""
 
     def env_dict(self, gpu: bool) -> dict[str, str]:
         """The variables for a trial on GPU (``gpu=True``) or CPU slots, as a dict.
 
         A plain list applies to both; in the per-device form, ``gpu`` gets the entries of
         ``gpu``, ``cuda`` and ``rocm`` in that order. Later entries win on repeated keys.
+        For a script entrypoint (the experiment config tells, see :class:`ExperimentConfig`),
+        an ``image`` naming one of Determined's TensorFlow images (whose ``tf.keras`` was
+        Keras 2) adds ``TF_USE_LEGACY_KERAS=1`` (Keras 2 mode) unless the variables set it
+        (``TF_USE_LEGACY_KERAS=0`` keeps Keras 3), and names the image in
+        :data:`KERAS2_IMAGE_VARIABLE` for the trial's log. (PEDL's Trial classes run on
+        Keras 3 only, so they are left as they are.)
         """
         variables = self.environment_variables
         if isinstance(variables, EnvironmentVariablesMap):
@@ -109,4 +117,27 @@ class EnvironmentConfig(ConfigModel):
         for entry in entries:
             key, _, value = entry.partition("=")
             out[key] = value
+        image = determined_tensorflow_image(self.image)
+        if image is not None and self._script_entrypoint and "TF_USE_LEGACY_KERAS" not in out:
+            # Determined's TensorFlow images had Keras 2 as tf.keras: so does the trial.
+            out["TF_USE_LEGACY_KERAS"] = "1"
+            out[KERAS2_IMAGE_VARIABLE] = image
         return out
+
+
+KERAS2_IMAGE_VARIABLE = "PEDL_KERAS2_IMAGE"
+"""Set for a trial put in Keras 2 mode by its ``environment.image`` (the image's name)."""
+
+
+def determined_tensorflow_image(image: str | dict[str, Any] | None) -> str | None:
+    """The first of ``image`` (a name, or Determined's ``{cpu: ..., gpu: ...}``) that is one of
+    Determined's TensorFlow images (``determinedai/tensorflow-ngc...``,
+    ``determinedai/environments:...-tf-2.x...``), or None."""
+    names = [image] if isinstance(image, str) else list((image or {}).values())
+    for name in names:
+        if not isinstance(name, str) or not name.startswith("determinedai/"):
+            continue
+        tag = name.lower()
+        if "tensorflow" in tag or "-tf-" in tag or "tf2" in tag:
+            return name
+    return None

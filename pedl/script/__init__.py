@@ -7,9 +7,12 @@
 :func:`get_cluster_info`, ``pedl.core.init()`` and :class:`DeterminedCallback`.
 
 Importing this package does not import TensorFlow; ``DeterminedCallback``, ``TensorBoard``
-(Keras callbacks) and ``from_tf_config`` import it when first used.
+(Keras callbacks) and ``from_tf_config`` import it when first used. With
+``TF_USE_LEGACY_KERAS=1`` (Keras 2 as ``tf.keras``) the callbacks are Keras 2 ones
+(:mod:`pedl.script._keras2`).
 """
 
+import os
 from typing import Any
 
 from pedl.script._cluster_info import ClusterInfo, TrialClusterInfo, get_cluster_info
@@ -30,7 +33,17 @@ __all__ = [
 ]
 
 
+def _legacy_keras() -> bool:
+    """``TF_USE_LEGACY_KERAS`` set: TensorFlow's ``tf.keras`` is Keras 2 (tf-keras)."""
+    return os.environ.get("TF_USE_LEGACY_KERAS", "").strip().lower() in ("1", "true", "yes")
+
+
 def __getattr__(name: str) -> Any:
+    if name in ("DeterminedCallback", "TensorBoard") and _legacy_keras():
+        # Keras 2 (TF_USE_LEGACY_KERAS=1): the script's fit runs as Keras 2 runs it.
+        from pedl.script import _keras2
+
+        return getattr(_keras2, name)
     if name == "DeterminedCallback":
         from pedl.script._callback import DeterminedCallback
 

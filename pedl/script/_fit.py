@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from pedl import core, model_def
 from pedl.config import Length
+from pedl.config._environment import KERAS2_IMAGE_VARIABLE
 from pedl.engine import MetricKind, TrialOutcome
 from pedl.keras import TFKerasTrial, TFKerasTrialContext, TFKerasTrialController
 from pedl.script._callback import DeterminedCallback
@@ -201,6 +202,14 @@ class ScriptRun:
         # The script builds its model before PEDL sees it: seed first, so that its initial
         # weights are the trial seed's.
         keras.utils.set_random_seed(self._context.info.trial_seed)
+        image = os.environ.get(KERAS2_IMAGE_VARIABLE)
+        if image and os.environ.get("TF_USE_LEGACY_KERAS") == "1":
+            logger.info(
+                "Keras 2 mode (TF_USE_LEGACY_KERAS=1): environment.image %s is one of "
+                "Determined's TensorFlow images, whose tf.keras was Keras 2; set "
+                "TF_USE_LEGACY_KERAS=0 in environment_variables to run on Keras 3",
+                image,
+            )
         core_api = self._core_api = CoreApiRun(self._context)
         with core.use_context(core_api.context), self._fit_intercepted():
             try:

@@ -1,0 +1,151 @@
+"""Keras 2 mode: Determined 0.38's TF-Keras script written for Keras 2
+(``models/det038_keras2``: ``tensorflow.keras.optimizers.legacy.RMSprop(lr=, decay=)``,
+positional ``compile`` metrics, ``from_tf_config()``, ``DeterminedCallback``) runs unchanged
+with ``TF_USE_LEGACY_KERAS=1``, which a config naming one of Determined's TensorFlow images
+gets without being told: const and adaptive searches, paused and activated mid-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pedl.config import parse_config
+from tests.master.e2e import (
+    MasterProcess,
+    create_experiment,
+    logs,
+    metric_rows,
+    trials,
+    wait_for,
+    wait_trial,
+)
+
+MODEL = Path(__file__).parent / "models" / "det038_keras2"
+IMAGE = "determinedai/tensorflow-ngc-dev:0736b6d"
+ROOT = Path(__file__).parents[2]
+
+
+def test_a_determined_tensorflow_image_puts_a_script_in_keras2_mode() -> None:
+    script = parse_config((MODEL / "const.yaml").read_text())
+    env = script.environment.env_dict(gpu=False)
+    assert env == {"TF_USE_LEGACY_KERAS": "1", "PEDL_KERAS2_IMAGE": IMAGE}
+    keras3 = parse_config(
+        (MODEL / "const.yaml")
+        .read_text()
+        .replace(
+            "hyperparameters:", "  environment_variables: [TF_USE_LEGACY_KERAS=0]\nhyperparameters:"
+        )
+    )
+    assert keras3.environment.env_dict(gpu=False) == {"TF_USE_LEGACY_KERAS": "0"}
+    # A Trial class runs on Keras 3 (PEDL's controller): the image changes nothing.
+    trial_class = parse_config(
+        "entrypoint: model_def:Trial\nsearcher: {name: single, metric: x, max_length: 2}\n"
+        f"environment: {{image: {IMAGE}}}\n"
+    )
+    assert trial_class.environment.env_dict(gpu=False) == {}
+
+
+LOCAL_RUN = """
+import json, sys, tempfile
+from pathlib import Path
+from pedl.engine import MetricKind
+from pedl.local import LocalExperiment
+from tests import local_record as record
+model = Path(sys.argv[1])
+with tempfile.TemporaryDirectory() as tmp:
+    e = LocalExperiment.create(model / sys.argv[2], model, Path(tmp))
+    summary = e.run()
+    e.close()
+    kind = MetricKind.VALIDATION
+    rows = {t.id: [(b, m) for _, b, m in record.metric_rows(e.directory, t.id, kind)]
+            for t in record.trials(e.directory)}
+print("RESULT " + json.dumps({"state": summary.state, "rows": rows}))
+"""
+
+
+def run_local(config: str) -> dict[str, object]:
+    """A local run in a fresh process with TF_USE_LEGACY_KERAS=1 (it must be set before
+    TensorFlow is imported)."""
+    path = os.pathsep.join([str(ROOT / "compat" / "determined"), str(ROOT)])
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "PYTHONPATH": path}
+    done = subprocess.run(
+        [sys.executable, "-c", LOCAL_RUN, str(MODEL), config],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=ROOT,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    result: dict[str, object] = json.loads(lines[-1][len("RESULT ") :])
+    return result
+
+
+@pytest.mark.slow
+def test_const_and_adaptive_run_locally_on_keras2() -> None:
+    const = run_local("const.yaml")
+    assert const["state"] == "COMPLETED"
+    (rows,) = const["rows"].values()  # type: ignore[attr-defined]
+    # Keras 2's own metric names; 3 epochs of 4 batches, as fit(epochs=3) decides.
+    assert [(b, m["batches"], m["epochs"]) for b, m in rows] == [(4, 4, 1), (8, 8, 2), (12, 12, 3)]
+    assert all("categorical_accuracy" in m and "loss" in m for _, m in rows)
+    adaptive = run_local("adaptive.yaml")
+    assert adaptive["state"] == "COMPLETED"
+    last = [max(b for b, _ in rows) for rows in adaptive["rows"].values()]  # type: ignore[attr-defined]
+    assert len(last) == 4 and 16 in last, last
+
+
+@pytest.fixture(scope="module")
+def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MasterProcess]:
+    process = MasterProcess(tmp_path_factory.mktemp("master"), env={"PEDL_AUTH": "false"}).start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.mark.slow
+def test_keras2_script_paused_and_activated_on_the_master(master: MasterProcess) -> None:
+    http = master.http
+    config = (MODEL / "const.yaml").read_text().replace("--epochs 3", "--epochs 6")
+    config = config.replace(
+        "hyperparameters:", "  environment_variables: [PEDL_TEST_EPOCH_DELAY=0.3]\nhyperparameters:"
+    )
+    experiment_id = create_experiment(http, config, MODEL)
+    deadline = time.monotonic() + 60
+    while not trials(http, experiment_id):
+        assert time.monotonic() < deadline, master.log()[-3000:]
+        time.sleep(0.1)
+    (trial,) = trials(http, experiment_id)
+    wait_trial(http, trial["id"], lambda t: t.get("latest_checkpoint_uuid"), timeout=120)
+    assert http.post(f"/experiments/{experiment_id}/pause").status_code == 200
+    while "stopped: PREEMPTED" not in logs(http, trial["id"]):
+        assert time.monotonic() < deadline + 120, logs(http, trial["id"])
+        time.sleep(0.1)
+    assert http.post(f"/experiments/{experiment_id}/activate").status_code == 200
+    wait_for(http, experiment_id, {"COMPLETED"}, timeout=240, master=master)
+    text = logs(http, trial["id"])
+    assert "Keras 2 mode (TF_USE_LEGACY_KERAS=1): environment.image " + IMAGE in text
+    assert "resuming at epoch" in text
+    rows = [(b, m) for kind, b, m in metric_rows(http, trial["id"]) if kind == "validation"]
+    assert [b for b, _ in rows] == [4, 8, 12, 16, 20, 24]
+
+
+@pytest.mark.slow
+def test_keras2_adaptive_search_on_the_master(master: MasterProcess) -> None:
+    http = master.http
+    experiment_id = create_experiment(http, (MODEL / "adaptive.yaml").read_text(), MODEL)
+    wait_for(http, experiment_id, {"COMPLETED"}, timeout=300, master=master)
+    found = trials(http, experiment_id)
+    assert len(found) == 4 and all(t["state"] == "COMPLETED" for t in found), found
+    for t in found:
+        rows = [m for kind, _, m in metric_rows(http, t["id"]) if kind == "validation"]
+        assert rows and all("categorical_accuracy" in m for m in rows)
