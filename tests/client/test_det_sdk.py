@@ -48,6 +48,8 @@ def test_metrics_streams_page_through_the_api(client: Client, filled: Filled) ->
 
     paged = list(iter_metrics_of(client.session, filled.trial_id, "validation", page_size=1))
     assert [m.steps_completed for m in paged] == [5, 10]
+    assert [m.metrics for m in trial.stream_training_metrics()] == [{"loss": 0.5}]
+    assert len(list(trial.stream_validation_metrics())) == 2
     with pytest.raises(ValueError, match="group"):
         list(trial.iter_metrics("bogus"))
 
@@ -59,6 +61,11 @@ def test_iter_logs_filters(client: Client, filled: Filled) -> None:
     assert list(trial.iter_logs(tail=1)) == ["plain stdout"]
     assert list(trial.iter_logs(min_level=LogLevel.ERROR)) == ["it broke"]
     assert list(trial.iter_logs(search_text="careful")) == ["careful now"]
+    records = list(trial.iter_log_lines(min_level="warning"))
+    assert [(line.message, line.level) for line in records] == [
+        ("careful now", "WARNING"),
+        ("it broke", "ERROR"),
+    ]
     # epoch seconds as Determined takes them: 2026-11-26T10:00:02Z
     assert "starting" not in list(trial.iter_logs(timestamp_after=1795687201))
     with pytest.raises(ValueError):
@@ -85,6 +92,7 @@ def test_edit_and_delete_an_experiment(client: Client, filled: Filled, tmp_path:
     exp.add_label("b")
     exp.add_label("a")
     exp.remove_label("a")
+    exp.set_labels(["b"])
     again = client.get_experiment(exp.id)
     assert (again.name, again.description, again.labels) == ("sdk-named", "described", ["b"])
     code = exp.download_code(tmp_path / "code")
