@@ -110,6 +110,9 @@ def test_a_search_on_two_nodes_survives_a_lost_node(
     assert nodes == {node.node_id for node in cluster.pedl_nodes}  # both nodes ran trials
     victim_log = texts[victim["id"]]
     assert f"the Ray node {node_id}" in victim_log and "was lost" in victim_log, victim_log
+    assert f"the trial process exited (signal SIGKILL): its Ray node {node_id} (" in victim_log, (
+        victim_log
+    )
     assert done[victim["id"]]["restarts"] == 1
     assert "starting the trial process from the checkpoint at batch" in victim_log
     assert node_of(victim_log)[-1] != node_id  # it finished on the other node

@@ -558,6 +558,7 @@ class Orchestrator:
         actor = self._actor_of(trial_id)
         if actor is None:
             return
+        cause = self._rm.exit_cause(trial_id)
         if reported is not None:
             outcome, error = reported
         elif returncode == 0:
@@ -572,12 +573,18 @@ class Orchestrator:
         else:
             outcome = TrialOutcome.ERRORED
             gone = " (it lost its master)" if returncode == EXIT_MASTER_GONE else ""
+            if cause:
+                gone = f" ({cause})"
             error = TrialError(
                 "TrialProcessExited",
                 f"the trial process ended with {describe_exit(returncode)}{gone} without "
                 "reporting an error (see the trial's logs)",
             )
-        self._log(trial_id, f"the trial process exited ({describe_exit(returncode)})")
+        self._log(
+            trial_id,
+            f"the trial process exited ({describe_exit(returncode)})"
+            + (f": {cause}" if cause else ""),
+        )
         halted = self._halted
         if outcome == TrialOutcome.ERRORED and halted is not None:
             cause = error.summary() if error is not None else "it failed"

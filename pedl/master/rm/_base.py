@@ -105,6 +105,11 @@ class ResourceManager(abc.ABC):
         rank; none by default."""
         return []
 
+    def exit_cause(self, trial_id: int) -> str | None:
+        """Why the trial's latest attempt ended where the resource manager knows more than its
+        exit status (e.g. its node was lost), once (then forgotten); None by default."""
+        return None
+
     def unavailable(self) -> str | None:
         """Why no trial can start now (e.g. the cluster cannot be reached), or None: while it
         says so, trials wait QUEUED with that reason and none is found never to fit. None by

@@ -444,6 +444,7 @@ class RayResourceManager(ResourceManager):
         self._connect_timeout = connect_timeout
         self._heartbeat_timeout = heartbeat_timeout
         self._mount_marks: dict[str, str] = {}
+        self._causes: dict[int, str] = {}
         self._mount_lock = threading.Lock()
         self._lock = threading.Lock()
         self._attempts: dict[int, _Attempt] = {}
@@ -601,6 +602,7 @@ class RayResourceManager(ResourceManager):
             code = _SIGKILL
             if not attempt.killed:
                 self._ship(trial_id, [("master", f"[master] {self._loss(attempt, err)}", None)])
+                self._causes[trial_id] = self._cause(attempt, err)
         finally:
             with contextlib.suppress(Exception):
                 ray.kill(attempt.actor, no_restart=True)
@@ -626,6 +628,24 @@ class RayResourceManager(ResourceManager):
                 f"({type(err).__name__}: {first}); the attempt ended"
             )
         return f"the trial could not run on the Ray cluster: {type(err).__name__}: {err}"
+
+    @staticmethod
+    def _cause(attempt: _Attempt, err: BaseException) -> str:
+        """The exit's cause for the trial's error (:meth:`exit_cause`)."""
+        import ray
+
+        where = attempt.where
+        node = f"its Ray node {where['node_id']} ({where['ip']})" if where else "its Ray node"
+        if isinstance(err, ray.exceptions.RayActorError | ray.exceptions.NodeDiedError):
+            return f"{node} was lost or its Ray worker process was killed"
+        first = (str(err).strip().splitlines() or [""])[0]
+        return f"it could not run on the Ray cluster: {type(err).__name__}: {first}"
+
+    def exit_cause(self, trial_id: int) -> str | None:
+        """Why the trial's latest attempt ended when its Ray actor failed (its node lost, ...),
+        once."""
+        with self._lock:
+            return self._causes.pop(trial_id, None)
 
     def _ship(self, trial_id: int, batch: list[_Line]) -> None:
         try:
@@ -786,6 +806,7 @@ class RayResourceManager(ResourceManager):
             code = _SIGKILL
             if not attempt.killed:
                 self._ship(trial_id, [("master", f"[master] {self._loss(attempt, err)}", None)])
+                self._causes[trial_id] = self._cause(attempt, err)
         finally:
             for worker in attempt.workers:
                 with contextlib.suppress(Exception):
@@ -843,6 +864,7 @@ class RayResourceManager(ResourceManager):
                     lines, code = [], _SIGKILL
                     lost = _Attempt(trial_id, None, where=places[rank])
                     lines = [("master", f"[master] rank {rank}: {self._loss(lost, err)}", None)]
+                    self._causes[trial_id] = f"rank {rank}: {self._cause(lost, err)}"
                 if lines:
                     self._ship(trial_id, lines)
                 if code is None:
