@@ -72,6 +72,8 @@ def test_trials_run_on_both_nodes_and_pools_pin_them(cluster: Any, fake_python: 
         rec.wait_for(2, "started")
         nodes = {node.node_id for node in cluster.worker_nodes}
         assert {node_of(rec, 1), node_of(rec, 2)} == nodes
+        (running,) = rm.workers(1)
+        assert (running.rank, running.state, running.exit_code) == (0, "running", None)
         rm.kill(1)
         rm.kill(2)
         assert {rec.exits.get(timeout=30), rec.exits.get(timeout=30)} == {(1, -9), (2, -9)}
@@ -86,6 +88,12 @@ def test_trials_run_on_both_nodes_and_pools_pin_them(cluster: Any, fake_python: 
         assert rec.exits.get(timeout=90) == (9, 0)
         (placed,) = [text for stream, text, *_ in rec.lines[9] if "workers on the Ray" in text]
         assert all(node.node_id in placed for node in cluster.pedl_nodes), placed
+        ended = rm.workers(9)
+        assert [(w.rank, w.state, w.exit_code) for w in ended] == [
+            (0, "exited", 0),
+            (1, "exited", 0),
+        ]
+        assert [w.state for w in rm.workers(1)] == ["killed"]
     finally:
         rm.shutdown()
 

@@ -33,6 +33,7 @@ from typing import IO, Any
 
 from pedl.exec import TOKEN_FD_ENV, token_channel
 from pedl.master.rm._base import ExitHandler, LogSink, ResourceManager, TrialLaunch
+from pedl.master.rm._gang import WorkerState
 
 logger = logging.getLogger("pedl.master")
 
@@ -46,6 +47,7 @@ _RETRY_SECONDS = 5.0
 _PULL_SECONDS = 0.5
 _KILL_GRACE_SECONDS = 10.0
 _FLUSH_LINES = 500
+_LAST_WORKERS_KEPT = 256
 _SIGKILL = -int(signal.SIGKILL)
 
 _Line = tuple[str, str, int | None]
@@ -388,6 +390,25 @@ class _Attempt:
     """The actors of a multi-worker attempt (``actor`` is then None), by bundle."""
     group: Any = None
     """The placement group of a multi-worker attempt."""
+    pids: dict[int, int] = field(default_factory=dict)
+    """Each started worker's trial process id (on its node), by rank."""
+    codes: dict[int, int] = field(default_factory=dict)
+    """Each ended worker's exit status, by rank."""
+
+    def states(self) -> list[WorkerState]:
+        """Its worker processes, by rank (their heartbeats are watched on their nodes)."""
+        return [
+            WorkerState(
+                rank=rank,
+                pid=pid,
+                state="running"
+                if rank not in self.codes
+                else ("killed" if self.killed else "exited"),
+                exit_code=self.codes.get(rank),
+                heartbeat_age=None,
+            )
+            for rank, pid in sorted(self.pids.items())
+        ]
 
 
 class RayResourceManager(ResourceManager):
@@ -445,6 +466,7 @@ class RayResourceManager(ResourceManager):
         self._heartbeat_timeout = heartbeat_timeout
         self._mount_marks: dict[str, str] = {}
         self._causes: dict[int, str] = {}
+        self._last_workers: dict[int, list[WorkerState]] = {}
         self._mount_lock = threading.Lock()
         self._lock = threading.Lock()
         self._attempts: dict[int, _Attempt] = {}
@@ -575,6 +597,8 @@ class RayResourceManager(ResourceManager):
         try:
             try:
                 attempt.where = ray.get(started)
+                if "trial_pid" in attempt.where:
+                    attempt.pids[0] = attempt.where["trial_pid"]
             finally:
                 del token_ref  # the last reference: Ray frees the token's object
             if not attempt.killed:
@@ -606,8 +630,9 @@ class RayResourceManager(ResourceManager):
         finally:
             with contextlib.suppress(Exception):
                 ray.kill(attempt.actor, no_restart=True)
-            with self._lock:
-                self._attempts.pop(trial_id, None)
+            if attempt.pids:
+                attempt.codes.setdefault(0, _SIGKILL if code is None else code)
+            self._ended(attempt)
             self._on_exit(trial_id, _SIGKILL if code is None else code)
 
     @staticmethod
@@ -770,7 +795,7 @@ class RayResourceManager(ResourceManager):
                 **({} if self._gpus else {"CUDA_VISIBLE_DEVICES": ""}),
             }
             try:
-                ray.get(
+                started = ray.get(
                     [
                         worker.start_worker.remote(
                             trial_id,
@@ -786,6 +811,11 @@ class RayResourceManager(ResourceManager):
                 )
             finally:
                 del token_ref
+            attempt.pids = {
+                rank: where["trial_pid"]
+                for rank, where in enumerate(started)
+                if "trial_pid" in where
+            }
             nodes = ", ".join(
                 f"rank {rank}: {place['node_id']} ({place['ip']})"
                 for rank, place in enumerate(places)
@@ -813,8 +843,9 @@ class RayResourceManager(ResourceManager):
                     ray.kill(worker, no_restart=True)
             with contextlib.suppress(Exception):
                 remove_placement_group(attempt.group)
-            with self._lock:
-                self._attempts.pop(trial_id, None)
+            for rank in attempt.pids:
+                attempt.codes.setdefault(rank, _SIGKILL)
+            self._ended(attempt)
             self._on_exit(trial_id, _SIGKILL if code is None else code)
 
     def _follow_gang(
@@ -828,7 +859,7 @@ class RayResourceManager(ResourceManager):
         from pedl.master.rm._gang import STOP_GRACE_SECONDS, describe_status
 
         trial_id = attempt.trial_id
-        codes: dict[int, int] = {}
+        codes = attempt.codes
         pulls = {worker.pull.remote(_PULL_SECONDS): rank for rank, worker in enumerate(workers)}
         failure: tuple[int, int] | None = None
         chief_done: float | None = None
@@ -890,6 +921,25 @@ class RayResourceManager(ResourceManager):
         if failure is not None:
             return failure[1]
         return codes.get(0, _SIGKILL)
+
+    def _ended(self, attempt: _Attempt) -> None:
+        """Forget the attempt, keeping its workers' last states (bounded)."""
+        with self._lock:
+            self._attempts.pop(attempt.trial_id, None)
+            self._last_workers.pop(attempt.trial_id, None)
+            self._last_workers[attempt.trial_id] = attempt.states()
+            while len(self._last_workers) > _LAST_WORKERS_KEPT:
+                del self._last_workers[next(iter(self._last_workers))]
+
+    def workers(self, trial_id: int) -> list[WorkerState]:
+        """The worker processes of the trial's running attempt (one, rank 0, for a
+        one-process trial), else of its latest attempt; [] if none. Their pids are on their
+        Ray nodes."""
+        with self._lock:
+            attempt = self._attempts.get(trial_id)
+            if attempt is None:
+                return list(self._last_workers.get(trial_id, []))
+            return attempt.states()
 
     def running(self) -> set[int]:
         with self._lock:
