@@ -163,14 +163,18 @@ class Orchestrator:
         self._store = SQLExperimentStore(database)
         self._master_url = master_url
         self.logs = TrialLogWriter(database)
-        factory: ResourceManagerFactory = resource_manager or _ray_factory(settings) or (
-            lambda **kw: LocalResourceManager(
-                cpu_slots=settings.cpu_slots,
-                reuse_workers=settings.worker_reuse,
-                spare_workers=settings.spare_workers,
-                trial_user=trial_user_for(settings),
-                heartbeat_timeout=settings.worker_heartbeat_timeout,
-                **kw,
+        factory: ResourceManagerFactory = (
+            resource_manager
+            or _ray_factory(settings)
+            or (
+                lambda **kw: LocalResourceManager(
+                    cpu_slots=settings.cpu_slots,
+                    reuse_workers=settings.worker_reuse,
+                    spare_workers=settings.spare_workers,
+                    trial_user=trial_user_for(settings),
+                    heartbeat_timeout=settings.worker_heartbeat_timeout,
+                    **kw,
+                )
             )
         )
         self._rm = factory(on_exit=self._on_exit, log_sink=self.logs.write)
