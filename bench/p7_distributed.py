@@ -46,6 +46,7 @@ CHUNK = 10
 MODELS = {
     "digits": {"global_batch_size": 32},
     "conv": {"global_batch_size": 32},
+    "conv128": {"global_batch_size": 128},
 }
 
 
@@ -174,7 +175,7 @@ def _digits_model() -> Any:
 
 
 def _data(model: str) -> tuple[Any, Any]:
-    if model == "conv":
+    if model.startswith("conv"):
         return _conv_data(1024, 0)
     sys.path.insert(0, str(ROOT))
     from examples.digits_keras import data
@@ -217,7 +218,7 @@ def _pedl_worker(job: dict[str, Any], times: list[tuple[int, float]]) -> None:
 
     class Trial(TFKerasTrial):
         def build_model(self) -> Any:
-            return _conv_model() if model_name == "conv" else _digits_model()
+            return _conv_model() if model_name.startswith("conv") else _digits_model()
 
         def build_training_data_loader(self) -> Any:
             return _data(model_name)
@@ -270,14 +271,15 @@ def _keras_worker(job: dict[str, Any], times: list[tuple[int, float]], size: int
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.CommunicationOptions(
-            implementation=tf.distribute.experimental.CommunicationImplementation.RING
+            implementation=tf.distribute.experimental.CommunicationImplementation.RING,
+            bytes_per_pack=32 * 2**20,
         )
     )
     keras.utils.set_random_seed(1)
     tf.config.experimental.enable_op_determinism()
     rank = int(os.environ.get("PEDL_RANK", "0"))
     with strategy.scope():
-        model = _conv_model() if job["model"] == "conv" else _digits_model()
+        model = _conv_model() if job["model"].startswith("conv") else _digits_model()
     x, y = _data(job["model"])
     batch = MODELS[job["model"]]["global_batch_size"]
     dataset = (
@@ -307,7 +309,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=120)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--models", default="digits,conv")
+    parser.add_argument("--models", default="digits,conv,conv128")
     args = parser.parse_args()
     if args.worker:
         _worker(json.loads(args.worker))

@@ -17,6 +17,10 @@ import tensorflow as tf
 
 from pedl import core
 
+_BYTES_PER_PACK = 32 * 2**20
+"""Gradients are all-reduced in packs of up to this many bytes (one collective for a small
+model's gradients instead of one per variable: each costs round trips between workers)."""
+
 _strategy: tf.distribute.MultiWorkerMirroredStrategy | None = None
 
 
@@ -29,8 +33,9 @@ def multi_worker_strategy(
 ) -> tf.distribute.MultiWorkerMirroredStrategy:
     """This process's ``MultiWorkerMirroredStrategy`` (made once per process).
 
-    Its collectives use the ring implementation with the distributed context's timeout
-    (``PEDL_DIST_TIMEOUT``, 30 minutes by default), so that a collective stuck on a dead or
+    Its collectives use the ring implementation, gradients packed (``_BYTES_PER_PACK``),
+    with the distributed context's timeout (``PEDL_DIST_TIMEOUT``, 30 minutes by default), so
+    that a collective stuck on a dead or
     stopped peer errors out instead of waiting forever. ``TF_CONFIG`` must name as many
     workers as the trial has, with this worker's rank as its task index.
     """
@@ -53,6 +58,7 @@ def multi_worker_strategy(
         )
     options = tf.distribute.experimental.CommunicationOptions(
         timeout_seconds=distributed.timeout,
+        bytes_per_pack=_BYTES_PER_PACK,
         implementation=tf.distribute.experimental.CommunicationImplementation.RING,
     )
     _strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
