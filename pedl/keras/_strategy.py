@@ -22,6 +22,7 @@ _BYTES_PER_PACK = 32 * 2**20
 model's gradients instead of one per variable: each costs round trips between workers)."""
 
 _strategy: tf.distribute.MultiWorkerMirroredStrategy | None = None
+_made_for: str | None = None
 
 
 class StrategyError(RuntimeError):
@@ -39,10 +40,16 @@ def multi_worker_strategy(
     stopped peer errors out instead of waiting forever. ``TF_CONFIG`` must name as many
     workers as the trial has, with this worker's rank as its task index.
     """
-    global _strategy
-    if _strategy is not None:
-        return _strategy
+    global _strategy, _made_for
     raw = os.environ.get("TF_CONFIG")
+    if _strategy is not None:
+        if raw != _made_for:
+            raise StrategyError(
+                "this process already trained a multi-worker trial with another TF_CONFIG: "
+                "TensorFlow's collectives are set up once per process, so each multi-worker "
+                "trial needs fresh worker processes"
+            )
+        return _strategy
     if not raw:
         raise StrategyError(
             f"this trial runs on {distributed.size} workers but TF_CONFIG is not set: the "
@@ -62,6 +69,7 @@ def multi_worker_strategy(
         implementation=tf.distribute.experimental.CommunicationImplementation.RING,
     )
     _strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    _made_for = raw
     return _strategy
 
 
