@@ -16,7 +16,6 @@ import getpass
 import logging
 import os
 import shutil
-import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -42,6 +41,7 @@ from pedl.engine import (
     with_default_storage,
 )
 from pedl.exec import AttemptResult, run_attempt
+from pedl.local._chief_link import ChiefLink
 from pedl.local._worker import TRIAL_ENV, trial_description
 from pedl.master.db import Database, MetricRow, SQLExperimentStore
 from pedl.master.db import checkpoints as checkpoints_repo
@@ -49,7 +49,7 @@ from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
 from pedl.master.rm import Gang, gang_environments, pick_ports
-from pedl.master.rm._gang import HEARTBEAT_TIMEOUT_SECONDS, STOP_GRACE_SECONDS
+from pedl.master.rm._gang import HEARTBEAT_TIMEOUT_SECONDS
 from pedl.searcher import RemoteSearchMethod, unavailable_reason
 from pedl.storage import (
     CheckpointSummary,
@@ -272,76 +272,68 @@ class LocalExperiment:
     def _run_workers(
         self, trial_id: int, preemption: core.SignalPreemption, size: int
     ) -> AttemptResult:
-        """Run a trial of ``slots_per_trial: size`` as ``size`` workers: the chief (rank 0)
-        in this process, ranks 1..size-1 as ``python -m pedl.local.worker`` processes started
-        by the master's launcher (:class:`pedl.master.rm.Gang`, with the same environments),
-        their output on stderr prefixed with their rank. A worker that fails or hangs
-        (``PEDL_WORKER_HEARTBEAT_TIMEOUT``, default 60 s) is stopped and the chief's
-        collectives fail, so the attempt errors and the trial restarts from its checkpoint
+        """Run a trial of ``slots_per_trial: size`` as ``size`` fresh ``python -m
+        pedl.local.worker`` processes, the chief (rank 0) among them, started by the master's
+        launcher (:class:`pedl.master.rm.Gang`, with the same environments), their output on
+        stderr prefixed with their rank. The chief's calls that need the run's record (metric
+        reports, checkpoint registration, searcher, preemption checks) and its attempt's
+        result come over a :class:`ChiefLink` served by a thread of this process. A worker
+        that fails or hangs (``PEDL_WORKER_HEARTBEAT_TIMEOUT``, default 60 s) ends the
+        attempt (the launcher stops the others) and the trial restarts from its checkpoint
         (``max_restarts``); once the chief is done the others get a short grace."""
         envs = gang_environments(size, pick_ports(size))
-        distributed = core.DistributedContext.from_env(envs[0])
         description = trial_description(self._info(trial_id), self.config.as_dict())
         base = {**os.environ, "PYTHONUNBUFFERED": "1", "PEDL_MASTER_PID": str(os.getpid())}
-        attempt = threading.Event()
-        main = threading.main_thread().ident if _in_main_thread() else None
-
-        def on_event(line: str) -> None:
-            logger.warning("trial %d: %s", trial_id, line)
-            # A worker failed or hung: interrupt the chief, which may be waiting for it in a
-            # collective (or in the first connection, which no lost peer ends).
-            if main is not None and attempt.is_set() and gang.failure is not None:
-                signal.pthread_kill(main, _INTERRUPT)
-
-        def interrupt(_signum: int, _frame: object) -> None:
-            if attempt.is_set() and gang.failure is not None:
-                attempt.clear()
-                raise WorkerLostError(gang.failure.reason)
-
+        recorder = _Recorder(self, trial_id)
+        session = _DriverSession(self, trial_id)
+        link = ChiefLink(
+            {
+                "write_metrics": recorder.write_metrics,
+                "register_checkpoint": recorder.register_checkpoint,
+                "next_length": session.next_length,
+                "complete": session.complete,
+                "should_preempt": lambda: (
+                    preemption.requested() or self.driver.should_preempt(trial_id)
+                ),
+            }
+        )
         gang = Gang(
             heartbeat_timeout=_heartbeat_timeout(),
             on_output=_rank_printer(),
-            on_event=on_event,
+            on_event=lambda line: logger.warning("trial %d: %s", trial_id, line),
         )
-        previous = signal.signal(_INTERRUPT, interrupt) if main is not None else None
         try:
-            attempt.set()
             gang.start(
                 [sys.executable, "-m", "pedl.local.worker"],
-                [{**base, **env, TRIAL_ENV: description} for env in envs[1:]],
-                ranks=range(1, size),
+                [
+                    {**base, **env, TRIAL_ENV: description, **(link.env if rank == 0 else {})}
+                    for rank, env in enumerate(envs)
+                ],
             )
             logger.info(
-                "trial %d runs as %d workers: rank 0 (the chief) in this process, ranks "
-                "1..%d as processes %s",
+                "trial %d runs as %d worker processes: %s (rank 0 the chief)",
                 trial_id,
                 size,
-                size - 1,
                 ", ".join(map(str, gang.pids)),
             )
-            try:
-                result = run_attempt(
-                    self.code_dir,
-                    self.config.entrypoint,
-                    lambda: self._context(trial_id, preemption, distributed),
-                )
-            except WorkerLostError as err:  # raised outside the attempt's own handling
-                result = AttemptResult(TrialOutcome.ERRORED, None)
-                del err
-            finally:
-                attempt.clear()
-                distributed.close()
-                if gang.wait(STOP_GRACE_SECONDS) is None:
-                    gang.stop()
-                gang.wait()
+            while gang.wait(0.5) is None:
+                pass
         finally:
-            if main is not None:
-                signal.signal(_INTERRUPT, previous)
+            if gang.size and gang.wait(0) is None:  # interrupted (e.g. KeyboardInterrupt)
+                gang.kill()
+                gang.wait()
+            link.close()
+        result = link.result
         failure = gang.failure
-        if failure is not None and result.outcome is TrialOutcome.ERRORED:
+        if failure is not None and (
+            result is None or (result.outcome is TrialOutcome.ERRORED and failure.rank != 0)
+        ):
             logger.error("trial %d: the attempt ended: %s", trial_id, failure.reason)
             # the worker's failure, not the model's: restarted like a failed trial process
             error = TrialError("WorkerExited", f"a worker of the trial ended: {failure.reason}")
+            result = AttemptResult(TrialOutcome.ERRORED, error, "train")
+        elif result is None:
+            error = TrialError("WorkerExited", "the chief ended without reporting its attempt")
             result = AttemptResult(TrialOutcome.ERRORED, error, "train")
         return result
 
@@ -360,12 +352,7 @@ class LocalExperiment:
             extra={"tensorboard_dir": str(self.directory / "tensorboard" / f"trial_{trial_id}")},
         )
 
-    def _context(
-        self,
-        trial_id: int,
-        preemption: core.SignalPreemption,
-        distributed: core.DistributedContext | None = None,
-    ) -> core.Context:
+    def _context(self, trial_id: int, preemption: core.SignalPreemption) -> core.Context:
         recorder = _Recorder(self, trial_id)
         info = self._info(trial_id)
         return core.build_context(
@@ -375,7 +362,6 @@ class LocalExperiment:
             storage=self.storage,
             searcher=_DriverSession(self, trial_id),
             should_preempt=lambda: preemption.requested() or self.driver.should_preempt(trial_id),
-            distributed=distributed,
         )
 
     def _apply(self, actions: Sequence[Action]) -> None:
@@ -566,18 +552,6 @@ def _environment(variables: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-
-
-_INTERRUPT = signal.SIGUSR1
-"""The signal that interrupts a local multi-worker trial's chief when a worker failed."""
-
-
-class WorkerLostError(RuntimeError):
-    """A worker of a local multi-worker trial failed or hung (raised in the chief)."""
-
-
-def _in_main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
 
 
 HEARTBEAT_TIMEOUT_VARIABLE = "PEDL_WORKER_HEARTBEAT_TIMEOUT"

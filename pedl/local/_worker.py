@@ -1,13 +1,16 @@
-"""A worker of a local run's multi-worker trial (ranks 1..N-1; the chief runs in the run's
-own process): ``python -m pedl.local.worker``, started by :class:`pedl.master.rm.Gang`.
+"""A worker of a local run's multi-worker trial: ``python -m pedl.local.worker``, one process
+per rank (the chief, rank 0, too: every attempt starts all N ranks fresh, as on a master,
+since TensorFlow sets a process's collectives up once), started by :class:`pedl.master.rm.Gang`.
 
-It runs the same attempt as the chief (:func:`pedl.exec.run_attempt`) on a context whose
-distributed part is the trial's (``DistributedContext.from_env()``): the core parts then
-take the chief's answers (searcher lengths, preemption) and leave reporting, checkpoint
-registration and the searcher to the chief, so this process needs no access to the run's
-record; what it needs of the trial comes in ``PEDL_LOCAL_TRIAL`` (JSON: the trial's ids,
-hyperparameters, seed, checkpoints, code directory and config). It beats its heartbeat and
-exits when the run's process (``PEDL_MASTER_PID``) dies.
+Each runs the attempt (:func:`pedl.exec.run_attempt`) on a context whose distributed part is
+the trial's (``DistributedContext.from_env()``); what it needs of the trial comes in
+``PEDL_LOCAL_TRIAL`` (JSON: the trial's ids, hyperparameters, seed, checkpoints, code
+directory and config). The chief's metric reports, checkpoint registrations, searcher calls
+and preemption checks, and at its end the attempt's result, go to the run's process, which
+keeps the record, over the link :mod:`pedl.local._chief_link` (named in its environment);
+the other ranks take the chief's answers (searcher lengths, preemption) through the core
+parts and need no access to the record. Each beats its heartbeat and exits when the run's
+process (``PEDL_MASTER_PID``) dies.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pedl import core
 from pedl.config import parse_config
 from pedl.engine import MetricKind, TrialOutcome
 from pedl.exec import EXIT_ERROR, EXIT_OK, die_with_master, run_attempt, start_heartbeat
+from pedl.local._chief_link import LinkedParts
 from pedl.storage import make_storage
 
 TRIAL_ENV = "PEDL_LOCAL_TRIAL"
@@ -92,24 +96,29 @@ def run_local_worker() -> int:
         warm_start_checkpoint=described["warm_start_checkpoint"],
         extra=dict(described["extra"]),
     )
+    link = LinkedParts.connect()  # the chief's line to the run's record; None elsewhere
+    parts: LinkedParts | _ChiefOnly = link if link is not None else _ChiefOnly()
     distributed = core.DistributedContext.from_env()
-    chief_only = _ChiefOnly()
     try:
         result = run_attempt(
             code_dir,
             config.entrypoint,
             lambda: core.build_context(
                 info,
-                metrics=chief_only,
-                checkpoints=chief_only,
+                metrics=parts,
+                checkpoints=parts,
                 storage=make_storage(config.checkpoint_storage),
-                searcher=chief_only,
-                should_preempt=lambda: False,
+                searcher=parts,
+                should_preempt=link.should_preempt if link is not None else lambda: False,
                 distributed=distributed,
             ),
         )
+        if link is not None:
+            link.report_result(result)
     finally:
         distributed.close()
+        if link is not None:
+            link.close()
     if result.outcome is TrialOutcome.ERRORED:
         error = result.error
         print(error.traceback if error and error.traceback else error, file=sys.stderr)

@@ -1,7 +1,7 @@
-"""Local mode runs a trial of ``slots_per_trial: 2`` as two workers: the chief in the run's
-process, rank 1 as a ``python -m pedl.local.worker`` process started by the master's
-launcher (pedl.master.rm.Gang); a killed worker ends the attempt and the trial restarts from
-its checkpoint. The model is the framework-free one of tests/master/gang_model."""
+"""Local mode runs a trial of ``slots_per_trial: 2`` as two ``python -m pedl.local.worker``
+processes (the chief, rank 0, and rank 1) started by the master's launcher
+(pedl.master.rm.Gang); a killed worker ends the attempt and the trial restarts from its
+checkpoint. The model is the framework-free one of tests/master/gang_model."""
 
 from __future__ import annotations
 
@@ -67,9 +67,10 @@ def test_a_killed_local_worker_restarts_the_trial_from_its_checkpoint(
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if checkpoints.is_dir() and any(checkpoints.iterdir()):
-                for path in Path("/proc").glob("[0-9]*/cmdline"):
-                    try:
-                        if b"pedl.local.worker" not in path.read_bytes():
+                for path in Path("/proc").glob("[0-9]*/environ"):
+                    try:  # only this run's workers (another run may be going on)
+                        variables = set(path.read_bytes().split(b"\0"))
+                        if f"PEDL_MASTER_PID={os.getpid()}".encode() not in variables:
                             continue
                         pid = int(path.parent.name)
                         os.kill(pid, signal.SIGKILL)
