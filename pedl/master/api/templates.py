@@ -16,13 +16,23 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pedl.config import MAX_CONFIG_BYTES
 from pedl.config._limits import shape_problem
-from pedl.master.api._auth import OWNER_RESPONSES, CurrentUser, require_owner, require_user
+from pedl.master.api._auth import (
+    OWNER_RESPONSES,
+    USER_AUTH_RESPONSES,
+    CurrentUser,
+    require_owner,
+    require_user,
+)
 from pedl.master.api._deps import ReadSession, WriteSession
 from pedl.master.api._errors import ERROR_RESPONSES, ApiError
 from pedl.master.db import templates as templates_repo
 from pedl.master.db._errors import NotFoundError
 
-router = APIRouter(prefix="/templates", tags=["templates"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/templates",
+    tags=["templates"],
+    responses={**ERROR_RESPONSES, **USER_AUTH_RESPONSES},
+)
 
 TemplateName = Annotated[
     str, Path(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
