@@ -330,10 +330,16 @@ class Gang:
             self._read_heartbeats()
             now = time.monotonic()
             with self._lock:
-                for worker in self._workers:
-                    if worker.popen.returncode is None and worker.popen.poll() is not None:
-                        self._close_heartbeat(worker)
-                        self._on_exit(worker, now)
+                ended = [
+                    w
+                    for w in self._workers
+                    if w.popen.returncode is None and w.popen.poll() is not None
+                ]
+                # A worker killed by a signal is the cause when others ended since the last
+                # look too (they fail because it went: a peer's collective errors out).
+                for worker in sorted(ended, key=lambda w: (w.popen.returncode or 0) >= 0):
+                    self._close_heartbeat(worker)
+                    self._on_exit(worker, now)
                 if self._stopping_at is None:
                     self._check_hung(now)
                     self._check_chief_grace(now)
