@@ -67,7 +67,8 @@ def test_description_and_labels_come_from_the_config_and_patch_changes_them(
         ({"labels": ["x" * 256]}, "labels"),
         ({"labels": [""]}, "labels"),
         ({"labels": ["a\x00b"]}, "labels"),
-        ({"name": "renamed"}, "name"),
+        ({"name": "x" * 513}, "name"),
+        ({"name": "a\x00b"}, "name"),
     ],
 )
 def test_patch_limits(client: httpx.Client, body: dict[str, Any], field: str) -> None:
@@ -407,7 +408,9 @@ def test_cluster_lists_running_and_queued_trials(client: httpx.Client, database:
     create_trial(database, experiment_id)  # ACTIVE: neither
     body = client.get("/cluster").json()
     assert body["slots_used"] == 2
-    assert body["running"] == [{"trial_id": running, "experiment_id": experiment_id, "slots": 2}]
+    assert body["running"] == [
+        {"trial_id": running, "experiment_id": experiment_id, "slots": 2, "workers": []}
+    ]
     assert body["queued"] == [{"trial_id": queued, "experiment_id": experiment_id, "reason": None}]
 
 
