@@ -202,7 +202,11 @@ class Checkpoint(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     uuid: Mapped[str] = mapped_column(String(36), unique=True)
-    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"), index=True)
+    trial_id: Mapped[int] = mapped_column(Integer, index=True)
+    """The trial that stored it. No foreign key: a checkpoint registered in the model
+    registry outlives its experiment (``experiments.delete_experiment`` deletes the others'
+    rows itself, records the survivors' origin in ``detached`` and negates their
+    ``trial_id``, so that no trial created later, even under a reused id, finds them)."""
     total_batches: Mapped[int] = mapped_column(BigInteger)
     state: Mapped[CheckpointState] = mapped_column(_state_enum(CheckpointState, "checkpoint_state"))
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONType)
@@ -212,6 +216,10 @@ class Checkpoint(Base):
     searcher_metric: Mapped[float | None] = mapped_column(Float)
     """The searcher metric of the validation at the checkpoint's batch count, if any (kept
     by ``trials.refresh_trial_best``), to rank checkpoints in the database."""
+    detached: Mapped[dict[str, Any] | None]
+    """Set when its experiment was deleted while a model version kept it:
+    ``{"experiment_id": ..., "trial_id": ..., "checkpoint_storage": <the experiment's storage
+    config>}``, all that is left to find its files by."""
 
 
 class TrialLog(Base):

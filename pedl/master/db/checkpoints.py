@@ -1,4 +1,5 @@
-"""Queries on checkpoints: registration by the trial, lookup, listing."""
+"""Queries on checkpoints: registration by the trial, lookup, listing, deletion by hand and
+by retention (never of one a model version holds: :mod:`pedl.master.db._registry_models`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pedl.engine import CheckpointState
 from pedl.master.db import trials as trials_repo
 from pedl.master.db._errors import ConflictError, NotFoundError
 from pedl.master.db._models import Checkpoint, Trial
+from pedl.master.db._registry_models import ModelVersion, RegisteredModel
 from pedl.master.db._types import utcnow
 
 
@@ -85,16 +87,97 @@ def mark_checkpoints_deleted(session: Session, uuids: Collection[str]) -> None:
     trial_ids = set()
     for checkpoint in checkpoints:
         checkpoint.state = CheckpointState.DELETED
-        trial_ids.add(checkpoint.trial_id)
+        if checkpoint.detached is None:
+            trial_ids.add(checkpoint.trial_id)
     session.flush()
     for trial_id in sorted(trial_ids):
         _refresh_latest(session, trials_repo.get_trial(session, trial_id))
         trials_repo.refresh_trial_best(session, trial_id)
 
 
-def get_checkpoint(session: Session, uuid: str) -> Checkpoint:
+def registered_uuids(session: Session, uuids: Collection[str]) -> set[str]:
+    """Those of these checkpoints that a model version holds."""
+    if not uuids:
+        return set()
+    query = select(ModelVersion.checkpoint_uuid).where(
+        ModelVersion.checkpoint_uuid.in_(list(uuids))
+    )
+    return set(session.scalars(query))
+
+
+def claim_for_deletion(session: Session, uuids: Collection[str]) -> list[str]:
+    """Mark DELETED those of these checkpoints no model version holds, before their files are
+    removed, and return them (in the order given); registered ones are left as they are.
+
+    The rows are locked first, and registering a version locks its checkpoint and needs it
+    COMPLETED, so a checkpoint is never both registered and deleted."""
+    if not uuids:
+        return []
+    list(
+        session.scalars(
+            select(Checkpoint.id).where(Checkpoint.uuid.in_(list(uuids))).with_for_update()
+        )
+    )
+    held = registered_uuids(session, uuids)
+    claimed = [uuid for uuid in dict.fromkeys(uuids) if uuid not in held]
+    mark_checkpoints_deleted(session, claimed)
+    return claimed
+
+
+def deletion_refusal(session: Session, checkpoint: Checkpoint) -> str | None:
+    """Why this checkpoint may not be deleted by hand, or ``None``: a model version holds it,
+    or it is the latest checkpoint of a trial that may still run (its restart resumes from
+    it)."""
+    held = registrations_of(session, checkpoint.uuid)
+    if held:
+        return (
+            f"checkpoint {checkpoint.uuid} is registered in the model registry as "
+            f"{', '.join(held)}; delete those model versions first"
+        )
+    if checkpoint.detached is not None:
+        return None
+    trial = trials_repo.get_trial(session, checkpoint.trial_id)
+    if trial.latest_checkpoint_uuid == checkpoint.uuid and not trial.state.is_terminal:
+        return (
+            f"checkpoint {checkpoint.uuid} is the latest checkpoint of trial {trial.id}, which "
+            f"is {trial.state.value} and may still run (it would resume from it)"
+        )
+    return None
+
+
+def registrations_of(session: Session, uuid: str) -> list[str]:
+    """The model versions holding this checkpoint: ``["NAME v3", ...]``."""
+    query = (
+        select(RegisteredModel.name, ModelVersion.version)
+        .join(RegisteredModel, RegisteredModel.id == ModelVersion.model_id)
+        .where(ModelVersion.checkpoint_uuid == uuid)
+        .order_by(RegisteredModel.name, ModelVersion.version)
+    )
+    return [f"{name} v{number}" for name, number in session.execute(query)]
+
+
+def update_metadata(
+    session: Session, uuid: str, *, add: Mapping[str, Any], remove: Collection[str]
+) -> Checkpoint:
+    """Set the top-level keys of ``add`` and drop those in ``remove`` in the checkpoint's
+    metadata (Determined's ``add_metadata``/``remove_metadata``); the stored files are not
+    changed."""
+    checkpoint = get_checkpoint(session, uuid, for_update=True)
+    metadata = dict(checkpoint.metadata_)
+    for key in remove:
+        metadata.pop(key, None)
+    metadata.update(add)
+    checkpoint.metadata_ = metadata
+    session.flush()
+    return checkpoint
+
+
+def get_checkpoint(session: Session, uuid: str, *, for_update: bool = False) -> Checkpoint:
     """The checkpoint with this uuid; raises :class:`NotFoundError`."""
-    checkpoint = session.scalars(select(Checkpoint).where(Checkpoint.uuid == uuid)).one_or_none()
+    query = select(Checkpoint).where(Checkpoint.uuid == uuid)
+    if for_update:
+        query = query.with_for_update()
+    checkpoint = session.scalars(query).one_or_none()
     if checkpoint is None:
         raise NotFoundError("checkpoint", uuid)
     return checkpoint

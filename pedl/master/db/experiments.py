@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Collection, Sequence
 from typing import Any, Literal, get_args
 
-from sqlalchemy import ColumnElement, exists, func, literal, select
+from sqlalchemy import ColumnElement, delete, exists, func, literal, select
 from sqlalchemy.orm import Session, undefer
 
 from pedl.engine import (
@@ -19,6 +19,7 @@ from pedl.engine import (
 from pedl.master.db._det_models import ArchivedExperiment
 from pedl.master.db._errors import ConflictError, NotFoundError
 from pedl.master.db._models import Checkpoint, Experiment, ModelDefinition, Trial
+from pedl.master.db._registry_models import ModelVersion
 from pedl.master.db._types import utcnow
 
 
@@ -225,11 +226,17 @@ def set_archived(session: Session, experiment_id: int, archived: bool) -> Experi
 
 
 def stored_checkpoint_uuids(session: Session, experiment_id: int) -> list[str]:
-    """The uuids (storage ids) of the experiment's checkpoints whose files are not deleted."""
+    """The uuids (storage ids) of the experiment's checkpoints whose files are not deleted
+    and that no model version holds (those outlive the experiment)."""
+    registered = select(ModelVersion.id).where(ModelVersion.checkpoint_uuid == Checkpoint.uuid)
     query = (
         select(Checkpoint.uuid)
         .join(Trial, Trial.id == Checkpoint.trial_id)
-        .where(Trial.experiment_id == experiment_id, Checkpoint.state != CheckpointState.DELETED)
+        .where(
+            Trial.experiment_id == experiment_id,
+            Checkpoint.state != CheckpointState.DELETED,
+            ~exists(registered),
+        )
         .order_by(Checkpoint.id)
     )
     return list(session.scalars(query))
@@ -244,5 +251,32 @@ def delete_experiment(session: Session, experiment_id: int) -> None:
             f"cannot delete experiment {experiment_id}: it is {experiment.state.value}; "
             "cancel or kill it first and wait until it has ended"
         )
+    _detach_checkpoints(session, experiment)
     session.delete(experiment)
+    session.flush()
+
+
+def _detach_checkpoints(session: Session, experiment: Experiment) -> None:
+    """Delete the experiment's checkpoint rows, except those model versions hold: these stay,
+    with what is needed to find their files once the experiment is gone."""
+    trial_ids = select(Trial.id).where(Trial.experiment_id == experiment.id)
+    registered = select(ModelVersion.id).where(ModelVersion.checkpoint_uuid == Checkpoint.uuid)
+    kept = list(
+        session.scalars(
+            select(Checkpoint).where(Checkpoint.trial_id.in_(trial_ids), exists(registered))
+        )
+    )
+    storage = experiment.config.get("checkpoint_storage")
+    for checkpoint in kept:
+        checkpoint.detached = {
+            "experiment_id": experiment.id,
+            "trial_id": checkpoint.trial_id,
+            "checkpoint_storage": storage,
+        }
+        checkpoint.trial_id = -checkpoint.trial_id  # never a live trial's id, even reused
+    session.execute(
+        delete(Checkpoint)
+        .where(Checkpoint.trial_id.in_(trial_ids), ~exists(registered))
+        .execution_options(synchronize_session=False)
+    )
     session.flush()
