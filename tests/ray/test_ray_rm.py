@@ -6,6 +6,8 @@ trials queued with that reason."""
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import dataclasses
 import json
 import time
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 
 from tests.master.test_rm_contract import FAKE_TRIAL, Recorder
@@ -21,13 +24,71 @@ from tests.ray.cluster import ray_cluster
 
 pytest.importorskip("ray")
 
+from pedl import model_def
 from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
 from pedl.master.orchestrator import Orchestrator
 from pedl.master.rm import RayResourceManager, TrialLaunch
 from tests.master.e2e import free_port
 from tests.master.helpers import LiveServer, sign_in
-from tests.master.test_multi_worker import _completed, _create, _logs
+from tests.master.test_multi_worker import (
+    _completed,
+    _create,
+    _logs,
+    _running_workers,
+    _trial_id,
+    _wait,
+)
+
+KERAS_MODEL = Path(__file__).parents[1] / "local" / "keras_workers_model"
+KERAS_CONFIG = """
+name: ray-keras-2-workers
+entrypoint: model_def:BlobsTrial
+hyperparameters: {{global_batch_size: 16, step_seconds: 0, out: {out}, learning_rate: 0.02}}
+searcher: {{name: single, metric: val_accuracy, smaller_is_better: false,
+           max_length: {{batches: 8}}}}
+scheduling_unit: 4
+min_checkpoint_period: {{batches: 4}}
+checkpoint_storage: {{type: shared_fs, host_path: {storage}}}
+resources: {{slots_per_trial: 2}}
+max_restarts: 0
+reproducibility: {{experiment_seed: 3}}
+"""
+
+
+@contextlib.contextmanager
+def _ray_master(cluster: Any, tmp_path: Path) -> Iterator[httpx.Client]:
+    """A master over HTTP whose resource manager is the cluster, once it sees both slots."""
+    port = free_port()
+    settings = MasterSettings(
+        home=tmp_path / "home",
+        db_url=f"sqlite:///{tmp_path / 'pedl.db'}",
+        resource_manager={"type": "ray", "address": cluster.address},
+    )
+    database = make_database(settings)
+    orchestrator = Orchestrator(database, settings, master_url=f"http://127.0.0.1:{port}")
+    app = create_app(settings, database=database, orchestrator=orchestrator)
+    try:
+        with (
+            LiveServer(app, port=port) as server,
+            httpx.Client(
+                base_url=server.url + "/api/v1", timeout=30, headers=sign_in(database)
+            ) as http,
+        ):
+            deadline = time.monotonic() + 60
+            while http.get("/cluster").json()["slots_total"] != 2:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+            yield http
+    finally:
+        database.dispose()
+
+
+def _heartbeat_ages(http: httpx.Client, trial_id: int) -> list[float] | None:
+    """The heartbeat ages of the trial's two running workers, once both have one."""
+    workers = _running_workers(http, trial_id) or []
+    ages = [w["heartbeat_age"] for w in workers]
+    return ages if ages and None not in ages else None
 
 
 @pytest.fixture(scope="module")
@@ -103,33 +164,20 @@ def test_a_two_worker_trial_on_two_nodes_completes_on_a_real_master(
 ) -> None:
     """The framework-free ``gang_model`` (core-API collectives every batch) with
     ``slots_per_trial: 2`` on a master whose resource manager is the cluster: one worker on
-    each node, both at the same batch to the end, logs tagged by rank."""
-    port = free_port()
-    settings = MasterSettings(
-        home=tmp_path / "home",
-        db_url=f"sqlite:///{tmp_path / 'pedl.db'}",
-        resource_manager={"type": "ray", "address": cluster.address},
-    )
-    database = make_database(settings)
-    orchestrator = Orchestrator(database, settings, master_url=f"http://127.0.0.1:{port}")
-    app = create_app(settings, database=database, orchestrator=orchestrator)
-    try:
-        with (
-            LiveServer(app, port=port) as server,
-            httpx.Client(
-                base_url=server.url + "/api/v1", timeout=30, headers=sign_in(database)
-            ) as http,
-        ):
-            deadline = time.monotonic() + 60
-            while http.get("/cluster").json()["slots_total"] != 2:
-                assert time.monotonic() < deadline
-                time.sleep(0.2)
-            experiment_id = _create(http)
-            trial = _completed(http, experiment_id, timeout=180)
-            assert trial["restarts"] == 0 and trial["total_batches"] == 20
-            every = _logs(http, trial["id"])
-    finally:
-        database.dispose()
+    each node, both at the same batch to the end, logs tagged by rank; while they run, GET
+    /trials/{id}/workers shows each one's heartbeat age, as the local resource manager does."""
+    with _ray_master(cluster, tmp_path) as http:
+        experiment_id = _create(http, step=0.2)
+        trial_id = _wait(lambda: _trial_id(http, experiment_id), "the trial")
+        workers = _wait(lambda: _running_workers(http, trial_id), "two running workers")
+        ages = _wait(lambda: _heartbeat_ages(http, trial_id), "heartbeat ages")
+        assert [w["rank"] for w in workers] == [0, 1]
+        assert len(ages) == 2 and all(0 <= age < 30 for age in ages), ages
+        trial = _completed(http, experiment_id, timeout=180)
+        assert trial["restarts"] == 0 and trial["total_batches"] == 20
+        every = _logs(http, trial["id"])
+        ended = http.get(f"/trials/{trial['id']}/workers").json()
+        assert [w["heartbeat_age"] for w in ended] == [None, None], ended
     (placed,) = [line["message"] for line in every if "workers on the Ray" in line["message"]]
     assert all(node.node_id in placed for node in cluster.pedl_nodes), placed
     seen = {}
@@ -255,3 +303,33 @@ def test_a_master_whose_cluster_cannot_be_reached_serves_and_queues_trials(
             assert http.get("/health").status_code == 200
     finally:
         database.dispose()
+
+
+def test_a_two_worker_keras_trial_across_two_nodes_ends_with_identical_weights(
+    cluster: Any, tmp_path: Path
+) -> None:
+    """A TFKerasTrial under MultiWorkerMirroredStrategy (``tests/local/keras_workers_model``)
+    with ``slots_per_trial: 2``, one worker on each Ray node: it completes, its checkpoints
+    through shared_fs, and both workers end with the same weights, bit for bit."""
+    out = tmp_path / "weights"
+    config = KERAS_CONFIG.format(out=out, storage=tmp_path / "checkpoints")
+    archive = base64.b64encode(model_def.package(KERAS_MODEL)).decode()
+    with _ray_master(cluster, tmp_path) as http:
+        response = http.post("/experiments", json={"config": config, "model_definition": archive})
+        assert response.status_code == 201, response.text
+        trial = _completed(http, int(response.json()["id"]), timeout=300)
+        assert trial["restarts"] == 0 and trial["total_batches"] == 8, trial
+        assert trial["latest_checkpoint_uuid"], trial
+        every = _logs(http, trial["id"])
+    (placed,) = [line["message"] for line in every if "workers on the Ray" in line["message"]]
+    assert all(node.node_id in placed for node in cluster.pedl_nodes), placed
+    saved = []
+    for rank in (0, 1):
+        with np.load(out / f"trial-{trial['id']}-rank-{rank}.npz") as weights:
+            saved.append(
+                (int(weights["pid"]), [weights[f"w{i}"] for i in range(len(weights.files) - 1)])
+            )
+    (chief_pid, chief), (other_pid, other) = saved
+    assert chief_pid != other_pid and chief
+    for a, b in zip(chief, other, strict=True):
+        np.testing.assert_array_equal(a, b)

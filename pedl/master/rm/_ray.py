@@ -335,9 +335,17 @@ class _TrialRunner:
             stream.close()
             self._lines.put(None)
 
-    def pull(self, wait: float) -> tuple[list[_Line], int | None]:
+    def pull(self, wait: float) -> tuple[list[_Line], int | None, float | None]:
         """The output lines written since the last call (waiting up to ``wait`` s for the
-        first), and the exit status once every line has been handed out (else None)."""
+        first), the exit status once every line has been handed out (else None), and the
+        age of a multi-worker trial's worker's last heartbeat (else None)."""
+        lines, code = self._pull(wait)
+        age = None
+        if self._gang is not None and code is None:
+            age = self._gang.states()[0].heartbeat_age
+        return lines, code, age
+
+    def _pull(self, wait: float) -> tuple[list[_Line], int | None]:
         from pedl.master.rm._isolation import remove_dir
 
         lines: list[_Line] = []
@@ -394,9 +402,14 @@ class _Attempt:
     """Each started worker's trial process id (on its node), by rank."""
     codes: dict[int, int] = field(default_factory=dict)
     """Each ended worker's exit status, by rank."""
+    beats: dict[int, tuple[float, float]] = field(default_factory=dict)
+    """Each running worker's heartbeat age as its node last told it, and when (the master's
+    monotonic clock), by rank (multi-worker attempts)."""
 
     def states(self) -> list[WorkerState]:
-        """Its worker processes, by rank (their heartbeats are watched on their nodes)."""
+        """Its worker processes, by rank (their heartbeats are watched on their nodes; a
+        running worker's heartbeat age is its node's last word plus the time since)."""
+        now = time.monotonic()
         return [
             WorkerState(
                 rank=rank,
@@ -405,7 +418,9 @@ class _Attempt:
                 if rank not in self.codes
                 else ("killed" if self.killed else "exited"),
                 exit_code=self.codes.get(rank),
-                heartbeat_age=None,
+                heartbeat_age=round(self.beats[rank][0] + now - self.beats[rank][1], 1)
+                if rank not in self.codes and rank in self.beats
+                else None,
             )
             for rank, pid in sorted(self.pids.items())
         ]
@@ -619,7 +634,7 @@ class RayResourceManager(ResourceManager):
                 if attempt.killed and time.monotonic() - attempt.killed_at > _KILL_GRACE_SECONDS:
                     code = _SIGKILL
                     break
-                lines, code = ray.get(attempt.actor.pull.remote(wait))
+                lines, code, _ = ray.get(attempt.actor.pull.remote(wait))
                 if lines:
                     self._ship(trial_id, lines)
         except Exception as err:
@@ -890,7 +905,9 @@ class RayResourceManager(ResourceManager):
             for ref in done:
                 rank = pulls.pop(ref)
                 try:
-                    lines, code = ray.get(ref)
+                    lines, code, age = ray.get(ref)
+                    if age is not None:
+                        attempt.beats[rank] = (age, time.monotonic())
                 except ray.exceptions.RayError as err:
                     lines, code = [], _SIGKILL
                     lost = _Attempt(trial_id, None, where=places[rank])
