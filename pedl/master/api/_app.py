@@ -45,6 +45,7 @@ from pedl.master.api import (
     health,
     master_config,
     master_info,
+    models,
     templates,
     trial_ops,
     trials,
@@ -349,6 +350,7 @@ def create_app(
         health,
         users,
         templates,
+        models,
         master_config,
     )
     read_routes = ReadRoutes(

@@ -15,7 +15,7 @@ def checkpoint_public(
     resources = {str(path): int(size) for path, size in checkpoint.resources.items()}
     return CheckpointPublic(
         uuid=checkpoint.uuid,
-        trial_id=checkpoint.trial_id,
+        trial_id=checkpoint.detached["trial_id"] if checkpoint.detached else checkpoint.trial_id,
         experiment_id=experiment_id,
         total_batches=checkpoint.total_batches,
         state=checkpoint.state,

@@ -2,7 +2,8 @@
 its storage.
 
 The storage is the one the experiment config's ``checkpoint_storage`` names (through
-:func:`pedl.storage.make_storage`); the files are whatever that storage holds for the
+:func:`pedl.storage.make_storage`; for a checkpoint that outlived its experiment, the one kept
+with it); the files are whatever that storage holds for the
 checkpoint's uuid.
 """
 
@@ -19,14 +20,12 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from pedl.config import ConfigError, parse_config
 from pedl.master.api._auth import USER_AUTH_RESPONSES, require_user
 from pedl.master.api._deps import ReadSession
 from pedl.master.api._errors import ERROR_RESPONSES, ApiError
+from pedl.master.api.checkpoints import storage_of
 from pedl.master.db import checkpoints as checkpoints_repo
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import trials as trials_repo
-from pedl.storage import StorageManager, UnsupportedStorageError, list_resources, make_storage
+from pedl.storage import StorageManager, list_resources
 
 router = APIRouter(
     prefix="/checkpoints",
@@ -46,15 +45,7 @@ class CheckpointFiles(BaseModel):
 
 
 def _storage_of(session: Session, checkpoint_uuid: str) -> StorageManager:
-    checkpoint = checkpoints_repo.get_checkpoint(session, checkpoint_uuid)
-    trial = trials_repo.get_trial(session, checkpoint.trial_id)
-    experiment = experiments_repo.get_experiment(session, trial.experiment_id)
-    try:
-        return make_storage(parse_config(experiment.config).checkpoint_storage)
-    except UnsupportedStorageError as err:
-        raise ApiError(501, str(err), field="checkpoint_storage") from err
-    except ConfigError as err:
-        raise ApiError(500, f"the stored config of experiment {experiment.id} is invalid") from err
+    return storage_of(session, checkpoints_repo.get_checkpoint(session, checkpoint_uuid))
 
 
 def _missing(checkpoint_uuid: str) -> ApiError:

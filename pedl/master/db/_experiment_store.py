@@ -70,6 +70,9 @@ class SQLExperimentStore:
                 for uuid, trial_id, batches, metadata in rows
             ]
             batches_of = {c.storage_id: c.total_batches for c in checkpoints}
+            # Retention never sees what the model registry holds: it is never deleted.
+            registered = checkpoints_repo.registered_uuids(session, list(batches_of))
+            checkpoints = [c for c in checkpoints if c.storage_id not in registered]
             records = [
                 TrialRecord(
                     trial_id=t.id,
@@ -138,6 +141,12 @@ class SQLExperimentStore:
     def mark_checkpoints_deleted(self, storage_ids: Sequence[str]) -> None:
         with self._db.session(write=True, serialize=True) as session:
             checkpoints_repo.mark_checkpoints_deleted(session, list(storage_ids))
+
+    def claim_checkpoints_for_deletion(self, storage_ids: Sequence[str]) -> list[str]:
+        """Mark DELETED those of these checkpoints no model version holds and return them,
+        before their files are removed (:func:`checkpoints.claim_for_deletion`)."""
+        with self._db.session(write=True, serialize=True) as session:
+            return checkpoints_repo.claim_for_deletion(session, list(storage_ids))
 
 
 _RECORDED = (AppendSearcherEvent, CreateTrial, SetTrialState, SetExperimentState, SetProgress)

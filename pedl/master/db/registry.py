@@ -224,6 +224,12 @@ def list_versions(
     return list(session.scalars(query))
 
 
+def count_versions(session: Session, model: RegisteredModel) -> int:
+    """How many versions the model has."""
+    query = select(func.count(ModelVersion.id)).where(ModelVersion.model_id == model.id)
+    return session.scalar(query) or 0
+
+
 def delete_version(session: Session, version: ModelVersion) -> None:
     """Delete one version (its checkpoint stays, no longer held by it)."""
     session.delete(version)

@@ -411,9 +411,9 @@ class Orchestrator:
     def _delete(self, config: ExperimentConfig, storage_ids: Sequence[str]) -> None:
         try:
             storage = make_storage(config.checkpoint_storage)
-            for storage_id in storage_ids:
+            # Marked DELETED first, registered ones left out: one registered meanwhile stays.
+            for storage_id in self._store.claim_checkpoints_for_deletion(storage_ids):
                 storage.delete(storage_id)
-            self._store.mark_checkpoints_deleted(storage_ids)
         except Exception as err:
             logger.warning("checkpoints %s not deleted: %s", ", ".join(storage_ids), err)
             return
