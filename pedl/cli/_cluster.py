@@ -4,6 +4,7 @@ experiments' trials that run or wait for slots (``GET /cluster``)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import click
@@ -13,6 +14,8 @@ from rich.table import Table
 from pedl.cli._aliases import AliasGroup
 from pedl.cli._context import console, current_client, json_option, print_json
 
+MASTER_LOG_PAGE = 10_000
+"""The most lines one ``GET /master/logs`` returns."""
 AGENT_ID = "master"
 """The one agent a PEDL master has: itself."""
 
@@ -188,6 +191,41 @@ def config(as_json: bool) -> None:
         print_json(settings)
     else:
         click.echo(yaml.safe_dump(settings, sort_keys=False), nl=False)
+
+
+@master_views.command("logs")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines (Ctrl-C stops).")
+@click.option(
+    "--tail",
+    type=click.IntRange(0, MASTER_LOG_PAGE),
+    default=None,
+    help=f"Only the last N lines (at most {MASTER_LOG_PAGE:,}).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.01),
+    default=1.0,
+    show_default=True,
+    help="Seconds between polls with --follow.",
+)
+def logs(follow: bool, tail: int | None, interval: float) -> None:
+    """Show the master's own latest log lines (administrators; it keeps its latest 10,000)."""
+    session = current_client().session
+    params: dict[str, Any] = {"tail": tail} if tail is not None else {"limit": MASTER_LOG_PAGE}
+    cursor: int | None = None
+    while True:
+        lines = session.get("/master/logs", params=params)
+        for line in lines:
+            click.echo(f"{line['timestamp']} [{line['level']}]: {line['message']}")
+        if lines:
+            cursor = int(lines[-1]["seq"])
+        if not follow:
+            return
+        if len(lines) < MASTER_LOG_PAGE or "tail" in params:
+            time.sleep(interval)
+        params = {"limit": MASTER_LOG_PAGE}
+        if cursor is not None:
+            params["after_seq"] = cursor
 
 
 MASTER_VIEWS = frozenset(master_views.commands)

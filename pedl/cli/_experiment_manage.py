@@ -1,5 +1,6 @@
 """``det``'s experiment verbs in ``pedl experiment``: delete, archive, unarchive, label,
-set, logs, config, download-model-def."""
+set (name, description, max-slots, priority, weight, gc-policy), logs, config,
+download-model-def, continue."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pedl.cli._aliases import AliasGroup
 from pedl.cli._context import console, current_client
 from pedl.cli._experiment import EXPERIMENT_ID, experiment
 from pedl.cli._logs import log_options, print_logs
+from pedl.config import ConfigError
+from pedl.config._overrides import overridden_document
 
 
 @experiment.command("delete")
@@ -78,7 +81,7 @@ def remove_label(experiment_id: int, label_text: str) -> None:
 
 @experiment.group("set", cls=AliasGroup)
 def set_group() -> None:
-    """Change an experiment's name or description."""
+    """Change an experiment's name, description, scheduling or checkpoint retention."""
 
 
 @set_group.command("description")
@@ -138,3 +141,127 @@ def download_model_def(experiment_id: int, output_dir: Path) -> None:
     path = output_dir / f"experiment_{exp.id}_model_def.tgz"
     path.write_bytes(exp.model_definition())
     console().print(f"Model definition of experiment {exp.id} -> {path}", markup=False)
+
+
+def _none_or_int(value: str) -> int | None:
+    """``det``'s ``none_or_int``: ``none``/``null`` (any case) is no value."""
+    if value.strip().lower() in ("none", "null"):
+        return None
+    try:
+        return int(value)
+    except ValueError as err:
+        raise click.BadParameter(f"{value!r} is not an integer, none or null") from err
+
+
+@set_group.command("max-slots")
+@EXPERIMENT_ID
+@click.argument("max_slots", metavar="MAX_SLOTS")
+def set_max_slots(experiment_id: int, max_slots: str) -> None:
+    """Cap the slots the experiment uses together (`none`: no cap)."""
+    value = _none_or_int(max_slots)
+    current_client().get_experiment(experiment_id).set_max_slots(value)
+    console().print(f"Set `max_slots` of experiment {experiment_id} to {value}", markup=False)
+
+
+@set_group.command("priority")
+@EXPERIMENT_ID
+@click.argument("priority", type=int)
+def set_priority(experiment_id: int, priority: int) -> None:
+    """Set the experiment's priority (1: first, to 99)."""
+    current_client().get_experiment(experiment_id).set_priority(priority)
+    console().print(f"Set `priority` of experiment {experiment_id} to {priority}", markup=False)
+
+
+@set_group.command("weight")
+@EXPERIMENT_ID
+@click.argument("weight", type=float)
+def set_weight(experiment_id: int, weight: float) -> None:
+    """Set the experiment's fair-share weight (above 0)."""
+    current_client().get_experiment(experiment_id).set_weight(weight)
+    console().print(f"Set `weight` of experiment {experiment_id} to {weight}", markup=False)
+
+
+@set_group.command("gc-policy")
+@EXPERIMENT_ID
+@click.option("--save-experiment-best", type=int, required=True, help="Best checkpoints kept.")
+@click.option("--save-trial-best", type=int, required=True, help="Best per trial kept.")
+@click.option("--save-trial-latest", type=int, required=True, help="Latest per trial kept.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+def set_gc_policy(
+    experiment_id: int,
+    save_experiment_best: int,
+    save_trial_best: int,
+    save_trial_latest: int,
+    yes: bool,
+) -> None:
+    """Set the experiment's checkpoint retention and delete what it no longer keeps."""
+    exp = current_client().get_experiment(experiment_id)
+    policy = {
+        "save_experiment_best": save_experiment_best,
+        "save_trial_best": save_trial_best,
+        "save_trial_latest": save_trial_latest,
+    }
+    if not yes:
+        doomed = exp.preview_gc(**policy)
+        out = console()
+        if doomed:
+            out.print("The following checkpoints will be deleted by applying this GC policy:")
+            for checkpoint in doomed:
+                out.print(
+                    f"  trial {checkpoint.trial_id}, batch {checkpoint.total_batches}: "
+                    f"{checkpoint.uuid}",
+                    markup=False,
+                )
+        out.print(f"This policy will delete {len(doomed)} checkpoints.")
+        click.confirm(
+            "Changing the checkpoint garbage collection policy of an experiment may result in "
+            "the unrecoverable deletion of checkpoints. Do you wish to proceed?",
+            abort=True,
+        )
+    exp.set_gc_policy(**policy)
+    shown = "\n".join(f"  {key}: {value}" for key, value in policy.items())
+    console().print(f"Set GC policy of experiment {exp.id} to\n{shown}", markup=False)
+
+
+@experiment.command("continue")
+@EXPERIMENT_ID
+@click.option(
+    "--config-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A YAML file of config fields to change (e.g. a longer searcher.max_length).",
+)
+@click.option(
+    "--config",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Change a config field, e.g. --config searcher.max_length.batches=2000 (repeatable).",
+)
+@click.option(
+    "-f", "--follow-first-trial", is_flag=True, help="Follow the logs of the continued trial."
+)
+def continue_experiment(
+    experiment_id: int,
+    config_file: Path | None,
+    overrides: tuple[str, ...],
+    follow_first_trial: bool,
+) -> None:
+    """Continue an ended single-trial experiment from its trial's latest checkpoint."""
+    source: str | dict[str, Any] = (
+        config_file.read_text(encoding="utf-8") if config_file is not None else {}
+    )
+    try:
+        override = overridden_document(source, overrides)
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from err
+    if not isinstance(override, dict):
+        raise click.UsageError(f"{config_file} does not hold a mapping of config fields")
+    exp = current_client().get_experiment(experiment_id)
+    exp.continue_experiment(override)
+    console().print(f"Continued experiment {exp.id}")
+    if follow_first_trial:
+        trials = exp.list_trials()
+        if trials:
+            for line in trials[0].logs(follow=True):
+                click.echo(line.message)

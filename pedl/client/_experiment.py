@@ -180,6 +180,53 @@ class Experiment:
         """Replace the experiment's labels."""
         self._patch({"labels": list(labels)})
 
+    def set_max_slots(self, max_slots: int | None) -> None:
+        """Cap the slots the experiment's trials use together (``None``: no cap); the
+        master's scheduler starts no trial beyond it from now on (``det experiment set
+        max-slots``). :class:`PEDLError` 422 below 1 or below ``slots_per_trial``."""
+        self._patch({"resources": {"max_slots": max_slots}})
+
+    def set_priority(self, priority: int) -> None:
+        """Set the experiment's scheduling priority, 1 (first) to 99."""
+        self._patch({"resources": {"priority": priority}})
+
+    def set_weight(self, weight: float) -> None:
+        """Set the experiment's fair-share weight (above 0)."""
+        self._patch({"resources": {"weight": weight}})
+
+    def set_gc_policy(
+        self, *, save_experiment_best: int, save_trial_best: int, save_trial_latest: int
+    ) -> None:
+        """Change how many checkpoints the experiment keeps (each count 0 or more); the
+        checkpoints the new policy does not keep are deleted (at once for an ended
+        experiment), as ``det experiment set gc-policy`` does. See :meth:`preview_gc`."""
+        policy = {
+            "save_experiment_best": save_experiment_best,
+            "save_trial_best": save_trial_best,
+            "save_trial_latest": save_trial_latest,
+        }
+        self._patch({"checkpoint_storage": policy})
+
+    def preview_gc(
+        self, *, save_experiment_best: int, save_trial_best: int, save_trial_latest: int
+    ) -> list[Checkpoint]:
+        """The experiment's checkpoints that :meth:`set_gc_policy` with these counts would
+        delete (nothing is changed)."""
+        params = {
+            "save_experiment_best": save_experiment_best,
+            "save_trial_best": save_trial_best,
+            "save_trial_latest": save_trial_latest,
+        }
+        items = self._session.get(f"/experiments/{self.id}/preview_gc", params=params)
+        return [Checkpoint(self._session, item) for item in items]
+
+    def continue_experiment(self, config: Mapping[str, Any] | None = None) -> None:
+        """Continue the ended single-trial experiment from its trial's latest checkpoint, as
+        ``det experiment continue`` does; ``config`` overrides parts of its config (e.g.
+        ``{"searcher": {"max_length": {"batches": 2000}}}`` to train longer)."""
+        body = {"config": dict(config) if config is not None else {}}
+        self._update(self._session.post(f"/experiments/{self.id}/continue", json=body))
+
     def archive(self) -> None:
         """Archive the ended experiment: lists leave it out unless asked for it."""
         self._update(self._session.post(f"/experiments/{self.id}/archive"))

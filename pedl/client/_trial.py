@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -15,6 +15,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pedl.client._checkpoint import Checkpoint, best_checkpoints, resolve_sort
 from pedl.client._session import Session
 from pedl.engine import TrialError, TrialOutcome, TrialState
+
+MAX_LOG_PAGE = 10_000
+"""The most lines the master returns for one ``GET /trials/{id}/logs``."""
 
 TERMINAL_TRIAL_STATES = frozenset(s for s in TrialState if s.is_terminal)
 """Trial states nothing ever leaves."""
@@ -74,6 +77,24 @@ class MetricRow(BaseModel):
     total_epochs: float | None = None
     metrics: dict[str, Annotated[float | str | None, BeforeValidator(_metric_value)]]
     reported_at: datetime
+
+
+MAX_SYSTEM_POINTS = 10_000
+"""The most system metrics samples per worker one read returns."""
+
+
+class SystemSample(BaseModel):
+    """One sample of a trial process's system metrics: ``rank`` (the worker, 0: the chief),
+    ``time`` (when it was taken) and ``metrics`` (``cpu_percent``, ``process_cpu_percent``,
+    ``memory_percent``, ``process_rss_bytes``, ``disk_read_bytes_per_s``,
+    ``disk_write_bytes_per_s``, ``net_sent_bytes_per_s``, ``net_recv_bytes_per_s``, and per
+    GPU ``gpu<i>_util_percent`` and ``gpu<i>_memory_used_bytes``)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    rank: int
+    time: datetime
+    metrics: dict[str, float]
 
 
 class _TrialFields(BaseModel):
@@ -234,62 +255,91 @@ class Trial:
         search_text: str | None = None,
         interval: float = 1.0,
     ) -> Iterator[LogLine]:
-        """:meth:`iter_logs` as :class:`LogLine` records (with seq, level, timestamp)."""
+        """:meth:`iter_logs` as :class:`LogLine` records (with seq, level, timestamp). The
+        master applies the filters (``GET /trials/{id}/logs``); only the lines asked for
+        cross the network (a ``head`` or ``tail`` over 10,000 lines is read a page at a time
+        and cut here)."""
         if follow and (head is not None or tail is not None):
             raise ValueError("follow cannot be combined with head or tail")
         if head is not None and tail is not None:
             raise ValueError("head and tail cannot both be given")
-        keep = log_filter(
+        params = log_filter_params(
+            rank_ids=rank_ids,
             min_level=min_level,
             timestamp_before=timestamp_before,
             timestamp_after=timestamp_after,
             search_text=search_text,
         )
-        ranks: list[int | None] = [*rank_ids] if rank_ids else [None]
-        lines = (
-            line
-            for line in self._ranked_logs(ranks, follow=follow, interval=interval)
-            if keep(line)
-        )
+        if tail is not None and tail <= MAX_LOG_PAGE:
+            yield from self._log_page({**params, "tail": tail}) if tail > 0 else ()
+            return
+        if head is not None and head <= MAX_LOG_PAGE:
+            yield from self._log_page({**params, "head": head}) if head > 0 else ()
+            return
+        lines = self._filtered_logs(params, follow=follow, interval=interval)
         if tail is not None:
-            yield from deque(lines, maxlen=tail) if tail > 0 else ()
+            yield from deque(lines, maxlen=tail)
             return
         for count, line in enumerate(lines):
             if head is not None and count >= head:
                 return
             yield line
 
-    def _ranked_logs(
-        self, ranks: list[int | None], *, follow: bool, interval: float
+    def _log_page(self, params: Mapping[str, Any]) -> list[LogLine]:
+        return [LogLine.model_validate(line) for line in self._get_logs(params)]
+
+    def _filtered_logs(
+        self, params: Mapping[str, Any], *, follow: bool, interval: float
     ) -> Iterator[LogLine]:
-        """Every line (of each of ``ranks``; ``None``: all), in seq order."""
-        cursors: dict[int | None, int | None] = dict.fromkeys(ranks)
-        page_size = 1000
+        """Every line passing the filter ``params``, in seq order, a page at a time."""
+        cursor: int | None = None
         while True:
             ended = follow and self.reload().is_terminal
-            fresh: list[LogLine] = []
-            for rank in ranks:
-                while True:
-                    params: dict[str, Any] = {"limit": page_size}
-                    if cursors[rank] is not None:
-                        params["after_seq"] = cursors[rank]
-                    if rank is not None:
-                        params["rank"] = rank
-                    batch = [LogLine.model_validate(line) for line in self._get_logs(params)]
-                    fresh.extend(batch)
-                    if batch:
-                        cursors[rank] = batch[-1].seq
-                    if len(batch) < page_size:
-                        break
-            yield from sorted(fresh, key=lambda line: line.seq) if len(ranks) > 1 else fresh
+            while True:
+                page: dict[str, Any] = {**params, "limit": MAX_LOG_PAGE}
+                if cursor is not None:
+                    page["after_seq"] = cursor
+                batch = self._log_page(page)
+                yield from batch
+                if batch:
+                    cursor = batch[-1].seq
+                if len(batch) < MAX_LOG_PAGE:
+                    break
             if not follow or ended:
                 return
             time.sleep(interval)
 
     def iter_metrics(self, group: str) -> Iterator[TrialMetrics]:
         """The trial's reports of ``group`` (``"training"`` or ``"validation"``) in batch
-        order, as Determined's ``Trial.iter_metrics`` gives them; fetched a page at a time."""
+        order, as Determined's ``Trial.iter_metrics`` gives them; fetched a page at a time.
+        ``"system"``: its system metrics (:meth:`iter_system_metrics`), ``steps_completed``
+        0, ``end_time`` when the sample was taken, ``metrics`` with ``rank`` added."""
+        if group == "system":
+            return (
+                TrialMetrics(
+                    trial_id=self.id,
+                    trial_run_id=0,
+                    steps_completed=0,
+                    end_time=sample.time,
+                    metrics={**sample.metrics, "rank": sample.rank},
+                    group="system",
+                )
+                for sample in self.iter_system_metrics()
+            )
         return iter_metrics_of(self._session, self.id, group)
+
+    def iter_system_metrics(
+        self, *, rank: int | None = None, max_points: int = MAX_SYSTEM_POINTS
+    ) -> Iterator[SystemSample]:
+        """The CPU, memory, disk, network and GPU use the trial's processes sampled
+        (:class:`SystemSample`), by rank, then time; of worker ``rank`` only, when given. A
+        worker with more than ``max_points`` samples (at most 10,000) gives that many, evenly
+        spread over its samples."""
+        body = self._session.get(
+            f"/trials/{self.id}/system-metrics",
+            params={"max_points": max_points, **({} if rank is None else {"rank": rank})},
+        )
+        return (SystemSample.model_validate(sample) for sample in body["samples"])
 
     def stream_training_metrics(self) -> Iterator[TrialMetrics]:
         """``iter_metrics("training")``."""
@@ -396,51 +446,43 @@ class LogLevel(StrEnum):
         return list(LogLevel).index(self)
 
 
-def line_level(line: LogLine) -> LogLevel:
-    """The line's level (``WARN`` read as WARNING, ``FATAL`` as CRITICAL; none: INFO)."""
-    name = (line.level or "INFO").upper()
-    name = {"WARN": "WARNING", "FATAL": "CRITICAL"}.get(name, name)
-    return LogLevel(name) if name in LogLevel.__members__ else LogLevel.INFO
-
-
-def _as_time(value: str | int | float | datetime) -> datetime:
-    """A timestamp as Determined's log filters take it: RFC 3339 text, or epoch seconds."""
+def _as_time(value: str | int | float | datetime) -> str:
+    """A timestamp as Determined's log filters take it (RFC 3339 text, epoch seconds or a
+    datetime; naive ones are UTC), as RFC 3339 text for the master."""
     if isinstance(value, datetime):
         moment = value
     elif isinstance(value, (int, float)):
         moment = datetime.fromtimestamp(value, tz=UTC)
     else:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return moment.isoformat()
 
 
-def log_filter(
+def log_filter_params(
     *,
+    rank_ids: Sequence[int] | None = None,
     min_level: LogLevel | str | None = None,
     timestamp_before: str | int | float | datetime | None = None,
     timestamp_after: str | int | float | datetime | None = None,
     search_text: str | None = None,
-) -> Callable[[LogLine], bool]:
-    """Whether a line passes Determined's log filters: at least ``min_level``, written
-    before ``timestamp_before`` and after ``timestamp_after`` (lines without a timestamp
-    pass), containing ``search_text``."""
-    lowest = LogLevel(str(min_level).upper()).rank if min_level is not None else None
-    before = _as_time(timestamp_before) if timestamp_before is not None else None
-    after = _as_time(timestamp_after) if timestamp_after is not None else None
-
-    def keep(line: LogLine) -> bool:
-        if lowest is not None and line_level(line).rank < lowest:
-            return False
-        stamp = line.timestamp
-        if stamp is not None and stamp.tzinfo is None:
-            stamp = stamp.replace(tzinfo=UTC)
-        if stamp is not None and before is not None and stamp >= before:
-            return False
-        if stamp is not None and after is not None and stamp <= after:
-            return False
-        return search_text is None or search_text in line.message
-
-    return keep
+) -> dict[str, Any]:
+    """The query parameters of ``GET /trials/{id}/logs`` for Determined's log filters: the
+    workers ``rank_ids``, at least ``min_level``, written before ``timestamp_before`` and
+    after ``timestamp_after`` (lines without a timestamp pass), containing ``search_text``.
+    ``ValueError`` for a level or timestamp that does not parse."""
+    params: dict[str, Any] = {}
+    if rank_ids:
+        params["rank_ids"] = [int(rank) for rank in rank_ids]
+    if min_level is not None:
+        params["level"] = LogLevel(str(min_level).upper()).value
+    if timestamp_before is not None:
+        params["timestamp_before"] = _as_time(timestamp_before)
+    if timestamp_after is not None:
+        params["timestamp_after"] = _as_time(timestamp_after)
+    if search_text is not None:
+        params["search_text"] = search_text
+    return params
 
 
 @dataclass(frozen=True)

@@ -218,6 +218,17 @@ class ExperimentDriver:
 
         return self._run(change)
 
+    def config_changed(self, config: ExperimentConfig) -> list[Action]:
+        """The experiment's scheduling or retention settings changed (``resources``,
+        ``checkpoint_storage.save_*``; already recorded): use ``config`` from now on, and
+        delete at once the checkpoints its retention policy no longer keeps."""
+
+        def change() -> None:
+            self.config = config
+            self._collect_garbage()
+
+        return self._run(change)
+
     def trial_queued(self, trial_id: int) -> list[Action]:
         """The shell's scheduler holds the trial until slots are free."""
         trial = self._trial(trial_id)
@@ -654,6 +665,8 @@ class ExperimentDriver:
         return max(reached, default=0)
 
     def _to_batches(self, length: int, hparams: Mapping[str, Any]) -> int | None:
+        if getattr(self.config.searcher, "reported_time_metric", None):
+            return None  # values of a metric the script reports, not batches
         unit = self.config.searcher_unit
         if unit == "batches":
             return length

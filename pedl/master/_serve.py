@@ -13,6 +13,7 @@ import threading
 import uvicorn
 
 from pedl.master._accounts import ADMIN_PASSWORD_ENV, announce_password, prepare_accounts
+from pedl.master._master_log import MasterLog
 from pedl.master._reads import ReadProcesses
 from pedl.master._settings import MasterSettings
 from pedl.master._temp_dirs import remove_dead_owners_dirs
@@ -82,6 +83,8 @@ def serve(settings: MasterSettings) -> None:
     be bound.
     """
     _configure_process()
+    master_log = MasterLog()  # from the first line on: `pedl master logs` shows the start
+    master_log.attach()
     for path in remove_dead_owners_dirs():
         logger.info("removed %s, left by a master that is gone", path)
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
@@ -112,6 +115,7 @@ def serve(settings: MasterSettings) -> None:
         database=database,
         orchestrator=orchestrator,
         reads=ReadProcesses(settings, reads) if reads else None,
+        master_log=master_log,
     )
     if trials_url != url:
         logger.info("trials reach the master at %s (advertised_url)", trials_url)

@@ -36,15 +36,18 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pedl import __version__
+from pedl.master._master_log import MasterLog
 from pedl.master._settings import MasterSettings
 from pedl.master.api import (
     checkpoints,
     cluster,
     downloads,
+    experiment_ops,
     experiments,
     health,
     master_config,
     master_info,
+    master_logs,
     models,
     templates,
     trial_ops,
@@ -264,6 +267,7 @@ def create_app(
     reads: ReadSource | None = None,
     reads_only: bool = False,
     ui_dir: Path = UI_DIST,
+    master_log: MasterLog | None = None,
 ) -> FastAPI:
     """Build the master's REST API (OpenAPI at ``/docs`` and ``/openapi.json``).
 
@@ -285,9 +289,13 @@ def create_app(
     writer. On startup the worker-thread limit is set to ``settings.worker_threads``; see the
     module's docstring for the sizing and the load shedding. The web UI built into ``ui_dir``
     (default: the package's ``ui_dist``) is served at ``/``; when it is not built, ``/`` says
-    how to build it.
+    how to build it. The master's own log lines are kept in ``master_log`` (a new
+    :class:`MasterLog` unless given; none in a read process), attached to the root logger
+    while the app runs, for ``GET /master/logs``.
     """
     owned = database is None
+    if master_log is None and not reads_only:
+        master_log = MasterLog()
     db = make_database(settings) if database is None else database
     ingestor = None if reads_only else MetricIngestor(db, max_queued=settings.max_queued_reports)
     forwarding = None if reads is None else Forwarding()
@@ -301,6 +309,8 @@ def create_app(
         # reconnecting after a master restart). Generating the OpenAPI schema builds it, so
         # it is done here, before the port opens, off the loop.
         await anyio.to_thread.run_sync(_app.openapi)
+        if master_log is not None:
+            master_log.attach()
         if ingestor is not None:
             settings.home.mkdir(parents=True, exist_ok=True)
             await anyio.to_thread.run_sync(db.upgrade)
@@ -321,6 +331,8 @@ def create_app(
                 await anyio.to_thread.run_sync(orchestrator.stop)
             if owned:
                 db.dispose()
+            if master_log is not None:
+                master_log.detach()
 
     app = _MasterApp(
         title="PEDL master",
@@ -336,6 +348,7 @@ def create_app(
     app.state.database = db
     app.state.metric_ingestor = ingestor
     app.state.orchestrator = orchestrator
+    app.state.master_log = master_log
     tokens = app.state.token_cache = TokenCache(settings.token_cache_seconds)
     install_error_handlers(app)
     modules = (
@@ -352,6 +365,8 @@ def create_app(
         templates,
         models,
         master_config,
+        master_logs,
+        experiment_ops,
     )
     read_routes = ReadRoutes(
         (route for m in modules for route in m.router.routes if isinstance(route, APIRoute)),

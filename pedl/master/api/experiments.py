@@ -37,6 +37,13 @@ from pedl.master.api._deps import (
     WriteSession,
 )
 from pedl.master.api._errors import ERROR_RESPONSES, ApiError
+from pedl.master.api._experiment_settings import (
+    CheckpointStoragePatch,
+    ResourcesPatch,
+    apply_settings,
+    settings_changes,
+    stored_config,
+)
 from pedl.master.api._schemas import (
     CheckpointPublic,
     ErrorIssue,
@@ -303,6 +310,14 @@ class ExperimentEdit(ExperimentPatch):
     name: Annotated[str, Field(min_length=1, max_length=MAX_NAME)] | None = Field(
         default=None, description="1 to 512 characters, no NUL; null clears it."
     )
+    resources: ResourcesPatch | None = Field(
+        default=None, description="max_slots, priority, weight (`det experiment set`)."
+    )
+    checkpoint_storage: CheckpointStoragePatch | None = Field(
+        default=None,
+        description="save_experiment_best, save_trial_best, save_trial_latest "
+        "(`det experiment set gc-policy`).",
+    )
 
     @field_validator("name")
     @classmethod
@@ -314,21 +329,42 @@ class ExperimentEdit(ExperimentPatch):
 
 @router.patch("/{experiment_id}", responses=OWNER_RESPONSES)
 def patch_experiment(
-    experiment_id: ExperimentId, body: ExperimentEdit, session: WriteSession, user: CurrentUser
+    experiment_id: ExperimentId,
+    body: ExperimentEdit,
+    database: DatabaseDep,
+    user: CurrentUser,
+    request: Request,
 ) -> ExperimentPublic:
     """Change an experiment's ``name`` (1 to 512 characters; null clears it),
     ``description`` (at most 10,000 characters; null clears it) and ``labels`` (at most 100,
     each 1 to 255 characters; duplicates dropped, order kept); a field left out stays as it
-    is. 422 beyond those limits. Its owner or an administrator only (403)."""
-    _check_owner(session, experiment_id, user)
-    changes: dict[str, Any] = {}
-    for field in ("name", "description"):
-        if field in body.model_fields_set:
-            changes[field] = getattr(body, field)
-    if "labels" in body.model_fields_set:
-        changes["labels"] = body.labels or []
-    experiment = experiments_repo.update_experiment(session, experiment_id, **changes)
-    return ExperimentPublic.model_validate(experiment)
+    is. 422 beyond those limits. Its owner or an administrator only (403).
+
+    ``resources`` (``max_slots`` 1 to 1024 and at least ``slots_per_trial``, null: no cap;
+    ``priority`` 1 to 99; ``weight`` above 0, at most 1,000,000) and ``checkpoint_storage``
+    (``save_experiment_best``, ``save_trial_best``, ``save_trial_latest``: 0 to 1,000,000)
+    change the stored config, so a restarted master keeps them; a running experiment's
+    scheduling and retention use them at once, and an ended experiment's checkpoints that the
+    new retention policy does not keep are deleted now (``det experiment set``)."""
+    with database.session(write=True) as session:
+        _check_owner(session, experiment_id, user)
+        changes: dict[str, Any] = {}
+        for field in ("name", "description"):
+            if field in body.model_fields_set:
+                changes[field] = getattr(body, field)
+        if "labels" in body.model_fields_set:
+            changes["labels"] = body.labels or []
+        if changes:
+            experiments_repo.update_experiment(session, experiment_id, **changes)
+        settings = settings_changes(
+            stored_config(session, experiment_id), body.resources, body.checkpoint_storage
+        )
+    if settings:
+        orchestrator = getattr(request.app.state, "orchestrator", None)
+        apply_settings(database, experiment_id, settings, orchestrator)
+    with database.session() as session:
+        experiment = experiments_repo.get_experiment(session, experiment_id)
+        return ExperimentPublic.model_validate(experiment)
 
 
 @router.delete("/{experiment_id}", status_code=204, responses=OWNER_RESPONSES)

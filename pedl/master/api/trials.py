@@ -7,11 +7,13 @@ signed-in users.
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from typing import Annotated, Any
 
 import anyio.to_thread
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials
+from pydantic import Field
 
 from pedl.engine import CheckpointState, MetricKind
 from pedl.master.api._auth import (
@@ -227,26 +229,101 @@ def append_logs(
     return LogsIngested(trial_id=trial_id, received=len(lines), inserted=inserted)
 
 
+MAX_LOG_LINES = 10_000
+"""The most lines one ``GET /trials/{id}/logs`` returns (``limit``, ``head``, ``tail``)."""
+MAX_RANK_IDS = 1_000
+MAX_SEARCH_TEXT = 1_000
+LogCount = Annotated[int | None, Query(ge=0, le=MAX_LOG_LINES)]
+
+
 @router.get("/{trial_id}/logs", dependencies=[require_user], responses=USER_AUTH_RESPONSES)
 def get_logs(
     trial_id: TrialId,
     session: ReadSession,
     offset: Offset = 0,
-    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+    limit: Annotated[int, Query(ge=1, le=MAX_LOG_LINES)] = 1000,
     after_seq: Annotated[Cursor, Query(description="Only lines with a larger seq.")] = None,
     after: Annotated[Cursor, Query(description="The same as `after_seq`.")] = None,
     rank: Annotated[
         int | None,
         Query(ge=0, le=1_000_000, description="Only the lines this worker (rank) wrote."),
     ] = None,
+    rank_ids: Annotated[
+        list[Annotated[int, Field(ge=0, le=1_000_000)]] | None,
+        Query(description=f"Only the lines of these workers (ranks; at most {MAX_RANK_IDS})."),
+    ] = None,
+    level: Annotated[
+        str | None,
+        Query(
+            max_length=16,
+            description="Only lines of this level or above: "
+            + ", ".join(logs_repo.LOG_LEVELS)
+            + " (lines without a level count as INFO).",
+        ),
+    ] = None,
+    timestamp_before: Annotated[
+        datetime | None,
+        Query(description="Only lines written before this time (RFC 3339 or epoch seconds)."),
+    ] = None,
+    timestamp_after: Annotated[
+        datetime | None, Query(description="Only lines written after this time.")
+    ] = None,
+    search_text: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=MAX_SEARCH_TEXT,
+            description="Only lines containing this text (case-sensitive).",
+        ),
+    ] = None,
+    head: Annotated[LogCount, Query(description="Only the first N matching lines.")] = None,
+    tail: Annotated[LogCount, Query(description="Only the last N matching lines.")] = None,
 ) -> list[LogLinePublic]:
     """A trial's log lines in ``seq`` order (``after``/``after_seq``: only the newer ones;
-    ``rank``: only those of one worker of a multi-worker trial)."""
+    ``rank``/``rank_ids``: only those of some workers of a multi-worker trial), filtered as
+    ``det trial logs`` filters them: ``level`` and above, between ``timestamp_after`` and
+    ``timestamp_before`` (lines without a timestamp pass), containing ``search_text``; then
+    the first ``head`` or the last ``tail`` of them (at most 10,000; not both) instead of a
+    ``limit``-line page. 422 naming the parameter for a bad value."""
+    if head is not None and tail is not None:
+        raise ApiError(422, "head and tail cannot both be given", field="tail")
+    if rank_ids is not None and len(rank_ids) > MAX_RANK_IDS:
+        raise ApiError(
+            422, f"at most {MAX_RANK_IDS} rank_ids, got {len(rank_ids)}", field="rank_ids"
+        )
+    min_level = None
+    if level is not None:
+        min_level = level.upper()
+        if min_level not in logs_repo.LOG_LEVELS:
+            raise ApiError(
+                422,
+                f"level must be one of {', '.join(logs_repo.LOG_LEVELS)}, not {level!r}",
+                field="level",
+            )
+    if search_text is not None and "\x00" in search_text:
+        raise ApiError(422, "search_text must not contain NUL characters", field="search_text")
     trials_repo.get_trial(session, trial_id)
     if after_seq is None:
         after_seq = after
+    where = logs_repo.LogFilter(
+        rank_ids=tuple(rank_ids) if rank_ids is not None else None,
+        min_level=min_level,
+        timestamp_before=timestamp_before,
+        timestamp_after=timestamp_after,
+        search_text=search_text,
+    )
+    count = head if head is not None else tail if tail is not None else limit
+    if count == 0:
+        return []
     rows = logs_repo.list_logs(
-        session, trial_id, offset=offset, limit=limit, after_seq=after_seq, rank=rank
+        session,
+        trial_id,
+        offset=offset,
+        limit=count,
+        after_seq=after_seq,
+        rank=rank,
+        where=where,
+        tail=tail is not None,
     )
     return [LogLinePublic.model_validate(row) for row in rows]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, func, select
+from sqlalchemy import ColumnElement, Table, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from pedl.master.db._models import TrialLog
@@ -57,6 +57,64 @@ def append_logs(session: Session, trial_id: int, lines: Sequence[LogLine]) -> in
     return len(inserted)
 
 
+LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+"""Log levels as Determined names them, least severe first. A line without a level, or with
+one not named here, counts as INFO; ``WARN`` is WARNING and ``FATAL`` CRITICAL."""
+
+_SPELLINGS = {"WARNING": ("WARNING", "WARN"), "CRITICAL": ("CRITICAL", "FATAL")}
+
+
+@dataclass(frozen=True)
+class LogFilter:
+    """Which of a trial's lines to return (Determined's trial log filters): of the workers
+    ``rank_ids`` (None: all), at least ``min_level`` (one of :data:`LOG_LEVELS`), written
+    before ``timestamp_before`` and after ``timestamp_after`` (lines without a timestamp
+    pass), containing ``search_text`` (case-sensitive)."""
+
+    rank_ids: tuple[int, ...] | None = None
+    min_level: str | None = None
+    timestamp_before: datetime | None = None
+    timestamp_after: datetime | None = None
+    search_text: str | None = None
+
+    def where(self, session: Session) -> list[ColumnElement[bool]]:
+        """The filter as SQL conditions on :class:`TrialLog`."""
+        conditions: list[ColumnElement[bool]] = []
+        if self.rank_ids is not None:
+            conditions.append(TrialLog.rank.in_(self.rank_ids))
+        if self.min_level is not None:
+            conditions.append(_at_least(self.min_level))
+        if self.timestamp_before is not None:
+            conditions.append(
+                or_(TrialLog.timestamp.is_(None), TrialLog.timestamp < self.timestamp_before)
+            )
+        if self.timestamp_after is not None:
+            conditions.append(
+                or_(TrialLog.timestamp.is_(None), TrialLog.timestamp > self.timestamp_after)
+            )
+        if self.search_text is not None:
+            # LIKE ignores case on SQLite: instr/strpos compare exactly on both databases.
+            find = func.strpos if session.get_bind().dialect.name == "postgresql" else func.instr
+            conditions.append(find(TrialLog.message, self.search_text) > 0)
+        return conditions
+
+
+def _spellings(levels: Sequence[str]) -> list[str]:
+    return [spelling for level in levels for spelling in _SPELLINGS.get(level, (level,))]
+
+
+def _at_least(level: str) -> ColumnElement[bool]:
+    """Lines of ``level`` or above (see :data:`LOG_LEVELS` for lines without one)."""
+    index = LOG_LEVELS.index(level)
+    stored = func.upper(TrialLog.level)
+    if index <= LOG_LEVELS.index("INFO"):
+        below = _spellings(LOG_LEVELS[:index])
+        if not below:
+            return TrialLog.seq.is_not(None)
+        return or_(TrialLog.level.is_(None), stored.not_in(below))
+    return and_(TrialLog.level.is_not(None), stored.in_(_spellings(LOG_LEVELS[index:])))
+
+
 def list_logs(
     session: Session,
     trial_id: int,
@@ -65,15 +123,24 @@ def list_logs(
     limit: int = 1000,
     after_seq: int | None = None,
     rank: int | None = None,
+    where: LogFilter | None = None,
+    tail: bool = False,
 ) -> list[TrialLog]:
     """A trial's log lines ordered by ``seq``: skip ``offset`` lines (after ``after_seq`` when
     given; only those worker ``rank`` of a multi-worker trial wrote, when given: the master's
-    lines and a one-process trial's have no rank) and return at most ``limit``."""
+    lines and a one-process trial's have no rank; only those passing ``where``) and return at
+    most ``limit``; with ``tail``, the last ``limit`` of them instead (still in ``seq``
+    order)."""
     query = select(TrialLog).where(TrialLog.trial_id == trial_id)
     if rank is not None:
         query = query.where(TrialLog.rank == rank)
     if after_seq is not None:
         query = query.where(TrialLog.seq > after_seq)
+    if where is not None:
+        query = query.where(*where.where(session))
+    if tail:
+        query = query.order_by(TrialLog.seq.desc()).offset(offset).limit(limit)
+        return list(reversed(session.scalars(query).all()))
     query = query.order_by(TrialLog.seq).offset(offset).limit(limit)
     return list(session.scalars(query).all())
 

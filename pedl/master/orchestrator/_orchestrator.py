@@ -281,7 +281,10 @@ class Orchestrator:
             known = self._actors.get(experiment_id)
             if known is None:
                 self._adopt(experiment_id)
-            elif state != known.driver.state and not known.driver.finished:
+            elif known.driver.finished:  # ended, then continued before this tick dropped it
+                self._drop(known)
+                self._adopt(experiment_id)
+            elif state != known.driver.state:
                 self._event(known, partial(ExperimentDriver.set_experiment_state, state=state))
 
     def _adopt(self, experiment_id: int) -> None:
@@ -314,6 +317,17 @@ class Orchestrator:
         for trial_id in running:  # a rebuilt actor whose trials' processes still run
             self._event(actor, partial(ExperimentDriver.trial_started, trial_id=trial_id))
         self._event(actor, lambda d: d.start())
+
+    def experiment_config_changed(self, experiment_id: int, config: ExperimentConfig) -> None:
+        """The experiment's stored scheduling or retention settings changed: a running
+        experiment's scheduler and garbage collection use ``config`` from the next tick on
+        (trials already running keep their slots). An experiment this orchestrator does not
+        run reads the stored config when it is adopted."""
+        with self._lock:
+            actor = self._actors.get(experiment_id)
+        if actor is not None:
+            self._event(actor, partial(ExperimentDriver.config_changed, config=config))
+        self._wake.set()
 
     def _custom_searcher(
         self, experiment_id: int, config: ExperimentConfig
