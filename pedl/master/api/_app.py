@@ -55,7 +55,7 @@ from pedl.master.api import (
     users,
     visualization,
 )
-from pedl.master.api._auth import USER_TOKEN_PREFIX, BodyAuth, TokenCache
+from pedl.master.api._auth import PUBLIC_PATHS, USER_TOKEN_PREFIX, BodyAuth, TokenCache
 from pedl.master.api._deps import MAX_INT_ID
 from pedl.master.api._errors import (
     ApiError,
@@ -72,6 +72,7 @@ from pedl.master.api._forward import (
 )
 from pedl.master.api._limits import BodyMemory, RequestLimits, replay_body
 from pedl.master.api._schemas import MetricsBatch
+from pedl.master.api._session_cookie import SessionCookies
 from pedl.master.api._web_ui import UI_DIST, web_ui_route
 from pedl.master.db import Database, MetricIngestor, NotFoundError
 from pedl.master.orchestrator import Orchestrator
@@ -407,6 +408,9 @@ def create_app(
         memory=BodyMemory(settings.upload_memory_bytes, reserve=settings.max_request_bytes),
         retry_after_s=settings.retry_after_seconds,
     )
+    # The web UI's session cookie becomes a bearer token (or a CSRF 403) before anything
+    # else looks at the caller.
+    front = SessionCookies(front, prefix=API_PREFIX, public=PUBLIC_PATHS)
     app.front = InFlightLimit(  # outermost: sheds before any other work
         front,
         limit=settings.max_requests_in_flight,

@@ -16,6 +16,10 @@ Two kinds of token, never interchangeable:
   the one read a trial needs besides its own routes, its experiment's model definition,
   depends on :data:`ExperimentReader` (a user, or a trial of that experiment).
 
+The web UI sends its session token in an HttpOnly cookie rather than a header:
+:class:`~._session_cookie.SessionCookies` turns the cookie into the same bearer token (after
+a CSRF check for requests that change state) before anything here sees the request.
+
 Every request with a body is checked first by :class:`BodyAuth`, on its headers alone, before
 a byte of the body is read (the same 401s and 403s as the dependencies above, which check
 again): an anonymous or forged request costs no memory and no parsing.

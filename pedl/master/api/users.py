@@ -7,7 +7,7 @@ password (giving the old one), administrators anyone's.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Response
@@ -25,6 +25,7 @@ from pedl.master.api._deps import DatabaseDep, ReadSession, WriteSession
 from pedl.master.api._errors import ERROR_RESPONSES, ApiError
 from pedl.master.api._login_throttle import LoginThrottle
 from pedl.master.api._schemas import ErrorResponse
+from pedl.master.api._session_cookie import clear_session_cookies, set_session_cookies
 from pedl.master.api._user_schemas import (
     USERNAME_PATTERN,
     Login,
@@ -85,9 +86,11 @@ def _refuse_if_throttled(wait: int | None, *, field: str) -> None:
 
 
 @router.post("/auth/login", responses=_LOGIN_RESPONSES)
-def login(body: Login, database: DatabaseDep, request: Request) -> LoginPublic:
+def login(body: Login, database: DatabaseDep, request: Request, response: Response) -> LoginPublic:
     """Sign in: a new session token for ``username``, valid for the master's
-    ``token_lifetime_hours`` (default 7 days) or until ``POST /auth/logout``. 401 for a
+    ``token_lifetime_hours`` (default 7 days) or until ``POST /auth/logout``; the same token
+    in an HttpOnly, SameSite=Strict cookie for the web UI, with its CSRF cookie (see
+    :mod:`._session_cookie`). 401 for a
     wrong username or password or a deactivated account (the same answer for each). 429
     with ``Retry-After``, without the password being checked, after ``login_max_failures``
     attempts for the username (``login_max_failures_per_address`` from the client's
@@ -114,16 +117,20 @@ def login(body: Login, database: DatabaseDep, request: Request) -> LoginPublic:
         token, expires_at = users_repo.create_session(
             session, user.id, timedelta(hours=settings.token_lifetime_hours)
         )
+    set_session_cookies(response, request.scope, token, expires_at, datetime.now(UTC))
     return LoginPublic(token=token, username=user.username, admin=user.admin, expires_at=expires_at)
 
 
 @router.post("/auth/logout", status_code=204, responses=USER_AUTH_RESPONSES)
 def logout(user: CurrentUser, session: WriteSession, request: Request) -> Response:
-    """Sign out: the session token of this request stops working."""
+    """Sign out: the session token of this request (its bearer token or its session
+    cookie) stops working, and the browser drops the session's cookies."""
     if user.token is not None:
         users_repo.end_session(session, user.token)
         token_cache(request).forget(user.token)
-    return Response(status_code=204)
+    response = Response(status_code=204)
+    clear_session_cookies(response, request.scope)
+    return response
 
 
 @router.get("/me", responses=USER_AUTH_RESPONSES)
