@@ -15,7 +15,7 @@ from pedl.cli._display import metrics_text
 from pedl.cli._failures import trial_failure_lines
 from pedl.cli._logs import log_options, print_logs
 from pedl.cli._tables import checkpoints_table, trial_table
-from pedl.client import TrialWorker
+from pedl.client import SystemSample, TrialWorker
 
 TRIAL_ID = click.argument("trial_id", type=click.IntRange(min=1))
 
@@ -28,14 +28,21 @@ def trial() -> None:
 @trial.command("describe")
 @TRIAL_ID
 @click.option("--metrics", "show_metrics", is_flag=True, help="Also list every metric row.")
+@click.option(
+    "--system-metrics",
+    "show_system",
+    is_flag=True,
+    help="Also summarize its CPU, memory, disk, network and GPU use (per worker).",
+)
 @json_option
-def describe(trial_id: int, show_metrics: bool, as_json: bool) -> None:
+def describe(trial_id: int, show_metrics: bool, show_system: bool, as_json: bool) -> None:
     """Show a trial, its worker processes, its checkpoints and (with --metrics) its
-    metrics."""
+    metrics, (with --system-metrics) its system metrics."""
     t = current_client().get_trial(trial_id)
     checkpoints = t.list_checkpoints()
     workers = t.workers()
     rows = t.metrics() if show_metrics else []
+    system = list(t.iter_system_metrics()) if show_system else []
     if as_json:
         data = {
             **t.to_dict(),
@@ -44,6 +51,8 @@ def describe(trial_id: int, show_metrics: bool, as_json: bool) -> None:
         }
         if show_metrics:
             data["metrics"] = [row.model_dump(mode="json") for row in rows]
+        if show_system:
+            data["system_metrics"] = [sample.model_dump(mode="json") for sample in system]
         print_json(data)
         return
     out = console()
@@ -55,6 +64,52 @@ def describe(trial_id: int, show_metrics: bool, as_json: bool) -> None:
     out.print(checkpoints_table(checkpoints, f"Checkpoints of trial {t.id}"))
     for row in rows:
         out.print(f"{row.kind:<10} {row.total_batches:>8}  {metrics_text(row.metrics)}")
+    if show_system:
+        out.print(system_metrics_table(system, t.id))
+
+
+def system_metrics_table(samples: Sequence[SystemSample], trial_id: int) -> Table:
+    """Each worker's system metrics over the trial: mean, peak and latest of each value
+    (bytes in MiB, rates in MiB/s)."""
+    table = Table(title=f"System metrics of trial {trial_id}")
+    for column, justify in (
+        ("Rank", "right"),
+        ("Metric", "left"),
+        ("Mean", "right"),
+        ("Peak", "right"),
+        ("Latest", "right"),
+        ("Samples", "right"),
+    ):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    if not samples:
+        table.caption = "No system metrics were recorded for this trial."
+        return table
+    series: dict[tuple[int, str], list[float]] = {}
+    for sample in samples:
+        for name, value in sample.metrics.items():
+            series.setdefault((sample.rank, name), []).append(value)
+    for (rank, name), values in series.items():
+        label, scale = _system_unit(name)
+        table.add_row(
+            str(rank),
+            label,
+            f"{sum(values) / len(values) / scale:,.1f}",
+            f"{max(values) / scale:,.1f}",
+            f"{values[-1] / scale:,.1f}",
+            str(len(values)),
+        )
+    return table
+
+
+def _system_unit(name: str) -> tuple[str, float]:
+    """A system metric's name with its unit for people, and what to divide its values by."""
+    if name.endswith("_bytes_per_s"):
+        return f"{name.removesuffix('_bytes_per_s')} (MiB/s)", 1024.0**2
+    if name.endswith("_bytes"):
+        return f"{name.removesuffix('_bytes')} (MiB)", 1024.0**2
+    if name.endswith("_percent"):
+        return f"{name.removesuffix('_percent')} (%)", 1.0
+    return name, 1.0
 
 
 @trial.command("logs")

@@ -113,9 +113,10 @@ class MasterClient:
         """GET ``path`` and return the raw body."""
         return self._request("GET", path).content
 
-    def post(self, path: str, body: Any) -> Any:
-        """POST a JSON body to ``path`` and return the decoded JSON body (None if empty)."""
-        response = self._request("POST", path, json=body)
+    def post(self, path: str, body: Any, *, give_up_after: float | None = None) -> Any:
+        """POST a JSON body to ``path`` and return the decoded JSON body (None if empty);
+        ``give_up_after`` as for :meth:`get`."""
+        response = self._request("POST", path, give_up_after=give_up_after, json=body)
         return response.json() if response.content else None
 
     def close(self) -> None:

@@ -28,6 +28,12 @@ from pedl.exec._attempt import AttemptResult, classify_failure, run_attempt
 from pedl.exec._exit_codes import EXIT_ERROR, EXIT_MASTER_GONE, EXIT_MODEL_DEF_ERROR, EXIT_OK
 from pedl.exec._heartbeat import start_heartbeat
 from pedl.exec._private import make_undumpable, process_alive, take_token
+from pedl.exec._system_metrics import (
+    SEND_PATIENCE_S,
+    Sample,
+    SystemMetricsReporter,
+    sampling_interval,
+)
 from pedl.storage import make_storage
 
 logger = logging.getLogger("pedl.exec")
@@ -126,8 +132,9 @@ def serve_trial(token: str | None = None) -> int:
         return EXIT_MASTER_GONE
     workdir = make_workdir(client.trial_id)
     sender = core.ReportSender(client)
+    system = start_system_metrics(client)
     try:
-        return _run(client, sender, workdir)
+        return _run(client, sender, workdir, system)
     except core.MasterError:
         traceback.print_exc()
         return EXIT_MASTER_GONE
@@ -137,9 +144,31 @@ def serve_trial(token: str | None = None) -> int:
             sender.flush()
         raise
     finally:
+        if system is not None:
+            system.stop()
         sender.close()
         shutil.rmtree(workdir, ignore_errors=True)
         client.close()
+
+
+def start_system_metrics(client: core.MasterClient) -> SystemMetricsReporter | None:
+    """Start sampling this process's system metrics (see :mod:`pedl.exec._system_metrics`)
+    for the trial, reported as this process's rank (``PEDL_RANK``, default 0); ``None`` when
+    ``PEDL_SYSTEM_METRICS_INTERVAL`` is 0 or wrong (said in the trial's log)."""
+    try:
+        interval = sampling_interval()
+    except ValueError as err:
+        logger.warning("no system metrics: %s", err)
+        return None
+    if interval == 0:
+        return None
+    rank = int(os.environ.get("PEDL_RANK") or 0)
+    path = f"{client.trial_path}/system-metrics"
+
+    def send(samples: list[Sample]) -> None:
+        client.post(path, {"rank": rank, "samples": samples}, give_up_after=SEND_PATIENCE_S)
+
+    return SystemMetricsReporter(send, interval)
 
 
 def make_workdir(trial_id: int, base: str | Path | None = None) -> Path:
@@ -172,7 +201,12 @@ def remove_stale_workdirs(root: Path) -> list[Path]:
     return removed
 
 
-def _run(client: core.MasterClient, sender: core.ReportSender, workdir: Path) -> int:
+def _run(
+    client: core.MasterClient,
+    sender: core.ReportSender,
+    workdir: Path,
+    system: SystemMetricsReporter | None = None,
+) -> int:
     start = client.get(f"{client.trial_path}/start")
     experiment_id = int(start["experiment_id"])
     code_dir = workdir / "code"
@@ -183,7 +217,9 @@ def _run(client: core.MasterClient, sender: core.ReportSender, workdir: Path) ->
     except core.MasterError:
         raise
     except Exception as err:
-        return _finish(client, sender, classify_failure(err, code_dir=code_dir, stage="load"))
+        return _finish(
+            client, sender, classify_failure(err, code_dir=code_dir, stage="load"), system=system
+        )
     logger.info(
         "trial %d (experiment %d), hparams %s, %s",
         client.trial_id,
@@ -221,7 +257,7 @@ def _run(client: core.MasterClient, sender: core.ReportSender, workdir: Path) ->
         result = run_attempt(code_dir, config.entrypoint, build_context)
     finally:
         distributed.close()
-    return _finish(client, sender, result, is_chief=distributed.is_chief)
+    return _finish(client, sender, result, is_chief=distributed.is_chief, system=system)
 
 
 def trial_distributed_context(environ: Mapping[str, str] | None = None) -> core.DistributedContext:
@@ -240,10 +276,11 @@ def _finish(
     result: AttemptResult,
     *,
     is_chief: bool = True,
+    system: SystemMetricsReporter | None = None,
 ) -> int:
-    """Print an error once, send the queued reports, report the result to the master (the
-    chief only: another worker's exit is its launcher's business), and return the exit
-    status."""
+    """Print an error once, send the queued reports and the last system metrics, report the
+    result to the master (the chief only: another worker's exit is its launcher's business),
+    and return the exit status."""
     error = result.error
     if result.outcome is TrialOutcome.ERRORED and error is not None:
         if result.stage == "load":
@@ -258,6 +295,8 @@ def _finish(
         "error": _without_nul(error.to_dict()) if error is not None else None,
     }
     sender.flush()
+    if system is not None:
+        system.stop()  # before the exit report, which ends the trial's token
     if not is_chief:
         logger.info("trial %d worker stopped: %s", client.trial_id, result.outcome.value)
         return EXIT_OK if result.outcome is not TrialOutcome.ERRORED else EXIT_ERROR

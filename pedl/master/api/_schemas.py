@@ -570,3 +570,60 @@ class ClusterPublic(BaseModel):
         description="The latest warm and spare workers that exited by themselves while idle "
         "(at most 20, oldest first; since the master started).",
     )
+
+
+MAX_SYSTEM_SAMPLES = 1000
+"""Samples per ``POST /trials/{id}/system-metrics`` (a trial sends 6 at a time)."""
+MAX_SYSTEM_METRICS = 64
+"""Values per sample (8 of the machine and the process, 2 per GPU)."""
+MAX_RANK = 65_535
+SystemMetricName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.\-]+$")]
+
+
+class SystemSampleCreate(BaseModel):
+    """One sample of a worker's system metrics: when it was taken and its values (finite
+    numbers within ±1e300)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    time: UTCTimestamp
+    metrics: dict[
+        SystemMetricName, Annotated[float, Field(ge=-1e300, le=1e300, allow_inf_nan=False)]
+    ] = Field(max_length=MAX_SYSTEM_METRICS)
+
+
+class SystemMetricsBatch(BaseModel):
+    """Body of ``POST /trials/{id}/system-metrics``: a batch of one worker's samples. A
+    sample already stored (same rank and time) is skipped, so re-sending is safe."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rank: int = Field(default=0, ge=0, le=MAX_RANK, description="The worker (0: the chief).")
+    samples: list[SystemSampleCreate] = Field(min_length=1, max_length=MAX_SYSTEM_SAMPLES)
+
+
+class SystemMetricsIngested(BaseModel):
+    """``received`` samples in the request, ``inserted`` of them new."""
+
+    trial_id: int
+    received: int
+    inserted: int
+
+
+class SystemSamplePublic(BaseModel):
+    """One stored sample."""
+
+    rank: int
+    time: datetime
+    metrics: dict[str, float]
+
+
+class SystemMetricsPublic(BaseModel):
+    """A trial's system metrics: ``samples`` ordered by rank, then time; at most
+    ``max_points`` per worker, evenly spread over its samples when it took more
+    (``downsampled``); ``total`` samples stored."""
+
+    trial_id: int
+    total: int
+    downsampled: bool
+    samples: list[SystemSamplePublic]

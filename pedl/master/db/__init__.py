@@ -16,6 +16,7 @@ from pedl.master.db import (
     logs,
     metrics,
     searcher,
+    system_metrics,
     templates,
     trials,
     users,
@@ -40,6 +41,7 @@ from pedl.master.db._models import (
     User,
     UserSession,
 )
+from pedl.master.db._system_models import SystemMetric
 from pedl.master.db.logs import LogLine
 from pedl.master.db.metrics import MetricRow, TrialSeries
 
@@ -61,6 +63,7 @@ __all__ = [
     "SQLExperimentStore",
     "SearcherEvent",
     "SearcherSnapshot",
+    "SystemMetric",
     "Template",
     "Trial",
     "TrialLog",
@@ -77,6 +80,7 @@ __all__ = [
     "metrics",
     "normalize_url",
     "searcher",
+    "system_metrics",
     "templates",
     "trials",
     "upgrade",
