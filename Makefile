@@ -52,8 +52,14 @@ $(ESTIMATOR_INSTALLED): pyproject.toml
 demo: $(INSTALLED) ui
 	scripts/demo.sh
 
+## demo-stop: stop the master `make demo` started (its pid in PEDL_DEMO_HOME, .pedl-demo).
+DEMO_HOME := $(or $(PEDL_DEMO_HOME),.pedl-demo)
 demo-stop:
-	-kill $$(cat .pedl-demo/master.pid) && rm -f .pedl-demo/master.pid
+	@pidfile='$(DEMO_HOME)/master.pid'; \
+	if [ ! -f "$$pidfile" ]; then echo "No demo master to stop ($$pidfile is missing)"; exit 0; fi; \
+	if kill "$$(cat "$$pidfile")" 2>/dev/null; then echo "Stopped the demo master (pid $$(cat "$$pidfile"))"; \
+	else echo "The demo master (pid $$(cat "$$pidfile")) was not running"; fi; \
+	rm -f "$$pidfile"
 
 ## test: lint, type-check, and run the whole test suite (PostgreSQL is started if needed); the
 ## EstimatorTrial tests that need tf.estimator in the test process run in .venv-estimator.
@@ -69,9 +75,9 @@ test: lint typecheck audit postgres ui azurite $(CHROMIUM) $(ESTIMATOR_INSTALLED
 
 ## ui: build the web UI (ui/: TypeScript, Vite) into pedl/master/ui_dist/, which the master
 ## serves at / (and a wheel includes); rebuilt when a file under ui/ changes. Node and npm
-## come from Debian's packages where missing. `npm install` (which keeps to package-lock.json)
-## rather than `npm ci`: npm 11 writes no entries for other platforms' optional packages
-## (rollup's, esbuild's) into the lock, and `npm ci` then refuses it as out of sync.
+## come from Debian's packages where missing. `npm ci`: exactly what package-lock.json says, which
+## it never rewrites (the lock lists every platform's optional packages, rollup's and esbuild's,
+## so no npm adds entries to it); a lock out of step with package.json fails with npm's reason.
 ui: $(UI_BUILT)
 
 $(UI_BUILT): $(UI_SOURCES)
@@ -80,7 +86,7 @@ $(UI_BUILT): $(UI_SOURCES)
 	cd ui; \
 	if [ ! -f node_modules/.package-lock.json ] || [ package.json -nt node_modules/.package-lock.json ] \
 		|| [ package-lock.json -nt node_modules/.package-lock.json ]; then \
-		npm install --no-audit --no-fund; \
+		npm ci --no-audit --no-fund; \
 	fi; \
 	npm run build; cd ..; touch $@
 
