@@ -17,6 +17,7 @@ from pedl.cli._cluster import MASTER_VIEWS, agent, job, master_views, slot
 from pedl.cli._context import CliContext
 from pedl.cli._experiment import experiment
 from pedl.cli._template import template
+from pedl.cli._tensorboard import tensorboard
 from pedl.cli._trial import trial
 from pedl.cli._user import user
 from pedl.client import DET_MASTER_ENV, MASTER_ENV, PEDLError
@@ -104,6 +105,7 @@ cli.add_command(trial)
 cli.add_command(checkpoint)
 cli.add_command(user)
 cli.add_command(template)
+cli.add_command(tensorboard)
 cli.add_command(job)
 cli.add_command(slot)
 cli.add_command(agent)

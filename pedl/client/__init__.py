@@ -35,6 +35,13 @@ from pedl.client._errors import (
 from pedl.client._experiment import TERMINAL_EXPERIMENT_STATES, Experiment
 from pedl.client._session import DEFAULT_MASTER, DET_MASTER_ENV, MASTER_ENV, Session, master_url
 from pedl.client._templates import merge_template
+from pedl.client._tensorboard import (
+    TensorBoard,
+    get_tensorboard,
+    list_tensorboards,
+    start_tensorboard,
+    stop_tensorboard,
+)
 from pedl.client._tokens import (
     CONFIG_DIR_ENV,
     DET_PASSWORD_ENV,
@@ -91,6 +98,7 @@ __all__ = [
     "SavedToken",
     "Session",
     "SystemSample",
+    "TensorBoard",
     "TokenStore",
     "TrainingMetrics",
     "Trial",
@@ -105,12 +113,16 @@ __all__ = [
     "env_credentials",
     "get_checkpoint",
     "get_experiment",
+    "get_tensorboard",
     "get_trial",
     "iter_trials_metrics",
     "list_experiments",
+    "list_tensorboards",
     "master_url",
     "merge_template",
     "set_master",
+    "start_tensorboard",
+    "stop_tensorboard",
     "stream_trials_training_metrics",
     "stream_trials_validation_metrics",
 ]

@@ -51,6 +51,7 @@ from pedl.master.api import (
     models,
     system_metrics,
     templates,
+    tensorboards,
     trial_ops,
     trials,
     users,
@@ -77,6 +78,7 @@ from pedl.master.api._session_cookie import SessionCookies
 from pedl.master.api._web_ui import UI_DIST, web_ui_route
 from pedl.master.db import Database, MetricIngestor, NotFoundError
 from pedl.master.orchestrator import Orchestrator
+from pedl.master.tensorboard import TensorBoardManager
 
 API_PREFIX = "/api/v1"
 MAX_FAST_BODY = 1 << 20
@@ -301,6 +303,7 @@ def create_app(
     db = make_database(settings) if database is None else database
     ingestor = None if reads_only else MetricIngestor(db, max_queued=settings.max_queued_reports)
     forwarding = None if reads is None else Forwarding()
+    boards = None if reads_only else TensorBoardManager(db, settings.home)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -317,6 +320,8 @@ def create_app(
             settings.home.mkdir(parents=True, exist_ok=True)
             await anyio.to_thread.run_sync(db.upgrade)
             ingestor.start()
+        if boards is not None:
+            boards.start()
         if orchestrator is not None:
             await anyio.to_thread.run_sync(orchestrator.start)
         if reads is not None:
@@ -327,6 +332,8 @@ def create_app(
             if reads is not None and forwarding is not None:
                 await forwarding.close()
                 await reads.stop()
+            if boards is not None:
+                await anyio.to_thread.run_sync(boards.close)
             if ingestor is not None:
                 await anyio.to_thread.run_sync(ingestor.stop)
             if orchestrator is not None:
@@ -350,6 +357,7 @@ def create_app(
     app.state.database = db
     app.state.metric_ingestor = ingestor
     app.state.orchestrator = orchestrator
+    app.state.tensorboards = boards
     app.state.master_log = master_log
     tokens = app.state.token_cache = TokenCache(settings.token_cache_seconds)
     install_error_handlers(app)
@@ -370,6 +378,7 @@ def create_app(
         master_config,
         master_logs,
         experiment_ops,
+        tensorboards,
     )
     read_routes = ReadRoutes(
         (route for m in modules for route in m.router.routes if isinstance(route, APIRoute)),
@@ -421,5 +430,6 @@ def create_app(
     )
     for module in modules:
         app.include_router(module.router, prefix=API_PREFIX)
+    app.router.routes.extend(tensorboards.proxy_routes())  # TensorBoard, behind the sign-in
     app.router.routes.append(web_ui_route(ui_dir))  # last: every other route comes first
     return app

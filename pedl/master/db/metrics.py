@@ -266,6 +266,18 @@ def list_metrics(
     return list(session.scalars(query).all())
 
 
+def rows_after(session: Session, trial_id: int, after_row: int, *, limit: int) -> list[Metric]:
+    """A trial's metric rows (both kinds) whose id is above ``after_row``, by id, at most
+    ``limit``: a cursor over what the trial reported since (the TensorBoard sync)."""
+    query = (
+        select(Metric)
+        .where(Metric.trial_id == trial_id, Metric.id > after_row)
+        .order_by(Metric.id)
+        .limit(limit)
+    )
+    return list(session.scalars(query).all())
+
+
 def metrics_json(
     session: Session,
     trial_id: int,

@@ -1,0 +1,29 @@
+"""TensorBoard for experiments and trials: the master's TensorBoard processes, fed from the
+database (metrics as scalars) and from the trials' own event files (see :mod:`._manager`)."""
+
+from pedl.master.tensorboard._events import TAG_PREFIX, ScalarEventFile, scalar_tag, scalars
+from pedl.master.tensorboard._manager import (
+    MAX_TENSORBOARDS,
+    MAX_TRIALS,
+    PATH_PREFIX,
+    TensorBoard,
+    TensorBoardError,
+    TensorBoardManager,
+    TensorBoardState,
+    TrialSource,
+)
+
+__all__ = [
+    "MAX_TENSORBOARDS",
+    "MAX_TRIALS",
+    "PATH_PREFIX",
+    "TAG_PREFIX",
+    "ScalarEventFile",
+    "TensorBoard",
+    "TensorBoardError",
+    "TensorBoardManager",
+    "TensorBoardState",
+    "TrialSource",
+    "scalar_tag",
+    "scalars",
+]

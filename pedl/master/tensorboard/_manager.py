@@ -1,0 +1,380 @@
+"""The master's TensorBoard processes: started, kept fed, stopped.
+
+Each TensorBoard (``pedl tensorboard start``) is one ``tensorboard`` process (the pinned
+``tensorboard`` package, run without TensorFlow: it starts in ~2 s) that this master starts
+on loopback on a free port, with ``--path_prefix /tensorboard/<id>`` so the master proxies
+it at that path behind its own sign-in (:mod:`pedl.master.api.tensorboards`); no other
+port is opened. Its log directory is a cache under the master's home,
+``<home>/tensorboards/<id>/experiment_<e>/trial_<t>/``, one run per trial, which a sync
+thread keeps up to date every :data:`SYNC_INTERVAL_S` seconds while the TensorBoard runs:
+
+- the trial's training and validation metrics, read from the database (the rows reported
+  since the last pass), appended as scalars to an event file (:mod:`._events`);
+- the event files the trial's own ``TensorBoard`` callback wrote, which the trial process
+  keeps in its checkpoint storage (:mod:`pedl.storage`'s ``tensorboard_files``): copied
+  into ``tensorboard/`` under the trial's run when new or grown.
+
+At most ``max_tensorboards`` run at once (a start beyond that is refused with the reason);
+a stop, the process's own end, or the master's shutdown ends the process (SIGTERM, then
+SIGKILL after :data:`STOP_GRACE_S`; always waited for, so none is left behind) and removes
+its cache. The processes end with the master even when it is SIGKILLed (each
+watches its parent), and a master removes the caches a previous one left at start.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+
+from pedl.master.db import Database
+from pedl.master.db import metrics as metrics_repo
+from pedl.master.tensorboard._events import ScalarEventFile, scalars
+
+logger = logging.getLogger("pedl.master.tensorboard")
+
+SYNC_INTERVAL_S = 1.0
+STOP_GRACE_S = 5.0
+START_TIMEOUT_S = 120.0
+MAX_TENSORBOARDS = 8
+MAX_TRIALS = 100
+"""At most this many trials per TensorBoard (Determined's limit)."""
+ROWS_PER_PASS = 5000
+"""At most this many metric rows of one trial are written per sync pass."""
+PATH_PREFIX = "/tensorboard"
+_ADDRESS = re.compile(r"TensorBoard \S+ at http://127\.0\.0\.1:(\d+)/")
+_LAUNCH = """
+import os, sys, threading, time
+# TensorBoard imports TensorFlow when it can (seconds, and memory) for features PEDL's
+# scalars do not need; hidden, it runs on its own stub.
+sys.modules["tensorflow"] = None
+parent = os.getppid()
+def watch():  # end with the master, even a SIGKILLed one
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(0)
+threading.Thread(target=watch, daemon=True).start()
+sys.argv[0] = "tensorboard"
+from tensorboard.main import run_main
+run_main()
+"""
+
+
+class TensorBoardState(StrEnum):
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    STOPPED = "STOPPED"
+    FAILED = "FAILED"
+
+
+class TensorBoardError(Exception):
+    """A TensorBoard cannot be started or found; ``status`` is the HTTP status to answer."""
+
+    def __init__(self, status: int, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.field = field
+
+
+@dataclass(frozen=True)
+class TrialSource:
+    """One trial a TensorBoard shows."""
+
+    experiment_id: int
+    trial_id: int
+
+    @property
+    def run(self) -> str:
+        return f"experiment_{self.experiment_id}/trial_{self.trial_id}"
+
+
+@dataclass
+class _TrialSync:
+    source: TrialSource
+    events: ScalarEventFile
+    after_row: int = 0
+    files: dict[str, int] = field(default_factory=dict)
+    """Callback event files copied: relative path -> size copied."""
+
+
+@dataclass
+class TensorBoard:
+    """One TensorBoard process and what it shows."""
+
+    id: str
+    owner: str
+    experiment_ids: list[int]
+    trial_ids: list[int]
+    directory: Path
+    created_at: datetime
+    state: TensorBoardState = TensorBoardState.STARTING
+    port: int | None = None
+    exit_code: int | None = None
+    error: str | None = None
+    process: subprocess.Popen[bytes] | None = None
+    log: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=50))
+    syncs: list[_TrialSync] = field(default_factory=list)
+    stop_requested: bool = False
+    sync_lock: threading.Lock = field(default_factory=threading.Lock)
+    """Held by a sync pass (the start's first one and the sync thread's may overlap)."""
+
+    @property
+    def service_address(self) -> str:
+        """Where the master serves it (a path on the master)."""
+        return f"{PATH_PREFIX}/{self.id}/"
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.process is None else self.process.pid
+
+
+class TensorBoardManager:
+    """Starts, syncs and stops the master's TensorBoard processes (see the module's
+    docstring). ``files`` (optional) lists a trial's own event files in its storage:
+    ``files(source)`` returns ``{relative path: (size, read)}`` or ``None``."""
+
+    def __init__(
+        self,
+        database: Database,
+        home: Path,
+        *,
+        max_tensorboards: int = MAX_TENSORBOARDS,
+        files: Callable[[TrialSource], dict[str, tuple[int, Callable[[], bytes]]]] | None = None,
+    ) -> None:
+        self.database = database
+        self.root = home / "tensorboards"
+        self.max_tensorboards = max_tensorboards
+        self._files = files
+        self._boards: dict[str, TensorBoard] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle of the manager ----------------------------------------------------------
+
+    def start(self) -> None:
+        """Remove the caches a previous master left, and start the sync thread."""
+        shutil.rmtree(self.root, ignore_errors=True)
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._sync_loop, name="pedl-tensorboard", daemon=True
+        )
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop every TensorBoard (waiting for each process) and the sync thread."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        with self._lock:
+            boards = list(self._boards.values())
+        for board in boards:
+            self._end(board, TensorBoardState.STOPPED)
+
+    # -- the API's operations --------------------------------------------------------------
+
+    def launch(
+        self, owner: str, sources: Sequence[TrialSource], experiment_ids: Sequence[int]
+    ) -> TensorBoard:
+        """Start a TensorBoard over ``sources`` for ``owner`` (a running one of the same
+        owner over the same trials is returned instead)."""
+        if not sources:
+            raise TensorBoardError(422, "no trials to show: the experiments have none yet")
+        if len(sources) > MAX_TRIALS:
+            raise TensorBoardError(
+                422,
+                f"a TensorBoard shows at most {MAX_TRIALS} trials, not {len(sources)}",
+                field="trial_ids",
+            )
+        trial_ids = sorted({s.trial_id for s in sources})
+        with self._lock:
+            for board in self._boards.values():
+                alive = board.state in (TensorBoardState.STARTING, TensorBoardState.RUNNING)
+                if alive and board.owner == owner and board.trial_ids == trial_ids:
+                    return board
+            alive_count = sum(
+                b.state in (TensorBoardState.STARTING, TensorBoardState.RUNNING)
+                for b in self._boards.values()
+            )
+            if alive_count >= self.max_tensorboards:
+                raise TensorBoardError(
+                    409,
+                    f"{alive_count} TensorBoards are running, the most this master runs at "
+                    "once: stop one first (pedl tensorboard list / stop)",
+                )
+            board_id = uuid.uuid4().hex
+            board = TensorBoard(
+                id=board_id,
+                owner=owner,
+                experiment_ids=sorted(set(experiment_ids)),
+                trial_ids=trial_ids,
+                directory=self.root / board_id,
+                created_at=datetime.now(UTC),
+            )
+            self._boards[board_id] = board
+        board.syncs = [
+            _TrialSync(source, ScalarEventFile(board.directory / source.run))
+            for source in sorted(set(sources), key=lambda s: s.trial_id)
+        ]
+        board.directory.mkdir(parents=True, exist_ok=True)
+        self._sync(board)  # what is there now, before TensorBoard first reads the directory
+        try:
+            board.process = self._spawn(board)
+        except OSError as err:
+            board.state, board.error = TensorBoardState.FAILED, f"cannot start tensorboard: {err}"
+            shutil.rmtree(board.directory, ignore_errors=True)
+            raise TensorBoardError(503, board.error) from err
+        threading.Thread(
+            target=self._watch, args=(board,), name=f"pedl-tensorboard-{board_id[:8]}", daemon=True
+        ).start()
+        logger.info(
+            "TensorBoard %s started for %s: trials %s (pid %d)",
+            board_id,
+            owner,
+            ", ".join(map(str, trial_ids)),
+            board.process.pid,
+        )
+        return board
+
+    def get(self, board_id: str) -> TensorBoard:
+        with self._lock:
+            board = self._boards.get(board_id)
+        if board is None:
+            raise TensorBoardError(404, f"no TensorBoard {board_id!r}", field="tensorboard_id")
+        return board
+
+    def list(self) -> list[TensorBoard]:
+        with self._lock:
+            return sorted(self._boards.values(), key=lambda b: b.created_at)
+
+    def stop(self, board_id: str) -> TensorBoard:
+        """End TensorBoard ``board_id``'s process (waiting for it) and forget it."""
+        board = self.get(board_id)
+        self._end(board, TensorBoardState.STOPPED)
+        with self._lock:
+            self._boards.pop(board_id, None)
+        return board
+
+    # -- processes -------------------------------------------------------------------------
+
+    def _spawn(self, board: TensorBoard) -> subprocess.Popen[bytes]:
+        command = [
+            sys.executable, "-c", _LAUNCH,
+            "--logdir", str(board.directory),
+            "--host", "127.0.0.1",
+            "--port", "0",
+            "--path_prefix", f"{PATH_PREFIX}/{board.id}",
+            "--reload_interval", "1",
+            "--load_fast", "false",
+            "--window_title", f"PEDL TensorBoard: trials {', '.join(map(str, board.trial_ids))}",
+        ]  # fmt: skip
+        # Not the master's environment: nothing of its secrets (database URL, passwords).
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+        return subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=board.directory,
+            start_new_session=True,
+        )
+
+    def _watch(self, board: TensorBoard) -> None:
+        """Read the process's output (its address, then its log) until it ends."""
+        process = board.process
+        assert process is not None and process.stdout is not None
+        for raw in process.stdout:
+            line = raw.decode(errors="replace").rstrip()
+            board.log.append(line)
+            match = _ADDRESS.search(line)
+            if match and board.state is TensorBoardState.STARTING:
+                board.port = int(match[1])
+                board.state = TensorBoardState.RUNNING
+                logger.info("TensorBoard %s serves on 127.0.0.1:%d", board.id, board.port)
+        code = process.wait()
+        if not board.stop_requested and board.state is not TensorBoardState.STOPPED:
+            tail = " | ".join(list(board.log)[-5:])
+            board.exit_code = code
+            board.error = f"tensorboard exited with status {code}: {tail or 'no output'}"
+            board.state = TensorBoardState.FAILED
+            logger.warning("TensorBoard %s: %s", board.id, board.error)
+            shutil.rmtree(board.directory, ignore_errors=True)
+
+    def _end(self, board: TensorBoard, state: TensorBoardState) -> None:
+        board.stop_requested = True
+        process = board.process
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        if process is not None:
+            board.exit_code = process.returncode
+        if board.state is not TensorBoardState.FAILED:
+            board.state = state
+        shutil.rmtree(board.directory, ignore_errors=True)
+        logger.info("TensorBoard %s stopped", board.id)
+
+    # -- syncing ---------------------------------------------------------------------------
+
+    def _sync_loop(self) -> None:
+        while not self._stop.wait(SYNC_INTERVAL_S):
+            for board in self.list():
+                if board.state in (TensorBoardState.STARTING, TensorBoardState.RUNNING):
+                    try:
+                        self._sync(board)
+                    except Exception:
+                        logger.exception("TensorBoard %s: sync failed (retried)", board.id)
+
+    def _sync(self, board: TensorBoard) -> None:
+        with board.sync_lock:
+            self._sync_locked(board)
+
+    def _sync_locked(self, board: TensorBoard) -> None:
+        with self.database.session() as session:
+            for sync in board.syncs:
+                rows = metrics_repo.rows_after(
+                    session, sync.source.trial_id, sync.after_row, limit=ROWS_PER_PASS
+                )
+                if not rows:
+                    continue
+                sync.events.append(
+                    (r.total_batches, r.reported_at.timestamp(), scalars(r.kind, r.metrics))
+                    for r in rows
+                )
+                sync.after_row = rows[-1].id
+        if self._files is not None:
+            for sync in board.syncs:
+                self._copy_files(sync, board.directory / sync.source.run / "tensorboard")
+
+    def _copy_files(self, sync: _TrialSync, target: Path) -> None:
+        assert self._files is not None
+        for relative, (size, read) in sorted(self._files(sync.source).items()):
+            if sync.files.get(relative) == size:
+                continue
+            path = target / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            data = read()
+            tmp = path.with_name(f".{path.name}.part")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+            sync.files[relative] = len(data)
