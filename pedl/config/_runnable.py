@@ -108,8 +108,9 @@ def check_runnable(config: ExperimentConfig) -> list[Problem]:
       ``resources.slots_per_trial > 1``, divisible by it; a double or log one is refused;
     - a length in records or epochs needs a ``global_batch_size`` hyperparameter;
     - a grid search may have at most ``MAX_GRID_POINTS`` points;
-    - an ASHA searcher's ``time_metric`` must be a length unit (batches, records, epochs),
-      epochs need ``records_per_epoch``, and ``max_time`` and ``time_metric`` go together;
+    - an ASHA searcher's ``time_metric`` must be a length unit (batches, records, epochs) or,
+      with a script entrypoint, a metric the script reports; epochs need
+      ``records_per_epoch``, and ``max_time`` and ``time_metric`` go together;
     - ``single``, ``grid`` or ``random`` without ``searcher.max_length`` needs an entrypoint
       that decides its own length (a script); a Trial class trains for the searcher's length.
 
@@ -153,8 +154,9 @@ def _lengths(config: ExperimentConfig) -> list[tuple[str, Length]]:
 
 
 def _check_halving(config: ExperimentConfig) -> list[Problem]:
-    """``time_metric``/``max_time`` of ``adaptive_asha`` and ``async_halving``: PEDL measures
-    a trial's time in its length units, so ``time_metric`` must be one of them."""
+    """``time_metric``/``max_time`` of ``adaptive_asha`` and ``async_halving``: a Trial class
+    is trained by PEDL's length units, so its ``time_metric`` must be one of them; a script
+    entrypoint may name a validation metric it reports (Determined 0.38's meaning)."""
     searcher = config.searcher
     if not isinstance(searcher, AdaptiveASHASearcherConfig | AsyncHalvingSearcherConfig):
         return []
@@ -173,13 +175,14 @@ def _check_halving(config: ExperimentConfig) -> list[Problem]:
                 "max_length",
             )
         ]
-    if metric not in TIME_METRIC_UNITS:
+    if metric not in TIME_METRIC_UNITS and not is_script_entrypoint(config.entrypoint):
         return [
             (
                 ("searcher", "time_metric"),
-                f"PEDL measures a trial's time in {', '.join(TIME_METRIC_UNITS)} (the length "
-                f"units it trains by); got '{metric}', which it cannot train to; use one of "
-                "those, or max_length",
+                f"a Trial class is trained in {', '.join(TIME_METRIC_UNITS)} (the length units "
+                f"PEDL trains by); got '{metric}', a metric only a script's own training loop "
+                "can report (entrypoint: python3 train.py); use one of those units, or "
+                "max_length",
             )
         ]
     if metric == "epochs" and config.records_per_epoch <= 0:

@@ -113,8 +113,11 @@ class RandomSearcherConfig(_OptionalLengthSearcher):
 
 
 TIME_METRIC_UNITS: tuple[str, ...] = LENGTH_UNITS
-"""The ``time_metric`` values PEDL runs: its length units (the engine counts batches and
-converts records and epochs; any other metric is refused when an experiment is created)."""
+"""The ``time_metric`` values that are PEDL's length units (the engine counts batches and
+converts records and epochs). Any other name is a validation metric that the training code
+reports, whose values measure a trial's progress (Determined 0.38's meaning): only a script
+entrypoint (a Core API loop) can report it; for a Trial class it is refused when an
+experiment is created."""
 
 
 class _HalvingSearcherConfig(_SearcherBase):
@@ -153,15 +156,22 @@ class _HalvingSearcherConfig(_SearcherBase):
         return self
 
     @property
+    def reported_time_metric(self) -> str | None:
+        """``time_metric`` when it names a metric the training code reports (not one of
+        :data:`TIME_METRIC_UNITS`) and ``max_time`` is given, else None."""
+        if self.time_metric is None or self.max_time is None:
+            return None
+        return None if self.time_metric in TIME_METRIC_UNITS else self.time_metric
+
+    @property
     def length(self) -> Length | None:
         """The maximum training length of a trial: ``max_time`` in the unit ``time_metric``
-        when both are given, else ``max_length``. ``None`` when ``time_metric`` is not one
-        of :data:`TIME_METRIC_UNITS` (such a config is refused when an experiment is
-        created, naming ``searcher.time_metric``)."""
+        when both are given, else ``max_length``. With a :attr:`reported_time_metric` the
+        searcher's lengths are values of that metric (``max_time`` counted as batches: the
+        searcher only compares numbers; the script's reports say how far it got)."""
         if self.time_metric is not None and self.max_time is not None:
-            if self.time_metric not in TIME_METRIC_UNITS:
-                return None
-            return Length.model_validate({self.time_metric: self.max_time})
+            unit = "batches" if self.reported_time_metric else self.time_metric
+            return Length.model_validate({unit: self.max_time})
         return self.max_length
 
 

@@ -10,6 +10,8 @@ from pedl.core._context import Context, TrialInfo, build_context
 from pedl.core._detached import detached_context
 from pedl.core._distributed import DistributedContext
 from pedl.core._init import active_context, init, use_context
+from pedl.core._link import KEY_ENV as LINK_KEY_ENV
+from pedl.core._link import LINK_ENV, LinkError, linked_context
 from pedl.core._master_client import MasterClient, MasterError
 from pedl.core._memory import FixedLengths, MemoryRecorder
 from pedl.core._preempt import PreemptContext, SignalPreemption
@@ -26,6 +28,8 @@ from pedl.core._zmq_transport import DistributedError
 from pedl.engine import MetricKind
 
 __all__ = [
+    "LINK_ENV",
+    "LINK_KEY_ENV",
     "METADATA_FILE",
     "CheckpointContext",
     "CheckpointRegistry",
@@ -34,6 +38,7 @@ __all__ = [
     "DistributedContext",
     "DistributedError",
     "FixedLengths",
+    "LinkError",
     "MasterClient",
     "MasterError",
     "MemoryRecorder",
@@ -56,5 +61,6 @@ __all__ = [
     "build_context",
     "detached_context",
     "init",
+    "linked_context",
     "use_context",
 ]

@@ -75,6 +75,13 @@ def _env_int(environ: Mapping[str, str], name: str, source: str) -> int:
         raise ValueError(f"{source}: {name}={environ[name]!r} is not an integer") from None
 
 
+def _port(given: int | None, name: str, default: int) -> int:
+    if given is not None:
+        return given
+    text = os.environ.get(name, "")
+    return int(text) if text.isdigit() else default
+
+
 def _chief_ip(chief_ip: str | None, environ: Mapping[str, str]) -> str | None:
     return chief_ip or environ.get(ENV_CHIEF_IP) or environ.get(DET_CHIEF_IP) or None
 
@@ -88,7 +95,10 @@ class DistributedContext:
       machines. The chief (rank 0) is local rank 0 on machine 0.
     - ``chief_ip``: the address of the chief's machine; required when ``cross_size > 1``.
     - ``pub_port``, ``pull_port``, ``port_offset``, ``force_tcp``: where the workers talk (see
-      the module docstring).
+      the module docstring). A port or offset not given is the ``PEDL_PUB_PORT``,
+      ``PEDL_PULL_PORT`` or ``PEDL_PORT_OFFSET`` variable where set (inside a PEDL trial: the
+      ports PEDL chose for the trial, so that the contexts a script's own launcher builds,
+      as Determined's Core API tutorial does, meet there), else Determined's defaults.
     - ``timeout``: seconds a collective waits for the other workers before it raises
       :class:`DistributedError` (None: forever). A peer whose process exits, or whose machine
       stops answering ZeroMQ's heartbeats for a minute, fails a waiting collective at once
@@ -112,12 +122,17 @@ class DistributedContext:
         cross_rank: int = 0,
         cross_size: int = 1,
         chief_ip: str | None = None,
-        pub_port: int = DEFAULT_PUB_PORT,
-        pull_port: int = DEFAULT_PULL_PORT,
-        port_offset: int = 0,
+        pub_port: int | None = None,
+        pull_port: int | None = None,
+        port_offset: int | None = None,
         force_tcp: bool = False,
         timeout: float | None = DEFAULT_TIMEOUT,
     ) -> None:
+        # Not given: the trial's (a script's own launcher builds its workers' contexts in
+        # processes that inherit the trial's variables), else Determined's defaults.
+        pub_port = _port(pub_port, ENV_PUB_PORT, DEFAULT_PUB_PORT)
+        pull_port = _port(pull_port, ENV_PULL_PORT, DEFAULT_PULL_PORT)
+        port_offset = _port(port_offset, ENV_PORT_OFFSET, 0)
         if not 0 <= rank < size:
             raise ValueError(f"rank must be in [0, size): rank={rank}, size={size}")
         if not 0 <= local_rank < local_size:

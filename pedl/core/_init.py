@@ -16,6 +16,7 @@ from typing import Any
 from pedl.core._context import Context
 from pedl.core._detached import detached_context
 from pedl.core._distributed import DistributedContext
+from pedl.core._link import linked_context
 
 _lock = threading.Lock()
 _active: Context | None = None
@@ -43,8 +44,12 @@ def use_context(context: Context) -> Iterator[Context]:
 
 
 def active_context() -> Context | None:
-    """The context of the trial this process runs (inside :func:`use_context`), else None."""
-    return _active
+    """The context of the trial this process runs (inside :func:`use_context`); in a process
+    that a trial's script started, the trial's context over its link
+    (:func:`pedl.core.linked_context`); else None."""
+    if _active is not None:
+        return _active
+    return linked_context()
 
 
 @contextlib.contextmanager
@@ -53,11 +58,16 @@ def init(*, distributed: DistributedContext | None = None, **_options: Any) -> I
 
     ``distributed`` is accepted for Determined's signature; inside a trial PEDL's context
     already has the trial's :class:`DistributedContext`, and other options
-    (``checkpoint_storage``, ``preempt_mode``, ...) come from the experiment config. Outside
-    PEDL it yields a detached context: metrics are discarded, there are no searcher
+    (``checkpoint_storage``, ``preempt_mode``, ...) come from the experiment config. In a
+    process that a trial's script started (its own launcher's workers), the trial's context
+    over its link, with ``distributed`` (the workers' collectives, ``should_preempt()`` and
+    ``searcher.operations()`` in step over it; only its chief reports and checkpoints).
+    Outside PEDL it yields a detached context: metrics are discarded, there are no searcher
     operations, and ``should_preempt()`` is False.
     """
     context = _active
+    if context is None:
+        context = linked_context(distributed)
     if context is None:
         context = detached_context(_OFF_CLUSTER_CONFIG, hparams={})
         if distributed is not None:

@@ -28,6 +28,11 @@ class PreemptContext:
         self._should_preempt = should_preempt
         self._dist = distributed if distributed is not None and distributed.size > 1 else None
 
+    def ask_platform(self) -> bool:
+        """The platform's answer, asked by this worker alone (no collective: the chief's own
+        use)."""
+        return bool(self._should_preempt())
+
     def should_preempt(self) -> bool:
         if self._dist is None:
             return self._should_preempt()

@@ -74,6 +74,11 @@ class SearcherContext:
         self.unit: Unit = unit
         self._dist = distributed if distributed is not None and distributed.size > 1 else None
 
+    @property
+    def session(self) -> SearcherSession:
+        """The trial's line to the searcher (no collective: the chief's own use)."""
+        return self._session
+
     def operations(self) -> Iterator[SearcherOperation]:
         is_chief = self._dist is None or self._dist.is_chief
         while True:

@@ -49,7 +49,9 @@ class ClusterInfo:
     agent_id: str = ""
     """The machine the trial runs on (its host name)."""
     slot_ids: list[int] = field(default_factory=list)
-    """The GPUs of this process (``CUDA_VISIBLE_DEVICES``), none on CPU."""
+    """The slots of this process: its GPUs (``CUDA_VISIBLE_DEVICES``), or ``[0]`` on a CPU
+    slot (PEDL runs one process per slot, so a launcher that starts one worker per slot id
+    starts one)."""
     task_id: str = ""
     """``"<experiment_id>.<trial_id>"``."""
     allocation_id: str = ""
@@ -58,16 +60,28 @@ class ClusterInfo:
     master_cert_name: str | None = None
     master_cert_file: str | None = None
     container_addrs: list[str] = field(default_factory=list)
-    """One address per worker machine of the trial (this machine's name on one slot)."""
+    """One address per container of the trial: this machine's name on one slot. On several
+    slots each worker process is a container of one slot (Determined's containers hold a
+    machine's slots; PEDL starts a process per slot): the first address is the chief's
+    (``127.0.0.1`` when the trial runs on one machine), which its own launcher's workers
+    connect to; on several machines the others are not known ("")."""
     container_rank: int = 0
-    """The rank of this worker's machine among them (``distributed.cross_rank``)."""
+    """This worker process's index among them (its rank on several slots)."""
     container_slot_counts: list[int] = field(default_factory=list)
     gpu_uuids: list[str] = field(default_factory=list)
 
 
 def _slot_ids() -> list[int]:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    return [int(part) for part in visible.split(",") if part.strip().isdigit()]
+    return [int(part) for part in visible.split(",") if part.strip().isdigit()] or [0]
+
+
+def _containers(distributed: core.DistributedContext, host: str) -> list[str]:
+    if distributed.size == 1:
+        return [host]
+    if distributed.cross_size == 1:
+        return ["127.0.0.1"] * distributed.size
+    return [distributed.chief_ip or ""] + [""] * (distributed.size - 1)
 
 
 def get_cluster_info() -> ClusterInfo | None:
@@ -79,7 +93,7 @@ def get_cluster_info() -> ClusterInfo | None:
     distributed = context.distributed
     host = os.uname().nodename
     slots = _slot_ids()
-    cross_size = max(1, distributed.get_cross_size())
+    containers = _containers(distributed, host)
     return ClusterInfo(
         trial=TrialClusterInfo(
             trial_id=info.trial_id,
@@ -95,7 +109,7 @@ def get_cluster_info() -> ClusterInfo | None:
         slot_ids=slots,
         task_id=f"{info.experiment_id}.{info.trial_id}",
         allocation_id=f"{info.experiment_id}.{info.trial_id}.1",
-        container_addrs=[host] if cross_size == 1 else [""] * cross_size,
-        container_rank=distributed.get_cross_rank(),
-        container_slot_counts=[max(1, distributed.get_local_size())] * cross_size,
+        container_addrs=containers,
+        container_rank=distributed.get_rank(),
+        container_slot_counts=[len(slots)] * len(containers),
     )

@@ -17,6 +17,12 @@ searcher hands a trial lengths to train to instead (:class:`pedl.core.SearcherOp
 - the trial's outcome when the script returns: preempted (pause, kill, shutdown) if that was
   asked, else completed (the searcher closed it, or the script ended its own training).
 
+On several workers (``resources.slots_per_trial`` > 1, or the workers a script's own launcher
+starts, which join the trial's context over :mod:`pedl.script._core_link`), as in 0.38 only
+the chief reports metrics and checkpoints: the chief alone follows the searcher's lengths,
+and ``should_preempt()`` is a collective (the chief's answer, broadcast; every worker calls it
+in step).
+
 The parts Determined 0.38 has and PEDL's core context does not are here too:
 ``train.report_progress``, ``train.set_status``, ``train.report_metrics(group, ...)``,
 ``train.get_tensorboard_path``, ``train.get_experiment_best_validation``,
@@ -31,6 +37,7 @@ import logging
 import numbers
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -40,6 +47,7 @@ from pedl import core
 from pedl.config import Length
 from pedl.core._searcher import SearcherOperation
 from pedl.engine import MetricKind, TrialOutcome
+from pedl.script._core_link import CoreLink
 
 logger = logging.getLogger("pedl.script")
 
@@ -49,7 +57,15 @@ class CoreApiRun:
     ``core.init()`` yields (see the module docstring)."""
 
     def __init__(self, context: core.Context) -> None:
-        self._inner = context
+        self._dist = context.distributed
+        self._is_chief = self._dist.is_chief
+        # The searcher and the preemption check as the chief alone uses them (the collective
+        # ones would wait for workers that never ask: in 0.38 only the chief reports).
+        self._inner = dataclasses.replace(
+            context,
+            searcher=core.SearcherContext(context.searcher.session, context.searcher.unit),
+            preempt=core.PreemptContext(context.preempt.ask_platform),
+        )
         self._operations: Iterator[SearcherOperation] | None = None
         self._op: SearcherOperation | None = None
         self._asked = 0
@@ -71,6 +87,29 @@ class CoreApiRun:
             searcher=_Searcher(self, context.searcher),
         )
         self._metric = info.config.searcher.metric
+        self._time_metric: str | None = getattr(info.config.searcher, "reported_time_metric", None)
+        """An ASHA ``time_metric`` the script reports: the searcher's lengths are its values."""
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        """For the script's run: serve this context to the processes the script starts (the
+        :mod:`pedl.script._core_link` variables in this process's environment, which they
+        inherit), with this process's Python first on their ``PATH`` as ``python3``, as it is
+        in Determined's containers."""
+        link = CoreLink(self)
+        saved = {name: os.environ.get(name) for name in (*link.env, "PATH")}
+        os.environ.update(link.env)
+        python_dir = os.path.dirname(sys.executable)
+        os.environ["PATH"] = os.pathsep.join([python_dir, os.environ.get("PATH", "")])
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            link.close()
 
     # The searcher -----------------------------------------------------------------------
 
@@ -97,10 +136,24 @@ class CoreApiRun:
         else:
             self._asked = max(self._asked, self._to_batches(self._op))
 
+    def _progress(self, steps: int, metrics: Mapping[str, float]) -> float:
+        """How far a validation at ``steps`` got, in the searcher's lengths: ``steps``, or the
+        value of the reported time metric."""
+        if self._time_metric is None:
+            return steps
+        if self._time_metric not in metrics:
+            raise ValueError(
+                f"the searcher's time_metric {self._time_metric!r} is not among the validation "
+                f"metrics reported at {steps} steps ({', '.join(sorted(metrics))}); report it "
+                "with every validation, or set searcher.time_metric to one of them"
+            )
+        return float(metrics[self._time_metric])
+
     def _validated(self, steps: int, metrics: Mapping[str, float]) -> None:
-        """Complete every length ``steps`` reached, with this validation's searcher metric."""
+        """Complete every length the validation reached, with its searcher metric."""
         op = self._current()
-        while op is not None and steps >= self._to_batches(op):
+        progress = self._progress(steps, metrics)
+        while op is not None and progress >= self._to_batches(op):
             if self._metric not in metrics:
                 raise ValueError(
                     f"the searcher metric {self._metric!r} is not among the validation metrics "
@@ -119,12 +172,16 @@ class CoreApiRun:
 
     def _past_asked(self, steps: int) -> bool:
         self._current()
-        return steps > self._asked
+        # With a reported time metric the lengths are not steps (the master bounds no rows
+        # then): everything reported before the script stops is kept, as Determined keeps it.
+        return self._time_metric is None and steps > self._asked
 
     # Reports ----------------------------------------------------------------------------
 
     def report(self, kind: MetricKind, steps: int, metrics: Mapping[str, float]) -> None:
         self.used = True
+        if not self._is_chief:
+            return  # only the chief reports (PEDL's train context drops the others')
         train = self._inner.train
         if kind is MetricKind.VALIDATION and not self._own_operations:
             self._validated(steps, metrics)
@@ -172,6 +229,19 @@ class CoreApiRun:
         return TrialOutcome.COMPLETED if self.closed else TrialOutcome.STOPPED_EARLY
 
     def should_preempt(self) -> bool:
+        """The script's ``should_preempt()``: on several workers a collective (every worker
+        calls it in step; the chief's :meth:`decide_preempt` is broadcast)."""
+        if self._dist.size == 1:
+            return self.decide_preempt()
+        if self._is_chief:
+            return bool(self._dist.broadcast(self.decide_preempt()))
+        self.used = True
+        self._preempted = bool(self._dist.broadcast(None))
+        return self._preempted
+
+    def decide_preempt(self) -> bool:
+        """The chief's answer: True once the searcher closed the trial, or once the platform
+        asked it to stop."""
         self.used = True
         if self.closed:
             return True
@@ -179,6 +249,17 @@ class CoreApiRun:
         # asked again only after an activation already came).
         self._preempted = self._preempted or self._inner.preempt.should_preempt()
         return self._preempted
+
+    # The searcher's operations for workers of the script's own launcher (0.38's deprecated
+    # searcher.operations(), in step over their distributed context; the chief asks here).
+
+    def linked_next_length(self) -> int | None:
+        self.used = True
+        self._own_operations = True
+        return self._inner.searcher.session.next_length()
+
+    def linked_complete(self, length: int, searcher_metric: float) -> None:
+        self._inner.searcher.session.complete(length, searcher_metric)
 
 
 class _Train(core.TrainContext):

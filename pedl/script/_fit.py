@@ -211,7 +211,7 @@ class ScriptRun:
                 image,
             )
         core_api = self._core_api = CoreApiRun(self._context)
-        with core.use_context(core_api.context), self._fit_intercepted():
+        with core_api.serving(), core.use_context(core_api.context), self._fit_intercepted():
             try:
                 self._run_entrypoint()
             except _Preempted:
