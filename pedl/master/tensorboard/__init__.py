@@ -1,5 +1,5 @@
 """TensorBoard for experiments and trials: the master's TensorBoard processes, fed from the
-database (metrics as scalars) and from the trials' own event files (see :mod:`._manager`)."""
+database (the trials' metrics as scalars; see :mod:`._manager`)."""
 
 from pedl.master.tensorboard._events import TAG_PREFIX, ScalarEventFile, scalar_tag, scalars
 from pedl.master.tensorboard._manager import (

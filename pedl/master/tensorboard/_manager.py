@@ -7,12 +7,10 @@ it at that path behind its own sign-in (:mod:`pedl.master.api.tensorboards`); no
 port is opened. Its log directory is a cache under the master's home,
 ``<home>/tensorboards/<id>/experiment_<e>/trial_<t>/``, one run per trial, which a sync
 thread keeps up to date every :data:`SYNC_INTERVAL_S` seconds while the TensorBoard runs:
-
-- the trial's training and validation metrics, read from the database (the rows reported
-  since the last pass), appended as scalars to an event file (:mod:`._events`);
-- the event files the trial's own ``TensorBoard`` callback wrote, which the trial process
-  keeps in its checkpoint storage (:mod:`pedl.storage`'s ``tensorboard_files``): copied
-  into ``tensorboard/`` under the trial's run when new or grown.
+the trial's training and validation metrics, read from the database (the rows reported
+since the last pass), appended as scalars to an event file (:mod:`._events`). (The event
+files a trial's own ``TensorBoard`` callback writes stay on the trial's machine: not served
+yet.)
 
 At most ``max_tensorboards`` run at once (a start beyond that is refused with the reason);
 a stop, the process's own end, or the master's shutdown ends the process (SIGTERM, then
@@ -34,7 +32,7 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -107,8 +105,6 @@ class _TrialSync:
     source: TrialSource
     events: ScalarEventFile
     after_row: int = 0
-    files: dict[str, int] = field(default_factory=dict)
-    """Callback event files copied: relative path -> size copied."""
 
 
 @dataclass
@@ -144,8 +140,7 @@ class TensorBoard:
 
 class TensorBoardManager:
     """Starts, syncs and stops the master's TensorBoard processes (see the module's
-    docstring). ``files`` (optional) lists a trial's own event files in its storage:
-    ``files(source)`` returns ``{relative path: (size, read)}`` or ``None``."""
+    docstring)."""
 
     def __init__(
         self,
@@ -153,12 +148,10 @@ class TensorBoardManager:
         home: Path,
         *,
         max_tensorboards: int = MAX_TENSORBOARDS,
-        files: Callable[[TrialSource], dict[str, tuple[int, Callable[[], bytes]]]] | None = None,
     ) -> None:
         self.database = database
         self.root = home / "tensorboards"
         self.max_tensorboards = max_tensorboards
-        self._files = files
         self._boards: dict[str, TensorBoard] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -358,23 +351,12 @@ class TensorBoardManager:
                 if not rows:
                     continue
                 sync.events.append(
-                    (r.total_batches, r.reported_at.timestamp(), scalars(r.kind, r.metrics))
+                    (r.total_batches, _utc(r.reported_at).timestamp(), scalars(r.kind, r.metrics))
                     for r in rows
                 )
                 sync.after_row = rows[-1].id
-        if self._files is not None:
-            for sync in board.syncs:
-                self._copy_files(sync, board.directory / sync.source.run / "tensorboard")
 
-    def _copy_files(self, sync: _TrialSync, target: Path) -> None:
-        assert self._files is not None
-        for relative, (size, read) in sorted(self._files(sync.source).items()):
-            if sync.files.get(relative) == size:
-                continue
-            path = target / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            data = read()
-            tmp = path.with_name(f".{path.name}.part")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-            sync.files[relative] = len(data)
+
+def _utc(moment: datetime) -> datetime:
+    """A stored time (SQLite's come back naive, in UTC) as an aware one."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
