@@ -41,7 +41,7 @@ from pedl.config._limits import (
 from pedl.config._load import load_config, parse_config
 from pedl.config._reproducibility import ReproducibilityConfig
 from pedl.config._resources import ResourcesConfig
-from pedl.config._runnable import MAX_GLOBAL_BATCH_SIZE, MAX_GRID_POINTS, runnable_searchers
+from pedl.config._runnable import MAX_GLOBAL_BATCH_SIZE, MAX_GRID_POINTS
 from pedl.config._sampling import (
     canonical_order,
     flatten_hparams,
@@ -52,6 +52,7 @@ from pedl.config._sampling import (
 )
 from pedl.config._searcher import (
     OPEN_LENGTH,
+    SEARCHER_NAMES,
     AdaptiveASHASearcherConfig,
     AsyncHalvingSearcherConfig,
     CustomSearcherConfig,
@@ -65,7 +66,7 @@ from pedl.config._searcher import (
 from pedl.config._secrets import MASK, is_secret_name, mask_config
 from pedl.config._storage import (
     DEFAULT_HOST_PATH,
-    RUNNABLE_STORAGE_TYPES,
+    STORAGE_TYPES,
     AzureStorageConfig,
     CheckpointStorageConfig,
     DirectoryStorageConfig,
@@ -94,7 +95,8 @@ __all__ = [
     "MAX_SLOTS",
     "MAX_TRIALS",
     "OPEN_LENGTH",
-    "RUNNABLE_STORAGE_TYPES",
+    "SEARCHER_NAMES",
+    "STORAGE_TYPES",
     "UNUSED_FIELDS_WARNING",
     "AdaptiveASHASearcherConfig",
     "AsyncHalvingSearcherConfig",
@@ -138,7 +140,6 @@ __all__ = [
     "load_config",
     "mask_config",
     "parse_config",
-    "runnable_searchers",
     "sample_hparams",
     "unused_fields",
 ]

@@ -35,7 +35,7 @@ from pedl.config._searcher import (
     RandomSearcherConfig,
     SingleSearcherConfig,
 )
-from pedl.config._storage import RUNNABLE_STORAGE_TYPES, STORAGE_TYPES
+from pedl.config._storage import STORAGE_TYPES
 
 MAX_GLOBAL_BATCH_SIZE = limit_setting("MAX_GLOBAL_BATCH_SIZE", 2**31, ceiling=2**31)
 """The largest ``global_batch_size`` hyperparameter value accepted (``PEDL_MAX_GLOBAL_BATCH_SIZE``
@@ -46,14 +46,6 @@ MAX_GRID_POINTS = limit_setting("MAX_GRID_POINTS", 100_000)
 
 BATCH_SIZE = "global_batch_size"
 _BATCH_SIZE_PATH: tuple[PathElement, ...] = ("hyperparameters", BATCH_SIZE)
-
-
-def runnable_searchers() -> tuple[str, ...]:
-    """The ``searcher.name`` values PEDL can run (those ``make_search_method`` builds)."""
-    # Imported here: pedl.searcher imports pedl.config.
-    from pedl.searcher._factory import RUNNABLE_SEARCHERS
-
-    return RUNNABLE_SEARCHERS
 
 
 def _did_you_mean(word: str, choices: tuple[str, ...]) -> str:
@@ -72,30 +64,21 @@ def check_runnable_raw(data: Mapping[Any, Any]) -> list[Problem]:
     searcher = data.get("searcher")
     if isinstance(searcher, Mapping):
         name = searcher.get("name")
-        runnable = runnable_searchers()
-        if isinstance(name, str) and name not in runnable:
-            listing = ", ".join(runnable)
+        if isinstance(name, str) and name not in SEARCHER_NAMES:
+            listing = ", ".join(SEARCHER_NAMES)
             if name in REMOVED_SEARCHERS:
                 message = f"{REMOVED_SEARCHERS[name]}; use one of {listing}"
-            elif name in SEARCHER_NAMES:
-                message = (
-                    f"PEDL does not implement Determined's '{name}' searcher; use one of {listing}"
-                )
             else:
-                message = f"must be one of {listing}; got '{name}'{_did_you_mean(name, runnable)}"
+                message = (
+                    f"must be one of {listing}; got '{name}'{_did_you_mean(name, SEARCHER_NAMES)}"
+                )
             problems.append((("searcher", "name"), message))
     storage = data.get("checkpoint_storage")
     if isinstance(storage, Mapping):
         kind = storage.get("type")
-        if isinstance(kind, str) and kind not in RUNNABLE_STORAGE_TYPES:
-            listing = ", ".join(RUNNABLE_STORAGE_TYPES)
-            if kind in STORAGE_TYPES:
-                message = f"PEDL cannot store checkpoints in '{kind}' yet; use one of {listing}"
-            else:
-                message = (
-                    f"must be one of {listing}; got '{kind}'"
-                    f"{_did_you_mean(kind, RUNNABLE_STORAGE_TYPES)}"
-                )
+        if isinstance(kind, str) and kind not in STORAGE_TYPES:
+            listing = ", ".join(STORAGE_TYPES)
+            message = f"must be one of {listing}; got '{kind}'{_did_you_mean(kind, STORAGE_TYPES)}"
             problems.append((("checkpoint_storage", "type"), message))
     return problems
 

@@ -11,11 +11,8 @@ from pydantic import Discriminator, Field, Tag, model_validator
 from pedl.config._base import ConfigModel, config_error, tag_of
 
 STORAGE_TYPES: tuple[str, ...] = ("shared_fs", "directory", "s3", "gcs", "azure")
-"""Every ``checkpoint_storage.type`` the config format knows (Determined's)."""
-
-RUNNABLE_STORAGE_TYPES: tuple[str, ...] = ("shared_fs", "directory", "s3", "gcs", "azure")
-"""The types ``pedl.storage.make_storage`` can store checkpoints in; validation refuses the
-others (keep in step with that factory)."""
+"""Every ``checkpoint_storage.type`` (Determined's), each one ``pedl.storage.make_storage``
+builds; validation refuses the others."""
 
 DEFAULT_HOST_PATH = "~/.pedl/checkpoints"
 """Where checkpoints go when a config has no ``checkpoint_storage``: a ``shared_fs``

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic_core import ErrorDetails
@@ -13,21 +13,14 @@ from pedl.config._base import CUSTOM_ERROR_TYPE
 from pedl.config._hyperparameters import HYPERPARAMETER_TYPES
 from pedl.config._issues import PathElement, Problem, describe_value
 from pedl.config._length import LENGTH_UNITS
-from pedl.config._storage import RUNNABLE_STORAGE_TYPES
+from pedl.config._searcher import SEARCHER_NAMES
+from pedl.config._storage import STORAGE_TYPES
 
-
-def _runnable_searchers() -> tuple[str, ...]:
-    # Imported here: pedl.config._runnable -> pedl.searcher -> pedl.config.
-    from pedl.config._runnable import runnable_searchers
-
-    return runnable_searchers()
-
-
-# Union tag prefix -> (discriminating key, the valid values to list: those PEDL can run).
-_UNIONS: dict[str, tuple[str, Callable[[], tuple[str, ...]]]] = {
-    "hp": ("type", lambda: HYPERPARAMETER_TYPES),
-    "searcher": ("name", _runnable_searchers),
-    "storage": ("type", lambda: RUNNABLE_STORAGE_TYPES),
+# Union tag prefix -> (discriminating key, the valid values to list).
+_UNIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "hp": ("type", HYPERPARAMETER_TYPES),
+    "searcher": ("name", SEARCHER_NAMES),
+    "storage": ("type", STORAGE_TYPES),
 }
 _TAG = re.compile(r"^(hp|searcher|storage|env):")
 
@@ -100,8 +93,7 @@ def _union_problem(error: ErrorDetails, path: tuple[PathElement, ...], node: Any
         prefix = named.group(1) if named else ""
     if prefix not in _UNIONS:
         return None
-    key, valid = _UNIONS[prefix]
-    names = valid()
+    key, names = _UNIONS[prefix]
     if not isinstance(node, Mapping):
         return path, f"expected a mapping, got {describe_value(node)}"
     listing = ", ".join(names)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pedl import core, model_def
 from pedl.engine import InvalidHP, TrialError, TrialOutcome, user_location
+from pedl.script import trial_class_of
 
 Stage = Literal["load", "build", "train"]
 """Where an attempt ended: loading the model definition, building the controller (the
@@ -67,7 +68,7 @@ def run_attempt(
     controller: Any = None
     try:
         definition = model_def.load(code_dir, entrypoint)
-        trial_class = definition.trial_class
+        trial_class = trial_class_of(definition)
         if trial_class is None:
             raise model_def.ModelDefError(
                 f"the model definition (entrypoint {entrypoint!r}) has no Trial class"

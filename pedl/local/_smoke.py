@@ -24,6 +24,7 @@ from pedl.config import (
     load_config,
     sample_hparams,
 )
+from pedl.script import trial_class_of
 from pedl.storage import SharedFSStorage
 
 TRAIN_BATCHES = 2
@@ -51,14 +52,13 @@ def smoke_test(
         try:
             model_def.copy_tree(model_dir, code_dir)
             definition = model_def.load(code_dir, config.entrypoint)
-            if definition.trial_class is None:
+            trial_class = trial_class_of(definition)
+            if trial_class is None:
                 raise model_def.ModelDefError("the model definition has no Trial class")
         except (model_def.ModelDefError, OSError) as e:
             steps.append(SmokeStep("load the model definition", False, str(e)))
             return steps
-        steps.append(
-            SmokeStep("load the model definition", True, definition.trial_class.__qualname__)
-        )
+        steps.append(SmokeStep("load the model definition", True, trial_class.__qualname__))
         test_config = _short_config(config)
         hparams = _first_hparams(config)
         storage = SharedFSStorage(Path(tmp) / "checkpoints")
@@ -122,7 +122,8 @@ def _run(
     session: core.FixedLengths,
     latest_checkpoint: str | None,
 ) -> TrialOutcome:
-    assert definition.trial_class is not None
+    trial_class = trial_class_of(definition)
+    assert trial_class is not None
     info = core.TrialInfo(
         trial_id=1,
         experiment_id=0,
@@ -135,7 +136,7 @@ def _run(
     context = core.build_context(
         info, metrics=records, checkpoints=records, storage=storage, searcher=session
     )
-    controller = definition.trial_class.trial_controller_class.from_definition(definition, context)
+    controller = trial_class.trial_controller_class.from_definition(definition, context)
     outcome: TrialOutcome = controller.run()
     return outcome
 

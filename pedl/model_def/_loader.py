@@ -18,7 +18,6 @@ from typing import Any
 
 from pedl import Trial
 from pedl.model_def._errors import ModelDefError
-from pedl.script import ScriptTrial
 
 PACKAGE_NAME = "model_def"
 """The name a model definition package (or single file) is imported under."""
@@ -35,10 +34,10 @@ class ModelDefinition:
     """A loaded model definition.
 
     ``module`` is the imported user module (None for a script entrypoint, which is not
-    imported); ``trial_class`` the user's concrete :class:`pedl.Trial` subclass, or
-    :class:`pedl.script.ScriptTrial` for a simple model definition (a script or a
-    ``module:function`` entrypoint); ``make_data_loaders`` the module's function of that name
-    (the old PEDL form) or None; ``entrypoint_script`` the script of a simple model
+    imported); ``trial_class`` the user's concrete :class:`pedl.Trial` subclass, or None for a
+    simple model definition (a script or a ``module:function`` entrypoint: :attr:`simple`,
+    which :func:`pedl.script.trial_class_of` runs); ``make_data_loaders`` the module's function
+    of that name (the old PEDL form) or None; ``entrypoint_script`` the script of a simple model
     definition, as a POSIX path relative to the code directory, or None; ``entrypoint_args``
     the command-line arguments given after the script; ``entrypoint_function`` the function of
     a ``module:function`` entrypoint, or None.
@@ -50,6 +49,11 @@ class ModelDefinition:
     entrypoint_script: str | None
     entrypoint_args: tuple[str, ...] = ()
     entrypoint_function: Callable[[], Any] | None = None
+
+    @property
+    def simple(self) -> bool:
+        """A simple model definition: the user's training code decides, no Trial class."""
+        return self.entrypoint_script is not None or self.entrypoint_function is not None
 
 
 @dataclass
@@ -69,10 +73,10 @@ def load(code_dir: str | Path, entrypoint: str | None = None) -> ModelDefinition
     - ``entrypoint="pkg.module:ClassName"``: ``code_dir`` goes first on ``sys.path``, the module
       is imported by name and the class taken from it (it must be a concrete Trial subclass).
     - ``entrypoint="pkg.module:function"``: as above, but the attribute is a function (a simple
-      model definition that calls ``model.fit``); the Trial class is :class:`ScriptTrial`.
+      model definition that calls ``model.fit``); :attr:`ModelDefinition.simple`.
     - an entrypoint naming a script (``"train.py"``, ``"python3 train.py --epochs 3"``): nothing
       is imported; ``entrypoint_script`` is the script's path (it must exist in ``code_dir``),
-      ``entrypoint_args`` the arguments after it, the Trial class :class:`ScriptTrial`; the
+      ``entrypoint_args`` the arguments after it (:attr:`ModelDefinition.simple`); the
       script runs with ``code_dir`` first on ``sys.path`` and its imports are unloaded by the
       next :func:`load` or :func:`unload`, as an imported model definition's are.
     - a Determined launcher (``python3 -m determined.launch.tensorflow -- python3 train.py``,
@@ -226,7 +230,7 @@ def _script_definition(
         )
     return ModelDefinition(
         module=None,
-        trial_class=ScriptTrial,
+        trial_class=None,
         make_data_loaders=None,
         entrypoint_script=resolved.relative_to(directory).as_posix(),
         entrypoint_args=args,
@@ -252,7 +256,7 @@ def _load_entrypoint(directory: Path, entrypoint: str) -> ModelDefinition:
     if inspect.isfunction(obj):
         return ModelDefinition(
             module=module,
-            trial_class=ScriptTrial,
+            trial_class=None,
             make_data_loaders=None,
             entrypoint_script=None,
             entrypoint_function=obj,

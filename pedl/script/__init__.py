@@ -17,6 +17,7 @@ from typing import Any
 
 from pedl.script._cluster_info import ClusterInfo, TrialClusterInfo, get_cluster_info
 from pedl.script._controller import ScriptController
+from pedl.script._definition import trial_class_of
 from pedl.script._hparams import get_hyperparameter
 from pedl.script._trial import ScriptTrial
 
@@ -30,6 +31,7 @@ __all__ = [
     "from_tf_config",
     "get_cluster_info",
     "get_hyperparameter",
+    "trial_class_of",
 ]
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pedl.config import (
     MAX_GRID_POINTS,
     OPEN_LENGTH,
+    SEARCHER_NAMES,
     AdaptiveASHASearcherConfig,
     AsyncHalvingSearcherConfig,
     ExperimentConfig,
@@ -134,12 +135,12 @@ _BUILDERS: dict[str, Callable[[ExperimentConfig], SearchMethod]] = {
 
 CUSTOM = "custom"
 
-RUNNABLE_SEARCHERS: tuple[str, ...] = (*_BUILDERS, CUSTOM)
-"""The ``searcher.name`` values PEDL can run, in the order they are listed to users.
-
-Config validation (:mod:`pedl.config`) refuses every other name; adding a searcher means
-adding its builder to ``_BUILDERS``. A ``custom`` searcher comes from the model definition
-and runs in a process of its own: the shells build it (``RemoteSearchMethod``), not
+RUNNABLE_SEARCHERS: tuple[str, ...] = SEARCHER_NAMES
+"""The ``searcher.name`` values PEDL can run, in the order they are listed to users: the
+config's :data:`pedl.config.SEARCHER_NAMES` (validation refuses every other name), each built
+here. Adding a searcher means adding its config model and name in :mod:`pedl.config` and its
+builder to ``_BUILDERS``. A ``custom`` searcher comes from the model definition and runs in a
+process of its own: the shells build it (``RemoteSearchMethod``), not
 :func:`make_search_method`.
 """
 

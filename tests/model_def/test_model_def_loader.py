@@ -12,7 +12,7 @@ import pytest
 
 import pedl
 from pedl.model_def import PACKAGE_NAME, ModelDefError, load, unload
-from pedl.script import ScriptTrial
+from pedl.script import ScriptTrial, trial_class_of
 
 TRIAL_SRC = """
 import pedl
@@ -158,7 +158,8 @@ def test_script_entrypoint(
     definition = load(tmp_path, entrypoint)
     assert definition.entrypoint_script == script
     assert definition.entrypoint_args == args
-    assert definition.module is None and definition.trial_class is ScriptTrial
+    assert definition.module is None and definition.simple
+    assert trial_class_of(definition) is ScriptTrial
     assert str(tmp_path.resolve()) in sys.path  # the script runs with its directory importable
     unload()
     assert str(tmp_path.resolve()) not in sys.path
@@ -175,7 +176,7 @@ def test_a_launchers_trial_is_the_entrypoint(tmp_path: Path) -> None:
 def test_function_entrypoint(tmp_path: Path) -> None:
     write(tmp_path, "train.py", "def main():\n    return 'trained'\n")
     definition = load(tmp_path, "train:main")
-    assert definition.trial_class is ScriptTrial
+    assert definition.simple and trial_class_of(definition) is ScriptTrial
     assert definition.entrypoint_script is None
     assert definition.entrypoint_function is not None
     assert definition.entrypoint_function() == "trained"
