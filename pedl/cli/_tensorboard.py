@@ -86,3 +86,6 @@ def stop(tensorboard_ids: tuple[str, ...]) -> None:
     for board_id in tensorboard_ids:
         board = stop_tensorboard(board_id, client=current_client())
         console().print(f"TensorBoard {board.id} stopped")
+
+
+tensorboard.add_command(stop, "kill")  # Determined's verb

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import importlib.util
 import logging
 import os
 import re
@@ -185,6 +186,12 @@ class TensorBoardManager:
     ) -> TensorBoard:
         """Start a TensorBoard over ``sources`` for ``owner`` (a running one of the same
         owner over the same trials is returned instead)."""
+        if importlib.util.find_spec("tensorboard") is None:
+            raise TensorBoardError(
+                503,
+                "the master cannot run TensorBoard: the tensorboard package is not installed "
+                "beside it (pip install 'pedl[tensorboard]')",
+            )
         if not sources:
             raise TensorBoardError(422, "no trials to show: the experiments have none yet")
         if len(sources) > MAX_TRIALS:
