@@ -34,6 +34,8 @@ import keras
 import pedl_harness
 import tensorflow as tf
 
+from pedl.exec._system_metrics import Sample, SystemMetricsReporter
+
 WINDOW_START = 100
 EPOCHS = {"tiny": 40, "large": 3}
 
@@ -92,13 +94,27 @@ def run_plain(case: str, epochs: int) -> tuple[dict[int, float], dict[int, float
     return clock.times, clock.cpu_times
 
 
-def run_pedl(case: str, epochs: int) -> tuple[dict[int, float], dict[int, float]]:
+def run_pedl(
+    case: str, epochs: int, system_interval: float = 0.0
+) -> tuple[dict[int, float], dict[int, float]]:
+    """PEDL's controller; with ``system_interval`` > 0, the trial process's system metrics
+    sampler runs beside it as in a trial process (every batch of samples JSON-encoded as its
+    POST body would be; not sent: the master is another process)."""
     x, _ = bench_trials.training_data(case)
     batches = epochs * -(-len(x) // bench_trials.BATCH_SIZE[case])
     recorder = pedl_harness.Recorder()
-    with tempfile.TemporaryDirectory(prefix="pedl-bench-") as tmp:
-        controller = pedl_harness.make_controller(case, batches, Path(tmp), recorder)
-        controller.run()
+
+    def encode(samples: list[Sample]) -> None:
+        json.dumps({"rank": 0, "samples": samples})
+
+    reporter = SystemMetricsReporter(encode, system_interval) if system_interval > 0 else None
+    try:
+        with tempfile.TemporaryDirectory(prefix="pedl-bench-") as tmp:
+            controller = pedl_harness.make_controller(case, batches, Path(tmp), recorder)
+            controller.run()
+    finally:
+        if reporter is not None:
+            reporter.stop()
     return recorder.boundary_times, recorder.boundary_cpu_times
 
 
@@ -108,9 +124,21 @@ def main() -> None:
     parser.add_argument("--case", choices=["large", "tiny"], required=True)
     parser.add_argument("--epochs", type=int, default=None, help="passes over the data")
     parser.add_argument("--profile", type=Path, default=None, help="write cProfile stats here")
+    parser.add_argument(
+        "--system-metrics",
+        type=float,
+        default=0.0,
+        help="PEDL mode: sample system metrics every this many seconds beside training",
+    )
     args = parser.parse_args()
     epochs = args.epochs or EPOCHS[args.case]
-    run = run_pedl if args.mode == "pedl" else run_plain
+    if args.mode == "pedl":
+        interval = args.system_metrics
+
+        def run(case: str, epochs: int) -> tuple[dict[int, float], dict[int, float]]:
+            return run_pedl(case, epochs, interval)
+    else:
+        run = run_plain
     profiler = cProfile.Profile() if args.profile else None
     if profiler:
         profiler.enable()
@@ -126,6 +154,7 @@ def main() -> None:
     result = {
         "mode": args.mode,
         "case": args.case,
+        "system_metrics_interval": args.system_metrics,
         "batches": end - WINDOW_START,
         "samples": samples,
         "seconds": seconds,

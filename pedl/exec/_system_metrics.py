@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -131,6 +132,7 @@ class SystemSampler:
         self._process = psutil.Process()
         self._gpus = gpus if gpus is not None else GpuProbe()
         self._last: tuple[float, tuple[float, float, float, float]] | None = None
+        self._children: dict[int, psutil.Process] = {}
         psutil.cpu_percent(interval=None)  # the first call only starts the count
         self._process.cpu_percent(interval=None)
 
@@ -158,15 +160,42 @@ class SystemSampler:
         return {"time": datetime.now(UTC).isoformat(), "metrics": metrics}
 
     def _process_cpu(self) -> float:
+        """This process's CPU use and its children's since the previous sample (a child's
+        first sample only starts its count)."""
         total = float(self._process.cpu_percent(interval=None))
-        with contextlib.suppress(psutil.Error):
-            for child in self._process.children(recursive=True):
-                with contextlib.suppress(psutil.Error):
-                    total += float(child.cpu_percent(interval=None))
+        children: dict[int, psutil.Process] = {}
+        for pid in _child_pids(self._process.pid):
+            child = self._children.get(pid)
+            with contextlib.suppress(psutil.Error):
+                if child is None:
+                    child = psutil.Process(pid)
+                total += float(child.cpu_percent(interval=None))
+                children[pid] = child
+        self._children = children
         return total
 
     def close(self) -> None:
         self._gpus.close()
+
+
+def _child_pids(pid: int) -> list[int]:
+    """The pids of ``pid``'s descendants: from ``/proc/<pid>/task/*/children`` where Linux
+    has it (a few files; psutil's ``children`` reads every process's status, ~3 ms of CPU on
+    a machine with 200 processes), else from psutil."""
+    if not Path(f"/proc/{pid}/task").is_dir():
+        with contextlib.suppress(psutil.Error):
+            return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+        return []
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        for path in Path(f"/proc/{parent}/task").glob("*/children"):
+            with contextlib.suppress(OSError, ValueError):
+                todo.extend(int(child) for child in path.read_text().split())
+        if parent != pid:
+            found.append(parent)
+    return found
 
 
 def _io_counters() -> tuple[float, float, float, float]:
