@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from searcher_sim import Event, send, simulate
 
-from pedl.config import ConfigError, ExperimentConfig, parse_config
+from pedl.config import ConfigError, parse_config
 from pedl.searcher import (
     MAX_INVALID_REPLACEMENTS,
     AdaptiveASHASearch,
@@ -386,10 +386,13 @@ def test_config_builds_the_searchers_with_max_length_or_max_time() -> None:
     ],
 )
 def test_time_metrics_pedl_cannot_train_to_are_refused(fields: str, path: str, words: str) -> None:
+    """A Trial class (no script entrypoint) trains by PEDL's length units only."""
     with pytest.raises(ConfigError) as info:
         parse_config(YAML % ("adaptive_asha", fields))
     (issue,) = info.value.issues
     assert issue.path == path and words in issue.message
+    if "val_loss" in fields:
+        assert "only a script's own training loop can report" in issue.message
 
 
 def test_max_time_in_records_needs_the_batch_size() -> None:
@@ -401,20 +404,20 @@ def test_max_time_in_records_needs_the_batch_size() -> None:
     assert "searcher.max_time is in records" in issue.message
 
 
-def test_a_bad_time_metric_that_skipped_validation_is_refused_by_the_factory() -> None:
-    config = ExperimentConfig.model_validate(
-        {
-            "searcher": {
-                "name": "adaptive_asha",
-                "metric": "m",
-                "max_trials": 2,
-                "time_metric": "val_loss",
-                "max_time": 4,
-            }
-        }
-    )
-    with pytest.raises(SearcherError, match="time_metric"):
-        make_search_method(config)
+def test_a_time_metric_a_script_reports_measures_its_lengths() -> None:
+    """Determined 0.38's meaning: ``time_metric`` names a validation metric whose values are
+    the trial's progress; a script entrypoint (its own training loop reports it) may name one,
+    and the searcher's lengths are values of it, up to ``max_time``."""
+    text = YAML % ("adaptive_asha", "  time_metric: samples\n  max_time: 800")
+    config = parse_config(text + "entrypoint: python3 train.py\n")
+    assert config.searcher.reported_time_metric == "samples"  # type: ignore[union-attr]
+    assert config.searcher_max_length == 800
+    method = make_search_method(config)
+    assert isinstance(method, AdaptiveASHASearch)
+    assert max(b.lengths[-1] for b in method.brackets) == 800
+    for unit in ("batches", "records"):
+        timed = parse_config(YAML % ("adaptive_asha", f"  time_metric: {unit}\n  max_time: 64"))
+        assert timed.searcher.reported_time_metric is None  # type: ignore[union-attr]
 
 
 # simulated experiments: properties -----------------------------------------------------------
