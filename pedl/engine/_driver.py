@@ -515,6 +515,8 @@ class ExperimentDriver:
         error: TrialError | None = None,
     ) -> None:
         """End the trial: record it, tell the searcher (once), collect garbage."""
+        if outcome == TrialOutcome.COMPLETED and self._stopped_by_searcher(trial):
+            outcome = TrialOutcome.STOPPED_BY_SEARCHER
         trial.error = error
         self._set_state(trial, state, outcome, error)
         reason = _EXIT_REASONS.get(outcome)  # None for COMPLETED and PREEMPTED
@@ -641,6 +643,15 @@ class ExperimentDriver:
             or trial.searcher_closed
             or self._shutdown is not None
         )
+
+    def _stopped_by_searcher(self, trial: _Trial) -> bool:
+        """Whether the searcher closed the trial short of the search's ``max_length`` (ASHA
+        stopping a trial at a lower rung), rather than after it trained it all."""
+        searcher = self.config.searcher
+        max_length = getattr(searcher, "length", getattr(searcher, "max_length", None))
+        if not trial.close_requested or max_length is None:
+            return False
+        return trial.validated < max_length.value
 
     def _has_work(self, trial: _Trial) -> bool:
         return any(length > trial.validated for length in trial.issued)

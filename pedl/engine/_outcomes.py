@@ -32,6 +32,9 @@ class TrialOutcome(StrEnum):
     """The searcher has no more work for the trial."""
     STOPPED_EARLY = "STOPPED_EARLY"
     """User code stopped training (``model.stop_training``, a context stop request)."""
+    STOPPED_BY_SEARCHER = "STOPPED_BY_SEARCHER"
+    """The searcher closed the trial before it trained to the search's ``max_length`` (an
+    adaptive search's trial not promoted past a rung: Optuna's "pruned")."""
     INVALID_HP = "INVALID_HP"
     """User code raised :class:`InvalidHP`."""
     ERRORED = "ERRORED"

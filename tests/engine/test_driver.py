@@ -430,3 +430,30 @@ def test_a_waiting_trial_gives_up_its_process_and_resumes_from_its_checkpoint() 
     shell.apply(shell.driver.trial_exited(first, TrialOutcome.COMPLETED))
     assert shell.outcomes[first] == TrialOutcome.COMPLETED
     assert shell.experiment == ExperimentState.COMPLETED
+
+
+def test_an_adaptive_search_marks_the_trials_its_searcher_stopped_short() -> None:
+    """ASHA closes the trials it does not promote at a lower rung: they end COMPLETED with
+    the outcome STOPPED_BY_SEARCHER; the ones trained to max_length end COMPLETED."""
+    cfg = config({"name": "async_halving", "num_rungs": 2, "divisor": 2, "max_trials": 4})
+    shell = start(cfg)
+    metrics = iter([0.9, 0.1, 0.5, 0.7, 0.2, 0.3, 0.4, 0.6])
+    for _ in range(30):
+        runnable = shell.driver.runnable_trials()
+        if not runnable:
+            break
+        trial_id = runnable[0]
+        shell.apply(shell.driver.trial_started(trial_id))
+        while (answer := shell.driver.next_operation(trial_id)).status == "train":
+            assert answer.length is not None
+            shell.checkpoint(trial_id, answer.length)
+            shell.apply(shell.driver.validation_reported(trial_id, answer.length, next(metrics)))
+        shell.apply(shell.driver.trial_exited(trial_id, TrialOutcome.COMPLETED))
+    assert shell.experiment == ExperimentState.COMPLETED
+    assert {t.state for t in shell.trials.values()} == {TrialState.COMPLETED}
+    outcomes = sorted(shell.outcomes.values())
+    assert TrialOutcome.STOPPED_BY_SEARCHER in outcomes and TrialOutcome.COMPLETED in outcomes
+    full = [t for t, o in shell.outcomes.items() if o == TrialOutcome.COMPLETED]
+    assert all(shell.trials[t].latest_checkpoint_batches == 10 for t in full)
+    short = [t for t, o in shell.outcomes.items() if o == TrialOutcome.STOPPED_BY_SEARCHER]
+    assert all(shell.trials[t].latest_checkpoint_batches == 5 for t in short)
