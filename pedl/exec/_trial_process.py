@@ -25,6 +25,7 @@ from pedl import core, model_def
 from pedl.config import parse_config
 from pedl.engine import TrialOutcome
 from pedl.exec._attempt import AttemptResult, classify_failure, run_attempt
+from pedl.exec._event_uploads import EventUploads
 from pedl.exec._exit_codes import EXIT_ERROR, EXIT_MASTER_GONE, EXIT_MODEL_DEF_ERROR, EXIT_OK
 from pedl.exec._heartbeat import start_heartbeat
 from pedl.exec._private import make_undumpable, process_alive, take_token
@@ -231,6 +232,7 @@ def _run(
     )
     os.chdir(code_dir)
     distributed = trial_distributed_context()
+    tensorboard_dir = workdir / "tensorboard"
 
     def build_context() -> core.Context:
         info = core.TrialInfo(
@@ -242,6 +244,7 @@ def _run(
             code_dir=code_dir,
             latest_checkpoint=start.get("latest_checkpoint"),
             warm_start_checkpoint=start.get("warm_start_checkpoint"),
+            extra={"tensorboard_dir": str(tensorboard_dir)},
         )
         return core.build_context(
             info,
@@ -253,8 +256,17 @@ def _run(
             distributed=distributed,
         )
 
+    uploads: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
+    if distributed.is_chief:  # its TensorBoard files, for `pedl tensorboard`
+        try:
+            storage = make_storage(config.checkpoint_storage)
+        except Exception as err:  # the attempt itself says why (its context needs it too)
+            logger.warning("TensorBoard files will not be uploaded: %s", err)
+        else:
+            uploads = EventUploads(storage, client.trial_id, tensorboard_dir)
     try:
-        result = run_attempt(code_dir, config.entrypoint, build_context)
+        with uploads:
+            result = run_attempt(code_dir, config.entrypoint, build_context)
     finally:
         distributed.close()
     return _finish(client, sender, result, is_chief=distributed.is_chief, system=system)

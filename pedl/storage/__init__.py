@@ -2,6 +2,7 @@
 
 from pedl.storage._azure import AzureStorage
 from pedl.storage._base import StorageManager, UnsupportedStorageError, list_resources
+from pedl.storage._event_files import EventFileDownloader, EventFileUploader
 from pedl.storage._factory import make_storage, storage_unavailable_reason
 from pedl.storage._gcs import GCSStorage
 from pedl.storage._retention import (
@@ -17,6 +18,8 @@ __all__ = [
     "TORN_UPLOAD_GRACE_SECONDS",
     "AzureStorage",
     "CheckpointSummary",
+    "EventFileDownloader",
+    "EventFileUploader",
     "GCSStorage",
     "S3Storage",
     "SharedFSStorage",

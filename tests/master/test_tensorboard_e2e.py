@@ -1,6 +1,7 @@
 """``pedl tensorboard`` on a real master over HTTP: the real ``tensorboard`` process, proxied
 behind the master's sign-in, serving a finished and a running experiment's metrics as
-scalars (a value the running trial reports after the start shows up), refusing anonymous
+scalars (a value the running trial reports after the start shows up) and the event file the
+trial wrote itself (through its checkpoint storage), refusing anonymous
 requests, and ending its process on ``stop`` and with the master.
 
 One master and one TensorBoard serve every assertion (TensorBoard takes seconds to start);
@@ -120,8 +121,8 @@ def test_tensorboard_over_finished_and_running_experiments(
     base = f"/tensorboard/{board_id}"
     signed_in = httpx.Client(base_url=master.url, headers=dict(http.headers), timeout=30)
 
-    def scalars(trial: tuple[int, int], tag: str) -> list[tuple[int, float]]:
-        run = f"experiment_{trial[0]}/trial_{trial[1]}"
+    def scalars(trial: tuple[int, int], tag: str, sub: str = "") -> list[tuple[int, float]]:
+        run = f"experiment_{trial[0]}/trial_{trial[1]}" + (f"/{sub}" if sub else "")
         answer = signed_in.get(
             f"{base}/data/plugin/scalars/scalars", params={"run": run, "tag": tag}
         )
@@ -144,6 +145,22 @@ def test_tensorboard_over_finished_and_running_experiments(
         (1, 0.5),
         (2, 1.0),
         (3, 1.5),
+    ]
+
+    # What the trial wrote itself (uploaded to its checkpoint storage, fetched from there).
+    custom = _wait(
+        "the trial's own event file",
+        lambda: (
+            signed_in.get(f"{base}/data/plugin/scalars/tags")
+            .json()
+            .get(f"experiment_{finished}/trial_{finished_trial}/custom")
+        ),
+    )
+    assert set(custom) == {"user/y"}
+    assert scalars((finished, finished_trial), "user/y", "custom") == [
+        (1, 10.0),
+        (2, 20.0),
+        (3, 30.0),
     ]
 
     # The running one: a value reported after the start shows up, then its last one.

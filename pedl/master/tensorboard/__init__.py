@@ -1,5 +1,6 @@
 """TensorBoard for experiments and trials: the master's TensorBoard processes, fed from the
-database (the trials' metrics as scalars; see :mod:`._manager`)."""
+database (the trials' metrics as scalars) and from their checkpoint storage (the event files
+the trials wrote); see :mod:`._manager`."""
 
 from pedl.master.tensorboard._events import TAG_PREFIX, ScalarEventFile, scalar_tag, scalars
 from pedl.master.tensorboard._manager import (

@@ -6,11 +6,19 @@ on loopback on a free port, with ``--path_prefix /tensorboard/<id>`` so the mast
 it at that path behind its own sign-in (:mod:`pedl.master.api.tensorboards`); no other
 port is opened. Its log directory is a cache under the master's home,
 ``<home>/tensorboards/<id>/experiment_<e>/trial_<t>/``, one run per trial, which a sync
-thread keeps up to date every :data:`SYNC_INTERVAL_S` seconds while the TensorBoard runs:
-the trial's training and validation metrics, read from the database (the rows reported
-since the last pass), appended as scalars to an event file (:mod:`._events`). (The event
-files a trial's own ``TensorBoard`` callback writes stay on the trial's machine: not served
-yet.)
+thread keeps up to date while the TensorBoard runs:
+
+- every :data:`SYNC_INTERVAL_S` seconds, the trial's training and validation metrics, read
+  from the database (the rows reported since the last pass), appended as scalars to an
+  event file (:mod:`._events`);
+- every :data:`FILES_INTERVAL_S` seconds, the event files the trial process wrote in its
+  TensorBoard directory (the user's ``TensorBoard`` callback, or any writer), which it
+  uploads to its checkpoint storage as it goes (:mod:`pedl.exec._event_uploads`), fetched
+  from there (S3, GCS, Azure or a shared file system:
+  :class:`pedl.storage.EventFileDownloader`) into the same run directory (a Keras
+  callback's ``train/`` and ``validation/`` become runs of their own).
+
+TensorBoard reads every file of a run as it grows (``--reload_multifile``).
 
 At most ``max_tensorboards`` run at once (a start beyond that is refused with the reason);
 a stop, the process's own end, or the master's shutdown ends the process (SIGTERM, then
@@ -32,6 +40,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,13 +48,18 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
+from pedl.config import parse_config
 from pedl.master.db import Database
+from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.tensorboard._events import ScalarEventFile, scalars
+from pedl.storage import EventFileDownloader, StorageManager, make_storage
 
 logger = logging.getLogger("pedl.master.tensorboard")
 
 SYNC_INTERVAL_S = 1.0
+FILES_INTERVAL_S = 5.0
+"""The trials' own event files are fetched from their storage at most this often."""
 STOP_GRACE_S = 5.0
 START_TIMEOUT_S = 120.0
 MAX_TENSORBOARDS = 8
@@ -105,6 +119,7 @@ class TrialSource:
 class _TrialSync:
     source: TrialSource
     events: ScalarEventFile
+    files: EventFileDownloader | None
     after_row: int = 0
 
 
@@ -127,6 +142,7 @@ class TensorBoard:
     syncs: list[_TrialSync] = field(default_factory=list)
     stop_requested: bool = False
     sync_lock: threading.Lock = field(default_factory=threading.Lock)
+    files_fetched_at: float | None = None
     """Held by a sync pass (the start's first one and the sync thread's may overlap)."""
 
     @property
@@ -226,10 +242,13 @@ class TensorBoardManager:
                 created_at=datetime.now(UTC),
             )
             self._boards[board_id] = board
-        board.syncs = [
-            _TrialSync(source, ScalarEventFile(board.directory / source.run))
-            for source in sorted(set(sources), key=lambda s: s.trial_id)
-        ]
+        storages = self._storages({s.experiment_id for s in sources})
+        board.syncs = []
+        for source in sorted(set(sources), key=lambda s: s.trial_id):
+            run = board.directory / source.run
+            storage = storages.get(source.experiment_id)
+            files = None if storage is None else EventFileDownloader(storage, source.trial_id, run)
+            board.syncs.append(_TrialSync(source, ScalarEventFile(run), files))
         board.directory.mkdir(parents=True, exist_ok=True)
         self._sync(board)  # what is there now, before TensorBoard first reads the directory
         try:
@@ -279,6 +298,7 @@ class TensorBoardManager:
             "--port", "0",
             "--path_prefix", f"{PATH_PREFIX}/{board.id}",
             "--reload_interval", "1",
+            "--reload_multifile", "true",
             "--load_fast", "false",
             "--window_title", f"PEDL TensorBoard: trials {', '.join(map(str, board.trial_ids))}",
         ]  # fmt: skip
@@ -345,9 +365,47 @@ class TensorBoardManager:
                     except Exception:
                         logger.exception("TensorBoard %s: sync failed (retried)", board.id)
 
+    def _storages(self, experiment_ids: set[int]) -> dict[int, StorageManager]:
+        """Each experiment's checkpoint storage (where its trials' event files are); one
+        that cannot be opened is logged and left out (its metrics are still shown)."""
+        storages: dict[int, StorageManager] = {}
+        with self.database.session() as session:
+            configs = {
+                e: experiments_repo.get_experiment(session, e).config for e in experiment_ids
+            }
+        for experiment_id, config in configs.items():
+            try:
+                storages[experiment_id] = make_storage(parse_config(config).checkpoint_storage)
+            except Exception as err:
+                logger.warning(
+                    "experiment %d: its trials' TensorBoard files are not shown: %s",
+                    experiment_id,
+                    err,
+                )
+        return storages
+
     def _sync(self, board: TensorBoard) -> None:
         with board.sync_lock:
             self._sync_locked(board)
+            now = time.monotonic()
+            if (
+                board.files_fetched_at is not None
+                and now - board.files_fetched_at < FILES_INTERVAL_S
+            ):
+                return
+            board.files_fetched_at = now
+            for sync in board.syncs:
+                if sync.files is None:
+                    continue
+                try:
+                    sync.files.download()
+                except Exception as err:
+                    logger.warning(
+                        "TensorBoard %s: trial %d's files not fetched (retried): %s",
+                        board.id,
+                        sync.source.trial_id,
+                        err,
+                    )
 
     def _sync_locked(self, board: TensorBoard) -> None:
         with self.database.session() as session:
