@@ -70,7 +70,14 @@ def _env_int(environ: Mapping[str, str], name: str, source: str) -> int:
     try:
         return int(environ[name])
     except KeyError:
-        raise ValueError(f"{source} needs the environment variable {name}") from None
+        hint = (
+            ""
+            if source.endswith("from_env()")
+            else ": that framework's launcher sets it; in a PEDL trial, whose launcher sets "
+            "PEDL_RANK, PEDL_SIZE, ..., use DistributedContext.from_env(), or build the context "
+            "from det.get_cluster_info() as Determined's Core API tutorial does"
+        )
+        raise ValueError(f"{source} needs the environment variable {name}{hint}") from None
     except ValueError:
         raise ValueError(f"{source}: {name}={environ[name]!r} is not an integer") from None
 

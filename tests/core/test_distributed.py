@@ -422,8 +422,26 @@ def test_from_deepspeed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PEDL_CHIEF_IP", "10.0.0.8")
     assert ranks(core.DistributedContext.from_deepspeed()) == (2, 4, 0, 2, 1, 2, 2, "10.0.0.8")
     monkeypatch.delenv("CROSS_SIZE")
-    with pytest.raises(ValueError, match="CROSS_SIZE"):
+    with pytest.raises(ValueError, match="CROSS_SIZE") as info:
         core.DistributedContext.from_deepspeed()
+    (line,) = str(info.value).splitlines()  # one line, naming PEDL's alternative
+    assert "DistributedContext.from_env()" in line
+
+
+def test_ports_not_given_are_the_trials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A script's own launcher builds its workers' contexts without ports (as Determined's
+    tutorial does): inside a trial they are the ones PEDL chose for it."""
+    for name in ("PEDL_PUB_PORT", "PEDL_PULL_PORT", "PEDL_PORT_OFFSET"):
+        monkeypatch.delenv(name, raising=False)
+    plain = core.DistributedContext(rank=1, size=2, local_rank=1, local_size=2)
+    assert (plain.pub_port, plain.pull_port, plain.port_offset) == (12360, 12376, 0)
+    monkeypatch.setenv("PEDL_PUB_PORT", "40001")
+    monkeypatch.setenv("PEDL_PULL_PORT", "40002")
+    monkeypatch.setenv("PEDL_PORT_OFFSET", "3")
+    inside = core.DistributedContext(rank=1, size=2, local_rank=1, local_size=2)
+    assert (inside.pub_port, inside.pull_port, inside.port_offset) == (40001, 40002, 3)
+    given = core.DistributedContext(pub_port=5000, pull_port=5001, port_offset=0)
+    assert (given.pub_port, given.pull_port, given.port_offset) == (5000, 5001, 0)
 
 
 def test_from_torch_distributed(monkeypatch: pytest.MonkeyPatch) -> None:
