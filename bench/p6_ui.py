@@ -50,6 +50,7 @@ from sqlalchemy import insert, update
 
 from pedl.config import parse_config
 from pedl.engine import ExperimentState, MetricKind, TrialState
+from pedl.master.api._session_cookie import CSRF_COOKIE, SESSION_COOKIE, csrf_token
 from pedl.master.api._web_ui import UI_DIST
 from pedl.master.db import Database, Experiment, Metric, Trial
 from pedl.master.db import experiments as experiments_repo
@@ -214,12 +215,14 @@ def _loaded_experiment(url: str) -> int:
 
 
 def page_load(browser: Browser, url: str, token: str) -> dict[str, Any]:
-    """One load of ``url`` in a fresh context, signed in as a tab that signed in earlier is (the
-    UI keeps the session token in sessionStorage): ms to the mark, and what the charts drew."""
+    """One load of ``url`` in a fresh context, signed in as a browser that signed in earlier is
+    (the session's cookies): ms to the mark, and what the charts drew."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
-    context.add_init_script(
-        f"sessionStorage.setItem('pedl.token', {json.dumps(token)});"
-        "sessionStorage.setItem('pedl.username', 'admin');"
+    context.add_cookies(
+        [
+            {"name": SESSION_COOKIE, "value": token, "url": url, "httpOnly": True},
+            {"name": CSRF_COOKIE, "value": csrf_token(token), "url": url},
+        ]
     )
     try:
         page = context.new_page()

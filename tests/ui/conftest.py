@@ -9,17 +9,17 @@ both); without the built UI they are skipped, saying so. Screenshots of every pa
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright._impl._api_structures import SetCookieParam
+from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
+from pedl.master.api._session_cookie import CSRF_COOKIE, SESSION_COOKIE, csrf_token
 from pedl.master.api._web_ui import UI_DIST
-from tests.accounts import ADMIN
 from tests.master.e2e import MasterProcess, create_experiment, trials, wait_for
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -89,11 +89,7 @@ def page(browser: Browser, experiments: Experiments) -> Iterator[Page]:
     put where the UI's sign-in form puts it; tests/ui/test_sign_in.py uses the form)."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     context.set_default_timeout(20_000)
-    token = experiments.master.http.headers["Authorization"].removeprefix("Bearer ")
-    context.add_init_script(
-        f"sessionStorage.setItem('pedl.token', {json.dumps(token)});"
-        f"sessionStorage.setItem('pedl.username', {json.dumps(ADMIN)});"
-    )
+    sign_in_context(context, experiments.master)
     tab = context.new_page()
     errors: list[str] = []
     tab.on("pageerror", lambda err: errors.append(str(err)))
@@ -102,6 +98,17 @@ def page(browser: Browser, experiments: Experiments) -> Iterator[Page]:
     finally:
         context.close()
     assert errors == [], f"JavaScript errors on the page: {errors}"
+
+
+def sign_in_context(context: BrowserContext, master: MasterProcess) -> None:
+    """Give ``context`` the session cookies of ``master.http``'s session, as signing in
+    through the form sets them."""
+    token = master.http.headers["Authorization"].removeprefix("Bearer ")
+    session: SetCookieParam = {"name": SESSION_COOKIE, "value": token, "url": master.url}
+    csrf: SetCookieParam = {"name": CSRF_COOKIE, "value": csrf_token(token), "url": master.url}
+    session["httpOnly"] = True
+    session["sameSite"] = csrf["sameSite"] = "Strict"
+    context.add_cookies([session, csrf])
 
 
 def screenshot(page: Page, name: str) -> None:

@@ -24,10 +24,9 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Route, expect
 
-from tests.accounts import ADMIN
 from tests.master.e2e import MasterProcess, create_experiment, trials, wait_for
 
-from .conftest import screenshot
+from .conftest import screenshot, sign_in_context
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -130,11 +129,8 @@ def new_context(browser: Browser, master: MasterProcess, *, bypass_csp: bool) ->
     """A signed-in browser context (as tests/ui/conftest.py's ``page``)."""
     context = browser.new_context(viewport={"width": 1400, "height": 900}, bypass_csp=bypass_csp)
     context.set_default_timeout(20_000)
-    token = master.http.headers["Authorization"].removeprefix("Bearer ")
-    context.add_init_script(
-        f"sessionStorage.setItem('pedl.token', {json.dumps(token)});"
-        f"sessionStorage.setItem('pedl.username', {json.dumps(ADMIN)});" + WATCH
-    )
+    sign_in_context(context, master)
+    context.add_init_script(WATCH)
     return context
 
 

@@ -5,7 +5,6 @@ tests/master/gang_model."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,10 +12,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.accounts import ADMIN
 from tests.master.e2e import MasterProcess, create_experiment, trials
 
-from .conftest import screenshot
+from .conftest import screenshot, sign_in_context
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -44,11 +42,7 @@ def master(chromium_path: Path, tmp_path: Path) -> Iterator[MasterProcess]:
 def tab(browser: Browser, master: MasterProcess) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     context.set_default_timeout(20_000)
-    token = master.http.headers["Authorization"].removeprefix("Bearer ")
-    context.add_init_script(
-        f"sessionStorage.setItem('pedl.token', {json.dumps(token)});"
-        f"sessionStorage.setItem('pedl.username', {json.dumps(ADMIN)});"
-    )
+    sign_in_context(context, master)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(str(err)))

@@ -1,8 +1,9 @@
 // The master's REST API under /api/v1, typed after ui/API.md. Every action of the UI goes
-// through here; nothing else calls fetch. Every request carries the signed-in user's token
-// (src/auth.ts); a 401 answer sends the user back to the sign-in form.
+// through here; nothing else calls fetch. The browser sends the session cookie with every
+// request, and those that change state carry the CSRF header (src/auth.ts); a 401 answer sends
+// the user back to the sign-in form.
 
-import { authHeaders, signInAgain } from "./auth";
+import { csrfHeaders, signInAgain } from "./auth";
 
 export type ExperimentState =
   "ACTIVE" | "PAUSED" | "STOPPING_CANCELED" | "STOPPING_KILLED" | "CANCELED" | "COMPLETED" | "ERROR";
@@ -233,10 +234,11 @@ async function request<T>(
     response = await ((method === "GET" ? prefetched(address) : undefined) ??
       fetch(address, {
         method,
-        headers:
-          body === undefined
-            ? { Accept: "application/json", ...authHeaders() }
-            : { Accept: "application/json", "Content-Type": "application/json", ...authHeaders() },
+        headers: {
+          Accept: "application/json",
+          ...(body === undefined ? {} : { "Content-Type": "application/json" }),
+          ...(method === "GET" ? {} : csrfHeaders()),
+        },
         body: body === undefined ? null : JSON.stringify(body),
         signal: signal ?? null,
       }));
@@ -308,10 +310,10 @@ export interface User {
   created_at: string;
 }
 
-/** Fetch a checkpoint's files with the session's token and hand them to the browser as a
- * download (a plain link cannot carry the token). */
+/** Fetch a checkpoint's files (the session cookie goes along) and hand them to the browser as
+ * a download. */
 export async function downloadCheckpoint(uuid: string): Promise<void> {
-  const response = await fetch(checkpointArchiveUrl(uuid), { headers: authHeaders() });
+  const response = await fetch(checkpointArchiveUrl(uuid));
   if (!response.ok) {
     if (response.status === 401) signInAgain();
     throw new ApiError(response.status, `${response.status} ${response.statusText}`);

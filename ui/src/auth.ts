@@ -1,45 +1,39 @@
-// Signing in: the session token lives in this tab's sessionStorage (gone when the tab
-// closes), goes with every API request, and a 401 answer forgets it and shows the sign-in
-// form again.
+// Signing in: the master keeps the session token in an HttpOnly cookie (page scripts cannot
+// read it) that the browser sends with every API request of every tab of this browser until
+// the token expires or the user signs out. Requests that change state echo the session's CSRF
+// cookie (readable, but only by the master's own pages) in the X-PEDL-CSRF header; a 401
+// answer shows the sign-in form again.
 
-const KEY = "pedl.token";
-const USER = "pedl.username";
+const CSRF_COOKIE = "pedl_csrf";
+const CSRF_HEADER = "X-PEDL-CSRF";
 
-export function token(): string | null {
-  try {
-    return sessionStorage.getItem(KEY);
-  } catch {
-    return null;
+function csrfToken(): string | null {
+  for (const part of document.cookie.split(";")) {
+    const [name, ...value] = part.trim().split("=");
+    if (name === CSRF_COOKIE && value.length > 0) return decodeURIComponent(value.join("="));
   }
+  return null;
 }
 
-export function username(): string | null {
-  try {
-    return sessionStorage.getItem(USER);
-  } catch {
-    return null;
-  }
+/** Whether this browser holds a session (its CSRF cookie is there; the master has the last word). */
+export function hasSession(): boolean {
+  return csrfToken() !== null;
 }
 
-/** The Authorization header of the signed-in session (none when signed out). */
-export function authHeaders(): Record<string, string> {
-  const current = token();
-  return current ? { Authorization: `Bearer ${current}` } : {};
+/** The header a request that changes state carries (none when signed out). */
+export function csrfHeaders(): Record<string, string> {
+  const current = csrfToken();
+  return current ? { [CSRF_HEADER]: current } : {};
 }
 
-export function remember(newToken: string, name: string): void {
-  sessionStorage.setItem(KEY, newToken);
-  sessionStorage.setItem(USER, name);
-}
-
+/** Drop this side's trace of the session (the HttpOnly cookie is the master's to clear). */
 export function forget(): void {
-  sessionStorage.removeItem(KEY);
-  sessionStorage.removeItem(USER);
+  document.cookie = `${CSRF_COOKIE}=; Max-Age=0; Path=/; SameSite=Strict`;
 }
 
-/** The master refused the token (expired, revoked): forget it and ask for a new sign-in. */
+/** The master refused the session (expired, revoked): forget it and ask for a new sign-in. */
 export function signInAgain(): void {
-  if (token() === null) return;
+  if (!hasSession()) return;
   forget();
   document.dispatchEvent(new CustomEvent("pedl:signed-out"));
 }

@@ -3,7 +3,7 @@
 
 import "./styles.css";
 import { ApiError, api } from "./api";
-import { forget, token, username } from "./auth";
+import { forget, hasSession } from "./auth";
 import { h } from "./dom";
 import { ClusterPage } from "./pages/cluster";
 import { ExperimentListPage } from "./pages/experiment-list";
@@ -81,26 +81,37 @@ function signOut(): void {
     });
 }
 
-function start(): void {
-  const name = username();
-  if (name) {
-    account.replaceChildren(
-      h("span", { class: "account-name", "data-testid": "account-name" }, name),
-      h("button", { type: "button", class: "sign-out", onclick: signOut }, "Sign out"),
-    );
-  }
+function showAccount(name: string): void {
+  account.replaceChildren(
+    h("span", { class: "account-name", "data-testid": "account-name" }, name),
+    h("button", { type: "button", class: "sign-out", onclick: signOut }, "Sign out"),
+  );
+}
+
+/** The app, for the user `name` (none: a master without accounts). */
+function start(name?: string): void {
+  if (name) showAccount(name);
   startRouter(main, routes, (route) => new NotFoundPage(route));
 }
 
 // A 401 (expired or revoked token): back to the sign-in form, on the same page.
 document.addEventListener("pedl:signed-out", () => location.reload());
 
-if (token()) {
+if (hasSession()) {
+  // Signed in, in this tab or another: the page at once, the name when the master says it (a
+  // 401 here or anywhere signs out, src/api.ts).
   start();
+  api.me().then(
+    (me) => showAccount(me.username),
+    () => undefined,
+  );
 } else {
-  // A master without accounts (`pedl master --no-auth`) answers without a token.
-  api.me().then(start, (err: unknown) => {
-    if (err instanceof ApiError && err.status === 401) signInForm(main, start);
-    else start();
-  });
+  // A master without accounts (`pedl master --no-auth`) answers without a session.
+  api.me().then(
+    () => start(),
+    (err: unknown) => {
+      if (err instanceof ApiError && err.status === 401) signInForm(main, start);
+      else start();
+    },
+  );
 }

@@ -1,12 +1,34 @@
 // The sign-in form: the master's accounts (`pedl user create`; `admin` from its first start).
+// Signing in sets the session's cookies (src/auth.ts): every tab of this browser is signed in.
 
 import { ApiError, api } from "../api";
-import { remember } from "../auth";
 import { errorMessage, notice } from "../components/notice";
 import { h, replaceChildren } from "../dom";
 
-/** Show the form in `container`; `signedIn` runs once the master accepted the password. */
-export function signInForm(container: HTMLElement, signedIn: () => void, reason?: string): void {
+/** Where the administrator's password is: `make demo`'s file, or a master's first start. */
+function passwordHint(): HTMLElement {
+  return h(
+    "p",
+    { class: "sign-in-hint", "data-testid": "sign-in-hint" },
+    "Started with ",
+    h("code", {}, "make demo"),
+    "? Sign in as ",
+    h("code", {}, "admin"),
+    " with the password it printed, kept in ",
+    h("code", {}, ".pedl-demo/admin-password"),
+    " of the PEDL checkout (",
+    h("code", {}, "$PEDL_DEMO_HOME/admin-password"),
+    " if you moved it). Another master printed the ",
+    h("code", {}, "admin"),
+    " password once, at its first start; ",
+    h("code", {}, "pedl user create"),
+    " makes more accounts.",
+  );
+}
+
+/** Show the form in `container`; `signedIn` runs with the username once the master accepted
+ * the password. */
+export function signInForm(container: HTMLElement, signedIn: (username: string) => void, reason?: string): void {
   const user = h("input", {
     id: "sign-in-username",
     name: "username",
@@ -35,6 +57,7 @@ export function signInForm(container: HTMLElement, signedIn: () => void, reason?
     password,
     submit,
     message,
+    passwordHint(),
   );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -42,10 +65,7 @@ export function signInForm(container: HTMLElement, signedIn: () => void, reason?
     replaceChildren(message);
     api
       .login(user.value.trim(), password.value)
-      .then((session) => {
-        remember(session.token, session.username);
-        signedIn();
-      })
+      .then((session) => signedIn(session.username))
       .catch((err: unknown) => {
         const wrong = err instanceof ApiError && err.status === 401;
         replaceChildren(message, notice(wrong ? "Wrong username or password." : errorMessage(err)));
