@@ -1,7 +1,7 @@
-"""What the object-store backends (GCS, Azure Blob) share: Determined's layout plus a manifest
-written last, so that a checkpoint appears atomically and a torn upload is never one.
+"""What the object-store backends (S3, GCS, Azure Blob) share: Determined's layout plus a
+manifest written last, so that a checkpoint appears atomically and a torn upload is never one.
 
-Layout, for checkpoint ``id`` under ``prefix`` (as :mod:`pedl.storage._s3` lays out S3):
+Layout, for checkpoint ``id`` under ``prefix`` (Determined's, for S3, GCS and Azure alike):
 its files are the objects ``<prefix>/<id>/<relative path>``, and the manifest
 ``<prefix>/<id>.pedl-manifest.json`` lists every file with its size and every directory. The
 manifest is written after every file and deleted first: a checkpoint exists exactly when its
