@@ -1,4 +1,4 @@
-"""``pedl checkpoint ...``: one checkpoint on the master."""
+"""``pedl checkpoint ...``: one checkpoint on the master: describe, download, delete."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ import click
 from pedl.cli._aliases import AliasGroup
 from pedl.cli._context import console, current_client, json_option, print_json
 from pedl.cli._tables import checkpoint_table
+from pedl.client import PEDLError
 
 CHECKPOINT_UUID = click.argument("uuid")
 
 
 @click.group("checkpoint", cls=AliasGroup)
 def checkpoint() -> None:
-    """Inspect and download checkpoints."""
+    """Inspect, download and delete checkpoints."""
 
 
 @checkpoint.command("describe")
@@ -47,3 +48,30 @@ def download(uuid: str, output_dir: Path | None) -> None:
     c = current_client().get_checkpoint(uuid)
     path = c.download(output_dir)
     console().print(f"Checkpoint {c.uuid} -> {path}")
+
+
+@checkpoint.command("delete")
+@click.argument("uuids", nargs=-1, required=True)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+def delete(uuids: tuple[str, ...], yes: bool) -> None:
+    """Delete checkpoints' files from storage (UUIDS: one or more, or comma-separated); they
+    stay listed as DELETED. A checkpoint registered in the model registry, or the latest of a
+    trial that may still run, is refused with the reason."""
+    wanted = list(dict.fromkeys(u.strip() for value in uuids for u in value.split(",") if u))
+    if not yes:
+        click.confirm(
+            f"Delete the files of {len(wanted)} checkpoint(s)? This cannot be undone", abort=True
+        )
+    client = current_client()
+    out, err = console(), console(stderr=True)
+    failed = 0
+    for uuid in wanted:
+        try:
+            client.get_checkpoint(uuid).delete()
+        except PEDLError as error:
+            failed += 1
+            err.print(f"Checkpoint {uuid} not deleted: {error}")
+            continue
+        out.print(f"Deleted checkpoint {uuid}")
+    if failed:
+        raise SystemExit(1)

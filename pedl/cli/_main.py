@@ -11,11 +11,13 @@ import click
 
 import pedl
 from pedl.cli import _experiment_manage  # noqa: F401  (adds det's verbs to `experiment`)
+from pedl.cli import _trial_download  # noqa: F401  (adds `trial download`)
 from pedl.cli._aliases import ALIASES, AliasGroup
 from pedl.cli._checkpoint import checkpoint
 from pedl.cli._cluster import MASTER_VIEWS, agent, job, master_views, slot
 from pedl.cli._context import CliContext
 from pedl.cli._experiment import experiment
+from pedl.cli._model import model
 from pedl.cli._template import template
 from pedl.cli._tensorboard import tensorboard
 from pedl.cli._trial import trial
@@ -103,6 +105,7 @@ def cli(ctx: click.Context, verbose: bool, master: str | None) -> None:
 cli.add_command(experiment)
 cli.add_command(trial)
 cli.add_command(checkpoint)
+cli.add_command(model)
 cli.add_command(user)
 cli.add_command(template)
 cli.add_command(tensorboard)

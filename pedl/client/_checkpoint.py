@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 import shutil
@@ -10,14 +11,17 @@ import tarfile
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from pedl.client._errors import PEDLError
+from pedl.client._errors import NotFoundError, PEDLError
 from pedl.client._session import Session
 from pedl.config import ConfigError, DirectoryStorageConfig, SharedFSStorageConfig, parse_config
 from pedl.storage import SharedFSStorage, make_storage
+
+if TYPE_CHECKING:
+    from pedl.client._trial import TrialMetrics
 
 CHUNK_BYTES = 1024 * 1024
 
@@ -48,6 +52,9 @@ class Checkpoint:
 
     def __init__(self, session: Session, data: Mapping[str, Any]) -> None:
         self._session = session
+        self._load(data)
+
+    def _load(self, data: Mapping[str, Any]) -> None:
         self._record = dict(data)
         fields = _CheckpointFields.model_validate(data)
         self.uuid = fields.uuid
@@ -71,6 +78,52 @@ class Checkpoint:
     def metric(self, name: str) -> float | None:
         """The validation metric ``name`` at this checkpoint as a finite number, else ``None``."""
         return _number((self.validation_metrics or {}).get(name))
+
+    def reload(self) -> None:
+        """Fetch the checkpoint's record again (its state, its metadata)."""
+        self._load(self._session.get(f"/checkpoints/{self.uuid}"))
+
+    def get_metadata(self) -> dict[str, Any]:
+        """The checkpoint's metadata as the master holds it now."""
+        self.reload()
+        return dict(self.metadata)
+
+    def add_metadata(self, metadata: Mapping[str, Any]) -> None:
+        """Set these top-level keys of the checkpoint's metadata (a key already there is
+        replaced), as Determined's ``add_metadata``; the files in storage are not changed.
+        The experiment's owner or an administrator."""
+        self._change_metadata({"add": dict(metadata)})
+
+    def remove_metadata(self, keys: Iterable[str]) -> None:
+        """Drop these top-level keys of the checkpoint's metadata (absent ones are ignored)."""
+        self._change_metadata({"remove": list(keys)})
+
+    def _change_metadata(self, change: dict[str, Any]) -> None:
+        record = self._session.patch(f"/checkpoints/{self.uuid}/metadata", json=change)
+        self._load(record)
+
+    def write_metadata_file(self, path: str | os.PathLike[str]) -> None:
+        """Write the checkpoint's metadata (as last fetched) to ``path`` as JSON."""
+        with open(path, "w", encoding="utf-8") as file:
+            json.dump(self.metadata, file, indent=2)
+
+    def delete(self) -> None:
+        """Delete the checkpoint's files from storage; it stays listed as DELETED. Refused
+        (:class:`PEDLError` with the reason) for one registered in the model registry or the
+        latest checkpoint of a trial that may still run."""
+        self._session.delete(f"/checkpoints/{self.uuid}")
+        self.reload()
+
+    def get_metrics(self, group: str | None = None) -> Iterator[TrialMetrics]:
+        """The metrics reported by the trials that started from this checkpoint (warm
+        start), of ``group`` (``"training"``, ``"validation"``; ``None``: both), trial after
+        trial: what Determined returns for the tasks that report using a checkpoint."""
+        from pedl.client._trial import iter_metrics_of  # _trial imports this module
+
+        groups = [group] if group else ["training", "validation"]
+        for trial_id in self._session.get(f"/checkpoints/{self.uuid}/trials"):
+            for name in groups:
+                yield from iter_metrics_of(self._session, int(trial_id), name)
 
     def list_files(self) -> dict[str, int]:
         """Every file of the checkpoint in storage, as the master sees it: {path: bytes}."""
@@ -100,7 +153,10 @@ class Checkpoint:
 
     def _local_directory(self) -> Path | None:
         """The checkpoint's directory when its storage is a readable local path, else None."""
-        body = self._session.get(f"/experiments/{self.experiment_id}")
+        try:
+            body = self._session.get(f"/experiments/{self.experiment_id}")
+        except NotFoundError:  # deleted: a model version kept the checkpoint
+            return None
         try:
             config = parse_config(body["config"]).checkpoint_storage
         except (ConfigError, ValueError):

@@ -16,6 +16,7 @@ from pedl import model_def
 from pedl.client._checkpoint import Checkpoint
 from pedl.client._errors import ErrorIssue, PEDLError
 from pedl.client._experiment import Experiment
+from pedl.client._model import Model, ModelSortBy, model_path
 from pedl.client._session import Session
 from pedl.client._templates import merge_template
 from pedl.client._trial import Trial, TrialMetrics, iter_metrics_of
@@ -281,6 +282,63 @@ class Client:
         """The checkpoint with this uuid (:class:`NotFoundError` if none)."""
         return Checkpoint(self.session, self.session.get(f"/checkpoints/{uuid}"))
 
+    def create_model(
+        self,
+        name: str,
+        description: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        labels: Sequence[str] | None = None,
+        notes: str = "",
+    ) -> Model:
+        """Create a model in the registry (:class:`PEDLError` when the name is taken)."""
+        body = {
+            "name": name,
+            "description": description,
+            "metadata": dict(metadata or {}),
+            "labels": list(labels or []),
+            "notes": notes,
+        }
+        return Model(self.session, self.session.post("/models", json=body))
+
+    def get_model(self, identifier: str | int) -> Model:
+        """The model with this name or id (:class:`NotFoundError` if none)."""
+        return Model(self.session, self.session.get(model_path(identifier)))
+
+    def get_model_by_id(self, model_id: int) -> Model:
+        """The model with this id (:class:`NotFoundError` if none)."""
+        return self.get_model(int(model_id))
+
+    def get_models(
+        self,
+        sort_by: ModelSortBy = ModelSortBy.NAME,
+        order_by: OrderBy = OrderBy.ASCENDING,
+        name: str = "",
+        description: str = "",
+        labels: Sequence[str] | None = None,
+        archived: bool | None = None,
+    ) -> list[Model]:
+        """Every model, sorted; ``name`` matches part of the name (any case), ``description``
+        part of the description, ``labels`` keeps models with all these labels."""
+        params: dict[str, Any] = {
+            "sort_by": ModelSortBy(sort_by).value,
+            "order": "asc" if OrderBy(order_by).ascending else "desc",
+        }
+        if name:
+            params["name"] = name
+        if archived is not None:
+            params["archived"] = str(archived).lower()
+        models = [Model(self.session, r) for r in self.session.get_all("/models", params=params)]
+        wanted = set(labels or ())
+        return [
+            m
+            for m in models
+            if description.lower() in m.description.lower() and wanted <= set(m.labels)
+        ]
+
+    def list_models(self, *args: Any, **kwargs: Any) -> list[Model]:
+        """:meth:`get_models` under its older name."""
+        return self.get_models(*args, **kwargs)
+
     def login(self, username: str, password: str) -> User:
         """Sign in as ``username``; the token is saved for this master (see :class:`Session`)
         and used by this client from now on. :class:`NotSignedInError` for a wrong username
@@ -407,3 +465,34 @@ def get_trial(trial_id: int) -> Trial:
 def get_checkpoint(uuid: str) -> Checkpoint:
     """:meth:`Client.get_checkpoint` on the default client."""
     return default_client().get_checkpoint(uuid)
+
+
+def create_model(
+    name: str,
+    description: str = "",
+    metadata: Mapping[str, Any] | None = None,
+    labels: Sequence[str] | None = None,
+    notes: str = "",
+) -> Model:
+    """:meth:`Client.create_model` on the default client."""
+    return default_client().create_model(name, description, metadata, labels, notes)
+
+
+def get_model(identifier: str | int) -> Model:
+    """:meth:`Client.get_model` on the default client."""
+    return default_client().get_model(identifier)
+
+
+def get_model_by_id(model_id: int) -> Model:
+    """:meth:`Client.get_model_by_id` on the default client."""
+    return default_client().get_model_by_id(model_id)
+
+
+def get_models(*args: Any, **kwargs: Any) -> list[Model]:
+    """:meth:`Client.get_models` on the default client."""
+    return default_client().get_models(*args, **kwargs)
+
+
+def list_models(*args: Any, **kwargs: Any) -> list[Model]:
+    """:meth:`Client.list_models` on the default client."""
+    return default_client().list_models(*args, **kwargs)

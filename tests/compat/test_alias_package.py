@@ -80,7 +80,7 @@ def test_lazy_forwards_to_the_script_estimator_and_tensorflow_apis() -> None:
         (determined, "horovod", "slots_per_trial"),
         (determined, "NativeContext", "model.fit"),
         (determined.experimental, "create", "pedl experiment create"),
-        (determined.experimental, "ModelRegistry", "load_model_from_checkpoint_path"),
+        (determined.experimental, "ModelRegistry", "register_version"),
         (determined.core, "ProfilerContext", "TensorBoard"),
     ],
 )

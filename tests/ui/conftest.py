@@ -155,7 +155,14 @@ def experiments(
         slow = "{name: single, metric: val_loss, max_length: {batches: 100000}}"
         live, pausable = (
             create_experiment(
-                http, config(name, slow, lr="0.01", unit=2, env=["PEDL_TEST_SLEEP=0.05"])
+                http,
+                config(
+                    name,
+                    slow,
+                    lr="0.01",
+                    unit=2,
+                    env=["PEDL_TEST_SLEEP=0.05", "PEDL_SYSTEM_METRICS_INTERVAL=1"],
+                ),
             )
             for name in ("ui-live", "ui-pausable")
         )

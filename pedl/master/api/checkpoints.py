@@ -127,6 +127,15 @@ def get_checkpoint(checkpoint_uuid: UUID, session: ReadSession) -> CheckpointPub
     return describe_checkpoint(session, str(checkpoint_uuid))
 
 
+@router.get("/{checkpoint_uuid}/trials", dependencies=[require_user])
+def trials_using_checkpoint(checkpoint_uuid: UUID, session: ReadSession) -> list[int]:
+    """The ids of the trials that started from this checkpoint (warm start), in order: whose
+    metrics Determined's ``Checkpoint.get_metrics`` returns."""
+    uuid = str(checkpoint_uuid)
+    checkpoints_repo.get_checkpoint(session, uuid)
+    return checkpoints_repo.trials_started_from(session, uuid)
+
+
 @router.patch("/{checkpoint_uuid}/metadata", responses=OWNER_RESPONSES)
 def change_metadata(
     checkpoint_uuid: UUID, body: MetadataChange, database: DatabaseDep, user: CurrentUser

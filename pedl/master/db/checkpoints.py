@@ -216,3 +216,9 @@ def list_checkpoints(
     query = query.where(*conditions).order_by(*order).limit(limit).offset(offset)
     rows = [(checkpoint, exp_id) for checkpoint, exp_id in session.execute(query)]
     return rows, session.scalar(count.where(*conditions)) or 0
+
+
+def trials_started_from(session: Session, uuid: str) -> list[int]:
+    """The ids of the trials that started from this checkpoint (warm start), in order."""
+    query = select(Trial.id).where(Trial.warm_start_checkpoint_uuid == uuid).order_by(Trial.id)
+    return list(session.scalars(query))

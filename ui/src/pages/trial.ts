@@ -25,6 +25,7 @@ import { type Page, type Route, href } from "../router";
 import { checkpointTable } from "./checkpoint-table";
 import { TrialLogs } from "./trial-logs";
 import { TrialMetrics } from "./trial-metrics";
+import { TrialSystemMetrics } from "./trial-system";
 
 const TABS = [
   { id: "overview", label: "Overview" },
@@ -64,6 +65,7 @@ export class TrialPage implements Page {
   private readonly workersCard = h("section", { class: "card", "data-testid": "trial-workers", hidden: true });
   private readonly checkpoints = h("div", { class: "table-wrap" });
   private readonly metrics: TrialMetrics;
+  private readonly system: TrialSystemMetrics;
   private readonly logs: TrialLogs;
   private readonly controller = new AbortController();
   private readonly poller = new Poller(() => this.poll(), POLL_MS);
@@ -87,6 +89,7 @@ export class TrialPage implements Page {
       "Kill trial",
     );
     this.metrics = new TrialMetrics(id, route.query.getAll("metric"), this.controller.signal);
+    this.system = new TrialSystemMetrics(id, this.controller.signal);
     this.logs = new TrialLogs(id, route.query.get("q") ?? "", this.controller.signal);
     this.crumbs.append(h("a", { href: href("/experiments") }, "Experiments"), h("span", {}, `Trial ${id}`));
     this.panel = tabPanel(this.tab);
@@ -132,6 +135,7 @@ export class TrialPage implements Page {
     this.logPoller.stop();
     this.controller.abort();
     this.metrics.dispose();
+    this.system.dispose();
   }
 
   private get live(): boolean {
@@ -157,6 +161,7 @@ export class TrialPage implements Page {
     this.show(trial);
     await Promise.all([
       this.metrics.load(this.experiment?.searcher_metric ?? null),
+      this.system.load(),
       this.loadCheckpoints(),
       this.loadWorkers(),
     ]);
@@ -168,6 +173,7 @@ export class TrialPage implements Page {
     this.show(await api.trial(this.id, this.controller.signal));
     await Promise.all([
       this.metrics.poll(),
+      this.system.load(),
       this.loadWorkers(),
       this.tab === "checkpoints" ? this.loadCheckpoints() : Promise.resolve(),
     ]);
@@ -202,6 +208,7 @@ export class TrialPage implements Page {
           { class: "trial-overview" },
           h("section", { class: "card" }, h("h2", {}, "Hyperparameters"), this.hparams),
           this.metrics.el,
+          this.system.el,
         ),
       );
     } else if (this.tab === "checkpoints") {

@@ -14,6 +14,9 @@ _getattr = module_getattr(
         "Checkpoint": "pedl.client:Checkpoint",
         "ExperimentReference": "pedl.client:Experiment",
         "TrialReference": "pedl.client:Trial",
+        "Model": "pedl.client:Model",
+        "ModelVersion": "pedl.client:ModelVersion",
+        "ModelSortBy": "pedl.client:ModelSortBy",
     },
     unsupported={
         "create": "The Native API's experimental.create() left Determined in 0.15: write the "
@@ -23,10 +26,8 @@ _getattr = module_getattr(
         "config.yaml model_dir` (pedl.local.smoke_test in Python)",
         "test_one_batch": "Test a model definition with `pedl experiment create --test "
         "config.yaml model_dir`",
-        "ModelRegistry": "PEDL has no model registry: keep checkpoints with "
-        "`pedl checkpoint download` and load them with "
-        "pedl.keras.load_model_from_checkpoint_path",
-        "Model": "PEDL has no model registry",
+        "ModelRegistry": "ModelRegistry left Determined long before 0.38: use "
+        "client.create_model / client.get_model and Model.register_version",
     },
 )
 

@@ -1,0 +1,164 @@
+"""``pedl model ...``: the model registry (Determined's ``det model``)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.table import Table
+
+from pedl.cli._aliases import AliasGroup
+from pedl.cli._context import console, current_client, json_option, print_json
+from pedl.cli._tables import checkpoint_table
+from pedl.client import Model, ModelSortBy, ModelVersion, OrderBy
+
+MODEL_NAME = click.argument("name")
+
+
+def _labels(values: tuple[str, ...]) -> list[str]:
+    """``--labels a,b --labels c`` -> ``["a", "b", "c"]``."""
+    return [label.strip() for value in values for label in value.split(",") if label.strip()]
+
+
+def model_table(models: list[Model]) -> Table:
+    table = Table()
+    for column in ("ID", "Name", "Versions", "Labels", "Owner", "Updated", "Description"):
+        table.add_column(column)
+    for m in models:
+        table.add_row(
+            str(m.model_id),
+            m.name,
+            str(m.num_versions),
+            ", ".join(m.labels),
+            m.username,
+            m.last_updated_time.strftime("%Y-%m-%d %H:%M:%S"),
+            m.description,
+        )
+    return table
+
+
+def version_table(versions: list[ModelVersion]) -> Table:
+    table = Table()
+    for column in ("Version", "Checkpoint", "State", "Experiment", "Trial", "Batches", "By"):
+        table.add_column(column)
+    table.add_column("Registered")
+    for v in versions:
+        c = v.checkpoint
+        table.add_row(
+            str(v.model_version),
+            c.uuid,
+            c.state,
+            str(c.experiment_id),
+            str(c.trial_id),
+            str(c.total_batches),
+            v.username,
+            v.creation_time.strftime("%Y-%m-%d %H:%M:%S"),
+        )
+    return table
+
+
+@click.group("model", cls=AliasGroup)
+def model() -> None:
+    """Name trained checkpoints in the model registry."""
+
+
+@model.command("create")
+@MODEL_NAME
+@click.option("--description", "-d", default="", help="What the model is.")
+@click.option(
+    "--labels", "-l", multiple=True, help="Labels, comma-separated (or the option repeated)."
+)
+@json_option
+def create(name: str, description: str, labels: tuple[str, ...], as_json: bool) -> None:
+    """Create a model named NAME."""
+    created = current_client().create_model(name, description, labels=_labels(labels))
+    if as_json:
+        print_json(created.to_json())
+        return
+    console().print(f"Created model {created.name!r} (id {created.model_id})")
+
+
+@model.command("list")
+@click.option(
+    "--sort-by",
+    type=click.Choice([s.name.lower() for s in ModelSortBy]),
+    default="name",
+    show_default=True,
+)
+@click.option("--order-by", type=click.Choice(["asc", "desc"]), default="asc", show_default=True)
+@json_option
+def list_models(sort_by: str, order_by: str, as_json: bool) -> None:
+    """List the models."""
+    models = current_client().get_models(
+        sort_by=ModelSortBy[sort_by.upper()],
+        order_by=OrderBy.ASC if order_by == "asc" else OrderBy.DESC,
+    )
+    if as_json:
+        print_json([m.to_json() for m in models])
+        return
+    console().print(model_table(models))
+
+
+@model.command("describe")
+@MODEL_NAME
+@json_option
+def describe(name: str, as_json: bool) -> None:
+    """Show a model (by name or id) and its latest version."""
+    found = current_client().get_model(name)
+    latest = found.get_version()
+    if as_json:
+        print_json({**found.to_json(), "latest_version": latest and latest.to_json()})
+        return
+    out = console()
+    out.print(model_table([found]))
+    if found.metadata:
+        out.print(f"metadata: {json.dumps(found.metadata, sort_keys=True)}")
+    if latest is None:
+        out.print("No versions yet: pedl model register-version NAME CHECKPOINT_UUID")
+        return
+    out.print(f"Latest version: {latest.model_version}")
+    out.print(checkpoint_table(latest.checkpoint))
+
+
+@model.command("list-versions")
+@MODEL_NAME
+@json_option
+def list_versions(name: str, as_json: bool) -> None:
+    """List a model's versions, newest first."""
+    versions = current_client().get_model(name).get_versions()
+    if as_json:
+        print_json([v.to_json() for v in versions])
+        return
+    console().print(version_table(versions))
+
+
+@model.command("register-version")
+@MODEL_NAME
+@click.argument("checkpoint_uuid")
+@json_option
+def register_version(name: str, checkpoint_uuid: str, as_json: bool) -> None:
+    """Register checkpoint CHECKPOINT_UUID as the next version of model NAME; retention and
+    experiment deletes keep it from then on."""
+    version = current_client().get_model(name).register_version(checkpoint_uuid)
+    if as_json:
+        print_json(version.to_json())
+        return
+    console().print(
+        f"Registered checkpoint {checkpoint_uuid} as version {version.model_version} of "
+        f"model {version.model_name!r}"
+    )
+
+
+@model.command("delete")
+@MODEL_NAME
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+def delete(name: str, yes: bool) -> None:
+    """Delete a model and its versions (its creator or an administrator); the checkpoints
+    stay, no longer kept by the registry."""
+    found = current_client().get_model(name)
+    if not yes:
+        click.confirm(
+            f"Delete model {found.name!r} and its {found.num_versions} version(s)?", abort=True
+        )
+    found.delete()
+    console().print(f"Deleted model {found.name!r}")
