@@ -10,6 +10,7 @@ from rich.table import Table
 
 from pedl.cli._display import format_number, hparams_text, metrics_text
 from pedl.client import Checkpoint, Experiment, Trial
+from pedl.engine import state_with_outcome
 
 UUID_WIDTH = 36
 
@@ -88,7 +89,7 @@ def trials_table(trials: Sequence[Trial], metric: str | None = None) -> Table:
     for t in trials:
         table.add_row(
             str(t.id),
-            t.state,
+            state_with_outcome(t.state, t.outcome),
             hparams_text(t.hparams),
             str(t.total_batches),
             format_number(t.best_validation),
@@ -104,7 +105,7 @@ def trial_table(t: Trial) -> Table:
     table.add_column("value", min_width=UUID_WIDTH)  # the checkpoint UUIDs stay whole
     rows = {
         "experiment": str(t.experiment_id),
-        "state": t.state,
+        "state": state_with_outcome(t.state, t.outcome),
         "hyperparameters": hparams_text(t.hparams),
         "seed": str(t.seed),
         "batches": str(t.total_batches),

@@ -14,7 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from pedl.client._checkpoint import Checkpoint, best_checkpoints, resolve_sort
 from pedl.client._session import Session
-from pedl.engine import TrialError, TrialOutcome, TrialState
+from pedl.engine import TrialError, TrialOutcome, TrialState, outcome_note
 
 MAX_LOG_PAGE = 10_000
 """The most lines the master returns for one ``GET /trials/{id}/logs``."""
@@ -150,6 +150,14 @@ class Trial:
         self.error = TrialError.from_dict(fields.error) if fields.error else None
         self.created_at = fields.created_at
         self.ended_at = fields.ended_at
+
+    @property
+    def outcome_note(self) -> str | None:
+        """The outcome in words where the state alone hides it (``"invalid
+        hyperparameters"``, ``"stopped by the searcher"``, ``"stopped early"``, ``"killed"``;
+        ``"errored, to be restarted"`` for a live trial), else ``None``: what the CLI and the
+        web UI show beside the state."""
+        return outcome_note(self.state, self.outcome)
 
     def __repr__(self) -> str:
         state = self.state.value

@@ -18,6 +18,7 @@ from pedl.engine._actions import (
 )
 from pedl.engine._defaults import with_default_storage
 from pedl.engine._driver import ExperimentDriver, OperationAnswer, TrialRecord
+from pedl.engine._outcome_note import OUTCOME_WORDS, outcome_note, state_with_outcome
 from pedl.engine._outcomes import (
     MAX_ERROR_MESSAGE,
     MAX_TRACEBACK,
@@ -43,6 +44,7 @@ __all__ = [
     "EXPERIMENT_TRANSITIONS",
     "MAX_ERROR_MESSAGE",
     "MAX_TRACEBACK",
+    "OUTCOME_WORDS",
     "TRIAL_TRANSITIONS",
     "Action",
     "AppendSearcherEvent",
@@ -70,7 +72,9 @@ __all__ = [
     "check_experiment_transition",
     "check_trial_transition",
     "experiment_action_target",
+    "outcome_note",
     "searcher_metric_of",
+    "state_with_outcome",
     "user_location",
     "with_default_storage",
 ]
