@@ -66,10 +66,13 @@ demo-stop:
 ## The suite runs in TEST_WORKERS pytest-xdist processes (default 2, the CI machine's cores;
 ## most tests wait on subprocesses that import TensorFlow); TEST_WORKERS=0 runs it in one.
 ## The tests marked serial load the master on purpose and run alone afterwards.
+## The tests marked keras2 (the Keras controller's representative suite) run a second time in
+## Keras 2 mode (TF_USE_LEGACY_KERAS=1: tf-keras as tf.keras).
 TEST_WORKERS ?= 2
 test: lint typecheck audit postgres ui azurite $(CHROMIUM) $(ESTIMATOR_INSTALLED)
 	cd ui && npm test
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not serial" --durations=15
+	TF_USE_LEGACY_KERAS=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "keras2 and not serial" tests/keras tests/frameworks
 	$(BIN)/pytest -m serial
 	$(ESTIMATOR_VENV)/bin/pytest tests/estimator
 

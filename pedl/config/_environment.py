@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, Discriminator, Field, PrivateAttr, Tag
+from pydantic import AfterValidator, Discriminator, Field, Tag
 
 from pedl.config._base import ConfigModel, config_error
 
@@ -93,20 +93,16 @@ class EnvironmentConfig(ConfigModel):
     proxy_ports: list[Any] = Field(default_factory=list)
     slurm: Any = None
     pbs: Any = None
-    _script_entrypoint: bool = PrivateAttr(default=False)
-    """Set by the experiment config: its entrypoint runs a script."""
 
     def env_dict(self, gpu: bool) -> dict[str, str]:
         """The variables for a trial on GPU (``gpu=True``) or CPU slots, as a dict.
 
         A plain list applies to both; in the per-device form, ``gpu`` gets the entries of
         ``gpu``, ``cuda`` and ``rocm`` in that order. Later entries win on repeated keys.
-        For a script entrypoint (the experiment config tells, see :class:`ExperimentConfig`),
-        an ``image`` naming one of Determined's TensorFlow images (whose ``tf.keras`` was
-        Keras 2) adds ``TF_USE_LEGACY_KERAS=1`` (Keras 2 mode) unless the variables set it
-        (``TF_USE_LEGACY_KERAS=0`` keeps Keras 3), and names the image in
-        :data:`KERAS2_IMAGE_VARIABLE` for the trial's log. (PEDL's Trial classes run on
-        Keras 3 only, so they are left as they are.)
+        An ``image`` naming one of Determined's TensorFlow images (whose ``tf.keras`` was
+        Keras 2) adds ``TF_USE_LEGACY_KERAS=1`` (Keras 2 mode, for scripts and Trial classes
+        alike) unless the variables set it (``TF_USE_LEGACY_KERAS=0`` keeps Keras 3), and
+        names the image in :data:`KERAS2_IMAGE_VARIABLE` for the trial's log.
         """
         variables = self.environment_variables
         if isinstance(variables, EnvironmentVariablesMap):
@@ -118,7 +114,7 @@ class EnvironmentConfig(ConfigModel):
             key, _, value = entry.partition("=")
             out[key] = value
         image = determined_tensorflow_image(self.image)
-        if image is not None and self._script_entrypoint and "TF_USE_LEGACY_KERAS" not in out:
+        if image is not None and "TF_USE_LEGACY_KERAS" not in out:
             # Determined's TensorFlow images had Keras 2 as tf.keras: so does the trial.
             out["TF_USE_LEGACY_KERAS"] = "1"
             out[KERAS2_IMAGE_VARIABLE] = image

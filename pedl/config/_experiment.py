@@ -5,10 +5,9 @@ from __future__ import annotations
 import shlex
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from pedl.config._base import ConfigModel, config_error
-from pedl.config._entrypoint import is_script_entrypoint
 from pedl.config._environment import EnvironmentConfig
 from pedl.config._hyperparameters import HyperparameterSpace
 from pedl.config._length import Length
@@ -112,12 +111,6 @@ class ExperimentConfig(ConfigModel):
     preemption_timeout: int | None = None
     slurm: dict[str, Any] | None = None
     pbs: dict[str, Any] | None = None
-
-    @model_validator(mode="after")
-    def _tell_environment_the_entrypoint(self) -> ExperimentConfig:
-        # Keras 2 mode from a Determined TensorFlow image applies to scripts only.
-        self.environment._script_entrypoint = is_script_entrypoint(self.entrypoint)
-        return self
 
     @field_validator("checkpoint_storage", mode="before")
     @classmethod

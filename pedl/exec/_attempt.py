@@ -8,12 +8,14 @@ hands it to its in-process engine). Nothing here prints: the caller decides what
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pedl import core, model_def
+from pedl._keras2_hint import keras2_only_api
 from pedl.engine import InvalidHP, TrialError, TrialOutcome, user_location
 from pedl.script import trial_class_of
 
@@ -122,6 +124,19 @@ def classify_failure(
                 location=described.location or user_location(error, code_dir),
                 before_progress=True,
                 traceback=described.traceback,
+            ),
+            stage,
+        )
+    keras2 = _find(error, lambda e: keras2_only_api(e) is not None)
+    if keras2 is not None:
+        # Keras 2 code under Keras 3: one line saying how to switch, at the user's line.
+        described = TrialError.from_exception(keras2, code_dir=code_dir, before_progress=True)
+        return AttemptResult(
+            TrialOutcome.ERRORED,
+            dataclasses.replace(
+                described,
+                message=str(keras2_only_api(keras2)),
+                location=described.location or user_location(error, code_dir),
             ),
             stage,
         )

@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import keras
 import numpy as np
+
+from pedl.keras._keras import PyDataset
 
 
 def _length(data: Any, what: str) -> int:
@@ -41,7 +42,7 @@ def _slice(data: Any, start: int, end: int) -> Any:
     return [array[start:end] for array in data]
 
 
-class ArrayLikeAdapter(keras.utils.PyDataset):
+class ArrayLikeAdapter(PyDataset):
     """Batches of in-memory arrays, as a Sequence.
 
     Args:

@@ -15,17 +15,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import keras
+import tensorflow as tf
+
+from pedl.keras._keras import LEGACY, build_optimizer, keras
 
 
 def build_variables(model: keras.Model, batch: Any) -> None:
     """Create the variables of ``model`` (compiled), its loss, metrics and optimizer."""
+    if LEGACY:  # Keras 2's compiled loss and metrics take tensors (fit converts the data)
+        batch = tf.nest.map_structure(tf.convert_to_tensor, batch)
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(batch)
     y_pred = model(x, training=False)
     if model.loss is not None:
         model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
     model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
     model.reset_metrics()
-    optimizer = model.optimizer
-    if optimizer is not None and not optimizer.built:
-        optimizer.build(model.trainable_variables)
+    if model.optimizer is not None:
+        build_optimizer(model.optimizer, model.trainable_variables)

@@ -7,13 +7,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-import keras
 import tensorflow as tf
 
 from pedl import core
 from pedl._trial_context import TrialContext
 from pedl.keras._dataset_cache import CacheableDecorator
 from pedl.keras._env import EnvContext, ExperimentConfigDict
+from pedl.keras._keras import OPTIMIZER_TYPES, keras
 from pedl.keras._lineage import dataset_lineage
 
 logger = logging.getLogger("pedl.keras")
@@ -137,7 +137,7 @@ class TFKerasTrialContext(TrialContext):
 
     def wrap_optimizer(self, optimizer: Any) -> Any:
         """Register a ``keras.optimizers.Optimizer``; use the returned object."""
-        if not isinstance(optimizer, keras.optimizers.Optimizer):
+        if not isinstance(optimizer, OPTIMIZER_TYPES):
             raise TypeError(
                 f"wrap_optimizer expects a keras optimizer, got {type(optimizer).__name__}"
             )

@@ -34,16 +34,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import keras
 import tensorflow as tf
 
 import pedl
 from pedl import core, model_def
+from pedl._keras2_hint import positional_metrics
 from pedl._schedule import Operations, checkpoint_due, next_boundary, validation_due
 from pedl._searcher_metric import record_searcher_metric
 from pedl._trial import TrialOutcome
 from pedl.config import Length, mask_config
-from pedl.keras import _state
+from pedl.keras import _keras, _state
 from pedl.keras._build import build_variables
 from pedl.keras._context import TFKerasTrialContext
 from pedl.keras._data import (
@@ -51,6 +51,7 @@ from pedl.keras._data import (
     make_training_data,
     make_validation_input,
 )
+from pedl.keras._keras import keras
 from pedl.keras._shuffle_check import warn_if_unreproducible
 from pedl.keras._strategy import multi_worker_strategy
 from pedl.keras.callbacks import Callback, TensorBoard
@@ -86,7 +87,7 @@ class _Progress:
 
 def seed_everything(seed: int) -> None:
     """Seed Python, NumPy, TensorFlow (its global generator too) and Keras from the trial seed."""
-    keras.utils.set_random_seed(seed)
+    _keras.set_random_seed(seed)
     tf.random.set_global_generator(tf.random.Generator.from_seed(seed))
 
 
@@ -136,7 +137,8 @@ class TFKerasTrialController:
         # loaded it takes ~0.2 s of the time to the first batch. Not inside a strategy's
         # scope (a script's fit on several workers): that would drop the scope.
         if not tf.distribute.has_strategy():
-            keras.backend.clear_session(free_memory=False)
+            _keras.clear_session()
+        _keras.announce_mode()
         seed_everything(self._info.trial_seed)
         configure_determinism()
         self.context = TFKerasTrialContext(context)
@@ -221,11 +223,16 @@ class TFKerasTrialController:
             raise TrialError(
                 f"build_model() returned {type(model).__name__}, expected a keras.Model"
             )
-        if not model.compiled:
+        if not _keras.is_compiled(model):
             raise TrialError(
                 "build_model() returned a model that was not compiled: call "
                 "model.compile(optimizer=..., loss=..., metrics=...) before returning it"
             )
+        if not _keras.LEGACY:
+            compiled_loss = getattr(model, "_compile_loss", None)
+            hint = positional_metrics(getattr(compiled_loss, "_user_loss_weights", None))
+            if hint is not None:
+                raise TrialError(hint)
         if self.context.wrapped_models and model not in self.context.wrapped_models:
             logger.warning("build_model() returned a model that was not passed to wrap_model()")
         return model
@@ -473,7 +480,7 @@ class TFKerasTrialController:
             "framework": FRAMEWORK,
             "pedl_version": pedl.__version__,
             "tensorflow_version": tf.__version__,
-            "keras_version": keras.__version__,
+            "keras_version": _keras.KERAS_VERSION,
             "python_version": platform.python_version(),
             "steps_completed": p.batches,
             "trial_id": self._info.trial_id,
@@ -551,6 +558,9 @@ class _PlatformCallback(keras.callbacks.Callback):
         self._original_train_function: Any = None
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        if _keras.LEGACY:
+            # Keras 2's fit counts its batches from 0 (TensorBoard's batch step): count on.
+            self.model._train_counter.assign(self._c.progress.batches)
         # Capture the iterator fit created (once, on the first step), for data position.
         original = self.model.train_function
         self._original_train_function = original

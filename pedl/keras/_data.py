@@ -16,6 +16,7 @@ batch count and see exactly the batches an uninterrupted run would have seen:
 from __future__ import annotations
 
 import abc
+import itertools
 import logging
 import math
 import shutil
@@ -25,9 +26,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import keras
 import numpy as np
 import tensorflow as tf
+
+from pedl.keras._keras import LEGACY, PyDataset
 
 logger = logging.getLogger("pedl.keras")
 
@@ -90,13 +92,13 @@ class KerasDataAdapter(SequenceAdapter):
         )
 
 
-InputData = keras.utils.PyDataset | tf.data.Dataset | SequenceAdapter | tuple
+InputData = PyDataset | tf.data.Dataset | SequenceAdapter | tuple
 """What a data loader may return (Determined's ``InputData``): a Sequence, a wrapped
 ``tf.data.Dataset``, a :class:`SequenceAdapter`, or ``(x, y)``/``(x, y, sample_weights)``."""
 
 
 def _is_sequence(obj: Any) -> bool:
-    return isinstance(obj, keras.utils.PyDataset)
+    return isinstance(obj, PyDataset)
 
 
 class InvalidDataError(ValueError):
@@ -210,7 +212,7 @@ class ArrayData(TrainingData):
         return indices.map(gather).prefetch(tf.data.AUTOTUNE)
 
 
-class _PositionedSequence(keras.utils.PyDataset):
+class _PositionedSequence(PyDataset):
     """Endless view of a Sequence starting at a global batch number, in a seeded order."""
 
     def __init__(
@@ -224,9 +226,13 @@ class _PositionedSequence(keras.utils.PyDataset):
         use_multiprocessing: bool,
         max_queue_size: int,
     ) -> None:
-        super().__init__(
-            workers=workers, use_multiprocessing=use_multiprocessing, max_queue_size=max_queue_size
-        )
+        if not LEGACY:  # Keras 2's Sequence takes its loading options in fit()
+            super().__init__(
+                workers=workers,
+                use_multiprocessing=use_multiprocessing,
+                max_queue_size=max_queue_size,
+            )
+        self._in_thread = workers == 0 or LEGACY
         self._sequence = sequence
         self._start = start_batch
         self._shuffle = shuffle
@@ -254,7 +260,7 @@ class _PositionedSequence(keras.utils.PyDataset):
 
     def __getitem__(self, index: int) -> Any:
         epoch, in_epoch = divmod(self._start + index, len(self._sequence))
-        if epoch > self._last_epoch and self.workers == 0:
+        if epoch > self._last_epoch and self._in_thread:
             self._last_epoch = epoch
             self._sequence.on_epoch_end()
         return self._sequence[int(self._order(epoch)[in_epoch])]
@@ -305,8 +311,21 @@ class SequenceData(TrainingData):
     def first_batch(self) -> Any:
         return self._adapter.sequence[0]
 
-    def fit_input(self, start_batch: int) -> keras.utils.PyDataset:
+    def fit_input(self, start_batch: int) -> Any:
         a = self._adapter
+        if LEGACY:
+            # Keras 2 reads a Sequence's len() (an endless one has none): its batches go to
+            # fit as a generator, loaded in the training thread.
+            items = _PositionedSequence(
+                a.sequence,
+                start_batch,
+                shuffle=self._shuffle,
+                seed=self._seed,
+                workers=0,
+                use_multiprocessing=False,
+                max_queue_size=1,
+            )
+            return (items[index] for index in itertools.count())
         return _PositionedSequence(
             a.sequence,
             start_batch,

@@ -25,7 +25,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -36,6 +35,7 @@ from pedl.keras._build import build_variables
 from pedl.keras._context import TFKerasTrialContext
 from pedl.keras._controller import CHECKPOINT_FORMAT
 from pedl.keras._data import make_validation_input
+from pedl.keras._keras import keras
 
 if TYPE_CHECKING:
     from pedl.keras._trial import TFKerasTrial

@@ -15,9 +15,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import keras
 import numpy as np
 import tensorflow as tf
+
+from pedl.keras._keras import (
+    keras,
+    optimizer_variables,
+    seed_generator_states,
+    variable_path,
+    variable_value,
+)
 
 VARIABLES_FILE = "variables.bin"
 VARIABLES_INDEX = "variables.json"
@@ -30,9 +37,9 @@ class CheckpointMismatchError(ValueError):
 
 def model_variables(model: keras.Model) -> list[Any]:
     """All model state (weights, non-trainable state, seed-generator state) and optimizer state."""
-    variables = list(model.variables)
+    variables = list(model.variables) + seed_generator_states(model)
     if model.optimizer is not None:
-        variables += list(model.optimizer.variables)
+        variables += optimizer_variables(model.optimizer)
     return variables
 
 
@@ -49,11 +56,11 @@ def save_variables(variables: Sequence[Any], directory: Path) -> None:
     offset = 0
     with open(directory / VARIABLES_FILE, "wb") as f:
         for v in variables:
-            array = np.asarray(_local(v.value).numpy())  # ~10x keras.ops.convert_to_numpy
+            array = np.asarray(_local(variable_value(v)).numpy())  # ~10x keras.ops.convert_to_numpy
             f.write(np.ascontiguousarray(array.reshape(-1)).data.cast("B"))
             index.append(
                 {
-                    "path": v.path,
+                    "path": variable_path(v),
                     "dtype": array.dtype.str,
                     "shape": list(array.shape),
                     "offset": offset,
@@ -80,11 +87,11 @@ def restore_variables(variables: Sequence[Any], directory: Path) -> None:
         shape = tuple(entry["shape"])
         if tuple(variable.shape) != shape:
             raise CheckpointMismatchError(
-                f"variable {variable.path} has shape {tuple(variable.shape)} in the model but "
-                f"{shape} in the checkpoint ({entry['path']})"
+                f"variable {variable_path(variable)} has shape {tuple(variable.shape)} in the "
+                f"model but {shape} in the checkpoint ({entry['path']})"
             )
         raw = blob[entry["offset"] : entry["offset"] + entry["nbytes"]]
-        variable.value.assign(raw.view(np.dtype(entry["dtype"])).reshape(shape))
+        variable_value(variable).assign(raw.view(np.dtype(entry["dtype"])).reshape(shape))
 
 
 def restore_weights(weights: Sequence[Any], directory: Path) -> None:
@@ -95,7 +102,7 @@ def restore_weights(weights: Sequence[Any], directory: Path) -> None:
     by_path: dict[str, dict[str, Any]] = {}
     for entry in index:
         by_path.setdefault(entry["path"], entry)  # the model's variables come first
-    missing = [w.path for w in weights if w.path not in by_path]
+    missing = [variable_path(w) for w in weights if variable_path(w) not in by_path]
     if missing:
         raise CheckpointMismatchError(
             f"the checkpoint has no weights named {', '.join(missing[:5])}"
@@ -106,15 +113,15 @@ def restore_weights(weights: Sequence[Any], directory: Path) -> None:
         np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else np.zeros(0, np.uint8)
     )
     for weight in weights:
-        entry = by_path[weight.path]
+        entry = by_path[variable_path(weight)]
         shape = tuple(entry["shape"])
         if tuple(weight.shape) != shape:
             raise CheckpointMismatchError(
-                f"weight {weight.path} has shape {tuple(weight.shape)} in the model but "
+                f"weight {variable_path(weight)} has shape {tuple(weight.shape)} in the model but "
                 f"{shape} in the checkpoint"
             )
         raw = blob[entry["offset"] : entry["offset"] + entry["nbytes"]]
-        weight.value.assign(raw.view(np.dtype(entry["dtype"])).reshape(shape))
+        variable_value(weight).assign(raw.view(np.dtype(entry["dtype"])).reshape(shape))
 
 
 def save_rng(directory: Path) -> None:

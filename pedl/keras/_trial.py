@@ -5,12 +5,12 @@ from __future__ import annotations
 import abc
 from typing import Any, ClassVar
 
-import keras
 import tensorflow as tf
 
 from pedl._trial import Trial
 from pedl.keras._context import TFKerasTrialContext
 from pedl.keras._controller import TFKerasTrialController
+from pedl.keras._keras import keras
 
 
 class TFKerasTrial(Trial):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import keras
-
 from pedl import core
+from pedl.keras._keras import keras
 
 
 class DeterminedCallback(keras.callbacks.Callback):

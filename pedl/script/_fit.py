@@ -26,14 +26,21 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import keras
 import tensorflow as tf
 
 from pedl import core, model_def
 from pedl.config import Length
-from pedl.config._environment import KERAS2_IMAGE_VARIABLE
 from pedl.engine import MetricKind, TrialOutcome
 from pedl.keras import TFKerasTrial, TFKerasTrialContext, TFKerasTrialController
+from pedl.keras._keras import (
+    LEGACY,
+    PyDataset,
+    announce_mode,
+    flatten,
+    keras,
+    map_structure,
+    set_random_seed,
+)
 from pedl.script._callback import DeterminedCallback
 from pedl.script._core_api import CoreApiRun
 
@@ -201,15 +208,8 @@ class ScriptRun:
         :class:`~pedl.script._core_api.CoreApiRun`, whose context ``core.init()`` yields)."""
         # The script builds its model before PEDL sees it: seed first, so that its initial
         # weights are the trial seed's.
-        keras.utils.set_random_seed(self._context.info.trial_seed)
-        image = os.environ.get(KERAS2_IMAGE_VARIABLE)
-        if image and os.environ.get("TF_USE_LEGACY_KERAS") == "1":
-            logger.info(
-                "Keras 2 mode (TF_USE_LEGACY_KERAS=1): environment.image %s is one of "
-                "Determined's TensorFlow images, whose tf.keras was Keras 2; set "
-                "TF_USE_LEGACY_KERAS=0 in environment_variables to run on Keras 3",
-                image,
-            )
+        set_random_seed(self._context.info.trial_seed)
+        announce_mode()
         core_api = self._core_api = CoreApiRun(self._context)
         with core_api.serving(), core.use_context(core_api.context), self._fit_intercepted():
             try:
@@ -250,7 +250,9 @@ class ScriptRun:
 
         @functools.wraps(original)
         def fit(model: keras.Model, *args: Any, **kwargs: Any) -> Any:
-            if self._inside_fit:  # the controller's own fit call
+            if self._inside_fit or _keras2_callback_fit(model, args, kwargs):
+                # The controller's own fit call; or a Keras 2 fit whose DeterminedCallback
+                # (pedl.script._keras2) does what 0.38's did, through the Core API.
                 return original(model, *args, **kwargs)
             return self.fit(model, args, kwargs)
 
@@ -409,8 +411,22 @@ def parse_fit(
     )
 
 
+def _keras2_callback_fit(model: keras.Model, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether a Keras 2 mode ``fit`` has the Keras 2 ``DeterminedCallback`` (such a fit runs
+    as Keras 2 runs it, see :mod:`pedl.script._keras2`)."""
+    if not LEGACY:
+        return False
+    from pedl.script._keras2 import DeterminedCallback as Keras2Callback
+
+    try:
+        callbacks = _FIT_SIGNATURE.bind(model, *args, **kwargs).arguments.get("callbacks")
+    except TypeError:
+        return False
+    return any(isinstance(cb, Keras2Callback) for cb in callbacks or [])
+
+
 def _is_data_object(x: Any) -> bool:
-    return isinstance(x, (tf.data.Dataset, keras.utils.PyDataset))
+    return isinstance(x, (tf.data.Dataset, PyDataset))
 
 
 def _batch_size(given: Any, x: Any, hparams: Mapping[str, Any]) -> int:
@@ -442,7 +458,7 @@ def _leading_dimension(data: Any) -> int:
         first = data[0] if len(data) else None
     if first is None:
         raise ScriptError("the training data given to model.fit() is empty")
-    leaves = keras.tree.flatten(first)
+    leaves = flatten(first)
     return int(leaves[0].shape[0])
 
 
@@ -450,9 +466,9 @@ def _batches_per_epoch(x: Any, batch_size: int) -> int | None:
     if isinstance(x, tf.data.Dataset):
         cardinality = int(x.cardinality())
         return cardinality if cardinality > 0 else None
-    if isinstance(x, keras.utils.PyDataset):
+    if isinstance(x, PyDataset):
         return len(x)
-    leaves = keras.tree.flatten(x)
+    leaves = flatten(x)
     return math.ceil(len(leaves[0]) / batch_size) if leaves else None
 
 
@@ -463,11 +479,11 @@ def _split(x: Any, y: Any, sample_weight: Any, split: float) -> tuple[Any, Any, 
             "validation_split works with arrays and must be between 0 and 1; pass "
             "validation_data= instead"
         )
-    n = len(keras.tree.flatten(x)[0])
+    n = len(flatten(x)[0])
     cut = int(n * (1.0 - split))
 
     def part(data: Any, s: slice) -> Any:
-        return None if data is None else keras.tree.map_structure(lambda a: a[s], data)
+        return None if data is None else map_structure(lambda a: a[s], data)
 
     head, tail = slice(0, cut), slice(cut, n)
     validation: tuple[Any, ...] = (part(x, tail), part(y, tail))

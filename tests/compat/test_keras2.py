@@ -32,7 +32,7 @@ IMAGE = "determinedai/tensorflow-ngc-dev:0736b6d"
 ROOT = Path(__file__).parents[2]
 
 
-def test_a_determined_tensorflow_image_puts_a_script_in_keras2_mode() -> None:
+def test_a_determined_tensorflow_image_puts_a_script_or_trial_class_in_keras2_mode() -> None:
     script = parse_config((MODEL / "const.yaml").read_text())
     env = script.environment.env_dict(gpu=False)
     assert env == {"TF_USE_LEGACY_KERAS": "1", "PEDL_KERAS2_IMAGE": IMAGE}
@@ -44,12 +44,12 @@ def test_a_determined_tensorflow_image_puts_a_script_in_keras2_mode() -> None:
         )
     )
     assert keras3.environment.env_dict(gpu=False) == {"TF_USE_LEGACY_KERAS": "0"}
-    # A Trial class runs on Keras 3 (PEDL's controller): the image changes nothing.
+    # A Trial class too (tests/keras/test_keras2.py trains one in Keras 2 mode).
     trial_class = parse_config(
         "entrypoint: model_def:Trial\nsearcher: {name: single, metric: x, max_length: 2}\n"
         f"environment: {{image: {IMAGE}}}\n"
     )
-    assert trial_class.environment.env_dict(gpu=False) == {}
+    assert trial_class.environment.env_dict(gpu=False) == env
 
 
 LOCAL_RUN = """

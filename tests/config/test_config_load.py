@@ -88,6 +88,9 @@ def test_const_example_loads_every_field() -> None:
     assert config.environment.env_dict(gpu=True) == {
         "TF_CPP_MIN_LOG_LEVEL": "2",
         "DATA_ROOT": "/data",
+        # Its image is one of Determined's TensorFlow images: Keras 2 mode.
+        "TF_USE_LEGACY_KERAS": "1",
+        "PEDL_KERAS2_IMAGE": "determinedai/environments:cuda-11.8-tf-2.12-gpu",
     }
     assert config.environment.env_dict(gpu=False) == config.environment.env_dict(gpu=True)
     assert config.reproducibility.experiment_seed == 1234

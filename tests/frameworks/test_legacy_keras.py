@@ -15,7 +15,7 @@ LEGACY_MODEL = """
 import json
 import os
 
-import keras
+from pedl.keras._keras import keras
 import numpy as np
 import tensorflow as tf
 
@@ -118,6 +118,7 @@ def tensorboard_scalars(directory: Path, tag: str) -> dict[int, float]:
     return points
 
 
+@pytest.mark.keras2  # also in Keras 2 mode (make test)
 def test_legacy_trial_with_make_data_loaders_and_callbacks(tmp_path: Path) -> None:
     exp, events = run(tmp_path, "dataset")
     # max_steps 3 of batches_per_step 4 = 12 batches, in three steps.

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pedl import TrialOutcome
 from pedl.keras.callbacks import Callback
 
@@ -62,6 +64,7 @@ class RecordingTrial(SmallTrial):
         return [Recording()]
 
 
+@pytest.mark.keras2  # also in Keras 2 mode (make test)
 def test_callbacks_see_one_long_fit_across_chunks_validations_and_a_resume(
     tmp_path: Path,
 ) -> None:

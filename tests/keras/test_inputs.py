@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from pedl import TrialOutcome
 from pedl.keras import InvalidDataError, KerasDataAdapter, SequenceAdapter
+from pedl.keras._keras import keras
 
 from .harness import make_run, train
 from .trials import ArraySequence, SmallTrial, blobs
@@ -98,10 +98,10 @@ def weighted_dataset(ctx: Any) -> Any:
         (arrays_with_weights, "small"),
         (list_of_arrays, "list"),
         (dict_of_arrays, "dict"),
-        (sequence, "small"),
+        pytest.param(*(sequence, "small"), marks=pytest.mark.keras2),
         (sequence_adapter_threads, "small"),
         (keras_data_adapter_main_thread, "small"),
-        (wrapped_dataset, "small"),
+        pytest.param(*(wrapped_dataset, "small"), marks=pytest.mark.keras2),
         (weighted_dataset, "small"),
     ],
 )

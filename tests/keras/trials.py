@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 from pedl.keras import TFKerasTrial
+from pedl.keras._keras import PyDataset, keras
 
 
 def blobs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -18,7 +18,7 @@ def blobs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-class ArraySequence(keras.utils.PyDataset):  # type: ignore[misc]
+class ArraySequence(PyDataset):  # type: ignore[misc]
     def __init__(self, x: np.ndarray, y: np.ndarray, batch_size: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.x, self.y, self.batch_size = x, y, batch_size

@@ -6,12 +6,12 @@ import contextvars
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import keras
 import tensorflow as tf
 
 from pedl import core, model_def
 from pedl.callback import Callback as LegacyCallback
 from pedl.keras import TFKerasTrial, TFKerasTrialContext, TFKerasTrialController, TrialError
+from pedl.keras._keras import keras
 from pedl.keras.callbacks import Callback
 
 if TYPE_CHECKING:

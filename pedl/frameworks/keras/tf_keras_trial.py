@@ -5,12 +5,12 @@ from __future__ import annotations
 import abc
 from typing import Any, ClassVar
 
-import keras
 import tensorflow as tf
 
 from pedl._trial import Trial
 from pedl.callback import Callback
 from pedl.frameworks.keras._adapter import LegacyTFKerasTrialController
+from pedl.keras._keras import keras
 
 
 class TFKerasTrial(Trial):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import keras
+from pedl.keras._keras import keras
 
 
 class Callback(keras.callbacks.Callback):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import keras
-
+from pedl.keras._keras import keras
 from pedl.keras.callbacks._after_validation import AfterValidation
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import keras
-
+from pedl.keras._keras import keras
 from pedl.keras.callbacks._after_validation import AfterValidation
 
 

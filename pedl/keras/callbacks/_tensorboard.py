@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import keras
-
+from pedl.keras._keras import keras
 from pedl.keras.callbacks._callback import Callback
 
 logger = logging.getLogger("pedl.keras")
