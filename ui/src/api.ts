@@ -207,6 +207,16 @@ export interface Checkpoint {
   validation_metrics: Record<string, MetricValue> | null;
 }
 
+/** A TensorBoard the master runs (`POST /tensorboards`), served at its `service_address`. */
+export interface TensorBoard {
+  id: string;
+  state: "STARTING" | "RUNNING" | "STOPPED" | "FAILED";
+  experiment_ids: number[];
+  trial_ids: number[];
+  service_address: string;
+  error: string | null;
+}
+
 export interface Cluster {
   slots_total: number;
   slots_used: number;
@@ -404,6 +414,10 @@ export const api = {
   trialCheckpoints: (id: number, q: { limit: number; offset: number }, signal?: AbortSignal) =>
     get<Page<Checkpoint>>(`/trials/${id}/checkpoints`, q, signal),
   cluster: (signal?: AbortSignal) => get<Cluster>("/cluster", undefined, signal),
+  startTensorBoard: (experimentIds: number[]) =>
+    request<TensorBoard>("POST", "/tensorboards", undefined, { experiment_ids: experimentIds }),
+  tensorBoard: (id: string, signal?: AbortSignal) =>
+    get<TensorBoard>(`/tensorboards/${encodeURIComponent(id)}`, undefined, signal),
 };
 
 /** A metric value as a number (NaN for the non-finite strings, null when missing). */

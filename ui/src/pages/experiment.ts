@@ -84,6 +84,7 @@ export class ExperimentPage implements Page {
   private tab: { id: TabId; view: ExperimentTab } | null = null;
   private readonly buttons = new Map<ExperimentAction, HTMLButtonElement>();
   private deleteButton: HTMLButtonElement | null = null;
+  private tensorBoardButton: HTMLButtonElement | null = null;
   private readonly controller = new AbortController();
   private readonly poller = new Poller(() => this.refresh(), POLL_MS);
   private headParts: {
@@ -260,7 +261,18 @@ export class ExperimentPage implements Page {
       },
       "Delete",
     );
-    actions.append(this.deleteButton);
+    this.tensorBoardButton = h(
+      "button",
+      {
+        type: "button",
+        class: "button",
+        "data-testid": "action-tensorboard",
+        title: "Open this experiment's metrics in TensorBoard (started by the master)",
+        onclick: () => void this.openTensorBoard(),
+      },
+      "TensorBoard",
+    );
+    actions.append(this.tensorBoardButton, this.deleteButton);
     this.notes = new ExperimentNotes(experiment, (saved) => this.show(saved));
     this.head.replaceChildren(
       h("div", { class: "exp-title" }, h("div", { class: "title-line" }, parts.title, parts.state), actions),
@@ -287,6 +299,39 @@ export class ExperimentPage implements Page {
     } catch (err) {
       toast(`Could not delete experiment ${this.id}: ${errorMessage(err)}`, "error");
       if (this.deleteButton) this.deleteButton.disabled = false;
+    }
+  }
+
+  /** Start (or find) the master's TensorBoard over this experiment and open it in a new tab
+   * (opened at the click, so no popup blocker stops it; this tab if none opens). */
+  private async openTensorBoard(): Promise<void> {
+    const tab = window.open("", "_blank");
+    if (tab) tab.opener = null;
+    const button = this.tensorBoardButton;
+    if (button) {
+      button.disabled = true;
+      button.textContent = "Starting TensorBoard…";
+    }
+    try {
+      let board = await api.startTensorBoard([this.id]);
+      const deadline = Date.now() + 60_000;
+      while (board.state === "STARTING" && Date.now() < deadline) {
+        await new Promise((resolve) => window.setTimeout(resolve, 500));
+        board = await api.tensorBoard(board.id);
+      }
+      if (board.state !== "RUNNING") {
+        throw new Error(board.error ?? `TensorBoard is ${board.state.toLowerCase()}`);
+      }
+      if (tab) tab.location.href = board.service_address;
+      else window.location.assign(board.service_address);
+    } catch (err) {
+      tab?.close();
+      toast(`Could not open TensorBoard for experiment ${this.id}: ${errorMessage(err)}`, "error");
+    } finally {
+      if (button) {
+        button.disabled = false;
+        button.textContent = "TensorBoard";
+      }
     }
   }
 
