@@ -5,7 +5,8 @@ tutorial): on a real master, 2 slots, the script's own launcher starts its worke
 ``broadcast`` and ``gather`` give the right results, only the chief's metrics are recorded,
 and paused and activated mid-run the trial resumes from its checkpoint. ``adaptive_asha`` with
 ``time_metric`` naming a validation metric the script reports (not batches) and ``max_time``
-in its units completes, each trial stopped at a rung or trained to ``max_time``."""
+in its units completes (locally: the searcher and script bookkeeping are the master's),
+each trial stopped at a rung or trained to ``max_time``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from pedl.engine import MetricKind
+from pedl.local import LocalExperiment
+from tests import local_record as record
 from tests.master.e2e import (
     MasterProcess,
     create_experiment,
@@ -88,19 +92,19 @@ def test_two_slots_with_the_scripts_own_launcher_paused_and_activated(
     assert "gathered ranks [0, 1]" in text
 
 
-def test_adaptive_asha_with_a_reported_time_metric(master: MasterProcess) -> None:
-    http = master.http
-    experiment_id = create_experiment(http, (MODEL / "adaptive.yaml").read_text(), MODEL)
-    wait_for(http, experiment_id, {"COMPLETED"}, timeout=300, master=master)
-    found = trials(http, experiment_id)
+def test_adaptive_asha_with_a_reported_time_metric_locally(tmp_path: Path) -> None:
+    experiment = LocalExperiment.create(MODEL / "adaptive.yaml", MODEL, tmp_path)
+    summary = experiment.run()
+    experiment.close()
+    assert summary.state == "COMPLETED", [t.error for t in summary.trials]
+    found = record.trials(experiment.directory)
     assert len(found) == 4
-    assert all(t["state"] == "COMPLETED" for t in found), found
     last = []
     for trial in found:
-        rows = validations(http, trial["id"])
-        assert all(samples == 8 * b for b, _, samples in rows), rows
-        last.append(max(b for b, _, _ in rows))
+        rows = record.metric_rows(experiment.directory, trial.id, MetricKind.VALIDATION)
+        assert all(m["samples"] == 8 * b for _, b, m in rows), rows
+        last.append(max(b for _, b, _ in rows))
     # The first rung is at 200 samples (max_time 800 / divisor 4): the validation at 30
-    # steps (240 samples) reaches it, and a trial not promoted stops there; at least one
-    # trial trains to max_time (100 steps).
+    # steps (240 samples) reaches it, and a trial not promoted stops there (batches would
+    # have put it at step 200, past the script's 100); at least one trains to max_time.
     assert set(last) <= {30, 100} and 100 in last and 30 in last, last

@@ -7,7 +7,8 @@ its container through ``python3 -m determined.launch.wrap_rank``; each worker bu
 asks ``should_preempt()`` in step. ``broadcast`` and ``gather`` are used once each.
 
 Validations report ``x`` and ``samples`` (8 per step), a progress metric an ASHA searcher may
-name as its ``time_metric``. ``PEDL_TEST_STEP_DELAY`` (seconds) slows each step."""
+name as its ``time_metric`` (``adaptive.yaml`` runs one worker as the entrypoint itself, on one
+slot). ``PEDL_TEST_STEP_DELAY`` (seconds) slows each step."""
 
 import json
 import logging
