@@ -30,7 +30,13 @@ from pedl.client import Client, Experiment, merge_template
 from pedl.config import ConfigError, ConfigWarning, config_warnings
 from pedl.config._overrides import overridden_document
 from pedl.engine import ExperimentState, TrialOutcome
-from pedl.local import ExperimentSummary, LocalExperiment, NotARunDirectoryError, smoke_test
+from pedl.local import (
+    ExperimentSummary,
+    LocalExperiment,
+    NotARunDirectoryError,
+    RunLog,
+    smoke_test,
+)
 from pedl.model_def import ModelDefError
 
 
@@ -180,13 +186,15 @@ def _create_local(
     overrides: tuple[str, ...],
     output_dir: Path,
 ) -> None:
-    try:
-        exp = LocalExperiment.create(config_file, model_dir, output_dir, overrides=overrides)
-    except (ConfigError, ModelDefError) as e:
-        raise click.ClickException(str(e)) from e
-    out.print(f"Created local experiment in [bold]{exp.directory}[/bold]")
-    _print_warnings(out, config_warnings(exp.config))
-    _run_local(out, exp)
+    with RunLog() as log:
+        try:
+            exp = LocalExperiment.create(config_file, model_dir, output_dir, overrides=overrides)
+        except (ConfigError, ModelDefError) as e:
+            raise click.ClickException(str(e)) from e
+        log.open(exp.directory)
+        out.print(f"Created local experiment in [bold]{exp.directory}[/bold]")
+        _print_warnings(out, config_warnings(exp.config))
+        _run_local(out, exp, log)
 
 
 @experiment.command("resume")
@@ -194,12 +202,14 @@ def _create_local(
 def resume(directory: Path) -> None:
     """Continue an interrupted local experiment from its latest checkpoints."""
     out = console()
-    try:
-        exp = LocalExperiment(directory)
-    except NotARunDirectoryError as e:
-        raise click.ClickException(str(e)) from e
-    out.print(f"Resuming local experiment in [bold]{exp.directory}[/bold]")
-    _run_local(out, exp)
+    with RunLog() as log:
+        try:
+            exp = LocalExperiment(directory)
+        except NotARunDirectoryError as e:
+            raise click.ClickException(str(e)) from e
+        log.open(exp.directory)
+        out.print(f"Resuming local experiment in [bold]{exp.directory}[/bold]")
+        _run_local(out, exp, log)
 
 
 def _print_warnings(console: Console, messages: list[str]) -> None:
@@ -207,25 +217,37 @@ def _print_warnings(console: Console, messages: list[str]) -> None:
         console.print(f"warning: {message}", style="yellow", markup=False, highlight=False)
 
 
-def _run_local(console: Console, exp: LocalExperiment) -> None:
+def _run_local(console: Console, exp: LocalExperiment, log: RunLog) -> None:
     with RichTrialDisplay(console) as display:
         exp.display = display
         summary = exp.run()
     exp.close()
     _print_summary(console, summary)
+    if summary.state == ExperimentState.ERROR:
+        console.print(f"[red]The experiment failed:[/red] {summary.error}", highlight=False)
+    if log.path is not None:
+        console.print(f"Log (tracebacks, TensorFlow's start-up, migrations): {log.path}")
     if summary.state == ExperimentState.PAUSED:
         console.print(
             f"Interrupted. Continue with: [bold]pedl experiment resume {summary.directory}[/bold]"
         )
         sys.exit(130)
     if summary.state == ExperimentState.ERROR:
-        console.print(f"[red]The experiment failed:[/red] {summary.error}", highlight=False)
         sys.exit(1)
 
 
 def _print_summary(console: Console, summary: ExperimentSummary) -> None:
+    """The table of trials, each failed trial's error (once: not when the experiment's error,
+    printed last, names it already) and the best trial."""
     console.print(summary_table(summary))
+    said_later = summary.error if summary.state == ExperimentState.ERROR else None
     for t in summary.trials:
+        if (
+            said_later
+            and t.error is not None
+            and f"trial {t.trial_id}: " + t.error.summary() in (said_later)
+        ):
+            continue
         if t.error is not None and t.outcome in (TrialOutcome.ERRORED, TrialOutcome.INVALID_HP):
             what = "failed" if t.outcome == TrialOutcome.ERRORED else "rejected its hyperparameters"
             console.print(

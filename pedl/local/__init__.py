@@ -1,5 +1,6 @@
 """Local mode: run an experiment in this process, without a master."""
 
+from pedl.local._run_log import RunLog
 from pedl.local._runner import (
     ExperimentSummary,
     LocalExperiment,
@@ -15,6 +16,7 @@ __all__ = [
     "LocalExperiment",
     "LocalTrial",
     "NotARunDirectoryError",
+    "RunLog",
     "SmokeStep",
     "TrialDisplay",
     "TrialSummary",

@@ -42,6 +42,7 @@ from pedl.engine import (
 )
 from pedl.exec import AttemptResult, run_attempt
 from pedl.local._chief_link import ChiefLink
+from pedl.local._run_log import FILE_ONLY
 from pedl.local._worker import TRIAL_ENV, trial_description
 from pedl.master.db import Database, MetricRow, SQLExperimentStore
 from pedl.master.db import checkpoints as checkpoints_repo
@@ -50,6 +51,7 @@ from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
 from pedl.master.rm import Gang, gang_environments, pick_ports
 from pedl.master.rm._gang import HEARTBEAT_TIMEOUT_SECONDS
+from pedl.master.rm._local import is_tf_noise
 from pedl.searcher import RemoteSearchMethod, unavailable_reason
 from pedl.storage import (
     CheckpointSummary,
@@ -263,8 +265,13 @@ class LocalExperiment:
                     lambda: self._context(trial_id, preemption),
                 )
         if result.error is not None and result.outcome == TrialOutcome.ERRORED:
+            # The summary says the error once; its traceback is in the run's log file.
             logger.error(
-                "trial %d failed: %s\n%s", trial_id, result.error.summary(), result.error.traceback
+                "trial %d failed: %s\n%s",
+                trial_id,
+                result.error.summary(),
+                result.error.traceback,
+                extra=FILE_ONLY,
             )
         self._apply(self.driver.trial_exited(trial_id, result.outcome, result.error))
         self.display.trial_finished(self.trial(trial_id))
@@ -575,6 +582,9 @@ def _rank_printer() -> Callable[[int, str, bytes | None], None]:
         if raw is None:
             return
         text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        if is_tf_noise(text):  # TensorFlow's start-up lines: the run's log file only
+            logger.info("[rank %d] %s", rank, text, extra=FILE_ONLY)
+            return
         with lock:
             print(f"[rank {rank}] {text}", file=sys.stderr, flush=True)
 

@@ -74,10 +74,10 @@ def test_the_cli_prints_type_message_and_location_once(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 1, result.output
     summary_line = f"ValueError: boom in build_model ({case.location()})"
-    assert f"Trial 1 failed: {summary_line}" in result.output
     assert "The experiment failed: every trial failed (1 of 1); trial 1: " + summary_line in (
         result.output
     )
+    assert result.output.count("boom in build_model") == 1, result.output
 
 
 def test_tensorflow_missing_says_what_to_install(tmp_path: Path) -> None:

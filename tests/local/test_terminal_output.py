@@ -1,0 +1,40 @@
+"""What a local run prints on the terminal (issue 24, item 6), as a user's shell gets it (a
+real ``pedl`` process, stdout and stderr): no Alembic migration lines, no TensorFlow
+absl/oneDNN start-up lines, a failure's message once; all of them in the run's
+``experiment.log``, the traceback too."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.failure_cases import CASES, CONFIG, MAX_RESTARTS
+
+
+def test_a_failed_local_run_says_its_error_once_and_no_start_up_noise(tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.name == "build_model")
+    model = case.write(tmp_path / "model")
+    config = tmp_path / "failing.yaml"
+    config.write_text(
+        CONFIG.format(name="noise", units="1", searcher="grid", extra="", max_restarts=MAX_RESTARTS)
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pedl", "experiment", "create", "--local", str(config),
+         str(model), "--output-dir", str(tmp_path / "out")],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    terminal = done.stdout + done.stderr
+    assert done.returncode == 1, terminal
+    assert terminal.count("boom in build_model") == 1, terminal
+    assert f"ValueError: boom in build_model ({case.location()})" in terminal
+    for noise in ("alembic", "Running upgrade", "oneDNN", "absl", "Traceback"):
+        assert noise not in terminal, (noise, terminal)
+    log = tmp_path / "out" / "exp-1" / "experiment.log"
+    assert f"Log (tracebacks, TensorFlow's start-up, migrations): {log}" in terminal
+    written = log.read_text()
+    for kept in ("Running upgrade", "oneDNN custom operations", "Traceback (most recent call"):
+        assert kept in written, kept
+    assert written.count("Traceback (most recent call last)") == case.attempts
