@@ -19,7 +19,14 @@ export type TrialState =
   | "COMPLETED"
   | "ERROR";
 
-export type TrialOutcome = "COMPLETED" | "STOPPED_EARLY" | "INVALID_HP" | "ERRORED" | "KILLED" | "PREEMPTED";
+export type TrialOutcome =
+  | "COMPLETED"
+  | "STOPPED_EARLY"
+  | "STOPPED_BY_SEARCHER"
+  | "INVALID_HP"
+  | "ERRORED"
+  | "KILLED"
+  | "PREEMPTED";
 
 export type CheckpointState = "ACTIVE" | "COMPLETED" | "ERROR" | "DELETED";
 export type MetricKind = "training" | "validation";
@@ -81,6 +88,8 @@ export interface Experiment {
   description: string | null;
   labels: string[];
   archived?: boolean;
+  /** Its trials by state, read with it (GET /experiments/{id} only). */
+  trial_counts?: Partial<Record<TrialState, number>> | null;
 }
 
 export interface TrialError {

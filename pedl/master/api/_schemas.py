@@ -175,6 +175,11 @@ class ExperimentPublic(BaseModel):
     archived: bool = Field(
         default=False, description="Archived: lists leave it out unless they ask for it."
     )
+    trial_counts: dict[TrialState, int] | None = Field(
+        default=None,
+        description="How many of its trials are in each state, read with the experiment "
+        "(so its state and these counts agree); only in GET /experiments/{id}.",
+    )
 
 
 MAX_DESCRIPTION = 10_000

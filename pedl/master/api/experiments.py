@@ -279,8 +279,13 @@ def list_experiments(
 
 @router.get("/{experiment_id}", dependencies=[require_user])
 def get_experiment(experiment_id: ExperimentId, session: ReadSession) -> ExperimentPublic:
-    """One experiment."""
-    return ExperimentPublic.model_validate(experiments_repo.get_experiment(session, experiment_id))
+    """One experiment, with how many of its trials are in each state (``trial_counts``, read
+    in the same session: a page shows the experiment's state and its trials' counts as one)."""
+    public = ExperimentPublic.model_validate(
+        experiments_repo.get_experiment(session, experiment_id)
+    )
+    public.trial_counts = trials_repo.count_by_state(session, experiment_id)
+    return public
 
 
 @router.post("/{experiment_id}/archive", responses=OWNER_RESPONSES)

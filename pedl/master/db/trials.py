@@ -422,3 +422,14 @@ def refresh_trial_best(session: Session, trial_id: int) -> None:
             best = candidate
     trial.best_checkpoint_uuid = None if best is None else best[2]
     session.flush()
+
+
+def count_by_state(session: Session, experiment_id: int) -> dict[TrialState, int]:
+    """How many of the experiment's trials are in each state (states with none left out):
+    one ``GROUP BY`` on the trials' index, cheap at any number of trials."""
+    query = (
+        select(_trials.c.state, func.count())
+        .where(_trials.c.experiment_id == experiment_id)
+        .group_by(_trials.c.state)
+    )
+    return {TrialState(state): int(count) for state, count in session.execute(query).all()}

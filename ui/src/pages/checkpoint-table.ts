@@ -37,7 +37,7 @@ export function checkpointTable(
         h("span", { class: "metric" }, formatNumber(metric ? metricNumber(c.validation_metrics?.[metric]) : null)),
     },
     { label: "Size", numeric: true, cell: (c) => formatBytes(c.size) },
-    { label: "State", cell: (c) => stateBadge(c.state) },
+    { label: "State", cell: (c) => stateBadge(c.state, undefined, { kind: "checkpoint" }) },
     { label: "Created", cell: (c) => formatTime(c.created_at) },
     {
       label: "Download",

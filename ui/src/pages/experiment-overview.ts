@@ -4,7 +4,7 @@
 
 import { type Experiment, type Trial, type TrialState, TRIAL_STATES, api } from "../api";
 import { errorMessage, notice } from "../components/notice";
-import { stateBadge } from "../components/state-badge";
+import { stateBadge, stateMeaning } from "../components/state-badge";
 import { dataTable, swapTable } from "../components/table";
 import { h } from "../dom";
 import {
@@ -24,8 +24,9 @@ import { href, navigate } from "../router";
 import type { ExperimentContext, ExperimentTab } from "./experiment-context";
 import { LiveCurves } from "./live-curves";
 
-const POLL_MS = 5000;
-const SUMMARY_EVERY = 3;
+// The same interval as the experiment page's own poll, whose answer brings the trials' counts
+// by state: the best and failed trials below are at most one poll behind them.
+const POLL_MS = 3000;
 const BEST_COUNT = 5;
 
 /** "6 epochs", "1,000 batches" from a Determined length `{epochs: 6}`. */
@@ -56,7 +57,7 @@ export class OverviewTab implements ExperimentTab {
   private readonly controller = new AbortController();
   private readonly unsubscribe: () => void;
   private readonly poller = new Poller(() => this.refreshTrials(), POLL_MS);
-  private polls = 0;
+  private shownState: string | null = null;
 
   constructor(
     private readonly context: ExperimentContext,
@@ -122,6 +123,13 @@ export class OverviewTab implements ExperimentTab {
     );
     const searcher = (e.config.searcher ?? {}) as Record<string, unknown>;
     const resources = (e.config.resources ?? {}) as Record<string, unknown>;
+    // The counts come with the experiment (one read, so they agree with its state); an
+    // action's answer has none: the counts shown stay until the next poll brings them.
+    if (e.trial_counts) this.renderCounts(e.trial_counts);
+    // A state change (pause, activate, kill, the end) changes the trials: read them now, not
+    // at this tab's next poll.
+    if (this.shownState !== null && this.shownState !== e.state) void this.refreshTrials();
+    this.shownState = e.state;
     this.searcher.replaceChildren(
       ...fact("Method", String(searcher.name ?? EM_DASH)),
       ...fact("Metric", `${e.searcher_metric ?? EM_DASH} (${e.smaller_is_better ? "smaller" : "larger"} is better)`),
@@ -140,11 +148,9 @@ export class OverviewTab implements ExperimentTab {
     const experiment = await this.context.ready;
     const signal = this.controller.signal;
     try {
-      // The summary (every trial, for the counts by state) is big for a big experiment: asked
-      // for at most every SUMMARY_EVERY-th poll; the best and failed trials are one page each.
-      const withSummary = this.polls++ % SUMMARY_EVERY === 0 || !live;
-      const [summary, best, failed] = await Promise.all([
-        withSummary ? api.trialsSummary(this.context.id, signal) : null,
+      // The best and failed trials are one page each; the counts by state come with the
+      // experiment (renderFacts).
+      const [best, failed] = await Promise.all([
         api.trials(
           this.context.id,
           { sort: experiment.smaller_is_better ? "best_validation" : "-best_validation", limit: BEST_COUNT, offset: 0 },
@@ -152,7 +158,6 @@ export class OverviewTab implements ExperimentTab {
         ),
         api.trials(this.context.id, { state: ["ERROR"], sort: "-id", limit: 5, offset: 0 }, signal),
       ]);
-      if (summary) this.renderCounts(summary.states);
       this.renderBest(
         best.items.filter((t) => t.best_validation != null),
         experiment,
@@ -165,11 +170,16 @@ export class OverviewTab implements ExperimentTab {
     return live;
   }
 
-  private renderCounts(states: readonly TrialState[]): void {
+  private renderCounts(byState: Partial<Record<TrialState, number>>): void {
     const counts = new Map<TrialState, number>();
-    for (const state of states) counts.set(state, (counts.get(state) ?? 0) + 1);
+    let total = 0;
+    for (const state of TRIAL_STATES) {
+      const n = byState[state] ?? 0;
+      if (n > 0) counts.set(state, n);
+      total += n;
+    }
     this.counts.replaceChildren(
-      states.length === 0
+      total === 0
         ? h("span", { class: "muted" }, "No trials yet.")
         : h(
             "ul",
@@ -177,16 +187,19 @@ export class OverviewTab implements ExperimentTab {
             TRIAL_STATES.filter((s) => counts.has(s)).map((s) =>
               h(
                 "li",
-                {},
+                { "data-testid": "state-count", "data-state": s, "data-count": String(counts.get(s)) },
                 h(
                   "a",
-                  { href: href(`/experiments/${this.context.id}/trials`, { state: s }) },
+                  {
+                    href: href(`/experiments/${this.context.id}/trials`, { state: s }),
+                    title: stateMeaning(s, "trial"),
+                  },
                   h("strong", {}, formatInteger(counts.get(s))),
                   ` ${formatState(s)}`,
                 ),
               ),
             ),
-            h("li", { class: "muted" }, `${formatInteger(states.length)} in all`),
+            h("li", { class: "muted" }, `${formatInteger(total)} in all`),
           ),
     );
   }
@@ -203,7 +216,7 @@ export class OverviewTab implements ExperimentTab {
             numeric: true,
             cell: (t) => h("span", { class: "metric" }, formatNumber(t.best_validation)),
           },
-          { label: "State", cell: (t) => stateBadge(t.state) },
+          { label: "State", cell: (t) => stateBadge(t.state, undefined, { kind: "trial", outcome: t.outcome }) },
           { label: "Batches", numeric: true, cell: (t) => formatInteger(t.total_batches) },
           { label: "Hyperparameters", className: "hparams", cell: (t) => hparamsInline(t.hparams) },
         ],

@@ -24,7 +24,8 @@ import type { ExperimentContext, ExperimentTab } from "./experiment-context";
 
 const PAGE_SIZE = 50;
 const DEFAULT_SORT = "id";
-const POLL_MS = 5000;
+// The experiment page's own interval: a trial's state here is at most one poll behind the API.
+const POLL_MS = 3000;
 
 interface TrialsState {
   state: TrialState | "";
@@ -51,6 +52,8 @@ export class TrialsTab implements ExperimentTab {
   private readonly message = h("div");
   private controller: AbortController | null = null;
   private readonly poller = new Poller(() => this.load(), POLL_MS);
+  private readonly unsubscribe: () => void;
+  private shownState: string | null = null;
 
   constructor(
     private readonly context: ExperimentContext,
@@ -77,6 +80,12 @@ export class TrialsTab implements ExperimentTab {
       this.tableHost,
       this.pagerHost,
     );
+    // A change of the experiment's state (pause, activate, kill, the end) changes its trials':
+    // read them at once rather than at this tab's next poll.
+    this.unsubscribe = context.subscribe((experiment) => {
+      if (this.shownState !== null && this.shownState !== experiment.state) void this.load();
+      this.shownState = experiment.state;
+    });
     void this.load().then((live) => {
       if (live) this.poller.start();
     });
@@ -89,6 +98,7 @@ export class TrialsTab implements ExperimentTab {
   }
 
   dispose(): void {
+    this.unsubscribe();
     this.poller.stop();
     this.controller?.abort();
   }
@@ -132,7 +142,11 @@ export class TrialsTab implements ExperimentTab {
         numeric: true,
         cell: (t) => h("a", { href: href(`/trials/${t.id}`) }, String(t.id)),
       },
-      { label: "State", sortKey: "state", cell: (t) => stateBadge(t.state) },
+      {
+        label: "State",
+        sortKey: "state",
+        cell: (t) => stateBadge(t.state, "trial-state", { kind: "trial", outcome: t.outcome }),
+      },
       {
         label: "Outcome",
         cell: (t) =>
