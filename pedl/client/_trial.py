@@ -448,11 +448,6 @@ class LogLevel(StrEnum):
     ERROR = "ERROR"
     CRITICAL = "CRITICAL"
 
-    @property
-    def rank(self) -> int:
-        """Higher is more severe."""
-        return list(LogLevel).index(self)
-
 
 def _as_time(value: str | int | float | datetime) -> str:
     """A timestamp as Determined's log filters take it (RFC 3339 text, epoch seconds or a

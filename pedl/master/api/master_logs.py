@@ -12,14 +12,18 @@ from pydantic import BaseModel
 from pedl.master._master_log import MasterLog
 from pedl.master.api._auth import USER_AUTH_RESPONSES, require_admin
 from pedl.master.api._errors import ERROR_RESPONSES
-from pedl.master.api._schemas import MAX_BIGINT
+from pedl.master.api._schemas import MAX_BIGINT, ErrorResponse
 
 MAX_MASTER_LOG_LINES = 10_000
 """The most lines one request returns."""
 
 router = APIRouter(
     tags=["master"],
-    responses={**ERROR_RESPONSES, **USER_AUTH_RESPONSES},
+    responses={
+        **ERROR_RESPONSES,
+        **USER_AUTH_RESPONSES,
+        403: {"model": ErrorResponse, "description": "Administrators only"},
+    },
     dependencies=[Depends(require_admin)],
 )
 
