@@ -5,8 +5,9 @@ Addresses and ports (the contract a launcher keeps):
 - The chief (``rank == 0``) listens on ``pub_port + port_offset`` (broadcasts) and
   ``pull_port + port_offset`` (gathers); every other worker connects to them at ``chief_ip``.
   Defaults 12360 and 12376, Determined's. When the trial spans several machines
-  (``cross_size > 1``) the chief listens on every interface and ``chief_ip`` is required; on
-  one machine it listens on 127.0.0.1 only and the workers connect there. Two trials whose
+  (``cross_size > 1``) the chief listens on every interface (on 127.0.0.1 only where
+  ``chief_ip`` is a loopback address) and ``chief_ip`` is required; on one machine it listens
+  on 127.0.0.1 only and the workers connect there. Two trials whose
   chiefs share a machine need different ``port_offset`` values.
 - On each machine with several workers, the worker with ``local_rank == 0`` is the local
   chief, with its own pair of sockets for the ``_local`` collectives: Unix sockets in a
@@ -87,6 +88,10 @@ def _port(given: int | None, name: str, default: int) -> int:
         return given
     text = os.environ.get(name, "")
     return int(text) if text.isdigit() else default
+
+
+def _is_loopback(host: str | None) -> bool:
+    return host == "localhost" or (host or "").startswith("127.")
 
 
 def _chief_ip(chief_ip: str | None, environ: Mapping[str, str]) -> str | None:
@@ -454,7 +459,11 @@ class DistributedContext:
         assert self._resources is not None
         context = self._resources.zmq
         host = self.chief_ip if self.cross_size > 1 else "127.0.0.1"
-        bind_host = "*" if self.cross_size > 1 else "127.0.0.1"
+        # Several machines: every interface; "machines" that are all this one (a script's own
+        # launcher, each worker process a container of its own, the chief at 127.0.0.1):
+        # loopback only, as on one machine.
+        remote = self.cross_size > 1 and not _is_loopback(self.chief_ip)
+        bind_host = "*" if remote else "127.0.0.1"
         pub, pull = self.pub_port + self.port_offset, self.pull_port + self.port_offset
         name = f"DistributedContext rank {self.rank}"
         if self.is_chief:
