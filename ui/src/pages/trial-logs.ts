@@ -2,7 +2,8 @@
 // runs, following the end unless the reader scrolls up. A search keeps only the matching
 // lines (case-insensitive), marks the matches, and lives in the URL (`q=`); a level keeps the
 // lines of that level and above (lines without a level count as INFO), as `pedl trial logs
-// --level` does.
+// --level` does; a rank (offered once a multi-worker trial's lines name their workers) keeps
+// one worker's lines, as `--rank-id` does. Download saves the lines shown as a text file.
 
 import { type LogLine, api } from "../api";
 import { errorMessage, notice } from "../components/notice";
@@ -44,6 +45,10 @@ export class TrialLogs {
   private readonly follow: HTMLInputElement;
   private readonly levelSelect: HTMLSelectElement;
   private minLevel = 0;
+  private readonly rankSelect: HTMLSelectElement;
+  private readonly rankLabel: HTMLElement;
+  private rank: number | null = null;
+  private readonly ranks = new Set<number>();
   private readonly status = h("span", { class: "muted small", "aria-live": "polite" });
   private readonly message = h("div");
   private lines: LogLine[] = [];
@@ -81,6 +86,25 @@ export class TrialLogs {
       h("option", { value: "0" }, "All levels"),
       LEVELS.slice(1).map((name, i) => h("option", { value: String(i + 1) }, `${name} and above`)),
     );
+    this.rankSelect = h(
+      "select",
+      {
+        id: "log-rank",
+        "data-testid": "log-rank-filter",
+        hidden: true,
+        onchange: () => {
+          this.rank = this.rankSelect.value === "" ? null : Number(this.rankSelect.value);
+          this.renderAll();
+        },
+      },
+      h("option", { value: "" }, "All workers"),
+    );
+    this.rankLabel = h("label", { for: "log-rank", class: "visually-hidden" }, "Worker shown");
+    const download = h(
+      "button",
+      { type: "button", class: "button small", "data-testid": "log-download", onclick: () => this.download() },
+      "Download",
+    );
     this.box = h("div", {
       class: "log-box",
       "data-testid": "trial-log",
@@ -103,7 +127,10 @@ export class TrialLogs {
         this.search,
         h("label", { for: "log-level", class: "visually-hidden" }, "Lowest level shown"),
         this.levelSelect,
+        this.rankLabel,
+        this.rankSelect,
         h("label", { class: "check", for: "log-follow" }, this.follow, " Follow"),
+        download,
         this.status,
       ),
       this.message,
@@ -146,6 +173,7 @@ export class TrialLogs {
 
   private add(fresh: LogLine[]): void {
     this.lines.push(...fresh);
+    this.noteRanks(fresh);
     if (this.lines.length > MAX_LINES) {
       const drop = this.lines.length - MAX_LINES;
       this.lines.splice(0, drop);
@@ -180,10 +208,41 @@ export class TrialLogs {
     if (this.follow.checked) this.box.scrollTop = this.box.scrollHeight;
   }
 
-  /** Whether the line is shown: it contains the search and is at the chosen level or above. */
+  /** Whether the line is shown: it contains the search, is at the chosen level or above and
+   * (with a rank chosen) that worker wrote it. */
   private passes(line: LogLine, needle: string): boolean {
     if (needle && !line.message.toLowerCase().includes(needle)) return false;
+    if (this.rank !== null && line.rank !== this.rank) return false;
     return this.minLevel === 0 || levelRank(line) >= this.minLevel;
+  }
+
+  /** Offer each worker rank the lines name (the choice appears with the first one). */
+  private noteRanks(fresh: LogLine[]): void {
+    const before = this.ranks.size;
+    for (const line of fresh) if (line.rank !== null && line.rank !== undefined) this.ranks.add(line.rank);
+    if (this.ranks.size === before) return;
+    const chosen = this.rankSelect.value;
+    this.rankSelect.replaceChildren(
+      h("option", { value: "" }, "All workers"),
+      ...[...this.ranks].sort((a, b) => a - b).map((rank) => h("option", { value: String(rank) }, `Rank ${rank}`)),
+    );
+    this.rankSelect.value = chosen;
+    this.rankSelect.hidden = false;
+  }
+
+  /** Save the lines shown now (search, level and rank applied) as a text file, one per line. */
+  private download(): void {
+    const needle = this.query.toLowerCase();
+    const text = this.lines
+      .filter((line) => this.passes(line, needle))
+      .map((line) => `${line.message}\n`)
+      .join("");
+    const url = URL.createObjectURL(new Blob([text], { type: "text/plain;charset=utf-8" }));
+    const link = h("a", { href: url, download: `trial-${this.trialId}-logs.txt`, hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 0);
   }
 
   private lineEl(line: LogLine, needle: string): HTMLElement {
@@ -223,7 +282,7 @@ export class TrialLogs {
     const total = formatInteger(this.lines.length);
     const shown = formatInteger(this.box.childElementCount);
     const cut = this.dropped > 0 ? ` (the first ${formatInteger(this.dropped)} dropped)` : "";
-    const filtered = this.query || this.minLevel > 0;
+    const filtered = this.query || this.minLevel > 0 || this.rank !== null;
     this.status.textContent = filtered ? `${shown} of ${total} lines match${cut}` : `${total} lines${cut}`;
   }
 
