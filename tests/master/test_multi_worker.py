@@ -173,6 +173,9 @@ def test_two_workers_run_together_with_their_environment_and_ranked_logs(
 
         trial = _completed(http, experiment_id)
         assert trial["restarts"] == 0 and trial["total_batches"] == 20
+        # every worker sampled its system metrics (a last sample as it ended, at least)
+        system = http.get(f"/trials/{trial_id}/system-metrics").json()
+        assert {sample["rank"] for sample in system["samples"]} == {0, 1}, system
 
         every = _logs(http, trial_id)
         seen = {}
