@@ -32,9 +32,15 @@ def trial_failure_lines(trials: Iterable[Trial]) -> list[str]:
 
 
 def print_failures(console: Console, experiment: Experiment, trials: Iterable[Trial]) -> None:
-    """Print why the experiment failed (if it did) and each failed trial's error."""
+    """Print why the experiment failed (if it did) and each failed trial's error, each error
+    once: the experiment's reason leaves out the trials' errors that their own lines give."""
+    trials = list(trials)
+    lines = trial_failure_lines(trials)
     if experiment.state == ExperimentState.ERROR:
         reason = experiment.error or "no reason was recorded"
+        for trial in trials:
+            if trial.error is not None and any(x.startswith(f"trial {trial.id} (") for x in lines):
+                reason = reason.replace(f"; trial {trial.id}: {trial.error.summary()}", "")
         console.print(f"[red]Experiment {experiment.id} failed:[/red] {escape(reason)}")
-    for line in trial_failure_lines(trials):
+    for line in lines:
         console.print(f"[red]{escape(line)}[/red]")

@@ -110,6 +110,7 @@ def test_describe_and_wait_say_why(
         assert f"Experiment {experiment_id} failed: every trial failed (1 of 1)" in result.output
         assert f"trial {trial['id']} (ERROR, error" in result.output
         assert line in result.output and str(case.location() or "") in result.output
+        assert result.output.count(error["message"]) == 1, result.output  # said once
 
 
 def test_create_follow_says_why(master: MasterProcess, tmp_path: Path) -> None:
@@ -125,6 +126,7 @@ def test_create_follow_says_why(master: MasterProcess, tmp_path: Path) -> None:
     assert "ended: ERROR" in result.output
     assert f"ValueError: boom in build_model ({case.location()})" in result.output
     assert "before training progressed, not restarted" in result.output
+    assert result.output.count("boom in build_model") == 1, result.output  # said once
 
 
 def test_a_trial_that_can_never_be_placed_is_refused_at_create(master: MasterProcess) -> None:
