@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -79,3 +80,34 @@ def test_cluster_info_has_determined_038s_fields() -> None:
     ):
         assert hasattr(info, name), name
     assert det.LOG_FORMAT == "%(levelname)s: [%(process)s] %(name)s: %(message)s"
+
+
+def test_cluster_info_on_several_slots_makes_each_worker_a_container_of_one_slot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PEDL starts one process per slot: to a script each is a container of one slot, so a
+    launcher written as 0.38's distributed tutorial starts one worker in each, and its workers
+    reach the chief at the first address."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    config = {"name": "x", "searcher": {"name": "single", "metric": "x"}, "entrypoint": "t.py"}
+    base = core.detached_context(config, hparams={})
+    seen = []
+    for rank, dist in (
+        (1, core.DistributedContext(rank=1, size=2, local_rank=1, local_size=2)),
+        (
+            1,
+            core.DistributedContext(
+                rank=1, size=2, cross_rank=1, cross_size=2, chief_ip="10.1.2.3"
+            ),
+        ),
+    ):
+        with core.use_context(dataclasses.replace(base, distributed=dist)):
+            info = det.get_cluster_info()
+        assert info is not None
+        assert (info.container_rank, info.slot_ids) == (rank, [0])
+        assert info.container_slot_counts == [1, 1]
+        seen.append(info.container_addrs)
+    assert seen == [["127.0.0.1", "127.0.0.1"], ["10.1.2.3", ""]]
+    with core.use_context(base):
+        alone = det.get_cluster_info()
+    assert alone is not None and alone.slot_ids == [0] and alone.container_slot_counts == [1]
