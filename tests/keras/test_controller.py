@@ -105,7 +105,6 @@ def test_checkpoint_holds_everything_resume_needs(tmp_path: Path) -> None:
     assert not list(run.storage.base_path.glob(".tmp-*"))
 
 
-@pytest.mark.keras2  # also in Keras 2 mode (make test)
 def test_preempted_trial_resumes_bitwise_exactly(tmp_path: Path) -> None:
     overrides = ("searcher.max_length.batches=40", "scheduling_unit=6", "checkpoint_policy=none")
     baseline = make_run(tmp_path / "a", overrides=overrides)

@@ -36,7 +36,6 @@ def test_early_stopping_checks_after_each_validation(tmp_path: Path) -> None:
     assert (run.session.completed, run.session.lengths) == ([], [40])
 
 
-@pytest.mark.keras2  # also in Keras 2 mode (make test)
 def test_early_stopping_state_survives_a_pause(tmp_path: Path) -> None:
     def make() -> EarlyStopping:
         return EarlyStopping(monitor="val_loss", min_delta=100.0, patience=2)
