@@ -14,7 +14,7 @@ LEVELS = [level.value for level in LogLevel]
 
 def log_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """``-f/--follow``, ``--head``, ``--tail``, ``--level``, ``--timestamp-before``,
-    ``--timestamp-after``, ``--timestamps``, ``--rank-id`` and ``--interval``, as
+    ``--timestamp-after``, ``--timestamps``, ``--rank-id`` (repeatable) and ``--interval``, as
     ``det trial logs`` has them (``--head``/``--tail``: the first/last N lines; ``--level``:
     that level and above)."""
     options = [
@@ -47,10 +47,10 @@ def log_options(command: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--rank-id",
-            "rank",
+            "ranks",
             type=click.IntRange(min=0),
-            default=None,
-            help="Only the lines of this worker (rank) of a multi-worker trial.",
+            multiple=True,
+            help="Only the lines of this worker (rank) of a multi-worker trial (repeatable).",
         ),
         click.option(
             "--interval",
@@ -76,9 +76,10 @@ def print_logs(
     timestamp_after: str | None,
     show_timestamps: bool,
     interval: float,
-    rank: int | None = None,
+    ranks: tuple[int, ...] = (),
 ) -> None:
-    """Print the trial's lines that pass the options (a usage error for bad combinations)."""
+    """Print the trial's lines that pass the options (a usage error for bad combinations);
+    the master filters them."""
     if follow and (head is not None or tail is not None):
         raise click.UsageError("--follow cannot be combined with --head or --tail")
     if head is not None and tail is not None:
@@ -88,7 +89,7 @@ def print_logs(
             follow,
             head=head,
             tail=tail,
-            rank_ids=None if rank is None else [rank],
+            rank_ids=sorted(set(ranks)) or None,
             min_level=level,
             timestamp_before=timestamp_before,
             timestamp_after=timestamp_after,

@@ -125,9 +125,7 @@ def _system_unit(name: str) -> tuple[str, float]:
 def logs(trial_id: int, only_rank: int | None, **options: Any) -> None:
     """Print a trial's log lines (all, or as the options select)."""
     if only_rank is not None:
-        if options.get("rank") not in (None, only_rank):
-            raise click.UsageError("--rank and --rank-id name different workers")
-        options["rank"] = only_rank
+        options["ranks"] = (*options.get("ranks", ()), only_rank)
     print_logs(current_client().get_trial(trial_id), **options)
 
 

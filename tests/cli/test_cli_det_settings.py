@@ -15,6 +15,7 @@ from pedl.cli import cli
 from pedl.client import Client, PEDLError
 from pedl.engine import CheckpointState, ExperimentState, TrialState
 from pedl.master._master_log import MasterLog
+from pedl.master.db import logs as logs_repo
 from pedl.master.db import searcher as searcher_repo
 from pedl.master.db import trials as trials_repo
 from tests.cli.test_cli_det import Filled, fill, run
@@ -217,3 +218,17 @@ def test_trial_log_filters_run_on_the_master(
     ):
         answer = get(**params)
         assert answer.status_code == 422 and field in answer.text, (params, answer.text)
+
+
+def test_trial_logs_rank_ids_repeat(master: LiveMaster, filled: Filled) -> None:
+    with master.database.session(write=True) as session:
+        logs_repo.append_logs(
+            session,
+            filled.trial_id,
+            [logs_repo.LogLine(seq=200 + r, message=f"rank {r} here", rank=r) for r in (0, 1, 2)],
+        )
+    trial = str(filled.trial_id)
+    both = run(master, "trial", "logs", trial, "--rank-id", "2", "--rank-id", "0")
+    assert both.exit_code == 0 and both.output == "rank 0 here\nrank 2 here\n", both.output
+    mixed = run(master, "t", "logs", trial, "--rank", "1", "--rank-id", "2", "--tail", "1")
+    assert mixed.exit_code == 0 and mixed.output == "rank 2 here\n", mixed.output
