@@ -63,9 +63,14 @@ class ScalarEventFile:
 
     def append(self, rows: Iterable[tuple[int, float, list[tuple[str, float]]]]) -> int:
         """Append ``(step, wall time, [(tag, value), ...])`` rows; returns the events written."""
-        from tensorboard.compat.proto import event_pb2, summary_pb2
+        from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, types_pb2
         from tensorboard.summary.writer.record_writer import RecordWriter
 
+        # Scalars as the scalars plugin writes them, in double precision (a legacy
+        # ``simple_value`` is a float32: 0.9 would read back as 0.8999999761581421).
+        metadata = summary_pb2.SummaryMetadata(
+            plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
+        )
         records = []
         if not self.path.exists():
             header = event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2")
@@ -73,10 +78,17 @@ class ScalarEventFile:
         for step, wall_time, pairs in rows:
             if not pairs:
                 continue
-            summary = summary_pb2.Summary(
-                value=[summary_pb2.Summary.Value(tag=tag, simple_value=v) for tag, v in pairs]
+            values = [
+                summary_pb2.Summary.Value(
+                    tag=tag,
+                    metadata=metadata,
+                    tensor=tensor_pb2.TensorProto(dtype=types_pb2.DT_DOUBLE, double_val=[value]),
+                )
+                for tag, value in pairs
+            ]
+            event = event_pb2.Event(
+                wall_time=wall_time, step=step, summary=summary_pb2.Summary(value=values)
             )
-            event = event_pb2.Event(wall_time=wall_time, step=step, summary=summary)
             records.append(event.SerializeToString())
         if not records:
             return 0

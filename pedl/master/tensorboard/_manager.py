@@ -222,6 +222,10 @@ class TensorBoardManager:
                 alive = board.state in (TensorBoardState.STARTING, TensorBoardState.RUNNING)
                 if alive and board.owner == owner and board.trial_ids == trial_ids:
                     return board
+            failed = [b for b in self._boards.values() if b.state is TensorBoardState.FAILED]
+            failed.sort(key=lambda b: b.created_at)
+            for old in failed[: max(0, len(failed) - self.max_tensorboards)]:
+                del self._boards[old.id]  # the latest failures stay listed, with their reason
             alive_count = sum(
                 b.state in (TensorBoardState.STARTING, TensorBoardState.RUNNING)
                 for b in self._boards.values()
@@ -242,21 +246,16 @@ class TensorBoardManager:
                 created_at=datetime.now(UTC),
             )
             self._boards[board_id] = board
-        storages = self._storages({s.experiment_id for s in sources})
-        board.syncs = []
-        for source in sorted(set(sources), key=lambda s: s.trial_id):
-            run = board.directory / source.run
-            storage = storages.get(source.experiment_id)
-            files = None if storage is None else EventFileDownloader(storage, source.trial_id, run)
-            board.syncs.append(_TrialSync(source, ScalarEventFile(run), files))
-        board.directory.mkdir(parents=True, exist_ok=True)
-        self._sync(board)  # what is there now, before TensorBoard first reads the directory
         try:
+            self._prepare(board, sources)
             board.process = self._spawn(board)
-        except OSError as err:
-            board.state, board.error = TensorBoardState.FAILED, f"cannot start tensorboard: {err}"
+        except BaseException as err:
+            with self._lock:
+                self._boards.pop(board_id, None)
             shutil.rmtree(board.directory, ignore_errors=True)
-            raise TensorBoardError(503, board.error) from err
+            if isinstance(err, OSError):
+                raise TensorBoardError(503, f"cannot start tensorboard: {err}") from err
+            raise
         threading.Thread(
             target=self._watch, args=(board,), name=f"pedl-tensorboard-{board_id[:8]}", daemon=True
         ).start()
@@ -268,6 +267,18 @@ class TensorBoardManager:
             board.process.pid,
         )
         return board
+
+    def _prepare(self, board: TensorBoard, sources: Sequence[TrialSource]) -> None:
+        """The board's runs, and what there is to show now, before TensorBoard first reads
+        its directory."""
+        storages = self._storages({s.experiment_id for s in sources})
+        for source in sorted(set(sources), key=lambda s: s.trial_id):
+            run = board.directory / source.run
+            storage = storages.get(source.experiment_id)
+            files = None if storage is None else EventFileDownloader(storage, source.trial_id, run)
+            board.syncs.append(_TrialSync(source, ScalarEventFile(run), files))
+        board.directory.mkdir(parents=True, exist_ok=True)
+        self._sync(board)
 
     def get(self, board_id: str) -> TensorBoard:
         with self._lock:
@@ -318,14 +329,15 @@ class TensorBoardManager:
         """Read the process's output (its address, then its log) until it ends."""
         process = board.process
         assert process is not None and process.stdout is not None
-        for raw in process.stdout:
-            line = raw.decode(errors="replace").rstrip()
-            board.log.append(line)
-            match = _ADDRESS.search(line)
-            if match and board.state is TensorBoardState.STARTING:
-                board.port = int(match[1])
-                board.state = TensorBoardState.RUNNING
-                logger.info("TensorBoard %s serves on 127.0.0.1:%d", board.id, board.port)
+        with process.stdout:
+            for raw in process.stdout:
+                line = raw.decode(errors="replace").rstrip()
+                board.log.append(line)
+                match = _ADDRESS.search(line)
+                if match and board.state is TensorBoardState.STARTING:
+                    board.port = int(match[1])
+                    board.state = TensorBoardState.RUNNING
+                    logger.info("TensorBoard %s serves on 127.0.0.1:%d", board.id, board.port)
         code = process.wait()
         if not board.stop_requested and board.state is not TensorBoardState.STOPPED:
             tail = " | ".join(list(board.log)[-5:])
@@ -369,12 +381,10 @@ class TensorBoardManager:
         """Each experiment's checkpoint storage (where its trials' event files are); one
         that cannot be opened is logged and left out (its metrics are still shown)."""
         storages: dict[int, StorageManager] = {}
-        with self.database.session() as session:
-            configs = {
-                e: experiments_repo.get_experiment(session, e).config for e in experiment_ids
-            }
-        for experiment_id, config in configs.items():
+        for experiment_id in sorted(experiment_ids):
             try:
+                with self.database.session() as session:
+                    config = experiments_repo.get_experiment(session, experiment_id).config
                 storages[experiment_id] = make_storage(parse_config(config).checkpoint_storage)
             except Exception as err:
                 logger.warning(
