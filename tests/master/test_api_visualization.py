@@ -219,12 +219,15 @@ def test_series_keeps_the_best_trials_and_spreads_the_rest(
     body = series(client, experiment_id, metric="val_loss", max_trials=10)
     drawn = [line["trial_id"] for line in body["trials"]]
     assert len(drawn) == 10 and drawn == sorted(drawn)
+    assert {trial_ids[i] for i in (29, 3, 17, 11, 24)} <= set(drawn)  # the best 5 kept
     best = {line["trial_id"] for line in body["trials"] if line["best"]}
-    assert best == {trial_ids[i] for i in (29, 3, 17, 11, 24)}
+    assert best == {trial_ids[29]}  # only the best one is marked
     assert series(client, experiment_id, metric="val_loss", max_trials=10) == body  # stable
     few = series(client, experiment_id, metric="val_loss", max_trials=3)
     assert [line["trial_id"] for line in few["trials"]] == sorted(trial_ids[i] for i in (29, 3, 17))
-    assert all(line["best"] for line in few["trials"])
+    assert [line["best"] for line in few["trials"]] == [
+        t == trial_ids[29] for t in sorted(trial_ids[i] for i in (29, 3, 17))
+    ]
     # Bigger is better: the best are the others.
     with database.session(write=True) as session:
         experiments_repo.get_experiment(session, experiment_id).smaller_is_better = False

@@ -476,7 +476,7 @@ class TrialSeriesPublic(BaseModel):
     """One trial's line of a learning-curve chart: ``[x, y]`` points in x order."""
 
     trial_id: int
-    best: bool = Field(description="Among the 5 best trials by the searcher metric.")
+    best: bool = Field(description="The best trial by the searcher metric (one trial only).")
     points: list[tuple[float, float]]
 
 
@@ -487,7 +487,68 @@ class SeriesPublic(BaseModel):
     metric: str
     x: Literal["batches", "epochs"]
     cursor: int = Field(description="The largest metric row id read; pass it as `after`.")
+    select: Literal["default", "best", "worst", "all", "ids"] = Field(
+        description="How the trials drawn were chosen (the request's `select`)."
+    )
+    total_trials: int = Field(
+        description="How many trials have rows of the kind to draw (those drawn are a subset "
+        "unless `select=all`)."
+    )
     trials: list[TrialSeriesPublic]
+
+
+class HparamImportancePublic(BaseModel):
+    """One hyperparameter's share of the importance for the searcher metric."""
+
+    name: str = Field(description="Nested names joined with dots.")
+    importance: float = Field(description="From 0 to 1; the shares sum to 1 (or are all 0).")
+
+
+class ImportancePublic(BaseModel):
+    """Body of ``GET /experiments/{id}/importance``."""
+
+    metric: str | None = Field(description="The searcher metric.")
+    method: str
+    ready: bool = Field(description="False until the first is computed: ask again.")
+    current: bool = Field(description="Whether it is of the trials' values now.")
+    trials: int = Field(description="The trials with a searcher-metric value it used.")
+    importances: list[HparamImportancePublic] = Field(
+        description="Every hyperparameter that varies, most important first."
+    )
+
+
+class HistoryPublic(BaseModel):
+    """Body of ``GET /experiments/{id}/history``: the optimization history, as columns, one
+    entry per trial with a searcher-metric value, in the order they ended."""
+
+    metric: str | None
+    smaller_is_better: bool
+    started_at: datetime = Field(description="The experiment's creation; times count from it.")
+    trial_ids: list[int]
+    times: list[float] = Field(
+        description="Seconds from `started_at` to the trial's end (now while it runs)."
+    )
+    ended: list[bool] = Field(description="False while the trial runs (its value may change).")
+    values: list[float] = Field(description="The trial's best searcher-metric value.")
+    best_so_far: list[float] = Field(description="The best value of this and earlier entries.")
+
+
+class TimelinePublic(BaseModel):
+    """Body of ``GET /experiments/{id}/timeline``: when each attempt of each trial ran and on
+    which slots, as columns, by trial id then start."""
+
+    started_at: datetime = Field(description="The experiment's creation; times count from it.")
+    now: float = Field(description="Seconds from `started_at` to the answer.")
+    slots: int = Field(description="How many slots the attempts are drawn on.")
+    slots_per_trial: int
+    trial_ids: list[int]
+    states: list[TrialState] = Field(description="The trial's state now.")
+    starts: list[float] = Field(description="Seconds from `started_at`.")
+    ends: list[float | None] = Field(description="Seconds from `started_at`; null: running.")
+    slot: list[int] = Field(
+        description="The first of the attempt's slots (numbered from 0 in start order: the "
+        "master counts slots, it does not name them)."
+    )
 
 
 class TrialsSummaryPublic(BaseModel):

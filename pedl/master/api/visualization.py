@@ -1,5 +1,6 @@
-"""``/api/v1/experiments/{id}/series``, ``.../trials/summary``, ``.../metric-names``: what the
-experiment's charts draw, compact and bounded whatever the experiment's size.
+"""``/api/v1/experiments/{id}/series``, ``.../trials/summary``, ``.../metric-names``,
+``.../importance``, ``.../history``, ``.../timeline``: what the experiment's charts draw,
+compact and bounded whatever the experiment's size.
 
 Learning curves are downsampled here (:func:`~pedl.master.api._downsample.lttb`), for at
 most ``max_trials`` trials (the best ones always among them), so an experiment of 10,000
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -23,15 +25,28 @@ from pedl.master.api._chart_cache import ChartCache
 from pedl.master.api._deps import DatabaseDep, ExperimentId
 from pedl.master.api._downsample import lttb
 from pedl.master.api._errors import ERROR_RESPONSES, ApiError
+from pedl.master.api._importance import (
+    METHOD,
+    Importance,
+    ImportanceCache,
+    ImportanceUnavailableError,
+    compute_importance,
+)
 from pedl.master.api._schemas import (
     MAX_BIGINT,
+    HistoryPublic,
+    HparamImportancePublic,
+    ImportancePublic,
     MetricName,
     MetricNamesPublic,
     SeriesPublic,
+    TimelinePublic,
     TrialsSummaryPublic,
 )
+from pedl.master.api._timeline import Span, assign_slots
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
+from pedl.master.db import search_history
 from pedl.master.db import trials as trials_repo
 
 router = APIRouter(
@@ -43,8 +58,16 @@ router = APIRouter(
 
 MAX_POINTS = 2_000
 MAX_TRIALS = 1_000
-BEST_MARKED = 5
-"""The best trials (by the searcher metric) marked ``best`` and never left out."""
+MAX_PICKED = 100
+"""At most this many ``trial_id`` with ``select=ids``."""
+MAX_ALL_TRIALS = 100_000
+ALL_POINTS = 200_000
+"""With ``select=all``: the points of all lines together at most (each line cut to its share,
+2 at least)."""
+BEST_KEPT = 5
+"""The best trials (by the searcher metric) never left out of the default choice."""
+
+Select = Literal["default", "best", "worst", "all", "ids"]
 
 
 @router.get("/{experiment_id}/series", response_model=SeriesPublic)
@@ -65,18 +88,36 @@ async def get_series(
         int | None,
         Query(ge=0, le=MAX_BIGINT, description="A `cursor`: only the points stored since."),
     ] = None,
+    select: Annotated[
+        Select,
+        Query(
+            description="Which trials: `default` (the 5 best and the rest spread evenly), "
+            "`best` or `worst` (the `max_trials` best or worst by the searcher metric), `all` "
+            "(every trial; each line cut to its share of 200,000 points), `ids` (`trial_id`)."
+        ),
+    ] = "default",
+    trial_id: Annotated[
+        list[Annotated[int, Query(ge=1, le=MAX_BIGINT)]] | None,
+        Query(max_length=MAX_PICKED, description="With `select=ids`: the trials (100 at most)."),
+    ] = None,
 ) -> Response:
     """Learning curves of ``metric``: one line per trial, each cut to at most
     ``max_points`` by largest-triangle-three-buckets (first and last points kept).
 
-    At most ``max_trials`` trials: the best 5 by the searcher metric (``best: true``) and
-    the rest spread evenly over the trials that have such rows, by id; trials without a point
-    of ``metric`` are left out. ``x=epochs`` converts batches with the config's
-    ``records_per_epoch`` and each trial's ``global_batch_size`` (422 naming ``x`` when they
-    are missing). ``cursor`` is the largest metric row id read; ``after=<cursor>`` answers
-    only points stored since, for the trials chosen now (points cut the same way past
-    ``max_points``).
+    At most ``max_trials`` trials, chosen by ``select``: by default the best 5 by the searcher
+    metric and the rest spread evenly over the trials that have such rows, by id; trials
+    without a point of ``metric`` are left out. ``best: true`` marks the one best trial of the
+    experiment only. ``total_trials`` says how many trials have rows of ``kind``.
+    ``x=epochs`` converts batches with the config's ``records_per_epoch`` and each trial's
+    ``global_batch_size`` (422 naming ``x`` when they are missing). ``cursor`` is the largest
+    metric row id read; ``after=<cursor>`` answers only points stored since, for the trials
+    chosen now (points cut the same way past ``max_points``).
     """
+
+    if select == "ids" and not trial_id:
+        raise ApiError(422, "select=ids needs at least one trial_id", field="trial_id")
+    if trial_id and select != "ids":
+        raise ApiError(422, "trial_id is for select=ids only", field="trial_id")
 
     def read() -> bytes:
         with database.session() as session:
@@ -86,9 +127,29 @@ async def get_series(
                 experiment_id,
                 trained=kind == MetricKind.TRAINING,
                 smaller_is_better=experiment.smaller_is_better,
-                best=BEST_MARKED,
+                best=BEST_KEPT,
             )
-            chosen = choose_trials(best, candidates, max_trials)
+            top = best[0] if best else None
+            per_line = max_points
+            if select == "default":
+                chosen = choose_trials(best, candidates, max_trials)
+            elif select == "all":
+                chosen = dict.fromkeys(candidates[:MAX_ALL_TRIALS], False)
+                per_line = max(2, min(max_points, ALL_POINTS // max(1, len(chosen))))
+            elif select == "ids":
+                known = set(candidates)
+                chosen = {t: False for t in sorted(set(trial_id or [])) if t in known}
+            else:
+                ranked = trials_repo.ranked_trial_ids(
+                    session,
+                    experiment_id,
+                    best_first=(select == "best"),
+                    smaller_is_better=experiment.smaller_is_better,
+                    limit=max_trials,
+                )
+                chosen = {t: False for t in sorted(ranked)}
+            if top is not None and top in chosen:
+                chosen[top] = True
             scale: dict[int, float] = {}
             if x == "epochs":
                 hparams = trials_repo.trial_hparams(session, list(chosen))
@@ -96,12 +157,19 @@ async def get_series(
             lines = metrics_repo.series(session, list(chosen), kind, metric, after_row=after)
             cursor = metrics_repo.last_row_id(session, list(chosen), kind, after_row=after)
         head = json.dumps(
-            {"kind": kind.value, "metric": metric, "x": x, "cursor": cursor or after or 0},
+            {
+                "kind": kind.value,
+                "metric": metric,
+                "x": x,
+                "cursor": cursor or after or 0,
+                "select": select,
+                "total_trials": len(candidates),
+            },
             separators=(",", ":"),
         )
         parts = [
             f'{{"trial_id":{line.trial_id},"best":{"true" if chosen[line.trial_id] else "false"},'
-            f'"points":{_points(line.points, scale.get(line.trial_id), max_points)}}}'
+            f'"points":{_points(line.points, scale.get(line.trial_id), per_line)}}}'
             for line in lines
         ]
         return f'{head[:-1]},"trials":[{",".join(parts)}]}}'.encode()
@@ -112,17 +180,15 @@ async def get_series(
 def choose_trials(
     best: Sequence[int], candidates: Sequence[int], max_trials: int
 ) -> dict[int, bool]:
-    """The trials to draw, ``{trial id: best}`` in id order: the first
-    ``min(BEST_MARKED, max_trials)`` of ``best`` (trial ids, best first), then the other
+    """The trials to draw, ``{trial id: False}`` in id order (the caller marks the best): the
+    first ``min(BEST_KEPT, max_trials)`` of ``best`` (trial ids, best first), then the other
     ``candidates`` (ids in order) spread evenly, ``max_trials`` in all."""
-    top = set(best[: min(BEST_MARKED, max_trials)])
+    top = set(best[: min(BEST_KEPT, max_trials)])
     rest = [trial_id for trial_id in candidates if trial_id not in top]
     room = max_trials - len(top)
     if len(rest) > room:
         rest = [rest[(i * len(rest)) // room] for i in range(room)] if room > 0 else []
-    chosen = dict.fromkeys(top, True)
-    chosen.update(dict.fromkeys(rest, False))
-    return dict(sorted(chosen.items()))
+    return dict.fromkeys(sorted([*top, *rest]), False)
 
 
 def epochs_per_batch(
@@ -227,6 +293,168 @@ async def get_metric_names(
         return MetricNamesPublic(
             training=found[MetricKind.TRAINING.value],
             validation=found[MetricKind.VALIDATION.value],
+        )
+
+    return await anyio.to_thread.run_sync(read)
+
+
+async def get_importance_cache(request: Request) -> ImportanceCache:
+    """The app's :class:`ImportanceCache`, made on first use (on the event loop: no race)."""
+    cache = getattr(request.app.state, "importance_cache", None)
+    if not isinstance(cache, ImportanceCache):
+        cache = request.app.state.importance_cache = ImportanceCache()
+    return cache
+
+
+ImportanceCacheDep = Annotated[ImportanceCache, Depends(get_importance_cache)]
+
+
+def log_scaled(hyperparameters: object, prefix: str = "") -> frozenset[str]:
+    """The flattened names of the config's ``type: log`` hyperparameters."""
+    if not isinstance(hyperparameters, dict):
+        return frozenset()
+    found: set[str] = set()
+    for name, spec in hyperparameters.items():
+        if isinstance(spec, dict) and isinstance(spec.get("type"), str):
+            if spec["type"] == "log":
+                found.add(f"{prefix}{name}")
+        elif isinstance(spec, dict):
+            found |= log_scaled(spec, f"{prefix}{name}.")
+    return frozenset(found)
+
+
+@router.get("/{experiment_id}/importance", response_model=ImportancePublic)
+async def get_importance(
+    experiment_id: ExperimentId,
+    database: DatabaseDep,
+    cache: ChartCacheDep,
+    importance_cache: ImportanceCacheDep,
+) -> ImportancePublic:
+    """How much each hyperparameter decides the searcher metric: Optuna's PED-ANOVA over
+    the trials with a searcher-metric value (which hyperparameters' values differ most
+    between the best 10% and all of them), shares summing to 1. Computed in the background
+    and kept per experiment: ``ready`` is false until the first is computed (ask again),
+    ``current`` false while the one answered is of older values (computed again when the
+    trials' values change, at most every 10 s; ``trials`` says how many it used). 503 when
+    the master has no Optuna (``pip install 'pedl[bayes]'``)."""
+
+    def read() -> ImportancePublic:
+        with database.session() as session:
+            experiment = experiments_repo.get_experiment(session, experiment_id)
+            rows = trials_repo.trial_rows(session, experiment_id)
+            ids = [row[0] for row in rows]
+
+            def read_after(last_id: int) -> list[tuple[int, dict[str, Any]]]:
+                added = trials_repo.trial_hparams_after(session, experiment_id, last_id)
+                return [row for row in added if ids and row[0] <= ids[-1]]
+
+            key_of = (experiment_id, experiment.created_at)
+            columns = dict(cache.hparam_columns(key_of, ids, read_after).columns)
+            smaller = experiment.smaller_is_better
+            logs = log_scaled(experiment.config.get("hyperparameters"))
+            metric = experiment.searcher_metric
+        values = [row[2] for row in rows]
+
+        def compute() -> Importance:
+            return compute_importance(columns, values, smaller_is_better=smaller, log_scale=logs)
+
+        try:
+            found, current = importance_cache.get(key_of, (len(ids), hash(tuple(values))), compute)
+        except ImportanceUnavailableError as err:
+            raise ApiError(503, str(err)) from err
+        return ImportancePublic(
+            metric=metric,
+            method=METHOD,
+            ready=found is not None,
+            current=current,
+            trials=found.trials if found else 0,
+            importances=[
+                HparamImportancePublic(name=name, importance=value)
+                for name, value in (found.importances if found else [])
+            ],
+        )
+
+    return await anyio.to_thread.run_sync(read)
+
+
+def _seconds(moment: datetime, start: datetime) -> float:
+    return round((moment - start).total_seconds(), 3)
+
+
+@router.get("/{experiment_id}/history", response_model=HistoryPublic)
+async def get_history(experiment_id: ExperimentId, database: DatabaseDep) -> HistoryPublic:
+    """The optimization history: each trial with a searcher-metric value, in the order the
+    trials ended (running ones last, at the time of the answer), with its best value and
+    the best of it and every earlier one."""
+
+    def read() -> HistoryPublic:
+        with database.session() as session:
+            experiment = experiments_repo.get_experiment(session, experiment_id)
+            rows = search_history.trial_outcomes(session, experiment_id)
+        now = datetime.now(UTC)
+        start = experiment.created_at
+        entries = sorted(
+            (
+                (_seconds(row.ended_at or now, start), row.ended_at is not None, row)
+                for row in rows
+                if row.best_validation is not None and math.isfinite(row.best_validation)
+            ),
+            key=lambda entry: (not entry[1], entry[0], entry[2].trial_id),
+        )
+        smaller = experiment.smaller_is_better
+        best_so_far: list[float] = []
+        for _, _, row in entries:
+            value = float(row.best_validation or 0.0)
+            if best_so_far:
+                previous = best_so_far[-1]
+                value = min(previous, value) if smaller else max(previous, value)
+            best_so_far.append(value)
+        return HistoryPublic(
+            metric=experiment.searcher_metric,
+            smaller_is_better=smaller,
+            started_at=start,
+            trial_ids=[entry[2].trial_id for entry in entries],
+            times=[entry[0] for entry in entries],
+            ended=[entry[1] for entry in entries],
+            values=[float(entry[2].best_validation or 0.0) for entry in entries],
+            best_so_far=best_so_far,
+        )
+
+    return await anyio.to_thread.run_sync(read)
+
+
+@router.get("/{experiment_id}/timeline", response_model=TimelinePublic)
+async def get_timeline(experiment_id: ExperimentId, database: DatabaseDep) -> TimelinePublic:
+    """When each attempt of each trial ran, from the master's lines in the trials' logs
+    (``starting the trial process``, ``the trial process exited``), placed on slots numbered
+    in start order so that attempts running at once never share one."""
+
+    def read() -> TimelinePublic:
+        with database.session() as session:
+            experiment = experiments_repo.get_experiment(session, experiment_id)
+            spans = search_history.attempt_spans(session, experiment_id)
+            states = {
+                row.trial_id: row.state
+                for row in search_history.trial_outcomes(session, experiment_id)
+            }
+        start = experiment.created_at
+        now = datetime.now(UTC)
+        resources = experiment.config.get("resources")
+        width = resources.get("slots_per_trial") if isinstance(resources, dict) else None
+        width = width if isinstance(width, int) and width >= 1 else 1
+        starts = [_seconds(span.started_at, start) for span in spans]
+        ends = [None if span.ended_at is None else _seconds(span.ended_at, start) for span in spans]
+        slot = assign_slots([Span(s, e) for s, e in zip(starts, ends, strict=True)], width)
+        return TimelinePublic(
+            started_at=start,
+            now=_seconds(now, start),
+            slots=max(slot, default=-width) + width,
+            slots_per_trial=width,
+            trial_ids=[span.trial_id for span in spans],
+            states=[states[span.trial_id] for span in spans],
+            starts=starts,
+            ends=ends,
+            slot=slot,
         )
 
     return await anyio.to_thread.run_sync(read)
