@@ -307,6 +307,27 @@ def series_candidates(
     return list(session.scalars(ranked).all()), list(session.scalars(candidates).all())
 
 
+def ranked_trial_ids(
+    session: Session,
+    experiment_id: int,
+    *,
+    best_first: bool,
+    smaller_is_better: bool,
+    limit: int,
+) -> list[int]:
+    """The ids of the experiment's ``limit`` best (``best_first``) or worst trials by their
+    searcher-metric value (trials without one left out; ties by id)."""
+    value = _trials.c.best_validation
+    ascending = smaller_is_better == best_first
+    query = (
+        select(_trials.c.id)
+        .where(_trials.c.experiment_id == experiment_id, value.is_not(None))
+        .order_by(value.asc() if ascending else value.desc(), _trials.c.id)
+        .limit(limit)
+    )
+    return list(session.scalars(query).all())
+
+
 def trial_hparams_after(
     session: Session, experiment_id: int, after_id: int = 0
 ) -> list[tuple[int, dict[str, Any]]]:
