@@ -226,6 +226,34 @@ export interface TensorBoard {
   error: string | null;
 }
 
+/** A model of the registry (`/models`). */
+export interface Model {
+  id: number;
+  name: string;
+  description: string;
+  notes: string;
+  labels: string[];
+  metadata: Record<string, unknown>;
+  owner: string;
+  archived: boolean;
+  created_at: string;
+  updated_at: string;
+  num_versions: number;
+}
+
+/** Version `version` of a model: one registered checkpoint. */
+export interface ModelVersion {
+  id: number;
+  model_id: number;
+  model_name: string;
+  version: number;
+  checkpoint: Checkpoint;
+  name: string | null;
+  comment: string;
+  owner: string;
+  created_at: string;
+}
+
 export interface Cluster {
   slots_total: number;
   slots_used: number;
@@ -423,6 +451,15 @@ export const api = {
   trialCheckpoints: (id: number, q: { limit: number; offset: number }, signal?: AbortSignal) =>
     get<Page<Checkpoint>>(`/trials/${id}/checkpoints`, q, signal),
   cluster: (signal?: AbortSignal) => get<Cluster>("/cluster", undefined, signal),
+  models: (q: { limit: number; offset: number }, signal?: AbortSignal) => get<Page<Model>>("/models", q, signal),
+  model: (name: string, signal?: AbortSignal) => get<Model>(`/models/${encodeURIComponent(name)}`, undefined, signal),
+  modelVersions: (name: string, signal?: AbortSignal) =>
+    get<ModelVersion[]>(`/models/${encodeURIComponent(name)}/versions`, undefined, signal),
+  createModel: (name: string) => request<Model>("POST", "/models", undefined, { name }),
+  registerVersion: (name: string, checkpointUuid: string) =>
+    request<ModelVersion>("POST", `/models/${encodeURIComponent(name)}/versions`, undefined, {
+      checkpoint_uuid: checkpointUuid,
+    }),
   startTensorBoard: (experimentIds: number[]) =>
     request<TensorBoard>("POST", "/tensorboards", undefined, { experiment_ids: experimentIds }),
   tensorBoard: (id: string, signal?: AbortSignal) =>

@@ -8,6 +8,7 @@ import { h } from "./dom";
 import { ClusterPage } from "./pages/cluster";
 import { ExperimentListPage } from "./pages/experiment-list";
 import { ExperimentPage } from "./pages/experiment";
+import { ModelPage, ModelsPage } from "./pages/models";
 import { NotFoundPage } from "./pages/not-found";
 import { signInForm } from "./pages/sign-in";
 import { TrialPage } from "./pages/trial";
@@ -30,10 +31,17 @@ const routes: RouteDef[] = [
     create: (m, route) => new TrialPage(Number(m[1]), route),
   },
   { pattern: /^\/cluster\/?$/, key: () => "cluster", create: () => new ClusterPage() },
+  { pattern: /^\/models\/?$/, key: () => "models", create: () => new ModelsPage() },
+  {
+    pattern: /^\/models\/([^/]+)\/?$/,
+    key: (m) => `model:${m[1]}`,
+    create: (m) => new ModelPage(decodeURIComponent(m[1] ?? "")),
+  },
 ];
 
 const nav = [
   { label: "Experiments", href: "#/experiments", section: /^\/(experiments|trials|$)/ },
+  { label: "Models", href: "#/models", section: /^\/models/ },
   { label: "Cluster", href: "#/cluster", section: /^\/cluster/ },
 ];
 

@@ -1,6 +1,7 @@
-// The checkpoints table of the experiment and trial pages: metric, size, state, download.
+// The checkpoints table of the experiment and trial pages: metric, size, state, download, and
+// registering a checkpoint as a model version.
 
-import { type Checkpoint, checkpointArchiveUrl, downloadCheckpoint, metricNumber } from "../api";
+import { ApiError, type Checkpoint, api, checkpointArchiveUrl, downloadCheckpoint, metricNumber } from "../api";
 import { errorMessage, toast } from "../components/notice";
 import { stateBadge } from "../components/state-badge";
 import { type Column, dataTable } from "../components/table";
@@ -58,6 +59,10 @@ export function checkpointTable(
             )
           : h("span", { class: "muted" }, "—"),
     },
+    {
+      label: "Register",
+      cell: (c) => (c.state === "COMPLETED" ? registerControl(c) : h("span", { class: "muted" }, "—")),
+    },
   ];
   return dataTable(checkpoints, {
     caption: "Checkpoints",
@@ -67,4 +72,62 @@ export function checkpointTable(
     rowKey: (c) => c.uuid,
     empty: "No checkpoints yet.",
   });
+}
+
+/** "Register": a button that opens a model-name field; the checkpoint becomes that model's next
+ * version (the model is created first when no model has that name). */
+function registerControl(c: Checkpoint): HTMLElement {
+  const host = h("span", { class: "register" });
+  const open = h(
+    "button",
+    {
+      type: "button",
+      class: "link-button",
+      "aria-label": `Register checkpoint ${c.uuid} as a model version`,
+      onclick: () => host.replaceChildren(form),
+    },
+    "Register",
+  );
+  const input = h("input", {
+    type: "text",
+    name: "model",
+    placeholder: "Model name",
+    maxlength: 255,
+    required: true,
+    "aria-label": "Model name",
+  }) as HTMLInputElement;
+  const form = h(
+    "form",
+    {
+      class: "inline-form",
+      onsubmit: (event: Event) => {
+        event.preventDefault();
+        const name = input.value.trim();
+        if (!name) return;
+        register(name, c.uuid).then(
+          (version) => {
+            toast(`Registered as ${version.model_name} version ${version.version}`);
+            host.replaceChildren(
+              h("a", { href: href(`/models/${encodeURIComponent(name)}`) }, `${name} v${version.version}`),
+            );
+          },
+          (err: unknown) => toast(errorMessage(err), "error"),
+        );
+      },
+    },
+    input,
+    h("button", { type: "submit" }, "OK"),
+  );
+  host.replaceChildren(open);
+  return host;
+}
+
+async function register(name: string, uuid: string) {
+  try {
+    await api.model(name);
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 404)) throw err;
+    await api.createModel(name);
+  }
+  return api.registerVersion(name, uuid);
 }
