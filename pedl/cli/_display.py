@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from pedl.config import flatten_hparams
+from pedl.engine import state_with_outcome
 from pedl.local import ExperimentSummary, LocalTrial
 
 SIGNIFICANT_DIGITS = 4
@@ -115,7 +116,7 @@ def summary_table(summary: ExperimentSummary) -> Table:
         mark = " *" if best is not None and t.trial_id == best.trial_id else ""
         table.add_row(
             f"{t.trial_id}{mark}",
-            t.state,
+            state_with_outcome(t.state, t.outcome),
             hparams_text(t.hparams),
             format_number(t.best_metric),
             t.best_checkpoint_location or "-",

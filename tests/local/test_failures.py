@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from pedl.cli import cli
+from pedl.cli._display import summary_table
 from pedl.engine import ExperimentState, TrialOutcome, TrialState
 from pedl.local import LocalExperiment
 from tests.failure_cases import (
@@ -113,6 +115,11 @@ def test_invalid_hp_is_replaced_in_a_random_search(place: str, tmp_path: Path) -
     assert all(t.hparams["units"] != INVALID_UNITS for t in valid)
     assert all(t.hparams["units"] == INVALID_UNITS for t in invalid)
     assert all(t.state == TrialState.COMPLETED and t.error for t in invalid)
+    # The summary table does not read it as a plain COMPLETED.
+    console = Console(width=200, record=True)
+    console.print(summary_table(summary))
+    text = console.export_text()
+    assert text.count("COMPLETED (invalid hyperparameters)") == len(invalid) > 0, text
     exp.close()
 
 
