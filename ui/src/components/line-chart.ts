@@ -7,6 +7,7 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { h } from "../dom";
+import { uplotAxis } from "../theme";
 import { formatNumber } from "../format";
 import { withAlpha } from "../palette";
 
@@ -38,7 +39,6 @@ export interface LineChartOptions {
   legend?: boolean;
 }
 
-const AXIS = { stroke: "#5b6474", grid: { stroke: "#e8ebf0", width: 1 }, ticks: { stroke: "#d5dae1", width: 1 } };
 const HOVER_RADIUS_PX = 28;
 
 /** Tick labels; uPlot passes null for ticks it draws without a label (log scales). */
@@ -180,8 +180,8 @@ export class LineChart {
       },
       scales: { x: { time: false } },
       axes: [
-        { ...AXIS, label: this.options.xLabel, values: axisValues, labelSize: 22 },
-        { ...AXIS, label: this.options.yLabel, values: axisValues, size: 64, labelSize: 22 },
+        { ...uplotAxis(), label: this.options.xLabel, values: axisValues, labelSize: 22 },
+        { ...uplotAxis(), label: this.options.yLabel, values: axisValues, size: 64, labelSize: 22 },
       ],
       series: [
         { label: this.options.xLabel },

@@ -5,6 +5,7 @@
 // a click opens the trial.
 
 import { h } from "../dom";
+import { chartTheme } from "../theme";
 import { formatNumber, formatValue } from "../format";
 import { BEST_COLOR, sequentialColor, sequentialRgb } from "../palette";
 import type { Axis } from "./hp-axis";
@@ -20,7 +21,6 @@ export interface ParallelData {
 
 const PAD = { left: 56, right: 84, top: 46, bottom: 22 };
 const FONT = "12px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
-const TEXT = "#3a4250";
 const HOVER_PX = 6;
 const GREY: [number, number, number] = [150, 158, 172];
 /** Above this many trials the lines are thinner, fainter and drawn by colour bucket. */
@@ -205,24 +205,25 @@ export class ParallelCoordinates {
 
   private drawAxes(ctx: CanvasRenderingContext2D, axes: readonly Axis[], plotH: number): void {
     ctx.font = FONT;
+    const theme = chartTheme();
     const spacing = axes.length > 1 ? (this.xs[1] as number) - (this.xs[0] as number) : this.width;
     axes.forEach((axis, k) => {
       const x = this.xs[k] as number;
-      ctx.strokeStyle = "#6b7586";
+      ctx.strokeStyle = theme.line;
       ctx.lineWidth = 1;
       ctx.beginPath();
       ctx.moveTo(x, PAD.top);
       ctx.lineTo(x, PAD.top + plotH);
       ctx.stroke();
       // Title above the axis, cut to the room between axes.
-      ctx.fillStyle = TEXT;
+      ctx.fillStyle = theme.text;
       ctx.textAlign = "center";
       ctx.textBaseline = "bottom";
       ctx.font = `600 ${FONT}`;
       const isMetric = k === axes.length - 1;
       ctx.fillText(fit(ctx, axis.name, Math.max(60, spacing - 8)), x, PAD.top - 20);
       ctx.font = FONT;
-      ctx.fillStyle = "#6b7586";
+      ctx.fillStyle = theme.line;
       ctx.fillText(isMetric ? "metric" : axis.kind === "log" ? "log scale" : "", x, PAD.top - 6);
       // Ticks.
       ctx.textAlign = "left";
@@ -234,13 +235,13 @@ export class ParallelCoordinates {
         ctx.lineTo(x + 3, y);
         ctx.stroke();
         ctx.lineWidth = 3;
-        ctx.strokeStyle = "rgba(255, 255, 255, 0.85)";
+        ctx.strokeStyle = theme.halo;
         const text = fit(ctx, label, Math.max(40, spacing - 16));
         ctx.strokeText(text, x + 6, y);
-        ctx.fillStyle = TEXT;
+        ctx.fillStyle = theme.text;
         ctx.fillText(text, x + 6, y);
         ctx.lineWidth = 1;
-        ctx.strokeStyle = "#6b7586";
+        ctx.strokeStyle = theme.line;
       }
     });
   }

@@ -10,6 +10,7 @@
 
 import uPlot from "uplot";
 import { h } from "../dom";
+import { uplotAxis } from "../theme";
 import { formatNumber, formatValue } from "../format";
 import { BEST_COLOR, withAlpha } from "../palette";
 import type { Axis } from "./hp-axis";
@@ -25,7 +26,6 @@ export interface ScatterData {
 }
 
 const OTHER_COLOR = "#4e79a7";
-const AXIS = { stroke: "#5b6474", grid: { stroke: "#eef0f3", width: 1 }, ticks: { stroke: "#d5dae1", width: 1 } };
 const MAX_JITTERED_INTEGERS = 20;
 const HOVER_PX = 14;
 
@@ -125,7 +125,7 @@ export class HpScatter {
 
     this.plot?.destroy();
     const xAxis: uPlot.Axis = {
-      ...AXIS,
+      ...uplotAxis(),
       label: axis.name,
       labelSize: 20,
       values: (u, splits) =>
@@ -148,7 +148,7 @@ export class HpScatter {
                 ? { time: false, distr: 3, log: 10 }
                 : { time: false },
         },
-        axes: [xAxis, { ...AXIS, label: data.metricName, labelSize: 20, size: 56, values: axisValues }],
+        axes: [xAxis, { ...uplotAxis(), label: data.metricName, labelSize: 20, size: 56, values: axisValues }],
         series: [{}, { label: data.metricName, paths: () => null, points: { show: false } }],
         hooks: { draw: [(u) => this.drawDots(u)], setCursor: [(u) => this.hover(u)] },
       },

@@ -19,6 +19,7 @@ import { OverviewTab } from "./experiment-overview";
 import { TrialsTab } from "./experiment-trials";
 import { VisualizationTab } from "./experiment-visualization";
 import { ExperimentNotes } from "./labels";
+import { isNotFound, notFoundContent } from "./not-found";
 
 const TABS = [
   { id: "overview", label: "Overview" },
@@ -86,6 +87,7 @@ export class ExperimentPage implements Page {
   private deleteButton: HTMLButtonElement | null = null;
   private tensorBoardButton: HTMLButtonElement | null = null;
   private readonly controller = new AbortController();
+  private gone = false;
   private readonly poller = new Poller(() => this.refresh(), POLL_MS);
   private headParts: {
     title: HTMLElement;
@@ -127,6 +129,7 @@ export class ExperimentPage implements Page {
   }
 
   update(route: Route): void {
+    if (this.gone) return;
     const id = tabOf(route);
     if (this.tab?.id === id) {
       this.tab.view.update(route.query);
@@ -184,6 +187,16 @@ export class ExperimentPage implements Page {
       return this.context.live;
     } catch (err) {
       if (this.controller.signal.aborted) return false;
+      if (isNotFound(err)) {
+        // Deleted, or a wrong address: a not-found page, not an error above empty tabs.
+        this.dispose();
+        this.tab = null;
+        this.gone = true;
+        this.el.replaceChildren(
+          ...notFoundContent(`There is no experiment ${this.id}: it was deleted, or the address is wrong.`),
+        );
+        return false;
+      }
       this.message.replaceChildren(notice(`Could not load experiment ${this.id}: ${errorMessage(err)}`));
       if (!this.context.experiment) this.head.replaceChildren();
       return true;

@@ -23,6 +23,7 @@ import { flattenHparams } from "../hparams";
 import { Poller } from "../poll";
 import { type Page, type Route, href } from "../router";
 import { checkpointTable } from "./checkpoint-table";
+import { isNotFound, notFoundContent } from "./not-found";
 import { TrialLogs } from "./trial-logs";
 import { TrialMetrics } from "./trial-metrics";
 import { TrialSystemMetrics } from "./trial-system";
@@ -121,6 +122,7 @@ export class TrialPage implements Page {
   }
 
   update(route: Route): void {
+    if (this.controller.signal.aborted) return; // not found: nothing more to show
     const tab = tabOf(route.query);
     this.metrics.choose(route.query.getAll("metric"));
     this.logs.setQuery(route.query.get("q") ?? "");
@@ -147,8 +149,16 @@ export class TrialPage implements Page {
     try {
       this.show(await api.trial(this.id, signal));
     } catch (err) {
-      if (!signal.aborted)
-        this.message.replaceChildren(notice(`Could not load trial ${this.id}: ${errorMessage(err)}`));
+      if (signal.aborted) return;
+      if (isNotFound(err)) {
+        // Deleted with its experiment, or a wrong address: a not-found page, not empty cards.
+        this.dispose();
+        this.el.replaceChildren(
+          ...notFoundContent(`There is no trial ${this.id}: it was deleted, or the address is wrong.`),
+        );
+        return;
+      }
+      this.message.replaceChildren(notice(`Could not load trial ${this.id}: ${errorMessage(err)}`));
       return;
     }
     const trial = this.trial as Trial;
