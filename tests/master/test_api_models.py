@@ -8,9 +8,11 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import delete
+from sqlalchemy.exc import IntegrityError
 
 from pedl.engine import ExperimentState, TrialState
-from pedl.master.db import Database
+from pedl.master.db import Checkpoint, Database, SQLExperimentStore
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import trials as trials_repo
 
@@ -173,3 +175,22 @@ def test_checkpoint_metadata_changes(
     ) as bob:
         assert _error(bob.patch(url, json={"add": {"x": 1}}), 403)
         assert _error(bob.delete(f"/checkpoints/{ckpt}"), 403)
+
+
+def test_retention_never_sees_or_claims_a_registered_checkpoint(
+    client: httpx.Client, database: Database
+) -> None:
+    experiment = create_experiment(client)
+    trial = create_trial(database, experiment["id"])
+    kept, doomed, latest = (_checkpoint(client, trial, b) for b in (10, 20, 30))
+    client.post("/models", json={"name": "keep"})
+    assert client.post("/models/keep/versions", json={"checkpoint_uuid": kept}).status_code == 201
+    store = SQLExperimentStore(database)
+    loaded = {c.storage_id for c in store.load(experiment["id"]).checkpoints}
+    assert loaded == {doomed, latest}  # what the retention rules rank
+    assert store.claim_checkpoints_for_deletion([kept, doomed]) == [doomed]
+    states = {u: client.get(f"/checkpoints/{u}").json()["state"] for u in (kept, doomed)}
+    assert states == {kept: "COMPLETED", doomed: "DELETED"}
+    # Its row cannot go while a version holds it, whatever path tries.
+    with pytest.raises(IntegrityError), database.session(write=True) as session:
+        session.execute(delete(Checkpoint).where(Checkpoint.uuid == kept))
