@@ -78,6 +78,7 @@ def test_tensorboard_requests_refused_with_reasons(master: MasterProcess) -> Non
         ({"experiment_ids": [999999]}, 404, "experiment_ids[0]"),
         ({"trial_ids": [999999]}, 404, "trial_ids[0]"),
         ({"trial_ids": list(range(1, 102))}, 422, "trial_ids"),
+        ({"experiment_ids": list(range(1, 102))}, 422, "experiment_ids"),
         ({"trial_ids": [0]}, 422, "body.trial_ids[0]"),
         ({"bogus": [1]}, 422, "bogus"),
     ]
