@@ -28,7 +28,6 @@ from pedl.core._distributed import DistributedContext
 from pedl.core._preempt import PreemptContext
 from pedl.core._searcher import SearcherContext
 from pedl.core._train import TrainContext
-from pedl.engine import MetricKind
 
 LINK_ENV = "PEDL_CORE_LINK"
 """The variable naming the link's socket."""
@@ -71,16 +70,6 @@ class Link:
         return value
 
 
-class _Writer:
-    def __init__(self, link: Link) -> None:
-        self._link = link
-
-    def write_metrics(
-        self, kind: MetricKind, total_batches: int, metrics: Mapping[str, float]
-    ) -> None:
-        self._link.call("report", MetricKind(kind).value, total_batches, dict(metrics))
-
-
 class _Session:
     def __init__(self, link: Link) -> None:
         self._link = link
@@ -111,16 +100,28 @@ class _Forwarding:
 
 
 class _Train(_Forwarding, TrainContext):
+    """Reports go to the trial process's Core API context as they are (0.38 allows metrics
+    that are not numbers; that context records the numbers), the chief's only."""
+
     _part = "train"
 
-    def __init__(self, link: Link, *, is_chief: bool) -> None:
-        super().__init__(_Writer(link), is_chief=is_chief)
+    def __init__(self, link: Link, *, is_chief: bool) -> None:  # no writer of its own
         self._link = link
+        self._is_chief = is_chief
 
     def report_training_metrics(
         self, steps_completed: int, metrics: Mapping[str, Any], batch_metrics: Any = None
     ) -> None:
-        super().report_training_metrics(steps_completed, metrics)
+        if self._is_chief:
+            self._link.call(
+                "train", "report_training_metrics", (steps_completed, dict(metrics)), {}
+            )
+
+    def report_validation_metrics(self, steps_completed: int, metrics: Mapping[str, Any]) -> None:
+        if self._is_chief:
+            self._link.call(
+                "train", "report_validation_metrics", (steps_completed, dict(metrics)), {}
+            )
 
 
 class _Checkpoint(_Forwarding, CheckpointContext):

@@ -25,7 +25,6 @@ from multiprocessing.connection import Client, Connection, Listener
 from typing import TYPE_CHECKING, Any
 
 from pedl import core
-from pedl.engine import MetricKind
 
 if TYPE_CHECKING:
     from pedl.script._core_api import CoreApiRun
@@ -34,6 +33,8 @@ logger = logging.getLogger("pedl.script")
 
 _TRAIN_CALLS = frozenset(
     {
+        "report_training_metrics",
+        "report_validation_metrics",
         "report_progress",
         "report_early_exit",
         "set_status",
@@ -62,7 +63,6 @@ class CoreLink:
         self._closed = threading.Event()
         self._handlers: dict[str, Callable[..., Any]] = {
             "info": self._info,
-            "report": lambda kind, steps, metrics: run.report(MetricKind(kind), steps, metrics),
             "train": lambda name, args, kwargs: self._part("train", _TRAIN_CALLS, name)(
                 *args, **kwargs
             ),
