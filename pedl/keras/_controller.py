@@ -513,6 +513,9 @@ class TFKerasTrialController:
                     f"checkpoint {storage_id} has format {metadata.get('format')!r}; this "
                     f"version of PEDL reads {CHECKPOINT_FORMAT!r}"
                 )
+            mismatch = _keras.mode_mismatch(metadata.get("keras_version"))
+            if mismatch is not None:
+                raise TrialError(f"checkpoint {storage_id}: {mismatch}")
             state_dir = path / _STATE_DIR
             _state.restore_variables(_state.model_variables(self.model), state_dir)
             _state.restore_rng(state_dir)
@@ -540,6 +543,9 @@ class TFKerasTrialController:
                     f"the warm-start checkpoint {storage_id} has format "
                     f"{metadata.get('format')!r}; this version of PEDL reads {CHECKPOINT_FORMAT!r}"
                 )
+            mismatch = _keras.mode_mismatch(metadata.get("keras_version"))
+            if mismatch is not None:
+                raise TrialError(f"the warm-start checkpoint {storage_id}: {mismatch}")
             _state.restore_weights(self.model.weights, path / _STATE_DIR)
         logger.info("warm start: weights from checkpoint %s", storage_id)
 

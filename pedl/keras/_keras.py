@@ -93,9 +93,32 @@ def set_random_seed(seed: int) -> None:
     then draw from ``tf.random.Generator`` state (see :func:`seed_generator_states`), which a
     checkpoint can hold, rather than from TensorFlow's legacy stateful random ops, which it
     cannot."""
+    use_checkpointable_rng()
+    keras.utils.set_random_seed(seed)
+
+
+def use_checkpointable_rng() -> None:
+    """In Keras 2 mode, make random layers built from now on draw from ``tf.random.Generator``
+    state (see :func:`set_random_seed`); nothing on Keras 3, whose layers always do."""
     if LEGACY:
         keras.backend.experimental.enable_tf_random_generator()
-    keras.utils.set_random_seed(seed)
+
+
+def mode_mismatch(keras_version: Any) -> str | None:
+    """Why a checkpoint written with ``keras_version`` (its metadata's) cannot be restored in
+    this process's Keras, or None when the Keras versions match."""
+    written_legacy = "Keras 2" in str(keras_version or "")
+    if written_legacy == LEGACY:
+        return None
+    if written_legacy:
+        return (
+            "the checkpoint was written in Keras 2 mode (TF_USE_LEGACY_KERAS=1) and this "
+            "process runs Keras 3: set TF_USE_LEGACY_KERAS=1 to restore it"
+        )
+    return (
+        "the checkpoint was written on Keras 3 and this process runs Keras 2 "
+        "(TF_USE_LEGACY_KERAS=1): unset TF_USE_LEGACY_KERAS to restore it"
+    )
 
 
 def seed_generator_states(model: Any) -> list[Any]:
@@ -153,9 +176,11 @@ __all__ = [
     "keras",
     "legacy_keras",
     "map_structure",
+    "mode_mismatch",
     "optimizer_variables",
     "seed_generator_states",
     "set_random_seed",
+    "use_checkpointable_rng",
     "variable_path",
     "variable_value",
 ]

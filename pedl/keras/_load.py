@@ -35,7 +35,7 @@ from pedl.keras._build import build_variables
 from pedl.keras._context import TFKerasTrialContext
 from pedl.keras._controller import CHECKPOINT_FORMAT
 from pedl.keras._data import make_validation_input
-from pedl.keras._keras import keras
+from pedl.keras._keras import keras, mode_mismatch, use_checkpointable_rng
 
 if TYPE_CHECKING:
     from pedl.keras._trial import TFKerasTrial
@@ -70,6 +70,10 @@ def load_model_from_checkpoint_path(
     metadata = _read_json(checkpoint / core.METADATA_FILE)
     load_data = _read_json(checkpoint / _LOAD_DATA)
     if metadata.get("format") == CHECKPOINT_FORMAT:
+        mismatch = mode_mismatch(metadata.get("keras_version"))
+        if mismatch is not None:
+            raise CheckpointFormatError(f"{checkpoint}: {mismatch}")
+        use_checkpointable_rng()
         model = _rebuild(checkpoint, metadata)
         _state.restore_variables(_state.model_variables(model), checkpoint / _STATE_DIR)
         return model

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,8 @@ from pedl.keras import _keras
 from pedl.keras._keras import LEGACY
 
 from .harness import BASE_CONFIG, Run, make_run, train
+
+ROOT = Path(__file__).parents[2]
 
 MODEL = """
 import numpy as np
@@ -69,6 +74,7 @@ class Keras2Trial(TFKerasTrial):
 def keras2_model(tmp_path: Path, api: str, **kwargs: Any) -> tuple[Run, Any]:
     run = make_run(tmp_path, **kwargs)
     (tmp_path / "code" / "model.py").write_text(MODEL.format(api=api))
+    (tmp_path / "code" / "__init__.py").write_text("from .model import Keras2Trial\n")
     return run, tmp_path / "code"
 
 
@@ -135,6 +141,29 @@ def test_keras2_trial_trains_and_resumes_bitwise_exactly(tmp_path: Path) -> None
         np.testing.assert_array_equal(a, b)
     assert first.recorder.metrics == baseline.recorder.metrics
 
+    # The checkpoint loads in a fresh Keras 2 process, with the trained weights.
+    path = second.storage.path_of(second.recorder.checkpoints[-1][0])
+    load = (
+        "import sys, numpy as np\n"
+        "from pedl.keras import load_model_from_checkpoint_path\n"
+        "model = load_model_from_checkpoint_path(sys.argv[1])\n"
+        "total = float(sum(np.sum(w) for w in model.get_weights()))\n"
+        "print(type(model).__module__.split('.')[0], total)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", load, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    module, total = done.stdout.split()[-2:]
+    assert module == "tf_keras"
+    expected_total = float(sum(np.sum(w) for w in expected))
+    assert abs(float(total) - expected_total) < 1e-3, (total, expected_total)
+
 
 @pytest.mark.keras2
 @pytest.mark.skipif(not LEGACY, reason="Keras 2 mode (TF_USE_LEGACY_KERAS=1) only")
@@ -149,6 +178,17 @@ def test_the_trial_log_says_a_determined_image_turned_keras2_on(
     caplog.set_level(logging.INFO, logger="pedl.keras")
     train(SmallTrial, make_run(tmp_path, overrides=("searcher.max_length.batches=2",)))
     assert f"Keras 2 mode (TF_USE_LEGACY_KERAS=1): environment.image {image}" in caplog.text
+
+
+def test_a_checkpoint_of_the_other_keras_is_refused_naming_the_switch(tmp_path: Path) -> None:
+    from pedl.keras import CheckpointFormatError, load_model_from_checkpoint_path
+
+    other = "3.15.1" if LEGACY else "2.21.0 (Keras 2, tf-keras)"
+    (tmp_path / "metadata.json").write_text(
+        json.dumps({"format": "pedl.keras/1", "keras_version": other})
+    )
+    with pytest.raises(CheckpointFormatError, match="TF_USE_LEGACY_KERAS"):
+        load_model_from_checkpoint_path(tmp_path)
 
 
 def test_a_determined_tensorflow_image_puts_a_trial_class_in_keras2_mode() -> None:
