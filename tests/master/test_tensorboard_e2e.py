@@ -21,6 +21,8 @@ from click.testing import CliRunner
 from pedl.cli import cli
 from tests.master.e2e import MasterProcess, create_experiment, trials, wait_for
 
+pytestmark = pytest.mark.slow
+
 MODEL_DIR = Path(__file__).parent / "tensorboard_model"
 CONFIG = """
 name: tensorboard

@@ -66,6 +66,7 @@ def test_event_file_round_trip(tmp_path: Path) -> None:
     assert got == [(1, "PEDL/loss", 0.5), (3, "PEDL/loss", 0.25), (3, "PEDL/val_acc", 0.9)]
 
 
+@pytest.mark.slow
 def test_manager_limits_reuse_and_stop(tmp_path: Path) -> None:
     database = Database(f"sqlite:///{tmp_path / 'pedl.db'}")
     database.upgrade()
