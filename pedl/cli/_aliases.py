@@ -12,6 +12,7 @@ ALIASES: dict[str, str] = {
     "e": "experiment",
     "t": "trial",
     "c": "checkpoint",
+    "m": "model",
     "u": "user",
     "a": "agent",
     "s": "slot",

@@ -57,9 +57,12 @@ def version_table(versions: list[ModelVersion]) -> Table:
     return table
 
 
-@click.group("model", cls=AliasGroup)
-def model() -> None:
-    """Name trained checkpoints in the model registry."""
+@click.group("model", cls=AliasGroup, invoke_without_command=True)
+@click.pass_context
+def model(ctx: click.Context) -> None:
+    """Name trained checkpoints in the model registry (alone: list the models)."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_models)
 
 
 @model.command("create")
@@ -81,8 +84,8 @@ def create(name: str, description: str, labels: tuple[str, ...], as_json: bool) 
 @model.command("list")
 @click.option(
     "--sort-by",
-    type=click.Choice([s.name.lower() for s in ModelSortBy]),
-    default="name",
+    type=click.Choice(["name", "description", "creation_time", "last_updated_time", "id"]),
+    default="last_updated_time",
     show_default=True,
 )
 @click.option("--order-by", type=click.Choice(["asc", "desc"]), default="asc", show_default=True)
@@ -101,11 +104,14 @@ def list_models(sort_by: str, order_by: str, as_json: bool) -> None:
 
 @model.command("describe")
 @MODEL_NAME
+@click.option(
+    "--version", "number", type=int, default=-1, show_default=True, help="-1: the latest."
+)
 @json_option
-def describe(name: str, as_json: bool) -> None:
-    """Show a model (by name or id) and its latest version."""
+def describe(name: str, number: int, as_json: bool) -> None:
+    """Show a model (by name or id) and one version (default: the latest)."""
     found = current_client().get_model(name)
-    latest = found.get_version()
+    latest = found.get_version(number)
     if as_json:
         print_json({**found.to_json(), "latest_version": latest and latest.to_json()})
         return
@@ -114,9 +120,13 @@ def describe(name: str, as_json: bool) -> None:
     if found.metadata:
         out.print(f"metadata: {json.dumps(found.metadata, sort_keys=True)}")
     if latest is None:
-        out.print("No versions yet: pedl model register-version NAME CHECKPOINT_UUID")
+        out.print(
+            "No versions yet: pedl model register-version NAME CHECKPOINT_UUID"
+            if number == -1
+            else f"No version {number}"
+        )
         return
-    out.print(f"Latest version: {latest.model_version}")
+    out.print(f"Version {latest.model_version}")
     out.print(checkpoint_table(latest.checkpoint))
 
 
@@ -151,14 +161,9 @@ def register_version(name: str, checkpoint_uuid: str, as_json: bool) -> None:
 
 @model.command("delete")
 @MODEL_NAME
-@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
-def delete(name: str, yes: bool) -> None:
-    """Delete a model and its versions (its creator or an administrator); the checkpoints
-    stay, no longer kept by the registry."""
+def delete(name: str) -> None:
+    """Delete a model and its versions (its creator or an administrator; as ``det model
+    delete``, without asking); the checkpoints stay, no longer kept by the registry."""
     found = current_client().get_model(name)
-    if not yes:
-        click.confirm(
-            f"Delete model {found.name!r} and its {found.num_versions} version(s)?", abort=True
-        )
     found.delete()
     console().print(f"Deleted model {found.name!r}")

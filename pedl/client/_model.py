@@ -18,6 +18,7 @@ class ModelSortBy(StrEnum):
     """What :meth:`Client.get_models` sorts by (Determined's ``ModelSortBy``)."""
 
     NAME = "name"
+    DESCRIPTION = "description"
     CREATION_TIME = "created_at"
     LAST_UPDATED_TIME = "updated_at"
     ID = "id"

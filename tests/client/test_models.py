@@ -60,6 +60,11 @@ def test_model_cli_and_sdk(
     assert f"as version 1 of model {name!r}" in registered.output
     listed = _pedl(master, "model", "list")
     assert name in listed.output and "a, b" in listed.output
+    assert name in _pedl(master, "m").output  # det's alias; alone, it lists
+    by_description = _pedl(master, "m", "ls", "--sort-by", "description", "--order-by", "desc")
+    assert by_description.exit_code == 0 and name in by_description.output
+    one = _pedl(master, "model", "describe", name, "--version", "2")
+    assert one.exit_code == 0 and "No version 2" in one.output, one.output
     described = _pedl(master, "model", "describe", name)
     assert described.exit_code == 0 and best in described.output, described.output
     versions = json.loads(_pedl(master, "model", "list-versions", name, "--json").output)
@@ -105,7 +110,7 @@ def test_model_cli_and_sdk(
     assert "DELETED" in _pedl(master, "checkpoint", "describe", latest).output
     assert client.get_trial(trial_id).latest_checkpoint_uuid == best  # the one left
 
-    deleted_model = _pedl(master, "model", "delete", name, "--yes")
+    deleted_model = _pedl(master, "model", "delete", name)
     assert deleted_model.exit_code == 0, deleted_model.output
     assert client.get_checkpoint(best).state == "COMPLETED"  # the checkpoint stays
     master.set_experiment_state(experiment.id, ExperimentState.COMPLETED)

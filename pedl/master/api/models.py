@@ -227,7 +227,7 @@ def list_models(
     name: Annotated[str | None, Query(max_length=MAX_MODEL_NAME)] = None,
     label: Annotated[str | None, Query(max_length=255)] = None,
     archived: bool | None = None,
-    sort_by: Literal["name", "created_at", "updated_at", "id"] = "name",
+    sort_by: Literal["name", "description", "created_at", "updated_at", "id"] = "name",
     order: Literal["asc", "desc"] = "asc",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,

@@ -92,6 +92,7 @@ def list_models(
     )
     column = {
         "name": RegisteredModel.name,
+        "description": RegisteredModel.description,
         "created_at": RegisteredModel.created_at,
         "updated_at": RegisteredModel.updated_at,
         "id": RegisteredModel.id,
