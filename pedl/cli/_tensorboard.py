@@ -32,8 +32,8 @@ def _ids(args: tuple[str, ...]) -> tuple[list[int], list[int]]:
             target = trials
             continue
         if not arg.isdigit() or int(arg) < 1:
-            what = "trial" if target is trials else "experiment"
-            raise click.BadParameter(f"{arg!r} is not a {what} id (a positive integer)")
+            what = "a trial" if target is trials else "an experiment"
+            raise click.BadParameter(f"{arg!r} is not {what} id (a positive integer)")
         target.append(int(arg))
     return experiments, trials
 
