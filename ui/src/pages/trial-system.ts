@@ -10,6 +10,9 @@ import { formatInteger } from "../format";
 import { seriesColor } from "../palette";
 
 const MAX_POINTS = 1000;
+/** Samples arrive 6 at a time (every 30 s at the default interval): no need to read them at
+ * every poll of the page. */
+const REFRESH_MS = 10_000;
 const MIB = 1024 * 1024;
 
 interface ChartSpec {
@@ -72,8 +75,17 @@ export class TrialSystemMetrics {
     );
   }
 
+  private loadedAt = 0;
+
+  /** At a poll of the page: fetch again when the last fetch is REFRESH_MS old, or `ended` (the
+   * trial's last samples are in). */
+  async poll(ended: boolean): Promise<void> {
+    if (ended || Date.now() - this.loadedAt >= REFRESH_MS) await this.load();
+  }
+
   /** Fetch the (downsampled) samples and redraw. */
   async load(): Promise<void> {
+    this.loadedAt = Date.now();
     try {
       const body = await api.trialSystemMetrics(this.trialId, { maxPoints: MAX_POINTS }, this.signal);
       this.message.replaceChildren();

@@ -183,7 +183,7 @@ export class TrialPage implements Page {
     this.show(await api.trial(this.id, this.controller.signal));
     await Promise.all([
       this.metrics.poll(),
-      this.system.load(),
+      this.system.poll(!this.live),
       this.loadWorkers(),
       this.tab === "checkpoints" ? this.loadCheckpoints() : Promise.resolve(),
     ]);
