@@ -36,8 +36,9 @@ __all__ = [
 
 
 def _legacy_keras() -> bool:
-    """``TF_USE_LEGACY_KERAS`` set: TensorFlow's ``tf.keras`` is Keras 2 (tf-keras)."""
-    return os.environ.get("TF_USE_LEGACY_KERAS", "").strip().lower() in ("1", "true", "yes")
+    """``TF_USE_LEGACY_KERAS`` set as TensorFlow reads it: ``tf.keras`` is Keras 2 (tf-keras;
+    :func:`pedl.keras._keras.legacy_keras`, without importing TensorFlow)."""
+    return os.environ.get("TF_USE_LEGACY_KERAS") in ("true", "True", "1")
 
 
 def __getattr__(name: str) -> Any:

@@ -31,11 +31,6 @@ _STATE_FILE = "callback_state.json"
 _WEIGHTS = "model_checkpoint"
 
 
-def legacy_keras() -> bool:
-    """Whether this process runs Keras 2 as ``tf.keras`` (``TF_USE_LEGACY_KERAS``)."""
-    return os.environ.get("TF_USE_LEGACY_KERAS", "").strip().lower() in ("1", "true", "yes")
-
-
 class DeterminedCallback(tf.keras.callbacks.Callback):
     """Determined 0.38's ``DeterminedCallback`` for a Keras 2 ``fit`` (see the module
     docstring); the arguments are 0.38's."""
