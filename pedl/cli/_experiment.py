@@ -264,7 +264,9 @@ def _print_summary(console: Console, summary: ExperimentSummary) -> None:
 def _run_smoke_test(
     console: Console, config_file: Path, model_dir: Path, overrides: tuple[str, ...]
 ) -> None:
-    steps = smoke_test(config_file, model_dir, overrides)
+    # TensorFlow's start-up lines and the log's notes are not shown (no log file: -v shows them).
+    with RunLog():
+        steps = smoke_test(config_file, model_dir, overrides)
     for step in steps:
         mark = "[green]ok[/green]  " if step.ok else "[red]FAILED[/red]"
         console.print(f"{mark} {step.name}" + (f": {step.detail}" if step.detail else ""))

@@ -7,7 +7,8 @@ C++ start-up lines (absl, oneDNN, CPU instructions: ``is_tf_noise`` of the maste
 which TensorFlow writes on file descriptor 2 and which are taken off it here. The terminal
 keeps warnings and errors, but for records logged with :data:`FILE_ONLY` (a failed trial's
 traceback, which the summary points to), and everything else written on stderr. With
-``-v`` (the root logger at DEBUG) the terminal shows every record, as before.
+``-v`` (the root logger at DEBUG) the terminal shows every record, as before. Without
+:meth:`RunLog.open` (``--test``, which keeps no record) what the file would hold is dropped.
 """
 
 from __future__ import annotations
