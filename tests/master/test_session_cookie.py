@@ -14,7 +14,12 @@ from http.cookies import SimpleCookie
 
 import httpx
 
-from pedl.master.api._session_cookie import CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE
+from pedl.master.api._session_cookie import (
+    CSRF_COOKIE,
+    CSRF_HEADER,
+    SESSION_COOKIE,
+    csrf_token,
+)
 from pedl.master.db import Database
 
 from .helpers import add_user, bearer, experiment_body
@@ -109,21 +114,27 @@ def test_a_cookie_write_without_csrf_is_refused_before_its_body(
         token = _login(browser).json()["token"]
     port = client.base_url.port
     assert port is not None
-    # 125 MiB announced, none sent: the answer comes without the master waiting for it.
-    head = (
-        "POST /api/v1/experiments HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        f"Content-Length: {125 << 20}\r\nContent-Type: application/json\r\n"
-        f"Cookie: {SESSION_COOKIE}={token}\r\n\r\n"
-    )
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-        sock.sendall(head.encode())
-        answer = b""
-        while b"\r\n\r\n" not in answer:
-            data = sock.recv(65536)
-            if not data:
-                break
-            answer += data
-    assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
+    forged = "pedl-user.forged"
+    for cookies, status in (
+        (f"{SESSION_COOKIE}={token}", b"403"),  # no CSRF header
+        # A forged session with its own matching CSRF header: the caller's 401, also first.
+        (f"{SESSION_COOKIE}={forged}\r\n{CSRF_HEADER}: {csrf_token(forged)}", b"401"),
+    ):
+        # 125 MiB announced, none sent: the answer comes without the master waiting for it.
+        head = (
+            "POST /api/v1/experiments HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Content-Length: {125 << 20}\r\nContent-Type: application/json\r\n"
+            f"Cookie: {cookies}\r\n\r\n"
+        )
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(head.encode())
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                data = sock.recv(65536)
+                if not data:
+                    break
+                answer += data
+        assert answer.startswith(b"HTTP/1.1 " + status), answer[:200]
 
 
 def test_sign_out_revokes_the_token_and_clears_the_cookies(
