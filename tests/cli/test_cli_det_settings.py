@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -193,7 +194,7 @@ def test_trial_log_filters_run_on_the_master(
 ) -> None:
     url = f"{master.url}/api/v1/trials/{filled.trial_id}/logs"
 
-    def get(**params: object) -> httpx.Response:
+    def get(**params: Any) -> httpx.Response:
         return httpx.get(url, params=params, headers=user_headers, timeout=30)
 
     assert [line["message"] for line in get(level="warning").json()] == ["careful now", "it broke"]
