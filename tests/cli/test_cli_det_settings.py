@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from pedl.cli import cli
-from pedl.client import Client, PEDLError
+from pedl.client import Client, PEDLError, Session, TokenStore
 from pedl.engine import CheckpointState, ExperimentState, TrialState
 from pedl.master._master_log import MasterLog
 from pedl.master.db import logs as logs_repo
@@ -159,8 +159,6 @@ def test_master_logs(master: LiveMaster, client: Client, tmp_path: Path) -> None
     client.create_user(username, "viewer-password-123")
     with Client(master.url) as admin:
         assert admin.session.get("/master/logs", params={"tail": 1})
-    from pedl.client import Session, TokenStore
-
     viewer = Session(master.url, tokens=TokenStore(tmp_path / "tokens"))
     viewer.login(username, "viewer-password-123")
     with pytest.raises(PEDLError) as refused:
