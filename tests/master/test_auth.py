@@ -19,6 +19,7 @@ from pedl.engine import ExperimentState
 from pedl.master import MasterSettings, create_app
 from pedl.master._reads import ReadProcesses
 from pedl.master.api._auth import PUBLIC_PATHS
+from pedl.master.api._session_cookie import SESSION_COOKIE
 from pedl.master.db import Database, User, UserSession
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
@@ -281,9 +282,15 @@ def test_reads_forwarded_to_a_read_process_are_authenticated(
             assert http.get(path).status_code == 401
             assert http.get(path, headers=bearer("pedl-user.forged")).status_code == 401
             assert http.get(path, headers=headers).status_code == 200
+            # The web UI's session cookie: the same token, forwarded as its bearer token.
+            token = headers["Authorization"].removeprefix("Bearer ")
+            by_cookie = httpx.get(
+                f"{server.url}/api/v1{path}", cookies={SESSION_COOKIE: token}, timeout=60
+            )
+            assert by_cookie.status_code == 200, by_cookie.text
             assert http.post("/auth/logout", headers=headers).status_code == 204
             assert http.get(path, headers=headers).status_code == 401
-            assert stats.forwarded == before + 4  # every one of those reads, by the read process
+            assert stats.forwarded == before + 5  # every one of those reads, by the read process
     finally:
         server.stop()
 
