@@ -24,7 +24,7 @@ from pedl.master.api._auth import (
 from pedl.master.api._convert import checkpoint_public
 from pedl.master.api._deps import DatabaseDep, ReadSession
 from pedl.master.api._errors import ERROR_RESPONSES, ApiError
-from pedl.master.api._schemas import CheckpointPublic, JSONDocument
+from pedl.master.api._schemas import CheckpointPublic, ErrorResponse, JSONDocument
 from pedl.master.db import Checkpoint
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
@@ -152,7 +152,15 @@ def change_metadata(
         return describe_checkpoint(session, uuid)
 
 
-@router.delete("/{checkpoint_uuid}", status_code=204, responses=OWNER_RESPONSES)
+@router.delete(
+    "/{checkpoint_uuid}",
+    status_code=204,
+    responses={
+        **OWNER_RESPONSES,
+        501: {"model": ErrorResponse, "description": "Its storage is not usable here"},
+        502: {"model": ErrorResponse, "description": "Marked DELETED; its files stayed"},
+    },
+)
 def delete_checkpoint(checkpoint_uuid: UUID, database: DatabaseDep, user: CurrentUser) -> Response:
     """Delete a checkpoint's files from its storage and mark it DELETED (``det checkpoint
     delete``); the experiment's owner or an administrator. 409, with the reason, for one a
