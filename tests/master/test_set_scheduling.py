@@ -1,5 +1,6 @@
 """``det experiment set max-slots / priority`` on a running master: its scheduler acts on the
-new values at once (trial processes that sleep hold the slots; nothing trains)."""
+new values at once, raised or lowered (trial processes that sleep hold the slots; nothing
+trains)."""
 
 from __future__ import annotations
 
@@ -95,5 +96,13 @@ def test_max_slots_and_priority_act_at_once(tmp_path: Path) -> None:
             assert sorted(states(first)) == ["CANCELED", "QUEUED", "RUNNING"]
             stored = http.get(f"/experiments/{second}").json()["config"]["resources"]
             assert stored["priority"] == 1  # what a restarted master reads
+
+            lowered = http.patch(f"/experiments/{first}", json={"resources": {"max_slots": 1}})
+            assert lowered.status_code == 200, lowered.text
+            (urgent_trial,) = http.get(f"/experiments/{second}/trials").json()["items"]
+            assert http.post(f"/trials/{urgent_trial['id']}/kill").status_code == 202
+            until(lambda: states(second) == ["CANCELED"], "the urgent trial is killed")
+            time.sleep(1.0)  # ticks go by with a free slot: the lowered cap holds
+            assert sorted(states(first)) == ["CANCELED", "QUEUED", "RUNNING"]
     finally:
         database.dispose()
