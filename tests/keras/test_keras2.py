@@ -59,6 +59,10 @@ class Keras2Trial(TFKerasTrial):
         model.compile(optimizer, "sparse_categorical_crossentropy", ["accuracy"])
         return model
 
+    def keras_callbacks(self):
+        # A plain Keras callback: it sees the epochs of one long fit, across the resume too.
+        return [tf.keras.callbacks.LearningRateScheduler(lambda epoch, lr: 0.01 * 0.5**epoch)]
+
     def build_training_data_loader(self):
         rng = np.random.default_rng(0)
         x = rng.normal(size=(100, 4)).astype("float32")
@@ -105,6 +109,9 @@ def test_keras2_code_under_keras3_fails_in_one_line_saying_how_to_switch(
         assert result.error.location == f"model.py:{number}"
 
 
+LEARNING_RATES: list[float] = []
+
+
 def final_variables(run: Run, code_dir: Path, **kwargs: Any) -> list[np.ndarray]:
     from pedl import model_def
     from pedl.keras import TFKerasTrialController
@@ -112,6 +119,7 @@ def final_variables(run: Run, code_dir: Path, **kwargs: Any) -> list[np.ndarray]
     definition = model_def.load(code_dir, "model:Keras2Trial")
     controller = TFKerasTrialController.from_definition(definition, run.context)
     assert controller.run() is kwargs.get("outcome", TrialOutcome.COMPLETED)
+    LEARNING_RATES.append(float(controller.model.optimizer.learning_rate))
     return [np.asarray(v) for v in controller.model.variables]
 
 
@@ -139,6 +147,8 @@ def test_keras2_trial_trains_and_resumes_bitwise_exactly(tmp_path: Path) -> None
     assert len(resumed) == len(expected)
     for a, b in zip(resumed, expected, strict=True):
         np.testing.assert_array_equal(a, b)
+    # The scheduler's rate for epoch 2 (batches 14 to 18 of 7 per epoch), before and after.
+    assert LEARNING_RATES[0] == LEARNING_RATES[-1] == pytest.approx(0.0025)
     assert first.recorder.metrics == baseline.recorder.metrics
 
     # The checkpoint loads in a fresh Keras 2 process, with the trained weights.
