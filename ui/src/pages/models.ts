@@ -118,7 +118,7 @@ export class ModelPage implements Page {
           cell: (v) => h("a", { href: href(`/trials/${v.checkpoint.trial_id}`) }, String(v.checkpoint.trial_id)),
         },
         { label: "Batches", numeric: true, cell: (v) => formatInteger(v.checkpoint.total_batches) },
-        { label: "State", cell: (v) => stateBadge(v.checkpoint.state) },
+        { label: "State", cell: (v) => stateBadge(v.checkpoint.state, undefined, { kind: "checkpoint" }) },
         { label: "Registered by", cell: (v) => v.owner },
         { label: "Registered", cell: (v) => formatTime(v.created_at) },
       ];
