@@ -137,6 +137,8 @@ export interface Series {
   metric: string;
   x: XAxis;
   cursor: number;
+  select?: SeriesSelect;
+  total_trials?: number;
   trials: SeriesTrial[];
 }
 
@@ -357,6 +359,8 @@ export interface TrialQuery {
   offset: number;
 }
 
+export type SeriesSelect = "default" | "best" | "worst" | "all" | "ids";
+
 export interface SeriesQuery {
   kind: MetricKind;
   metric: string;
@@ -364,6 +368,40 @@ export interface SeriesQuery {
   maxPoints?: number;
   maxTrials?: number;
   after?: number;
+  select?: SeriesSelect;
+  trialIds?: readonly number[];
+}
+
+export interface Importance {
+  metric: string | null;
+  method: string;
+  ready: boolean;
+  current: boolean;
+  trials: number;
+  importances: { name: string; importance: number }[];
+}
+
+export interface History {
+  metric: string | null;
+  smaller_is_better: boolean;
+  started_at: string;
+  trial_ids: number[];
+  times: number[];
+  ended: boolean[];
+  values: number[];
+  best_so_far: number[];
+}
+
+export interface Timeline {
+  started_at: string;
+  now: number;
+  slots: number;
+  slots_per_trial: number;
+  trial_ids: number[];
+  states: TrialState[];
+  starts: number[];
+  ends: (number | null)[];
+  slot: number[];
 }
 
 /** The download address of a checkpoint's files (a tar stream). */
@@ -427,9 +465,17 @@ export const api = {
         max_points: q.maxPoints,
         max_trials: q.maxTrials,
         after: q.after,
+        select: q.select,
+        trial_id: q.trialIds?.map(String),
       },
       signal,
     ),
+  importance: (experimentId: number, signal?: AbortSignal) =>
+    get<Importance>(`/experiments/${experimentId}/importance`, undefined, signal),
+  history: (experimentId: number, signal?: AbortSignal) =>
+    get<History>(`/experiments/${experimentId}/history`, undefined, signal),
+  timeline: (experimentId: number, signal?: AbortSignal) =>
+    get<Timeline>(`/experiments/${experimentId}/timeline`, undefined, signal),
   metricNames: (experimentId: number, signal?: AbortSignal) =>
     get<MetricNames>(`/experiments/${experimentId}/metric-names`, undefined, signal),
   experimentCheckpoints: (

@@ -6,6 +6,7 @@ import { ApiError, api } from "./api";
 import { forget, hasSession } from "./auth";
 import { h } from "./dom";
 import { ClusterPage } from "./pages/cluster";
+import { ComparePage } from "./pages/compare";
 import { ExperimentListPage } from "./pages/experiment-list";
 import { ExperimentPage } from "./pages/experiment";
 import { ModelPage, ModelsPage } from "./pages/models";
@@ -31,6 +32,7 @@ const routes: RouteDef[] = [
     create: (m, route) => new TrialPage(Number(m[1]), route),
   },
   { pattern: /^\/cluster\/?$/, key: () => "cluster", create: () => new ClusterPage() },
+  { pattern: /^\/compare\/?$/, key: () => "compare", create: (_m, route) => new ComparePage(route) },
   { pattern: /^\/models\/?$/, key: () => "models", create: () => new ModelsPage() },
   {
     pattern: /^\/models\/([^/]+)\/?$/,

@@ -9,6 +9,7 @@ import { chartTheme } from "../theme";
 import { formatNumber, formatValue } from "../format";
 import { BEST_COLOR, sequentialColor, sequentialRgb } from "../palette";
 import type { Axis } from "./hp-axis";
+import { niceTicks } from "./search-charts";
 
 export interface ParallelData {
   trialIds: readonly number[];
@@ -41,10 +42,15 @@ export class ParallelCoordinates {
   private width = 0;
   private hovered = -1;
   private readonly resizeObserver: ResizeObserver;
+  /** Brushed ranges, by axis index: [low, high] along the axis, 0 (bottom) to 1 (top). */
+  private readonly brushes = new Map<number, [number, number]>();
+  private dragging: { axis: number; from: number } | null = null;
+  private dragged = false;
 
   constructor(
     private readonly height: number,
     private readonly onPick: (trialId: number) => void,
+    private readonly onBrush: () => void = () => undefined,
   ) {
     this.base = h("canvas", { class: "pc-base" });
     this.overlay = h("canvas", { class: "pc-overlay" });
@@ -65,7 +71,14 @@ export class ParallelCoordinates {
     );
     this.overlay.addEventListener("mousemove", (e) => this.hover(e));
     this.overlay.addEventListener("mouseleave", () => this.setHovered(-1));
+    this.overlay.addEventListener("mousedown", (e) => this.startBrush(e));
+    window.addEventListener("mousemove", (e) => this.moveBrush(e));
+    window.addEventListener("mouseup", () => this.endBrush());
     this.overlay.addEventListener("click", () => {
+      if (this.dragged) {
+        this.dragged = false;
+        return;
+      }
       const id = this.data?.trialIds[this.hovered];
       if (id !== undefined) this.onPick(id);
     });
@@ -82,6 +95,72 @@ export class ParallelCoordinates {
 
   dispose(): void {
     this.resizeObserver.disconnect();
+  }
+
+  /** Whether trial i (data order) is inside every brushed range; null: nothing brushed. */
+  brushFilter(): ((i: number) => boolean) | null {
+    if (this.brushes.size === 0 || !this.data) return null;
+    const axes = this.allAxes();
+    const brushes = [...this.brushes].map(([k, range]) => [axes[k], range] as const);
+    return (i) =>
+      brushes.every(([axis, [lo, hi]]) => {
+        const t = axis?.normalized(i);
+        return t != null && t >= lo - 1e-9 && t <= hi + 1e-9;
+      });
+  }
+
+  private axisAt(mx: number): number {
+    return this.xs.findIndex((x) => Math.abs(x - mx) <= 10);
+  }
+
+  private along(my: number): number {
+    const plotH = this.height - PAD.top - PAD.bottom;
+    return Math.max(0, Math.min(1, 1 - (my - PAD.top) / plotH));
+  }
+
+  private startBrush(event: MouseEvent): void {
+    const rect = this.overlay.getBoundingClientRect();
+    const axis = this.axisAt(event.clientX - rect.left);
+    if (axis < 0) return;
+    event.preventDefault();
+    this.dragging = { axis, from: this.along(event.clientY - rect.top) };
+    this.dragged = false;
+  }
+
+  private moveBrush(event: MouseEvent): void {
+    if (!this.dragging) return;
+    const rect = this.overlay.getBoundingClientRect();
+    const to = this.along(event.clientY - rect.top);
+    const { axis, from } = this.dragging;
+    if (Math.abs(to - from) * (this.height - PAD.top - PAD.bottom) < 3) return;
+    this.dragged = true;
+    this.brushes.set(axis, [Math.min(from, to), Math.max(from, to)]);
+    this.setHovered(-1);
+  }
+
+  private endBrush(): void {
+    if (!this.dragging) return;
+    const { axis } = this.dragging;
+    this.dragging = null;
+    if (!this.dragged) this.brushes.delete(axis); // a click on an axis clears its brush
+    this.dragged = true; // the click that follows is not a pick
+    this.el.dataset.brushed = String(this.brushes.size);
+    this.draw();
+    this.onBrush();
+  }
+
+  private drawBrushes(ctx: CanvasRenderingContext2D): void {
+    const plotH = this.height - PAD.top - PAD.bottom;
+    for (const [k, [lo, hi]] of this.brushes) {
+      const x = this.xs[k];
+      if (x === undefined) continue;
+      ctx.fillStyle = "rgba(47, 93, 158, 0.22)";
+      ctx.strokeStyle = "rgba(47, 93, 158, 0.9)";
+      ctx.lineWidth = 1;
+      const top = PAD.top + (1 - hi) * plotH;
+      ctx.fillRect(x - 8, top, 16, (hi - lo) * plotH);
+      ctx.strokeRect(x - 8, top, 16, (hi - lo) * plotH);
+    }
   }
 
   private allAxes(): Axis[] {
@@ -134,8 +213,11 @@ export class ParallelCoordinates {
     const BUCKETS = 32;
     const buckets: number[][] = Array.from({ length: BUCKETS + 2 }, () => []);
     const bestRows: number[] = [];
+    const kept = this.brushFilter();
     for (let i = 0; i < n; i++) {
-      if (data.best.has(data.trialIds[i] as number)) bestRows.push(i);
+      if (kept && !kept(i))
+        (buckets[0] as number[]).push(i); // outside a brush: grey
+      else if (data.best.has(data.trialIds[i] as number)) bestRows.push(i);
       else {
         const s = scores[i] ?? -1;
         (buckets[s < 0 ? 0 : 1 + Math.round(s * BUCKETS)] as number[]).push(i);
@@ -252,9 +334,14 @@ export class ParallelCoordinates {
       h("span", { class: "gradient", "aria-hidden": "true" }),
       h("span", {}, `${data.metric.name}: worse → better (${better} is better)`),
       h("span", { class: "swatch best", style: `border-color: ${sequentialColor(0.9)}` }),
-      h("span", {}, `best ${data.best.size} trials (thick, outlined)`),
+      h(
+        "span",
+        {},
+        data.best.size === 1 ? "the best trial (thick, outlined)" : `best ${data.best.size} trials (thick, outlined)`,
+      ),
       h("span", { class: "swatch", style: "border-color: #969eac" }),
-      h("span", {}, "no metric yet"),
+      h("span", {}, this.brushes.size ? "no metric yet, or outside the brushed ranges" : "no metric yet"),
+      h("span", { class: "muted" }, "Drag along an axis to brush a range; click the axis to clear it."),
     );
   }
 
@@ -291,6 +378,7 @@ export class ParallelCoordinates {
     const ratio = window.devicePixelRatio || 1;
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.clearRect(0, 0, this.width, this.height);
+    this.drawBrushes(ctx);
     this.overlay.style.cursor = i < 0 ? "" : "pointer";
     if (i < 0) {
       this.tooltip.hidden = true;
@@ -340,7 +428,8 @@ function ticks(axis: Axis): [number, string][] {
     out.push([1, formatNumber(axis.max)]);
     return out;
   }
-  return [0, 0.25, 0.5, 0.75, 1].map((t): [number, string] => [t, formatNumber(axis.min + t * (axis.max - axis.min))]);
+  const span = axis.max - axis.min;
+  return niceTicks(axis.min, axis.max).map((v): [number, string] => [(v - axis.min) / span, formatNumber(v)]);
 }
 
 /** `text` cut with an ellipsis to fit `width` pixels. */

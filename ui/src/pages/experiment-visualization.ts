@@ -4,11 +4,21 @@
 // highlighted in all three. The downsampled series and the trials summary are fetched in
 // parallel; "pedl:charts-painted" is marked once all have drawn.
 
-import { type Experiment, type MetricKind, type MetricNames, type TrialsSummary, type XAxis, api } from "../api";
+import {
+  type Experiment,
+  type MetricKind,
+  type MetricNames,
+  type SeriesSelect,
+  type TrialsSummary,
+  type XAxis,
+  api,
+} from "../api";
 import { type Axis, buildAxis, metricAxis } from "../components/hp-axis";
 import { errorMessage, notice } from "../components/notice";
 import { ParallelCoordinates } from "../components/parallel-coordinates";
 import { HpScatter } from "../components/scatter";
+import { HistoryChart, TimelineChart, importanceChart } from "../components/search-charts";
+import { SummaryTable } from "../components/summary-table";
 import { h } from "../dom";
 import { formatInteger } from "../format";
 import { declaredTypes } from "../hparams";
@@ -25,17 +35,37 @@ const BEST_COUNT = 5;
 const SUMMARY_POLL_MS = 15000;
 const MAX_SCATTERS = 12;
 
+const CURVE_CHOICES: [SeriesSelect, string][] = [
+  ["default", "The best 5 and others spread evenly"],
+  ["best", "The best N"],
+  ["worst", "The worst N"],
+  ["ids", "The selected trials"],
+  ["all", "All (downsampled)"],
+];
+const IMPORTANCE_RETRY_MS = 1000;
+
 interface VisState {
   metric: string | null;
   kind: MetricKind;
   x: XAxis;
+  curves: SeriesSelect;
+  count: number;
+  selected: number[];
 }
 
 function readState(query: URLSearchParams): VisState {
+  const curves = query.get("curves") ?? "default";
   return {
     metric: query.get("metric"),
     kind: query.get("kind") === "training" ? "training" : "validation",
     x: query.get("x") === "epochs" ? "epochs" : "batches",
+    curves: CURVE_CHOICES.some(([c]) => c === curves) ? (curves as SeriesSelect) : "default",
+    count: Math.max(1, Math.min(1000, Number.parseInt(query.get("n") ?? "", 10) || 10)),
+    selected: (query.get("selected") ?? "")
+      .split(",")
+      .map(Number)
+      .filter((n) => Number.isInteger(n) && n > 0)
+      .slice(0, 100),
   };
 }
 
@@ -56,6 +86,12 @@ export class VisualizationTab implements ExperimentTab {
   private readonly metricSelect: HTMLSelectElement;
   private readonly kindSelect: HTMLSelectElement;
   private readonly xSelect: HTMLSelectElement;
+  private readonly curveSelect: HTMLSelectElement;
+  private readonly countInput: HTMLInputElement;
+  private readonly importanceHost = h("div");
+  private readonly history = new HistoryChart(260);
+  private readonly timeline = new TimelineChart();
+  private readonly table: SummaryTable;
   private readonly curvesHost = h("div");
   private readonly curvesNote = h("p", { class: "muted small" });
   private readonly pcHost = h("div");
@@ -75,7 +111,26 @@ export class VisualizationTab implements ExperimentTab {
   ) {
     this.state = readState(query);
     const pick = (id: number) => navigate(`/trials/${id}`);
-    this.pc = new ParallelCoordinates(340, pick);
+    this.pc = new ParallelCoordinates(340, pick, () => this.table.setFilter(this.pc.brushFilter()));
+    this.table = new SummaryTable(query, (ids) =>
+      setQuery({ selected: ids.length ? ids.join(",") : null }, { replace: true }),
+    );
+    this.curveSelect = h(
+      "select",
+      {
+        id: "vis-curves",
+        onchange: () => setQuery({ curves: this.curveSelect.value === "default" ? null : this.curveSelect.value }),
+      },
+      CURVE_CHOICES.map(([value, label]) => h("option", { value }, label)),
+    );
+    this.countInput = h("input", {
+      id: "vis-n",
+      type: "number",
+      min: 1,
+      max: 1000,
+      value: this.state.count,
+      onchange: () => setQuery({ n: this.countInput.value }),
+    });
     this.metricSelect = h("select", {
       id: "vis-metric",
       onchange: () => setQuery({ metric: this.metricSelect.value }),
@@ -101,10 +156,30 @@ export class VisualizationTab implements ExperimentTab {
         h("div", { class: "field" }, h("label", { for: "vis-metric" }, "Metric"), this.metricSelect),
         h("div", { class: "field" }, h("label", { for: "vis-kind" }, "Series"), this.kindSelect),
         h("div", { class: "field" }, h("label", { for: "vis-x" }, "X axis"), this.xSelect),
+        h("div", { class: "field" }, h("label", { for: "vis-curves" }, "Curves of"), this.curveSelect),
+        h("div", { class: "field" }, h("label", { for: "vis-n" }, "N"), this.countInput),
       ),
       this.message,
+      h(
+        "div",
+        { class: "chart-grid" },
+        h("section", { class: "card" }, h("h2", {}, "Hyperparameter importance"), this.importanceHost),
+        h("section", { class: "card" }, h("h2", {}, "Optimization history"), this.history.el),
+      ),
+      h("section", { class: "card" }, h("h2", {}, "Trials over slots"), this.timeline.el),
       h("section", { class: "card" }, h("h2", {}, "Learning curves"), this.curvesNote, this.curvesHost),
       h("section", { class: "card" }, this.pcTitle, this.pcHost),
+      h(
+        "section",
+        { class: "card" },
+        h("h2", {}, "Trials"),
+        h(
+          "p",
+          { class: "muted small" },
+          "Drag along an axis of the parallel coordinates to keep only the trials in that range here; click a header to sort; type in a filter (a value, a..b, >x or <x).",
+        ),
+        this.table.el,
+      ),
       h("section", { class: "card" }, h("h2", {}, "Hyperparameter against the searcher metric"), this.scatterHost),
     );
     void this.start();
@@ -112,8 +187,15 @@ export class VisualizationTab implements ExperimentTab {
 
   update(query: URLSearchParams): void {
     const next = readState(query);
-    const changed = next.metric !== this.state.metric || next.kind !== this.state.kind || next.x !== this.state.x;
+    const changed =
+      next.metric !== this.state.metric ||
+      next.kind !== this.state.kind ||
+      next.x !== this.state.x ||
+      next.curves !== this.state.curves ||
+      next.count !== this.state.count ||
+      (next.curves === "ids" && next.selected.join() !== this.state.selected.join());
     this.state = next;
+    this.table.update(query);
     if (changed) void this.context.ready.then((e) => this.startCurves(e));
   }
 
@@ -129,6 +211,7 @@ export class VisualizationTab implements ExperimentTab {
     const signal = this.controller.signal;
     // Everything at once: the experiment (the page's), the series, the summary, the names.
     const summary = api.trialsSummary(this.context.id, signal);
+    const searchCharts = this.loadSearchCharts();
     const experiment = await this.context.ready;
     const curvesPainted = this.startCurves(experiment);
     let summaryDrawn: Promise<void> = Promise.resolve();
@@ -140,7 +223,7 @@ export class VisualizationTab implements ExperimentTab {
       summaryDrawn = new Promise(() => undefined);
     }
     if (this.context.live) this.poller.start();
-    await Promise.all([curvesPainted, summaryDrawn]);
+    await Promise.all([curvesPainted, summaryDrawn, searchCharts]);
     if (signal.aborted) return;
     markChartsPainted();
     // The metric names only fill the menu: asked for once the charts are up, so they do not
@@ -150,6 +233,28 @@ export class VisualizationTab implements ExperimentTab {
       this.syncControls();
     } catch {
       // The menu keeps the current metric.
+    }
+  }
+
+  /** The importance, history and timeline; resolves when drawn (the importance once the
+   * master has computed it). */
+  private async loadSearchCharts(): Promise<void> {
+    const signal = this.controller.signal;
+    const id = this.context.id;
+    const importance = (async () => {
+      for (;;) {
+        const found = await api.importance(id, signal);
+        this.importanceHost.replaceChildren(importanceChart(found));
+        if (found.ready || signal.aborted) return;
+        await new Promise((resolve) => window.setTimeout(resolve, IMPORTANCE_RETRY_MS));
+      }
+    })();
+    const history = api.history(id, signal).then((data) => this.history.setData(data));
+    const timeline = api.timeline(id, signal).then((data) => this.timeline.setData(data));
+    try {
+      await Promise.all([importance, history, timeline]);
+    } catch (err) {
+      if (!signal.aborted) this.message.append(notice(`Could not load a chart: ${errorMessage(err)}`));
     }
   }
 
@@ -164,12 +269,40 @@ export class VisualizationTab implements ExperimentTab {
   private startCurves(experiment: Experiment): Promise<void> {
     this.curves?.dispose();
     const metric = this.metricOf(experiment);
+    const { curves, count, selected } = this.state;
+    const ids = curves === "ids" ? selected : undefined;
+    const what: Record<SeriesSelect, string> = {
+      default: `up to ${MAX_TRIALS} trials, the ${BEST_COUNT} best always among them and the others spread evenly`,
+      best: `the ${count} best trials`,
+      worst: `the ${count} worst trials`,
+      ids: selected.length
+        ? `the ${selected.length} selected trials`
+        : "the selected trials (none selected: tick some in the table below)",
+      all: "every trial, each line downsampled to its share of 200,000 points",
+    };
     this.curves = new LiveCurves(
       this.context,
-      { kind: this.state.kind, metric, x: this.state.x, maxTrials: MAX_TRIALS, maxPoints: MAX_POINTS },
-      { height: 340, onPick: (id) => navigate(`/trials/${id}`) },
+      {
+        kind: this.state.kind,
+        metric,
+        x: this.state.x,
+        maxTrials: curves === "best" || curves === "worst" ? count : MAX_TRIALS,
+        maxPoints: MAX_POINTS,
+        select: curves === "default" ? undefined : curves,
+        trialIds: ids,
+      },
+      {
+        height: 340,
+        onPick: (id) => navigate(`/trials/${id}`),
+        onFetched: (series) => {
+          const total = series.total_trials ?? series.trials.length;
+          this.curvesNote.dataset.drawn = String(series.trials.length);
+          this.curvesNote.dataset.total = String(total);
+          this.curvesNote.textContent = `${metric} (${this.state.kind}): ${formatInteger(series.trials.length)} of ${formatInteger(total)} trials drawn, ${what[curves]}; the best one thicker; at most ${MAX_POINTS} points per trial. Click a line to open its trial; drag to zoom, double-click to zoom out.`;
+        },
+      },
     );
-    this.curvesNote.textContent = `${metric} (${this.state.kind}) of up to ${MAX_TRIALS} trials, the ${BEST_COUNT} best always among them and drawn thicker; points downsampled to ${MAX_POINTS} per trial. Click a line to open its trial; drag to zoom, double-click to zoom out.`;
+    this.curvesNote.textContent = `${metric} (${this.state.kind}) of ${what[curves]}.`;
     this.curvesHost.replaceChildren(this.curves.chart.el);
     const painted = this.curves.chart.whenPainted();
     void this.curves.start();
@@ -186,6 +319,9 @@ export class VisualizationTab implements ExperimentTab {
     this.metricSelect.value = current;
     this.kindSelect.value = this.state.kind;
     this.xSelect.value = this.state.x;
+    this.curveSelect.value = this.state.curves;
+    this.countInput.value = String(this.state.count);
+    this.countInput.disabled = this.state.curves !== "best" && this.state.curves !== "worst";
   }
 
   private changeKind(kind: MetricKind): void {
@@ -207,7 +343,7 @@ export class VisualizationTab implements ExperimentTab {
 
   private showSummary(summary: TrialsSummary, experiment: Experiment): void {
     const metricName = experiment.searcher_metric ?? "metric";
-    const best = bestTrialIds(summary, experiment.smaller_is_better);
+    const best = bestTrialIds(summary, experiment.smaller_is_better, 1);
     const declared = declaredTypes(experiment.config.hyperparameters);
     const axes = Object.entries(summary.hparams)
       .map(([name, values]) => buildAxis(name, values, declared.get(name)))
@@ -227,6 +363,7 @@ export class VisualizationTab implements ExperimentTab {
         best,
       });
     }
+    this.table.setData(summary, axes, metric, experiment.smaller_is_better);
     this.renderScatters(summary, axes, best, metricName);
   }
 

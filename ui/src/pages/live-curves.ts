@@ -8,7 +8,7 @@
 // hold other trials: the experiment got new trials, a trial not drawn has points, or fewer
 // trials are drawn than there are.
 
-import { ApiError, type MetricKind, type SeriesTrial, type XAxis, api } from "../api";
+import { ApiError, type MetricKind, type Series, type SeriesSelect, type SeriesTrial, type XAxis, api } from "../api";
 import { LineChart, type LineSeries, type Point } from "../components/line-chart";
 import { errorMessage } from "../components/notice";
 import { seriesColor } from "../palette";
@@ -22,6 +22,10 @@ export interface CurveQuery {
   x: XAxis;
   maxTrials: number;
   maxPoints: number;
+  /** Which trials (default: the best 5 and the rest spread evenly). */
+  select?: SeriesSelect;
+  /** With `select: "ids"`: the trials. */
+  trialIds?: readonly number[];
 }
 
 const POLL_MS = 3000;
@@ -39,7 +43,12 @@ export class LiveCurves {
   constructor(
     private readonly context: ExperimentContext,
     private readonly query: CurveQuery,
-    options: { height: number; onPick: (trialId: number) => void },
+    private readonly options: {
+      height: number;
+      onPick: (trialId: number) => void;
+      /** Told of every whole answer (how many trials it drew of how many). */
+      onFetched?: (series: Series) => void;
+    },
   ) {
     const xLabel = query.x === "epochs" ? "Epochs" : "Batches";
     this.chart = new LineChart({
@@ -66,17 +75,22 @@ export class LiveCurves {
   }
 
   private async fetchAll(): Promise<void> {
-    const { kind, metric, x, maxTrials, maxPoints } = this.query;
+    const { kind, metric, x, maxTrials, maxPoints, select, trialIds } = this.query;
     try {
       // The trial count tells a live page when new trials came; an ended one needs none.
       const [series, trials] = await Promise.all([
-        api.series(this.context.id, { kind, metric, x, maxTrials, maxPoints }, this.controller.signal),
+        api.series(
+          this.context.id,
+          { kind, metric, x, maxTrials, maxPoints, select, trialIds },
+          this.controller.signal,
+        ),
         this.context.live ? api.trials(this.context.id, { limit: 1, offset: 0 }, this.controller.signal) : null,
       ]);
       this.trials = series.trials;
       this.cursor = series.cursor;
       this.trialTotal = trials?.total ?? -1;
       this.lastFull = Date.now();
+      this.options.onFetched?.(series);
       this.render();
     } catch (err) {
       if (this.controller.signal.aborted) return;
@@ -91,9 +105,13 @@ export class LiveCurves {
 
   private async poll(): Promise<boolean> {
     const live = this.context.live;
-    const { kind, metric, x } = this.query;
+    const { kind, metric, x, maxTrials, select, trialIds } = this.query;
     const [update, trials] = await Promise.all([
-      api.series(this.context.id, { kind, metric, x, after: this.cursor }, this.controller.signal),
+      api.series(
+        this.context.id,
+        { kind, metric, x, after: this.cursor, maxTrials, select, trialIds },
+        this.controller.signal,
+      ),
       api.trials(this.context.id, { limit: 1, offset: 0 }, this.controller.signal),
     ]);
     const incomplete = this.trials.length < Math.min(trials.total, this.query.maxTrials);
