@@ -457,3 +457,27 @@ def test_an_adaptive_search_marks_the_trials_its_searcher_stopped_short() -> Non
     assert all(shell.trials[t].latest_checkpoint_batches == 10 for t in full)
     short = [t for t, o in shell.outcomes.items() if o == TrialOutcome.STOPPED_BY_SEARCHER]
     assert all(shell.trials[t].latest_checkpoint_batches == 5 for t in short)
+
+
+def test_config_changed_applies_a_new_retention_policy_at_once() -> None:
+    """``det experiment set gc-policy`` on a running experiment: the checkpoints the new
+    policy drops go now, but never a live trial's latest; the scheduler's settings (here
+    max_slots) are the new config's."""
+    shell = start(config({"name": "single"}))
+    (trial_id,) = shell.trials
+    shell.apply(shell.driver.trial_started(trial_id))
+    for batches in (2, 4, 6):
+        shell.checkpoint(trial_id, batches)
+    assert shell.deleted == []  # save_trial_latest 1 applies when the trial ends
+    old = shell.driver.config
+    changed = old.model_copy(
+        update={
+            "resources": old.resources.model_copy(update={"max_slots": 3}),
+            "checkpoint_storage": old.checkpoint_storage.model_copy(
+                update={"save_trial_latest": 0}
+            ),
+        }
+    )
+    shell.apply(shell.driver.config_changed(changed))
+    assert sorted(shell.deleted) == ["ckpt-101-2", "ckpt-101-4"]  # ckpt-101-6: the latest
+    assert shell.driver.config.resources.max_slots == 3
