@@ -74,36 +74,34 @@ def test_long_trials_are_downsampled_evenly(client: httpx.Client, trial: tuple[i
     assert len(default["samples"]) == 1000
 
 
-@pytest.mark.parametrize(
-    ("body", "field"),
-    [
-        ({"samples": []}, "body.samples"),
-        ({"samples": _samples(0, 1001)}, "body.samples"),
-        ({"rank": -1, "samples": _samples(0, 1)}, "body.rank"),
-        ({"rank": 65_536, "samples": _samples(0, 1)}, "body.rank"),
-        (
-            {
-                "samples": [
-                    {"time": START.isoformat(), "metrics": {f"m{i}": 1.0 for i in range(65)}}
-                ]
-            },
-            "body.samples[0].metrics",
-        ),
-        ({"samples": [{"time": START.isoformat(), "metrics": {"x" * 65: 1.0}}]}, "body.samples[0]"),
-        ({"samples": [{"time": START.isoformat(), "metrics": {"a": "NaN"}}]}, "body.samples[0]"),
-        ({"samples": [{"time": START.isoformat(), "metrics": {"a": 1e301}}]}, "body.samples[0]"),
-        ({"samples": [{"time": "yesterday", "metrics": {}}]}, "body.samples[0].time"),
-        ({"samples": _samples(0, 1), "extra": 1}, "body.extra"),
-    ],
-)
+BAD_BATCHES: list[tuple[dict[str, Any], str]] = [
+    ({"samples": []}, "body.samples"),
+    ({"samples": _samples(0, 1001)}, "body.samples"),
+    ({"rank": -1, "samples": _samples(0, 1)}, "body.rank"),
+    ({"rank": 65_536, "samples": _samples(0, 1)}, "body.rank"),
+    (
+        {"samples": [{"time": START.isoformat(), "metrics": {f"m{i}": 1.0 for i in range(65)}}]},
+        "body.samples[0].metrics",
+    ),
+    ({"samples": [{"time": START.isoformat(), "metrics": {"x" * 65: 1.0}}]}, "body.samples[0]"),
+    ({"samples": [{"time": START.isoformat(), "metrics": {"a": "NaN"}}]}, "body.samples[0]"),
+    ({"samples": [{"time": START.isoformat(), "metrics": {"a": 1e301}}]}, "body.samples[0]"),
+    ({"samples": [{"time": "yesterday", "metrics": {}}]}, "body.samples[0].time"),
+    ({"samples": _samples(0, 1), "extra": 1}, "body.extra"),
+]
+
+
 def test_bad_batches_are_refused_naming_the_field(
-    client: httpx.Client, trial: tuple[int, str], body: dict[str, Any], field: str
+    client: httpx.Client, trial: tuple[int, str]
 ) -> None:
     trial_id, token = trial
-    response = client.post(f"/trials/{trial_id}/system-metrics", json=body, headers=bearer(token))
-    assert response.status_code == 422, response.text
-    fields = [issue["field"] or "" for issue in response.json()["error"]["issues"]]
-    assert any(f.startswith(field) for f in fields), fields
+    for body, field in BAD_BATCHES:
+        response = client.post(
+            f"/trials/{trial_id}/system-metrics", json=body, headers=bearer(token)
+        )
+        assert response.status_code == 422, (field, response.text)
+        fields = [issue["field"] or "" for issue in response.json()["error"]["issues"]]
+        assert any(f.startswith(field) for f in fields), (field, fields)
 
 
 def test_tokens_and_reads_are_checked(
