@@ -139,5 +139,6 @@ echo "  in the web UI's sign-in form, or:  $PEDL -m $URL user login admin"
 echo "  (or set PEDL_USER=admin and PEDL_PASSWORD=\$(cat $PASSFILE) for the CLI and the SDK)"
 echo "Look around:  $PEDL -m $URL experiment list   |   $PEDL -m $URL experiment describe 1"
 if [ -f "$PIDFILE" ]; then
-  echo "Stop it with: kill $(cat "$PIDFILE")   (or: make demo-stop)"
+  if [ "$DEMO_HOME" = "$PWD/.pedl-demo" ]; then STOP="make demo-stop"; else STOP="PEDL_DEMO_HOME=$DEMO_HOME make demo-stop"; fi
+  echo "Stop it with: kill $(cat "$PIDFILE")   (or: $STOP)"
 fi
