@@ -241,3 +241,41 @@ def test_sort_and_filter_by_a_hyperparameter(page: Page, seeded: Seeded) -> None
     expect(page.get_by_test_id("summary-count")).to_have_attribute("data-count", str(len(expected)))
     assert _summary_units(page) == expected
     screenshot(page, "sorted-filtered")
+
+
+def test_bulk_archive_from_the_list(page: Page, seeded: Seeded) -> None:
+    http = seeded.master.http
+    ids = []
+    database = Database(f"sqlite:///{seeded.master.home / 'pedl' / 'pedl.db'}")
+    try:
+        for name in ("ui-bulk-a", "ui-bulk-b", "ui-bulk-kept"):
+            with database.session(write=True) as session:
+                experiment = experiments_repo.create_experiment(
+                    session,
+                    config=parse_config(SEARCH).as_dict(),
+                    config_text=SEARCH,
+                    model_definition=b"",
+                    owner="admin",
+                    name=name,
+                    description="bulk",
+                    labels=[],
+                    searcher_metric="val_loss",
+                    smaller_is_better=True,
+                )
+                experiment.state = ExperimentState.COMPLETED
+                ids.append(experiment.id)
+    finally:
+        database.dispose()
+    page.goto(f"{seeded.master.url}/#/experiments?name=ui-bulk")
+    rows = page.get_by_test_id("experiment-row")
+    expect(rows).to_have_count(3)
+    for experiment_id in ids[:2]:
+        row = page.locator(f"[data-testid=experiment-row][data-experiment-id='{experiment_id}']")
+        row.get_by_test_id("select-experiment").check()
+    page.get_by_test_id("bulk-archive").click()
+    expect(page.get_by_test_id("bulk-message")).to_contain_text("archive: 2 done")
+    expect(rows).to_have_count(1)  # archived ones are hidden unless asked for
+    assert [http.get(f"/experiments/{i}").json()["archived"] for i in ids] == [True, True, False]
+    page.get_by_test_id("filter-archived").check()
+    expect(rows).to_have_count(3)
+    screenshot(page, "bulk-archived")

@@ -242,7 +242,8 @@ def list_experiments(
         str,
         Query(
             max_length=32,
-            description="id, name, state, progress, best_validation, created_at or ended_at; "
+            description="id, name, description, owner, state, progress, best_validation, "
+            "created_at or ended_at; "
             "a - prefix sorts descending.",
         ),
     ] = "-id",

@@ -79,7 +79,15 @@ def get_experiment(session: Session, experiment_id: int, *, for_update: bool = F
 
 
 ExperimentSort = Literal[
-    "id", "name", "state", "progress", "best_validation", "created_at", "ended_at"
+    "id",
+    "name",
+    "description",
+    "owner",
+    "state",
+    "progress",
+    "best_validation",
+    "created_at",
+    "ended_at",
 ]
 """The columns a list of experiments can be sorted by."""
 EXPERIMENT_SORTS: tuple[str, ...] = get_args(ExperimentSort)

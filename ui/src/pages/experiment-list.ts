@@ -1,7 +1,8 @@
 // The experiment list: filter by state, label and name, sort by a column, page through; the
 // page refreshes itself every few seconds (one page of rows, never more).
 
-import { type Experiment, type ExperimentState, EXPERIMENT_STATES, api } from "../api";
+import { type Experiment, type ExperimentAction, type ExperimentState, EXPERIMENT_STATES, api } from "../api";
+import { confirmAction } from "../components/dialog";
 import { errorMessage, notice } from "../components/notice";
 import { progressBar } from "../components/progress";
 import { stateBadge } from "../components/state-badge";
@@ -51,6 +52,11 @@ export class ExperimentListPage implements Page {
   private readonly pagerHost: HTMLElement;
   private readonly message: HTMLElement;
   private state: ListState;
+  /** The rows ticked for a bulk action (kept across polls and pages). */
+  private readonly selected = new Set<number>();
+  private rows: Experiment[] = [];
+  private readonly bulk = h("div", { class: "bulk-actions", "data-testid": "bulk-actions" });
+  private readonly bulkMessage = h("span", { class: "muted", "aria-live": "polite", "data-testid": "bulk-message" });
   private controller: AbortController | null = null;
   private readonly poller = new Poller(() => this.load(), POLL_MS);
 
@@ -111,9 +117,11 @@ export class ExperimentListPage implements Page {
         this.labelFilters,
       ),
       this.message,
+      this.bulk,
       this.tableHost,
       this.pagerHost,
     );
+    this.renderBulk();
     this.syncControls();
     void this.load();
     this.poller.start();
@@ -180,7 +188,23 @@ export class ExperimentListPage implements Page {
     const { page } = this.state;
     this.count.textContent = `${formatInteger(total)} experiment${total === 1 ? "" : "s"}`;
     const now = Date.now();
+    this.rows = rows;
     const columns: Column<Experiment>[] = [
+      {
+        label: "Select",
+        cell: (e) =>
+          h("input", {
+            type: "checkbox",
+            "data-testid": "select-experiment",
+            "aria-label": `Select experiment ${e.id}`,
+            checked: this.selected.has(e.id),
+            onchange: (event: Event) => {
+              if ((event.target as HTMLInputElement).checked) this.selected.add(e.id);
+              else this.selected.delete(e.id);
+              this.renderBulk();
+            },
+          }),
+      },
       {
         label: "ID",
         sortKey: "id",
@@ -195,6 +219,7 @@ export class ExperimentListPage implements Page {
       },
       {
         label: "Description",
+        sortKey: "description",
         className: "description",
         cell: (e) =>
           e.description ? h("span", { title: e.description }, e.description) : h("span", { class: "muted" }, EM_DASH),
@@ -235,7 +260,7 @@ export class ExperimentListPage implements Page {
             e.searcher_metric ? h("span", { class: "muted small metric-name" }, e.searcher_metric) : null,
           ),
       },
-      { label: "Owner", cell: (e) => e.owner },
+      { label: "Owner", sortKey: "owner", cell: (e) => e.owner },
       {
         label: "Started",
         sortKey: "created_at",
@@ -263,6 +288,74 @@ export class ExperimentListPage implements Page {
     this.pagerHost.replaceChildren(
       total > PAGE_SIZE || page > 1 ? pager(total, page, PAGE_SIZE, (p) => setQuery({ page: p > 1 ? p : null })) : "",
     );
+  }
+
+  private renderBulk(): void {
+    const n = this.selected.size;
+    const button = (label: string, run: () => void, danger = false) =>
+      h(
+        "button",
+        {
+          type: "button",
+          class: danger ? "danger" : null,
+          disabled: n === 0,
+          "data-testid": `bulk-${label.toLowerCase().replace(/\s+/g, "-")}`,
+          onclick: run,
+        },
+        label,
+      );
+    const act = (action: ExperimentAction) => () => void this.runBulk(action, (id) => api.experimentAction(id, action));
+    this.bulk.replaceChildren(
+      h("span", { class: "muted" }, `${n} selected:`),
+      button("Pause", act("pause")),
+      button("Activate", act("activate")),
+      button("Kill", act("kill"), true),
+      button("Archive", act("archive")),
+      button("Unarchive", act("unarchive")),
+      button("Add label", () => void this.addLabel()),
+      button("Delete", () => void this.runBulk("delete", (id) => api.deleteExperiment(id)), true),
+      this.bulkMessage,
+    );
+  }
+
+  private async addLabel(): Promise<void> {
+    const label = window.prompt("Label to add to the selected experiments")?.trim();
+    if (!label) return;
+    const labels = new Map(this.rows.map((e) => [e.id, e.labels]));
+    await this.runBulk("label", (id) => {
+      const current = labels.get(id) ?? [];
+      return api.patchExperiment(id, { labels: current.includes(label) ? current : [...current, label] });
+    });
+  }
+
+  /** Run `call` on every selected experiment (after asking, for kill and delete); says what
+   * failed and why, per experiment. */
+  private async runBulk(name: string, call: (id: number) => Promise<unknown>): Promise<void> {
+    const ids = [...this.selected].sort((a, b) => a - b);
+    if (name === "kill" || name === "delete") {
+      const ok = await confirmAction({
+        title: `${name === "kill" ? "Kill" : "Delete"} ${ids.length} experiment${ids.length === 1 ? "" : "s"}?`,
+        message: `Experiments ${ids.join(", ")}${name === "delete" ? " and their checkpoints are deleted for good" : " stop now"}.`,
+        confirmLabel: name === "kill" ? "Kill" : "Delete",
+        danger: true,
+      });
+      if (!ok) return;
+    }
+    const failed: string[] = [];
+    for (const id of ids) {
+      try {
+        await call(id);
+      } catch (err) {
+        failed.push(`${id}: ${errorMessage(err)}`);
+      }
+    }
+    if (name === "delete" || name === "archive")
+      for (const id of ids) if (!failed.some((f) => f.startsWith(`${id}:`))) this.selected.delete(id);
+    this.bulkMessage.textContent = failed.length
+      ? `${name}: ${ids.length - failed.length} done; failed: ${failed.join("; ")}`
+      : `${name}: ${ids.length} done.`;
+    this.renderBulk();
+    void this.load();
   }
 
   private hasFilters(): boolean {
