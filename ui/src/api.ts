@@ -167,35 +167,21 @@ export interface LogLine {
   rank?: number | null;
 }
 
+/** One sample of a trial process's system metrics (GET /trials/{id}/system-metrics). */
+export interface SystemSample {
+  rank: number;
+  time: string;
+  metrics: Record<string, number>;
+}
+
+export interface SystemMetrics {
+  trial_id: number;
+  total: number;
+  downsampled: boolean;
+  samples: SystemSample[];
+}
+
 /** One worker process of a trial's attempt (`GET /trials/{id}/workers`). */
-/** One sample of a trial process's system metrics (GET /trials/{id}/system-metrics). */
-export interface SystemSample {
-  rank: number;
-  time: string;
-  metrics: Record<string, number>;
-}
-
-export interface SystemMetrics {
-  trial_id: number;
-  total: number;
-  downsampled: boolean;
-  samples: SystemSample[];
-}
-
-/** One sample of a trial process's system metrics (GET /trials/{id}/system-metrics). */
-export interface SystemSample {
-  rank: number;
-  time: string;
-  metrics: Record<string, number>;
-}
-
-export interface SystemMetrics {
-  trial_id: number;
-  total: number;
-  downsampled: boolean;
-  samples: SystemSample[];
-}
-
 export interface TrialWorker {
   rank: number;
   pid: number;
@@ -490,8 +476,6 @@ export const api = {
   trialLogs: (id: number, q: { after?: number; limit: number }, signal?: AbortSignal) =>
     get<LogLine[]>(`/trials/${id}/logs`, { after: q.after, limit: q.limit }, signal),
   trialWorkers: (id: number, signal?: AbortSignal) => get<TrialWorker[]>(`/trials/${id}/workers`, undefined, signal),
-  trialSystemMetrics: (id: number, q: { maxPoints: number }, signal?: AbortSignal) =>
-    get<SystemMetrics>(`/trials/${id}/system-metrics`, { max_points: q.maxPoints }, signal),
   trialSystemMetrics: (id: number, q: { maxPoints: number }, signal?: AbortSignal) =>
     get<SystemMetrics>(`/trials/${id}/system-metrics`, { max_points: q.maxPoints }, signal),
   trialCheckpoints: (id: number, q: { limit: number; offset: number }, signal?: AbortSignal) =>
