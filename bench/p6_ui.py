@@ -52,8 +52,9 @@ from pedl.config import parse_config
 from pedl.engine import ExperimentState, MetricKind, TrialState
 from pedl.master.api._session_cookie import CSRF_COOKIE, SESSION_COOKIE, csrf_token
 from pedl.master.api._web_ui import UI_DIST
-from pedl.master.db import Database, Experiment, Metric, Trial
+from pedl.master.db import Database, Experiment, Metric, Trial, TrialLog
 from pedl.master.db import experiments as experiments_repo
+from pedl.master.db.search_history import ATTEMPT_EXITED, ATTEMPT_STARTED, MASTER_STREAM
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-dev-shm-usage"]
@@ -106,7 +107,7 @@ def load(url: str, trials: int, points: int, seed: int = 0) -> tuple[int, float]
                 smaller_is_better=True,
             )
             experiment_id = experiment.id
-        trial_rows, metric_rows = [], []
+        trial_rows, metric_rows, log_rows = [], [], []
         for index in range(trials):
             trial_id = index + 1
             hparams = {
@@ -133,6 +134,20 @@ def load(url: str, trials: int, points: int, seed: int = 0) -> tuple[int, float]
                         "reported_at": now + timedelta(seconds=index + point),
                     }
                 )
+            # The orchestrator's start and exit lines: the attempt the timeline draws (two
+            # slots' worth: each trial runs 2 s, one starts every second).
+            for seq, (message, at) in enumerate(
+                [(ATTEMPT_STARTED, index), (ATTEMPT_EXITED + " (exit code 0)", index + 2)]
+            ):
+                log_rows.append(
+                    {
+                        "trial_id": trial_id,
+                        "seq": seq,
+                        "message": message,
+                        "stream": MASTER_STREAM,
+                        "timestamp": now + timedelta(seconds=at),
+                    }
+                )
             trial_rows.append(
                 {
                     "id": trial_id,
@@ -154,6 +169,7 @@ def load(url: str, trials: int, points: int, seed: int = 0) -> tuple[int, float]
             session.execute(insert(Trial), trial_rows)
             for start in range(0, len(metric_rows), CHUNK):
                 session.execute(insert(Metric.__table__), metric_rows[start : start + CHUNK])
+            session.execute(insert(TrialLog.__table__), log_rows)
             session.execute(
                 update(Experiment)
                 .where(Experiment.id == experiment_id)
@@ -252,6 +268,9 @@ def page_load(browser: Browser, url: str, token: str) -> dict[str, Any]:
                     api_done_ms: Math.max(0, ...calls.map((r) => r.responseEnd)),
                     series: count('learning-curves', 'data-series-count'),
                     trials: count('parallel-coordinates', 'data-trial-count'),
+                    importance_trials: count('importance', 'data-trials'),
+                    history: count('history', 'data-trial-count'),
+                    attempts: count('timeline', 'data-attempt-count'),
                     api,
                 };
             }""",
@@ -272,6 +291,10 @@ def endpoint_times(
     paths = {
         "series": f"/experiments/{experiment_id}/series?metric=val_loss&kind=validation",
         "summary": f"/experiments/{experiment_id}/trials/summary",
+        "importance": f"/experiments/{experiment_id}/importance",
+        "history": f"/experiments/{experiment_id}/history",
+        "timeline": f"/experiments/{experiment_id}/timeline",
+        "series-all": f"/experiments/{experiment_id}/series?metric=val_loss&select=all",
         "metric-names": f"/experiments/{experiment_id}/metric-names",
         "trials-page": f"/experiments/{experiment_id}/trials?limit=100",
         "experiment": f"/experiments/{experiment_id}",
