@@ -20,13 +20,7 @@ export type TrialState =
   | "ERROR";
 
 export type TrialOutcome =
-  | "COMPLETED"
-  | "STOPPED_EARLY"
-  | "STOPPED_BY_SEARCHER"
-  | "INVALID_HP"
-  | "ERRORED"
-  | "KILLED"
-  | "PREEMPTED";
+  "COMPLETED" | "STOPPED_EARLY" | "STOPPED_BY_SEARCHER" | "INVALID_HP" | "ERRORED" | "KILLED" | "PREEMPTED";
 
 export type CheckpointState = "ACTIVE" | "COMPLETED" | "ERROR" | "DELETED";
 export type MetricKind = "training" | "validation";
