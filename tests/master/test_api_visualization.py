@@ -131,7 +131,9 @@ def test_list_sorts_by_any_column(client: httpx.Client, database: Database) -> N
     assert order("-progress")[0] == ids[1]
     assert order("state") == ids  # all ACTIVE: by id
     assert order("ended_at") == ids  # none ended: by id
-    for bad in ("owner", "--id", "", "id;drop"):
+    assert order("owner") == ids  # all the same owner: by id
+    assert order("-description") == ids[::-1]  # all without one: by id, descending
+    for bad in ("labels", "--id", "", "id;drop"):
         response = client.get("/experiments", params={"sort": bad})
         assert response.status_code == 422 and response.json()["error"]["field"] == "sort"
 
@@ -182,7 +184,8 @@ def test_series_one_line_per_trial_with_numeric_points(
     lines = {line["trial_id"]: line for line in body["trials"]}
     assert lines[first]["points"] == [[10, 0.9], [30, 0.5], [50, 0.4]]
     assert lines[second]["points"] == [[5, 0.8], [10, 0.7]]
-    assert lines[first]["best"] and lines[second]["best"]
+    # Both trials' best val_loss is 1.0: the best is the one of them with the lower id.
+    assert lines[first]["best"] and not lines[second]["best"]
     assert [line["trial_id"] for line in body["trials"]] == [first, second]
     other = series(client, experiment_id, metric="val_acc")
     assert other["trials"][0]["points"][0] == [10, 0.5]
