@@ -288,6 +288,10 @@ def test_every_openapi_route_answers(client: httpx.Client, database: Database) -
         checkpoints_repo.register_checkpoint(
             session, trial_id, uuid=checkpoint, total_batches=1, metadata={}, resources={}
         )
+    model = client.post("/models", json={"name": "some-model"})
+    assert model.status_code == 201, model.text
+    registered = client.post("/models/some-model/versions", json={"checkpoint_uuid": checkpoint})
+    assert registered.status_code == 201, registered.text
     root = client.base_url.copy_with(path="/")
     spec = httpx.get(str(root.join("openapi.json"))).json()
     assert httpx.get(str(root.join("docs"))).status_code == 200
@@ -310,6 +314,9 @@ def test_every_openapi_route_answers(client: httpx.Client, database: Database) -
         "checkpoint_uuid": checkpoint,
         "username": "admin",
         "name": "some-template",
+        "model": "some-model",
+        "version": "1",
+        "tensorboard_id": "0" * 32,
     }
     unknown = {
         "experiment_id": "2147483000",
@@ -317,6 +324,9 @@ def test_every_openapi_route_answers(client: httpx.Client, database: Database) -
         "checkpoint_uuid": str(uuid.uuid4()),
         "username": "nobody",
         "name": "no-such-template",
+        "model": "no-such-model",
+        "version": "2147483000",
+        "tensorboard_id": "f" * 32,
     }
     for method, path in routes:
         assert path.startswith("/api/v1/")

@@ -63,6 +63,9 @@ def test_every_non_public_route_needs_a_token(client: httpx.Client, database: Da
         "{checkpoint_uuid}": checkpoint,
         "{username}": "admin",
         "{name}": "some-template",
+        "{model}": "some-model",
+        "{version}": "1",
+        "{tensorboard_id}": "0" * 32,
     }
     routes = _paths(client)
     assert len(routes) >= 30
