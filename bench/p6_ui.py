@@ -245,7 +245,13 @@ def page_load(browser: Browser, url: str, token: str) -> dict[str, Any]:
         cdp = context.new_cdp_session(page)
         cdp.send("Performance.enable")
         page.goto(url)
-        page.wait_for_function(f"performance.getEntriesByName('{MARK}').length > 0", timeout=60_000)
+        # Polled with evaluate (CDP), not wait_for_function: the master's Content-Security-Policy
+        # forbids the eval that wait_for_function's predicate needs. The time is the mark's own.
+        deadline = time.monotonic() + 60
+        while not page.evaluate(f"performance.getEntriesByName('{MARK}').length > 0"):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {MARK} within 60 s")
+            time.sleep(0.02)
         metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
         sample: dict[str, Any] = page.evaluate(
             """(mark) => {

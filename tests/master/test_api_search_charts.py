@@ -45,7 +45,7 @@ def importance(client: httpx.Client, experiment_id: int) -> dict[str, Any]:
         response = client.get(f"/experiments/{experiment_id}/importance")
         assert response.status_code == 200, response.text
         body: dict[str, Any] = response.json()
-        if body["ready"] and body["current"] or time.monotonic() > deadline:
+        if (body["ready"] and body["current"]) or time.monotonic() > deadline:
             return body
         time.sleep(0.2)
 
