@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 import anyio.to_thread
 from fastapi import APIRouter, Depends, Query, Request, Response
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
 
 from pedl.engine import MetricKind
 from pedl.master.api._auth import USER_AUTH_RESPONSES, require_user
@@ -44,10 +48,12 @@ from pedl.master.api._schemas import (
     TrialsSummaryPublic,
 )
 from pedl.master.api._timeline import Span, assign_slots
+from pedl.master.db import Experiment, search_history
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
-from pedl.master.db import search_history
 from pedl.master.db import trials as trials_repo
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 router = APIRouter(
     prefix="/experiments",
@@ -377,6 +383,30 @@ async def get_importance(
     return await anyio.to_thread.run_sync(read)
 
 
+_ENDED_KEPT = 8
+_ended_lock = threading.Lock()
+_ended: OrderedDict[tuple[str, int, datetime], BaseModel] = OrderedDict()
+
+
+def _kept_if_ended(chart: str, experiment: Experiment, read: Callable[[], ModelT]) -> ModelT:
+    """``read()``, kept for the last :data:`_ENDED_KEPT` ended experiments' charts (an ended
+    experiment's history and timeline never change: P6 reads 20,000 log lines otherwise)."""
+    if not experiment.state.is_terminal:
+        return read()
+    key = (chart, experiment.id, experiment.created_at)
+    with _ended_lock:
+        found = _ended.get(key)
+        if found is not None:
+            _ended.move_to_end(key)
+            return cast(ModelT, found)
+    made = read()
+    with _ended_lock:
+        _ended[key] = made
+        while len(_ended) > _ENDED_KEPT:
+            _ended.popitem(last=False)
+    return made
+
+
 def _seconds(moment: datetime, start: datetime) -> float:
     return round((moment - start).total_seconds(), 3)
 
@@ -390,7 +420,10 @@ async def get_history(experiment_id: ExperimentId, database: DatabaseDep) -> His
     def read() -> HistoryPublic:
         with database.session() as session:
             experiment = experiments_repo.get_experiment(session, experiment_id)
-            rows = search_history.trial_outcomes(session, experiment_id)
+            return _kept_if_ended("history", experiment, lambda: build(session, experiment))
+
+    def build(session: Session, experiment: Experiment) -> HistoryPublic:
+        rows = search_history.trial_outcomes(session, experiment_id)
         now = datetime.now(UTC)
         start = experiment.created_at
         entries = sorted(
@@ -432,11 +465,13 @@ async def get_timeline(experiment_id: ExperimentId, database: DatabaseDep) -> Ti
     def read() -> TimelinePublic:
         with database.session() as session:
             experiment = experiments_repo.get_experiment(session, experiment_id)
-            spans = search_history.attempt_spans(session, experiment_id)
-            states = {
-                row.trial_id: row.state
-                for row in search_history.trial_outcomes(session, experiment_id)
-            }
+            return _kept_if_ended("timeline", experiment, lambda: build(session, experiment))
+
+    def build(session: Session, experiment: Experiment) -> TimelinePublic:
+        spans = search_history.attempt_spans(session, experiment_id)
+        states = {
+            row.trial_id: row.state for row in search_history.trial_outcomes(session, experiment_id)
+        }
         start = experiment.created_at
         now = datetime.now(UTC)
         resources = experiment.config.get("resources")
