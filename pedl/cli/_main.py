@@ -10,8 +10,10 @@ from typing import Any
 import click
 
 import pedl
-from pedl.cli import _experiment_manage  # noqa: F401  (adds det's verbs to `experiment`)
-from pedl.cli import _trial_download  # noqa: F401  (adds `trial download`)
+from pedl.cli import (
+    _experiment_manage,  # noqa: F401  (adds det's verbs to `experiment`)
+    _trial_download,  # noqa: F401  (adds `trial download`)
+)
 from pedl.cli._aliases import ALIASES, AliasGroup
 from pedl.cli._checkpoint import checkpoint
 from pedl.cli._cluster import MASTER_VIEWS, agent, job, master_views, slot
