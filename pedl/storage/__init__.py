@@ -2,7 +2,7 @@
 
 from pedl.storage._azure import AzureStorage
 from pedl.storage._base import StorageManager, UnsupportedStorageError, list_resources
-from pedl.storage._event_files import EventFileDownloader, EventFileUploader
+from pedl.storage._event_files import EventFileDownloader, EventFileUploader, delete_snapshots
 from pedl.storage._factory import make_storage, storage_unavailable_reason
 from pedl.storage._gcs import GCSStorage
 from pedl.storage._retention import (
@@ -27,6 +27,7 @@ __all__ = [
     "UnsupportedStorageError",
     "checkpoints_to_delete",
     "collect_torn_uploads",
+    "delete_snapshots",
     "list_resources",
     "make_storage",
     "storage_unavailable_reason",

@@ -10,7 +10,7 @@ n = 0, 1, 2, ... It holds each grown file's new bytes under ``data/<relative pat
 the master) applies the snapshots in order to a local copy: each chunk written at its
 offset, so applying one twice, or a restarted attempt uploading a file again from offset 0,
 leaves the same bytes. The snapshots are never registered as checkpoints: retention does
-not see them (experiment deletion does not remove them).
+not see them; deleting the experiment removes them (:func:`delete_snapshots`).
 """
 
 from __future__ import annotations
@@ -52,6 +52,14 @@ def first_free_snapshot(storage: StorageManager, trial_id: int) -> int:
         else:
             high = middle
     return high
+
+
+def delete_snapshots(storage: StorageManager, trial_id: int) -> int:
+    """Delete every snapshot of trial ``trial_id``'s event files; how many there were."""
+    count = first_free_snapshot(storage, trial_id)
+    for index in range(count):
+        storage.delete(snapshot_id(trial_id, index))
+    return count
 
 
 class EventFileUploader:

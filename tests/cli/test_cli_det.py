@@ -19,6 +19,7 @@ from pedl.engine import ExperimentState, TrialState
 from pedl.master import MasterSettings
 from pedl.master.api.master_config import shown_settings
 from pedl.master.db import logs as logs_repo
+from pedl.storage import EventFileUploader, SharedFSStorage
 from tests.accounts import ADMIN, ADMIN_PASSWORD
 from tests.client.helpers import LiveMaster, report, store_checkpoint, write_config, write_model_dir
 
@@ -225,10 +226,21 @@ def test_label_and_set(master: LiveMaster, client: Client, filled: Filled) -> No
 
 
 def test_delete_asks_then_removes_checkpoint_files(
-    master: LiveMaster, client: Client, filled: Filled
+    master: LiveMaster, client: Client, filled: Filled, tmp_path: Path
 ) -> None:
     exp = str(filled.experiment_id)
     files = [filled.storage / uuid / "w.bin" for uuid in filled.uuids]
+    # Two snapshots of the trial's TensorBoard event files, as its process uploads them.
+    events = tmp_path / "tensorboard"
+    events.mkdir()
+    uploader = EventFileUploader(SharedFSStorage(filled.storage), filled.trial_id, events)
+    for chunk in (b"first", b"second"):
+        with (events / "events.out").open("ab") as file:
+            file.write(chunk)
+        assert uploader.upload() == len(chunk)
+    snapshots = sorted(filled.storage.glob(f"tensorboard-trial-{filled.trial_id}-*"))
+    assert len(snapshots) == 2
+    files += snapshots
     assert all(path.exists() for path in files)
     declined = CliRunner().invoke(
         cli, ["--master", master.url, "experiment", "delete", exp], input="n\n"
@@ -239,7 +251,8 @@ def test_delete_asks_then_removes_checkpoint_files(
         cli, ["--master", master.url, "experiment", "delete", exp], input="y\n"
     )
     assert deleted.exit_code == 0, deleted.output
-    assert not any(path.parent.exists() for path in files)
+    assert not any(path.exists() for path in files)
+    assert sorted(path.name for path in filled.storage.iterdir()) == []
     with pytest.raises(NotFoundError):
         client.get_experiment(filled.experiment_id)
     assert "not found" in run(master, "experiment", "delete", exp, "--yes").output

@@ -64,7 +64,7 @@ from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
 from pedl.master.orchestrator import Orchestrator
 from pedl.model_def import ArchiveLimitError, ModelDefError, check_archive
-from pedl.storage import UnsupportedStorageError, make_storage
+from pedl.storage import UnsupportedStorageError, delete_snapshots, make_storage
 
 logger = logging.getLogger(__name__)
 
@@ -383,21 +383,25 @@ def delete_experiment(
     ] = True,
 ) -> Response:
     """Delete an ended experiment and all its records (409 while it has not ended), and
-    (unless ``delete_checkpoints=false``) its checkpoints' files from its checkpoint storage,
-    as ``det experiment delete`` does. Its owner or an administrator only (403).
+    (unless ``delete_checkpoints=false``) its checkpoints' files and its trials' TensorBoard
+    event files from its checkpoint storage, as ``det experiment delete`` does. Its owner or an
+    administrator only (403).
 
     A checkpoint whose files cannot be removed is logged and left; the records go anyway.
     """
     _check_owner(session, experiment_id, user)
     config = experiments_repo.get_experiment(session, experiment_id).config
     uuids = experiments_repo.stored_checkpoint_uuids(session, experiment_id)
+    trial_ids = [trial.id for trial in trials_repo.all_trials(session, experiment_id)]
     experiments_repo.delete_experiment(session, experiment_id)
-    if delete_checkpoints and uuids:
-        _remove_checkpoint_files(experiment_id, config, uuids)
+    if delete_checkpoints:
+        _remove_stored_files(experiment_id, config, uuids, trial_ids)
     return Response(status_code=204)
 
 
-def _remove_checkpoint_files(experiment_id: int, config: dict[str, Any], uuids: list[str]) -> None:
+def _remove_stored_files(
+    experiment_id: int, config: dict[str, Any], uuids: list[str], trial_ids: list[int]
+) -> None:
     try:
         storage = make_storage(parse_config(config).checkpoint_storage)
     except (ConfigError, UnsupportedStorageError) as err:
@@ -408,6 +412,16 @@ def _remove_checkpoint_files(experiment_id: int, config: dict[str, Any], uuids: 
             storage.delete(uuid)
         except Exception as err:  # one unreachable checkpoint must not keep the others
             logger.warning("experiment %d: checkpoint %s not removed: %s", experiment_id, uuid, err)
+    for trial_id in trial_ids:
+        try:
+            delete_snapshots(storage, trial_id)
+        except Exception as err:
+            logger.warning(
+                "experiment %d: trial %d's TensorBoard files not removed: %s",
+                experiment_id,
+                trial_id,
+                err,
+            )
 
 
 @router.get(
