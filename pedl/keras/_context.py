@@ -13,7 +13,7 @@ from pedl import core
 from pedl._trial_context import TrialContext
 from pedl.keras._dataset_cache import CacheableDecorator
 from pedl.keras._env import EnvContext, ExperimentConfigDict
-from pedl.keras._keras import OPTIMIZER_TYPES, keras
+from pedl.keras._keras import OPTIMIZER_TYPES, keras, other_keras
 from pedl.keras._lineage import dataset_lineage
 
 logger = logging.getLogger("pedl.keras")
@@ -131,15 +131,21 @@ class TFKerasTrialContext(TrialContext):
     def wrap_model(self, model: Any) -> Any:
         """Register a ``keras.Model``; call it right after creating the model, before compile."""
         if not isinstance(model, keras.Model):
-            raise TypeError(f"wrap_model expects a keras.Model, got {type(model).__name__}")
+            why = other_keras(model)
+            raise TypeError(
+                f"wrap_model expects a keras.Model, got {type(model).__name__}"
+                + (f": {why}" if why else "")
+            )
         self._wrapped.models.append(model)
         return model
 
     def wrap_optimizer(self, optimizer: Any) -> Any:
         """Register a ``keras.optimizers.Optimizer``; use the returned object."""
         if not isinstance(optimizer, OPTIMIZER_TYPES):
+            why = other_keras(optimizer)
             raise TypeError(
                 f"wrap_optimizer expects a keras optimizer, got {type(optimizer).__name__}"
+                + (f": {why}" if why else "")
             )
         self._wrapped.optimizers.append(optimizer)
         return optimizer

@@ -220,8 +220,10 @@ class TFKerasTrialController:
     def _build_model(self) -> keras.Model:
         model = self.trial.build_model()
         if not isinstance(model, keras.Model):
+            why = _keras.other_keras(model)
             raise TrialError(
                 f"build_model() returned {type(model).__name__}, expected a keras.Model"
+                + (f": {why}" if why else "")
             )
         if not _keras.is_compiled(model):
             raise TrialError(

@@ -121,6 +121,26 @@ def mode_mismatch(keras_version: Any) -> str | None:
     )
 
 
+def other_keras(obj: Any) -> str | None:
+    """Why ``obj`` (a model, an optimizer) cannot train here because it comes from the other
+    Keras (a Keras 3 ``keras`` object in Keras 2 mode, or a ``tf_keras`` one on Keras 3), or
+    None."""
+    package = type(obj).__module__.split(".", 1)[0]
+    if LEGACY and package == "keras":
+        return (
+            "it is a Keras 3 object (`import keras`) and this trial runs in Keras 2 mode "
+            f"({LEGACY_KERAS_VARIABLE}=1): build it with `tf.keras` (or `tf_keras`), or unset "
+            f"{LEGACY_KERAS_VARIABLE}"
+        )
+    if not LEGACY and package == "tf_keras":
+        return (
+            "it is a Keras 2 object (`tf_keras`) and this trial runs on Keras 3: set "
+            f"{LEGACY_KERAS_VARIABLE}=1 in environment.environment_variables, or build it "
+            "with `keras`"
+        )
+    return None
+
+
 def seed_generator_states(model: Any) -> list[Any]:
     """The state variables of a Keras 2 model's random layers' generators, which Keras 2
     keeps out of ``model.variables`` (Keras 3's ``model.variables`` holds them)."""

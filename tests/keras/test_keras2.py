@@ -246,3 +246,18 @@ def test_keras2_script_without_determined_callback_trains_as_a_trial(tmp_path: P
     assert batches == 6
     metadata = json.loads((run.storage.path_of(storage_id) / "metadata.json").read_text())
     assert metadata["keras_version"].endswith("(Keras 2, tf-keras)")
+
+
+@pytest.mark.keras2
+def test_a_model_of_the_other_keras_is_refused_naming_the_switch() -> None:
+    """A model built with the Keras this process does not train with (Keras 3's ``keras`` in
+    Keras 2 mode, ``tf_keras`` on Keras 3) is refused saying which and how to switch."""
+    import keras as keras3
+    import tf_keras
+
+    other, own = (keras3, tf_keras) if LEGACY else (tf_keras, keras3)
+    model = other.Sequential([other.Input((2,)), other.layers.Dense(1)])
+    why = _keras.other_keras(model)
+    assert why is not None
+    assert ("unset TF_USE_LEGACY_KERAS" if LEGACY else "set TF_USE_LEGACY_KERAS=1") in why
+    assert _keras.other_keras(own.Sequential([own.Input((2,)), own.layers.Dense(1)])) is None
