@@ -131,6 +131,13 @@ class TFKerasTrialController:
         self._info = context.info
         self._config = context.info.config
         self._dist = context.distributed
+        if self._dist.size > 1 and _keras.LEGACY:
+            raise TrialError(
+                f"this trial runs on {self._dist.size} workers in Keras 2 mode "
+                f"({_keras.LEGACY_KERAS_VARIABLE}=1): PEDL trains multi-worker trials on Keras "
+                "3 only (Keras 2's metrics do not run in its multi-worker step); use "
+                "resources.slots_per_trial: 1 in Keras 2 mode, or Keras 3"
+            )
         self.strategy = multi_worker_strategy(self._dist) if self._dist.size > 1 else None
         """The multi-worker strategy, made before any other TensorFlow op; None on one."""
         # Same layer names, hence variable paths, every run. No gc.collect(): with TensorFlow

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from pedl.engine import MetricKind
+from pedl.keras._keras import LEGACY
 from tests.keras.multiworker import run_workers
 
 pytestmark = pytest.mark.slow
@@ -116,3 +117,11 @@ def test_two_workers_shard_sequences_and_wrapped_datasets(tmp_path: Path, kind: 
         assert result["batch_sizes"].count(8) >= 9
     assert [b for _, b in chief["writes"]] == [5, 10, 10]
     assert other["writes"] == []
+
+
+@pytest.mark.keras2
+@pytest.mark.skipif(not LEGACY, reason="Keras 2 mode only (make test's TF_USE_LEGACY_KERAS=1 pass)")
+def test_a_multi_worker_trial_in_keras2_mode_is_refused_saying_why(tmp_path: Path) -> None:
+    job = {"trial": "tests.keras.trials:SmallTrial", "input_kind": "sequence"}
+    with pytest.raises(AssertionError, match="PEDL trains multi-worker trials on Keras 3 only"):
+        run_workers(job, tmp_path, 2)
