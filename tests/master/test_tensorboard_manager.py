@@ -8,6 +8,7 @@ import math
 import struct
 from pathlib import Path
 
+import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -24,6 +25,7 @@ from pedl.master.tensorboard import (
     scalar_tag,
     scalars,
 )
+from tests.master.helpers import create_experiment, create_trial
 
 
 def _events(path: Path) -> list[event_pb2.Event]:
@@ -92,3 +94,37 @@ def test_manager_limits_reuse_and_stop(tmp_path: Path) -> None:
     finally:
         manager.close()
         database.dispose()
+
+
+@pytest.mark.slow
+def test_trials_created_after_the_start_join(
+    client: httpx.Client, database: Database, tmp_path: Path
+) -> None:
+    """A TensorBoard started over an experiment shows its trials created later (an adaptive
+    search's), with their metrics; one started over trials only does not grow."""
+    experiment_id = create_experiment(client)["id"]
+    first, _ = create_trial(database, experiment_id)
+    manager = TensorBoardManager(database, tmp_path)  # no sync thread: passes run by hand
+    try:
+        followed = manager.launch(
+            "alice", [TrialSource(experiment_id, first)], [experiment_id], followed=[experiment_id]
+        )
+        fixed = manager.launch("bob", [TrialSource(experiment_id, first)], [experiment_id])
+        second, token = create_trial(database, experiment_id)
+        response = client.post(
+            f"/trials/{second}/metrics",
+            json={"rows": [{"kind": "training", "total_batches": 5, "metrics": {"loss": 0.5}}]},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert response.status_code < 300, response.text
+        manager._sync(followed)
+        manager._sync(fixed)
+        assert followed.trial_ids == [first, second]
+        run = followed.directory / TrialSource(experiment_id, second).run
+        read = [
+            (e.step, v.tag) for e in _events(next(run.glob("events.*"))) for v in e.summary.value
+        ]
+        assert read == [(5, "PEDL/loss")]
+        assert fixed.trial_ids == [first]
+    finally:
+        manager.close()

@@ -179,7 +179,7 @@ async def start_tensorboard(
         with database.session() as session:
             sources = _sources(session, body)
         experiment_ids = sorted({s.experiment_id for s in sources} | set(body.experiment_ids))
-        return manager.launch(user.username, sources, experiment_ids)
+        return manager.launch(user.username, sources, experiment_ids, followed=body.experiment_ids)
 
     try:
         board = await anyio.to_thread.run_sync(start)

@@ -52,6 +52,7 @@ from pedl.config import parse_config
 from pedl.master.db import Database
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
+from pedl.master.db import trials as trials_repo
 from pedl.master.tensorboard._events import ScalarEventFile, scalars
 from pedl.storage import EventFileDownloader, StorageManager, make_storage
 
@@ -133,6 +134,8 @@ class TensorBoard:
     trial_ids: list[int]
     directory: Path
     created_at: datetime
+    followed: list[int] = field(default_factory=list)
+    """The experiments it was started over: their trials created later join it."""
     state: TensorBoardState = TensorBoardState.STARTING
     port: int | None = None
     exit_code: int | None = None
@@ -198,10 +201,16 @@ class TensorBoardManager:
     # -- the API's operations --------------------------------------------------------------
 
     def launch(
-        self, owner: str, sources: Sequence[TrialSource], experiment_ids: Sequence[int]
+        self,
+        owner: str,
+        sources: Sequence[TrialSource],
+        experiment_ids: Sequence[int],
+        *,
+        followed: Sequence[int] = (),
     ) -> TensorBoard:
         """Start a TensorBoard over ``sources`` for ``owner`` (a running one of the same
-        owner over the same trials is returned instead)."""
+        owner over the same trials is returned instead). Trials of the ``followed``
+        experiments created later join it (up to :data:`MAX_TRIALS` in all)."""
         if importlib.util.find_spec("tensorboard") is None:
             raise TensorBoardError(
                 503,
@@ -244,6 +253,7 @@ class TensorBoardManager:
                 trial_ids=trial_ids,
                 directory=self.root / board_id,
                 created_at=datetime.now(UTC),
+                followed=sorted(set(followed)),
             )
             self._boards[board_id] = board
         try:
@@ -271,14 +281,40 @@ class TensorBoardManager:
     def _prepare(self, board: TensorBoard, sources: Sequence[TrialSource]) -> None:
         """The board's runs, and what there is to show now, before TensorBoard first reads
         its directory."""
+        self._add_trials(board, sources)
+        board.directory.mkdir(parents=True, exist_ok=True)
+        self._sync(board)
+
+    def _add_trials(self, board: TensorBoard, sources: Sequence[TrialSource]) -> None:
         storages = self._storages({s.experiment_id for s in sources})
         for source in sorted(set(sources), key=lambda s: s.trial_id):
             run = board.directory / source.run
             storage = storages.get(source.experiment_id)
             files = None if storage is None else EventFileDownloader(storage, source.trial_id, run)
             board.syncs.append(_TrialSync(source, ScalarEventFile(run), files))
-        board.directory.mkdir(parents=True, exist_ok=True)
-        self._sync(board)
+
+    def _follow(self, board: TensorBoard) -> None:
+        """Add the followed experiments' trials created since the last pass (while the board
+        shows fewer than :data:`MAX_TRIALS`)."""
+        if not board.followed:
+            return
+        shown = {sync.source.trial_id for sync in board.syncs}
+        with self.database.session() as session:
+            new = [
+                TrialSource(experiment_id, trial.id)
+                for experiment_id in board.followed
+                for trial in trials_repo.all_trials(session, experiment_id)
+                if trial.id not in shown
+            ]
+        new = sorted(new, key=lambda s: s.trial_id)[: max(0, MAX_TRIALS - len(shown))]
+        if new:
+            self._add_trials(board, new)
+            board.trial_ids = sorted(shown | {s.trial_id for s in new})
+            logger.info(
+                "TensorBoard %s: trials %s joined",
+                board.id,
+                ", ".join(str(s.trial_id) for s in new),
+            )
 
     def get(self, board_id: str) -> TensorBoard:
         with self._lock:
@@ -396,6 +432,7 @@ class TensorBoardManager:
 
     def _sync(self, board: TensorBoard) -> None:
         with board.sync_lock:
+            self._follow(board)
             self._sync_locked(board)
             now = time.monotonic()
             if (
