@@ -224,9 +224,13 @@ def _run_local(console: Console, exp: LocalExperiment, log: RunLog) -> None:
     exp.close()
     _print_summary(console, summary)
     if summary.state == ExperimentState.ERROR:
-        console.print(f"[red]The experiment failed:[/red] {summary.error}", highlight=False)
+        console.print(
+            f"[red]The experiment failed:[/red] {escape(str(summary.error))}", highlight=False
+        )
     if log.path is not None:
-        console.print(f"Log (tracebacks, TensorFlow's start-up, migrations): {log.path}")
+        console.print(
+            f"Log (tracebacks, TensorFlow's start-up, migrations): {escape(str(log.path))}"
+        )
     if summary.state == ExperimentState.PAUSED:
         console.print(
             f"Interrupted. Continue with: [bold]pedl experiment resume {summary.directory}[/bold]"
@@ -269,7 +273,7 @@ def _run_smoke_test(
         steps = smoke_test(config_file, model_dir, overrides)
     for step in steps:
         mark = "[green]ok[/green]  " if step.ok else "[red]FAILED[/red]"
-        console.print(f"{mark} {step.name}" + (f": {step.detail}" if step.detail else ""))
+        console.print(f"{mark} {step.name}" + (f": {escape(step.detail)}" if step.detail else ""))
     if all(step.ok for step in steps):
         console.print("The model definition works with PEDL.")
     else:

@@ -37,10 +37,10 @@ searcher:
 """
 
 
-START_TIMEOUT_S = 60.0
-"""How long an in-process master may take to start (migrations, orchestrator): seconds on an
-idle machine, but a test worker beside trial processes importing TensorFlow on CI's two
-cores has been seen to need over 20."""
+START_TIMEOUT_S = 120.0
+"""How long an in-process master may take to start (migrations, orchestrator, read
+processes): seconds on an idle machine, but a test worker beside trial processes importing
+TensorFlow on two busy cores has been seen to need over 60."""
 
 
 class LiveServer:

@@ -245,6 +245,10 @@ def test_a_node_lost_mid_trial_ends_the_attempt_saying_so(cluster: Any, fake_pyt
         assert rm.total_slots == 1
     finally:
         rm.shutdown()
+        # The module's other tests need both nodes: a fresh one takes the lost one's place.
+        if cluster.pedl_nodes[0] not in cluster.list_all_nodes():
+            cluster.pedl_nodes[0] = cluster.add_node(num_cpus=1, resources={"node0": 1})
+            cluster.wait_for_nodes()
 
 
 def test_an_unreachable_cluster_is_a_reason_to_wait(tmp_path: Any) -> None:
