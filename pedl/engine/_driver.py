@@ -647,11 +647,10 @@ class ExperimentDriver:
     def _stopped_by_searcher(self, trial: _Trial) -> bool:
         """Whether the searcher closed the trial short of the search's ``max_length`` (ASHA
         stopping a trial at a lower rung), rather than after it trained it all."""
-        searcher = self.config.searcher
-        max_length = getattr(searcher, "length", getattr(searcher, "max_length", None))
+        max_length = self.config.searcher_max_length
         if not trial.close_requested or max_length is None:
             return False
-        return trial.validated < max_length.value
+        return trial.validated < max_length
 
     def _has_work(self, trial: _Trial) -> bool:
         return any(length > trial.validated for length in trial.issued)

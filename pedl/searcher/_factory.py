@@ -81,11 +81,7 @@ def _random(config: ExperimentConfig) -> SearchMethod:
 
 def _halving_length(config: ExperimentConfig) -> int:
     length = config.searcher_max_length
-    if length is None:
-        raise SearcherError(
-            f"searcher.time_metric must be one of batches, records, epochs (PEDL's length "
-            f"units); got {getattr(config.searcher, 'time_metric', None)!r}."
-        )
+    assert length is not None, "validation gives an ASHA search max_length or max_time"
     return length
 
 
