@@ -32,8 +32,10 @@ def delete(experiment_id: int, yes: bool) -> None:
             "This cannot be undone",
             abort=True,
         )
-    exp.delete()
+    left = exp.delete()
     console().print(f"Deleted experiment {exp.id}")
+    for line in left:
+        console().print(f"Not removed from storage: {line}", markup=False, style="yellow")
 
 
 @experiment.command("archive")

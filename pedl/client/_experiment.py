@@ -235,10 +235,14 @@ class Experiment:
         """Undo :meth:`archive`."""
         self._update(self._session.post(f"/experiments/{self.id}/unarchive"))
 
-    def delete(self) -> None:
+    def delete(self) -> list[str]:
         """Delete the ended experiment: its records, and its checkpoints' files from storage
-        (:class:`PEDLError` 409 while it has not ended)."""
-        self._session.delete(f"/experiments/{self.id}")
+        (:class:`PEDLError` 409 while it has not ended). Returns what stayed in storage and
+        why, one line each (empty when every file was removed; Determined returns nothing)."""
+        answer = self._session.delete(f"/experiments/{self.id}")
+        if isinstance(answer, dict):
+            return [str(line) for line in answer.get("files_not_removed", [])]
+        return []
 
     def download_code(self, output_dir: str | os.PathLike[str] | None = None) -> str:
         """Extract the experiment's model definition into ``output_dir`` (default

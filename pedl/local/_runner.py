@@ -377,7 +377,15 @@ class LocalExperiment:
         for action in actions:
             if isinstance(action, DeleteCheckpoints):
                 for storage_id in action.storage_ids:
-                    self.storage.delete(storage_id)
+                    try:
+                        self.storage.delete(storage_id)
+                    except Exception as err:  # the run goes on; the files are named
+                        logger.warning(
+                            "checkpoint %s: its files were not removed (%s: %s)",
+                            storage_id,
+                            type(err).__name__,
+                            err,
+                        )
                 self.store.mark_checkpoints_deleted(action.storage_ids)
                 collect_torn_uploads(self.storage)  # what killed uploads left behind
             elif isinstance(action, LogTrial):

@@ -49,7 +49,12 @@ class SharedFSStorage(StorageManager):
         yield path
 
     def delete(self, storage_id: str) -> None:
-        shutil.rmtree(self.path_of(storage_id), ignore_errors=True)
+        """Remove the checkpoint's directory; OSError (saying which path) if it stays."""
+        path = self.path_of(storage_id)
+        with contextlib.suppress(FileNotFoundError):  # gone already, or removed meanwhile
+            shutil.rmtree(path)
+        if path.exists() or path.is_symlink():
+            raise OSError(f"checkpoint {storage_id}'s files stay in {path}: not all removed")
 
     def exists(self, storage_id: str) -> bool:
         return self.path_of(storage_id).is_dir()

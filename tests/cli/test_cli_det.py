@@ -258,6 +258,24 @@ def test_delete_asks_then_removes_checkpoint_files(
     assert "not found" in run(master, "experiment", "delete", exp, "--yes").output
 
 
+def test_delete_names_the_files_it_could_not_remove(
+    master: LiveMaster, client: Client, filled: Filled, tmp_path: Path
+) -> None:
+    # One checkpoint's directory is a symbolic link (to files elsewhere): removing it would
+    # follow the link, so the storage leaves it and says so; the records go anyway.
+    stuck, gone = filled.uuids
+    elsewhere = tmp_path / "elsewhere"
+    (filled.storage / stuck).rename(elsewhere)
+    (filled.storage / stuck).symlink_to(elsewhere)
+    result = run(master, "experiment", "delete", str(filled.experiment_id), "--yes")
+    assert result.exit_code == 0, result.output
+    assert f"Not removed from storage: checkpoint {stuck}: OSError" in result.output
+    assert gone not in result.output and not (filled.storage / gone).exists()
+    assert (elsewhere / "w.bin").exists() and (filled.storage / stuck).is_symlink()
+    with pytest.raises(NotFoundError):
+        client.get_experiment(filled.experiment_id)
+
+
 def test_archive_hides_from_lists_unless_all(
     master: LiveMaster, client: Client, filled: Filled
 ) -> None:

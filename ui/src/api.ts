@@ -428,7 +428,11 @@ export const api = {
   experiment: (id: number, signal?: AbortSignal) => get<Experiment>(`/experiments/${id}`, undefined, signal),
   experimentAction: (id: number, action: ExperimentAction) =>
     request<Experiment>("POST", `/experiments/${id}/${action}`),
-  deleteExperiment: (id: number) => request<void>("DELETE", `/experiments/${id}`),
+  /** Delete an ended experiment; what stayed in storage and why (empty: every file removed). */
+  deleteExperiment: async (id: number): Promise<string[]> => {
+    const answer = await request<{ files_not_removed?: string[] } | undefined>("DELETE", `/experiments/${id}`);
+    return answer?.files_not_removed ?? [];
+  },
   patchExperiment: (id: number, patch: { description?: string; labels?: string[] }) =>
     request<Experiment>("PATCH", `/experiments/${id}`, undefined, patch),
   trials: (experimentId: number, q: TrialQuery, signal?: AbortSignal) =>

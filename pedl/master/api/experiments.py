@@ -11,7 +11,8 @@ from typing import IO, Annotated, Any, Literal, cast
 import anyio.to_thread
 import pydantic_core
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import Field, field_validator
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, field_validator
 from sqlalchemy.orm import Session
 
 from pedl.config import MAX_NAME, ConfigError, parse_config
@@ -373,7 +374,25 @@ def patch_experiment(
         return ExperimentPublic.model_validate(experiment)
 
 
-@router.delete("/{experiment_id}", status_code=204, responses=OWNER_RESPONSES)
+class ExperimentDeleted(BaseModel):
+    """Body of ``DELETE /experiments/{id}`` when some stored files could not be removed."""
+
+    files_not_removed: list[str] = Field(
+        description="What stayed in storage and why, one line each (the records are gone)."
+    )
+
+
+@router.delete(
+    "/{experiment_id}",
+    status_code=204,
+    responses={
+        **OWNER_RESPONSES,
+        200: {
+            "model": ExperimentDeleted,
+            "description": "Deleted, but some stored files could not be removed: which and why",
+        },
+    },
+)
 def delete_experiment(
     experiment_id: ExperimentId,
     session: WriteSession,
@@ -387,41 +406,52 @@ def delete_experiment(
     event files from its checkpoint storage, as ``det experiment delete`` does. Its owner or an
     administrator only (403).
 
-    A checkpoint whose files cannot be removed is logged and left; the records go anyway.
+    204 when everything is gone. Files that cannot be removed (storage unreachable, a path
+    that is not the checkpoint's directory) are left and named with the reason in a 200
+    answer's ``files_not_removed`` (and the master's log); the records go anyway.
     """
     _check_owner(session, experiment_id, user)
     config = experiments_repo.get_experiment(session, experiment_id).config
     uuids = experiments_repo.stored_checkpoint_uuids(session, experiment_id)
     trial_ids = [trial.id for trial in trials_repo.all_trials(session, experiment_id)]
     experiments_repo.delete_experiment(session, experiment_id)
-    if delete_checkpoints:
-        _remove_stored_files(experiment_id, config, uuids, trial_ids)
-    return Response(status_code=204)
+    if not delete_checkpoints:
+        return Response(status_code=204)
+    left = _remove_stored_files(config, uuids, trial_ids)
+    for line in left:
+        logger.warning("experiment %d: %s", experiment_id, line)
+    if not left:
+        return Response(status_code=204)
+    if len(left) > MAX_REPORTED_LEFTOVERS:
+        more = len(left) - MAX_REPORTED_LEFTOVERS
+        left = [*left[:MAX_REPORTED_LEFTOVERS], f"... and {more} more (see the master's log)"]
+    return JSONResponse(ExperimentDeleted(files_not_removed=left).model_dump())
+
+
+MAX_REPORTED_LEFTOVERS = 100
+"""At most this many lines in ``files_not_removed`` (then one line counting the rest)."""
 
 
 def _remove_stored_files(
-    experiment_id: int, config: dict[str, Any], uuids: list[str], trial_ids: list[int]
-) -> None:
+    config: dict[str, Any], uuids: list[str], trial_ids: list[int]
+) -> list[str]:
+    """Remove the checkpoints' and TensorBoard snapshots' files; what stayed, one line each."""
     try:
         storage = make_storage(parse_config(config).checkpoint_storage)
     except (ConfigError, UnsupportedStorageError) as err:
-        logger.warning("experiment %d: checkpoint files not removed: %s", experiment_id, err)
-        return
+        return [f"no checkpoint files removed: the checkpoint storage is unusable: {err}"]
+    left: list[str] = []
     for uuid in uuids:
         try:
             storage.delete(uuid)
         except Exception as err:  # one unreachable checkpoint must not keep the others
-            logger.warning("experiment %d: checkpoint %s not removed: %s", experiment_id, uuid, err)
+            left.append(f"checkpoint {uuid}: {type(err).__name__}: {err}")
     for trial_id in trial_ids:
         try:
             delete_snapshots(storage, trial_id)
         except Exception as err:
-            logger.warning(
-                "experiment %d: trial %d's TensorBoard files not removed: %s",
-                experiment_id,
-                trial_id,
-                err,
-            )
+            left.append(f"trial {trial_id}'s TensorBoard files: {type(err).__name__}: {err}")
+    return left
 
 
 @router.get(

@@ -306,8 +306,12 @@ export class ExperimentPage implements Page {
     if (!confirmed) return;
     if (this.deleteButton) this.deleteButton.disabled = true;
     try {
-      await api.deleteExperiment(this.id);
-      toast(`Experiment ${this.id} deleted.`);
+      const left = await api.deleteExperiment(this.id);
+      if (left.length > 0) {
+        toast(`Experiment ${this.id} deleted, but files stayed in storage: ${left.join("; ")}`, "error");
+      } else {
+        toast(`Experiment ${this.id} deleted.`);
+      }
       navigate("/experiments");
     } catch (err) {
       toast(`Could not delete experiment ${this.id}: ${errorMessage(err)}`, "error");
