@@ -6,6 +6,7 @@ length) and ``adaptive_asha`` (``time_metric``/``max_time``), paused and activat
 
 from __future__ import annotations
 
+import ast
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,3 +115,83 @@ def test_adaptive_asha_on_the_master(master: MasterProcess) -> None:
     assert all(t["state"] == "COMPLETED" for t in found), found
     last = [max(b for b, _ in validations(metric_rows(http, t["id"]))) for t in found]
     assert set(last) <= {20, 100} and 100 in last, last
+
+
+def imported_modules(script: Path) -> set[str]:
+    """The top-level modules ``script`` imports."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(script.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.slow
+def test_adaptive_asha_paused_and_activated_mid_run_on_the_master(master: MasterProcess) -> None:
+    """``asha_paused.yaml``: one bracket, rungs at 10, 20 and 40 batches (``max_time`` 40,
+    divisor 2), 4 trials, 2 at a time; the experiment is paused at the first checkpoint and
+    activated once every trial process has stopped."""
+    assert imported_modules(MODEL / "train.py") <= {
+        "argparse",
+        "logging",
+        "os",
+        "pathlib",
+        "time",
+        "determined",
+    }, "the script is framework-free: no TensorFlow, no Keras"
+    http = master.http
+    experiment_id = create_experiment(http, (MODEL / "asha_paused.yaml").read_text(), MODEL)
+    deadline = time.monotonic() + 180
+    while not any(t.get("latest_checkpoint_uuid") for t in trials(http, experiment_id)):
+        assert time.monotonic() < deadline, master.log()[-3000:]
+        time.sleep(0.1)
+    assert http.post(f"/experiments/{experiment_id}/pause").status_code == 200
+    paused = wait_for(http, experiment_id, {"PAUSED"}, master=master)
+    assert 0 < paused["progress"] < 1, paused
+    # Every trial process ends: preempted mid-run (its script saw should_preempt() True at
+    # its next checkpoint), or closed for now by the searcher at a rung.
+    while any(t["state"] in ("ACTIVE", "RUNNING") for t in trials(http, experiment_id)):
+        assert time.monotonic() < deadline, trials(http, experiment_id)
+        time.sleep(0.2)
+    preempted = [
+        t["id"] for t in trials(http, experiment_id) if "stopped: PREEMPTED" in logs(http, t["id"])
+    ]
+    assert preempted, "the pause caught no trial mid-run"
+    assert http.post(f"/experiments/{experiment_id}/activate").status_code == 200
+    done = wait_for(http, experiment_id, {"COMPLETED"}, timeout=300, master=master)
+    assert done["progress"] == 1.0
+    found = trials(http, experiment_id)
+    assert len(found) == 4
+    length: dict[int, int] = {}
+    for trial in found:
+        text = logs(http, trial["id"])
+        assert trial["state"] == "COMPLETED", text
+        increment_by = trial["hparams"]["increment_by"]
+        rows = validations(metric_rows(http, trial["id"]))
+        length[trial["id"]] = last = max(b for b, _ in rows)
+        # A rung's length exactly, each validation once, the step counter and x continued
+        # across every restart (pause, or a promotion after the trial's process had ended).
+        assert last in (10, 20, 40), rows
+        assert rows == [(b, increment_by * b) for b in range(10, last + 1, 10)], text
+        assert trial["outcome"] == ("COMPLETED" if last == 40 else "STOPPED_BY_SEARCHER"), trial
+        starts = text.count("resumed at batch ")
+        if trial["id"] in preempted:
+            assert starts >= 1, text
+        for line in text.splitlines():
+            if "resumed at batch " in line:
+                batch = int(line.split("resumed at batch ", 1)[1].split()[0])
+                assert f"resumed at batch {batch} (x={increment_by * batch})" in line, line
+                assert batch in (10, 20, 30), line
+    # ASHA's rules (pedl.searcher._asha): x at a rung is increment_by times its length, so
+    # the best increment_by is promoted at every rung (ties: the earlier report) and trains to
+    # max_time; the 2 best of the 4 results at the bottom rung reach the second; with at
+    # most 3 promoted from the bottom, at least one trial stops there.
+    by_increment = sorted(found, key=lambda t: -t["hparams"]["increment_by"])
+    best = by_increment[0]["hparams"]["increment_by"]
+    assert any(length[t["id"]] == 40 for t in found if t["hparams"]["increment_by"] == best), length
+    second = by_increment[1]["hparams"]["increment_by"]
+    assert all(length[t["id"]] >= 20 for t in found if t["hparams"]["increment_by"] > second)
+    assert sum(1 for n in length.values() if n >= 20) >= 2, length
+    assert 10 in length.values() and 40 in length.values(), length
