@@ -426,11 +426,15 @@ class Orchestrator:
         try:
             storage = make_storage(config.checkpoint_storage)
             # Marked DELETED first, registered ones left out: one registered meanwhile stays.
-            for storage_id in self._store.claim_checkpoints_for_deletion(storage_ids):
-                storage.delete(storage_id)
+            claimed = self._store.claim_checkpoints_for_deletion(storage_ids)
         except Exception as err:
             logger.warning("checkpoints %s not deleted: %s", ", ".join(storage_ids), err)
             return
+        for storage_id in claimed:
+            try:
+                storage.delete(storage_id)
+            except Exception as err:  # one unreachable checkpoint must not keep the others
+                logger.warning("checkpoint %s: files not removed: %s", storage_id, err)
         # What uploads killed mid-way left there (never registered, so no rule above saw it).
         collect_torn_uploads(storage)
 
