@@ -20,6 +20,16 @@ how they carry the actions out. The rules that live here, once:
 - **Life of the experiment**: pause, activate, cancel and kill; it completes when the searcher
   has shut down and no trial is live, and errors, saying why, when every trial failed or
   the searcher itself failed.
+- **Continuation** (``det experiment continue``): a continued experiment's searcher starts
+  afresh with an empty log, beside the trials it already has (*carried* trials: their
+  request ids not yet created in this log). When the searcher creates a carried trial's
+  request id, an ended one (COMPLETED, or killed while it waited) is answered from its
+  record, as Determined marks it exited: the searcher hears its validation at the length
+  asked with its searcher metric (or its early exit, with the reason), then that it closed,
+  and moves on; a live one (the store made the unfinished trials ACTIVE) trains again from
+  its latest checkpoint as the same trial. Until then a live carried trial waits ACTIVE with
+  no length asked of it: not runnable, so it neither runs nor holds a slot, while its latest
+  checkpoint is kept. A request id with no trial gets a new one.
 
 Not thread-safe: the shell serialises calls.
 """
@@ -80,6 +90,11 @@ class TrialRecord:
     restarts: int = 0
     latest_checkpoint: str | None = None
     latest_checkpoint_batches: int | None = None
+    outcome: TrialOutcome | None = None
+    """How the trial's latest run ended (``None`` while it has not ended)."""
+    validation_metric: float | None = None
+    """The searcher metric of the trial's latest validation (the largest batch count), if
+    it reported one: what a continued search hears of a COMPLETED trial."""
 
 
 @dataclass
@@ -104,6 +119,11 @@ class _Trial:
     latest_checkpoint: str | None = None
     latest_checkpoint_batches: int | None = None
     error: TrialError | None = None
+    outcome: TrialOutcome | None = None
+    validation_metric: float | None = None
+    carried: bool = False
+    """A trial from before a continuation whose request id this searcher log has not
+    created yet: the searcher hears of it only when it creates that request id."""
 
 
 _EXIT_REASONS = {
@@ -153,6 +173,9 @@ class ExperimentDriver:
                 restarts=record.restarts,
                 latest_checkpoint=record.latest_checkpoint,
                 latest_checkpoint_batches=record.latest_checkpoint_batches,
+                outcome=record.outcome,
+                validation_metric=record.validation_metric,
+                carried=True,  # until this log's trial_created event for it (``_replay``)
             )
             self._trials[record.request_id] = trial
             self._request_of[record.trial_id] = record.request_id
@@ -191,14 +214,21 @@ class ExperimentDriver:
         return self._run(recover)
 
     def trial_created(self, request_id: int, trial_id: int) -> list[Action]:
-        """The store created the trial of :class:`CreateTrial` ``request_id`` as ``trial_id``."""
+        """The store created the trial of :class:`CreateTrial` ``request_id`` as ``trial_id``.
+        One created as the experiment ended (the searcher's answer to a trial closed by a
+        cancel) is CANCELED at once, not left ACTIVE in an ended experiment."""
 
         def created() -> None:
             trial = self._trials[request_id]
             trial.trial_id = trial_id
             self._request_of[trial_id] = request_id
 
-        return self._run(created)
+        if not self.state.is_terminal:
+            return self._run(created)
+        created()
+        self._set_state(self._trials[request_id], TrialState.CANCELED)
+        actions, self._actions = self._actions, []
+        return actions
 
     def set_experiment_state(self, state: ExperimentState) -> list[Action]:
         """A user paused, activated, cancelled or killed the experiment (already recorded)."""
@@ -390,7 +420,9 @@ class ExperimentDriver:
         trial = self._trials.get(int(event.get("request_id", -1)))
         if trial is None:
             return
-        if kind == "validation_completed":
+        if kind == "trial_created":
+            trial.carried = False
+        elif kind == "validation_completed":
             length = int(event["length"])
             self._issue(trial, length)
             trial.validated = max(trial.validated, length)
@@ -404,7 +436,8 @@ class ExperimentDriver:
         while queue:
             op = queue.pop(0)
             if isinstance(op, NewTrial):
-                if op.request_id not in self._trials:
+                trial = self._trials.get(op.request_id)
+                if trial is None:
                     self._trials[op.request_id] = _Trial(
                         op.request_id, dict(op.hparams), op.trial_seed
                     )
@@ -413,12 +446,46 @@ class ExperimentDriver:
                         CreateTrial(op.request_id, dict(op.hparams), op.trial_seed, warm_start)
                     )
                 queue.extend(self._runner.on_trial_created(op.request_id))
+                if trial is not None and trial.carried:
+                    trial.carried = False
+                    if trial.state.is_terminal:
+                        queue.extend(self._answer_from_record(trial))
             elif isinstance(op, TrainTrial):
                 self._issue(self._trials[op.request_id], op.length)
             elif isinstance(op, CloseTrial):
                 self._trials[op.request_id].close_requested = True
             elif isinstance(op, Shutdown):
                 self._shutdown = op
+
+    def _answer_from_record(self, trial: _Trial) -> list[TrialOperation]:
+        """Tell the searcher, which has just created the carried trial again, how it ended
+        before the continuation (it does not run again): a trial that trained to the end
+        validated at the length the searcher now asks of it with its latest searcher metric
+        (no validation without one); one that stopped early (InvalidHP, stopped by its code,
+        killed, errored) exited early with that reason; then it closed. Returns the
+        searcher's answers (e.g. the next trial of a pool with a concurrency limit)."""
+        ops: list[TrialOperation] = []
+        asked = [
+            op.length
+            for op in self._runner.outstanding_operations
+            if isinstance(op, TrainTrial) and op.request_id == trial.request_id
+        ]
+        reason = _EXIT_REASONS.get(trial.outcome) if trial.outcome else None
+        if reason is not None:
+            trial.exit_reason = reason
+            ops.extend(self._runner.on_trial_exited_early(trial.request_id, reason))
+        elif asked and trial.validation_metric is not None:
+            length = max(asked)
+            self._issue(trial, length)
+            trial.validated = length
+            ops.extend(
+                self._runner.on_validation_completed(
+                    trial.request_id, trial.validation_metric, length
+                )
+            )
+        trial.searcher_closed = True
+        ops.extend(self._runner.on_trial_closed(trial.request_id))
+        return ops
 
     def _issue(self, trial: _Trial, length: int) -> None:
         if length not in trial.issued:
@@ -514,11 +581,15 @@ class ExperimentDriver:
         outcome: TrialOutcome,
         error: TrialError | None = None,
     ) -> None:
-        """End the trial: record it, tell the searcher (once), collect garbage."""
+        """End the trial: record it, tell the searcher (once), collect garbage. A carried
+        trial's searcher hears of it when it creates the trial (:meth:`_answer_from_record`)."""
         if outcome == TrialOutcome.COMPLETED and self._stopped_by_searcher(trial):
             outcome = TrialOutcome.STOPPED_BY_SEARCHER
         trial.error = error
         self._set_state(trial, state, outcome, error)
+        if trial.carried:
+            self._collect_garbage()
+            return
         reason = _EXIT_REASONS.get(outcome)  # None for COMPLETED and PREEMPTED
         if reason is not None and trial.exit_reason is None and not trial.searcher_closed:
             trial.exit_reason = reason
@@ -624,6 +695,8 @@ class ExperimentDriver:
         if trial.state == state and outcome is None and restarts is None:
             return
         trial.state = state
+        if outcome is not None:
+            trial.outcome = outcome
         self._emit(SetTrialState(self._id(trial), state, outcome, error, restarts))
 
     def _waiting_state(self) -> TrialState:

@@ -1,5 +1,6 @@
 """``det``'s remaining verbs on a real master (API only): ``experiment set max-slots /
-priority / weight / gc-policy``, ``experiment continue``'s refusals and its records,
+priority / weight / gc-policy``, ``experiment continue``'s refusals and its records (a
+single-trial experiment, a grid or random search),
 ``master logs``, and the trial log filters applied by the master."""
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from click.testing import CliRunner
 
 from pedl.cli import cli
 from pedl.client import Client, PEDLError, Session, TokenStore
-from pedl.engine import CheckpointState, ExperimentState, TrialState
+from pedl.engine import CheckpointState, ExperimentState, TrialOutcome, TrialState
 from pedl.master._master_log import MasterLog
+from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import logs as logs_repo
 from pedl.master.db import searcher as searcher_repo
 from pedl.master.db import trials as trials_repo
 from tests.cli.test_cli_det import Filled, fill, run
-from tests.client.helpers import LiveMaster
+from tests.client.helpers import LiveMaster, write_model_dir
 
 
 @pytest.fixture
@@ -143,9 +145,126 @@ def test_continue_makes_the_experiment_and_its_trial_live_again(
             trials_repo.get_trial(session, filled.trial_id).latest_checkpoint_uuid
             == (filled.uuids[1])
         )
-    assert [e["kind"] for e in events] == ["initial_operations", "trial_created"]
+    assert events == []  # the searcher starts afresh when the master adopts it
     again = run(master, "experiment", "continue", str(filled.experiment_id))
     assert again.exit_code == 1 and "only an ended experiment" in again.output
+
+
+SEARCH_YAML = """\
+name: continued-search
+entrypoint: model_def:MyTrial
+hyperparameters:
+  lr: {{type: categorical, vals: [0.1, 0.2, 0.3]}}
+searcher: {searcher}
+checkpoint_storage: {{type: shared_fs, host_path: {storage}}}
+"""
+
+
+def _search(
+    master: LiveMaster,
+    client: Client,
+    root: Path,
+    searcher: str,
+    ended: ExperimentState,
+    trials: list[tuple[TrialState, TrialOutcome]],
+) -> tuple[int, list[int]]:
+    """An ended experiment of ``searcher`` with ``trials`` (request ids 1, 2, ...) in those
+    states, each having spent 2 restarts, as a search leaves them."""
+    (root / "checkpoints").mkdir(parents=True)
+    config = root / "search.yaml"
+    config.write_text(SEARCH_YAML.format(searcher=searcher, storage=root / "checkpoints"))
+    exp = client.create_experiment(config, write_model_dir(root), activate=False)
+    ids = []
+    with master.database.session(write=True) as session:
+        for request_id, (state, outcome) in enumerate(trials, start=1):
+            trial, _ = trials_repo.create_trial(
+                session,
+                experiment_id=exp.id,
+                hparams={"lr": 0.1 * request_id},
+                seed=request_id,
+                request_id=str(request_id),
+            )
+            trial.state, trial.outcome, trial.restarts = state, outcome, 2
+            ids.append(trial.id)
+        experiments_repo.get_experiment(session, exp.id).state = ended
+    return exp.id, ids
+
+
+GRID = "{name: grid, metric: val_loss, max_length: {batches: 100}, max_concurrent_trials: 1}"
+
+
+def test_continue_a_grid_search_keeps_completed_trials_and_revives_the_others(
+    master: LiveMaster, client: Client, tmp_path: Path
+) -> None:
+    exp_id, (done, failed) = _search(
+        master,
+        client,
+        tmp_path,
+        GRID,
+        ExperimentState.CANCELED,
+        [
+            (TrialState.COMPLETED, TrialOutcome.COMPLETED),
+            (TrialState.ERROR, TrialOutcome.ERRORED),
+        ],
+    )
+    changed = run(master, "experiment", "continue", str(exp_id), "--config", "max_restarts=3")
+    assert changed.exit_code == 1, changed.output
+    assert "override config is provided and experiment is not single searcher" in changed.output
+    result = run(master, "e", "continue", str(exp_id))
+    assert result.exit_code == 0 and "Continued experiment" in result.output, result.output
+    exp = client.get_experiment(exp_id)
+    assert exp.state == ExperimentState.ACTIVE and exp.ended_at is None
+    kept, revived = client.get_trial(done), client.get_trial(failed)
+    assert (kept.state, kept.outcome, kept.restarts) == (
+        TrialState.COMPLETED,
+        TrialOutcome.COMPLETED,
+        0,
+    )
+    assert (revived.state, revived.outcome, revived.restarts, revived.ended_at) == (
+        TrialState.ACTIVE,
+        None,
+        0,
+        None,
+    )
+    with master.database.session() as session:
+        assert searcher_repo.list_searcher_events(session, exp_id) == []
+
+
+def test_continue_refuses_a_completed_search_and_other_searchers(
+    master: LiveMaster, client: Client, tmp_path: Path, user_headers: dict[str, str]
+) -> None:
+    completed = (TrialState.COMPLETED, TrialOutcome.COMPLETED)
+    done_id, _ = _search(
+        master, client, tmp_path / "done", GRID, ExperimentState.COMPLETED, [completed] * 3
+    )
+    url = f"{master.url}/api/v1/experiments/{done_id}/continue"
+    answer = httpx.post(url, json={}, headers=user_headers, timeout=30)
+    assert answer.status_code == 409, answer.text
+    assert "experiment has been completed, cannot continue this experiment" in answer.text
+    answer = httpx.post(url, json={"config": "max_restarts: 1"}, headers=user_headers, timeout=30)
+    assert answer.status_code == 422 and "not single searcher" in answer.text, answer.text
+    # COMPLETED with a trial that errored: it continues (that trial trains again).
+    random = "{name: random, metric: val_loss, max_length: {batches: 100}, max_trials: 2}"
+    errored = (TrialState.ERROR, TrialOutcome.ERRORED)
+    partly_id, (_, failed) = _search(
+        master, client, tmp_path / "partly", random, ExperimentState.COMPLETED, [completed, errored]
+    )
+    assert run(master, "e", "continue", str(partly_id)).exit_code == 0
+    assert client.get_trial(failed).state == TrialState.ACTIVE
+    asha = "{name: adaptive_asha, metric: val_loss, max_length: {batches: 100}, max_trials: 4}"
+    asha_id, _ = _search(
+        master, client, tmp_path / "asha", asha, ExperimentState.CANCELED, [errored]
+    )
+    answer = httpx.post(
+        f"{master.url}/api/v1/experiments/{asha_id}/continue",
+        json={},
+        headers=user_headers,
+        timeout=30,
+    )
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"]["field"] == "searcher.name" and "'adaptive_asha'" in answer.text
+    refused = run(master, "e", "continue", str(asha_id))
+    assert refused.exit_code == 1 and "unsupported searcher type" in refused.output
 
 
 def test_master_logs(master: LiveMaster, client: Client, tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hypothesis import given, settings
@@ -87,15 +87,11 @@ class Shell:
                 created.append((action.request_id, self.next_id))
             elif isinstance(action, SetTrialState):
                 old = self.trials[action.trial_id]
-                self.trials[action.trial_id] = TrialRecord(
-                    old.trial_id,
-                    old.request_id,
-                    old.hparams,
-                    old.seed,
-                    action.state,
-                    action.restarts if action.restarts is not None else old.restarts,
-                    old.latest_checkpoint,
-                    old.latest_checkpoint_batches,
+                self.trials[action.trial_id] = replace(
+                    old,
+                    state=action.state,
+                    restarts=action.restarts if action.restarts is not None else old.restarts,
+                    outcome=action.outcome if action.outcome is not None else old.outcome,
                 )
                 if action.outcome is not None:
                     self.outcomes[action.trial_id] = action.outcome
@@ -121,12 +117,33 @@ class Shell:
         storage_id = f"ckpt-{trial_id}-{batches}"
         summary = CheckpointSummary(storage_id, trial_id, batches, float(batches))
         self.checkpoints[storage_id] = summary
-        old = self.trials[trial_id]
-        self.trials[trial_id] = TrialRecord(
-            old.trial_id, old.request_id, old.hparams, old.seed, old.state, old.restarts,
-            storage_id, batches,
-        )  # fmt: skip
+        self.trials[trial_id] = replace(
+            self.trials[trial_id], latest_checkpoint=storage_id, latest_checkpoint_batches=batches
+        )
         self.apply(self.driver.checkpoint_completed(summary))
+
+    def validate(self, trial_id: int, length: int, metric: float) -> None:
+        """The trial's validation: the store records its metric, then the driver hears it."""
+        self.trials[trial_id] = replace(self.trials[trial_id], validation_metric=metric)
+        self.apply(self.driver.validation_reported(trial_id, length, metric))
+
+    def continued(self) -> None:
+        """``det experiment continue`` of the ended grid or random search, as the master's
+        API records it (an empty searcher log, restarts back to 0, every trial but the
+        COMPLETED ones ACTIVE with no outcome), then a driver built from that record."""
+        assert self.experiment.is_terminal
+        self.events = []
+        self.experiment = ExperimentState.ACTIVE
+        for trial_id, record in self.trials.items():
+            if record.state == TrialState.COMPLETED:
+                self.trials[trial_id] = replace(record, restarts=0)
+            else:
+                self.trials[trial_id] = replace(
+                    record, state=TrialState.ACTIVE, restarts=0, outcome=None
+                )
+                self.outcomes.pop(trial_id, None)
+        self.driver = self.rebuilt()
+        self.apply(self.driver.start())
 
     def rebuilt(self) -> ExperimentDriver:
         return ExperimentDriver(
@@ -152,7 +169,7 @@ def run_attempt(shell: Shell, trial_id: int, outcome: TrialOutcome, error: Trial
         while (answer := shell.driver.next_operation(trial_id)).status == "train":
             assert answer.length is not None
             shell.checkpoint(trial_id, answer.length)
-            shell.apply(shell.driver.validation_reported(trial_id, answer.length, 1.0))
+            shell.validate(trial_id, answer.length, 1.0 / trial_id)
             if outcome == TrialOutcome.PREEMPTED:
                 break
     shell.apply(shell.driver.trial_exited(trial_id, outcome, error))
@@ -481,3 +498,176 @@ def test_config_changed_applies_a_new_retention_policy_at_once() -> None:
     shell.apply(shell.driver.config_changed(changed))
     assert sorted(shell.deleted) == ["ckpt-101-2", "ckpt-101-4"]  # ckpt-101-6: the latest
     assert shell.driver.config.resources.max_slots == 3
+
+
+def test_a_continued_grid_search_reruns_only_its_unfinished_trials() -> None:
+    """``det experiment continue`` of a canceled grid search with max_concurrent_trials 2:
+    the completed trial is answered from its record and not rerun, the canceled and errored
+    ones train again from their latest checkpoints as the same trials, the one that waits
+    for the searcher neither runs nor holds a slot until it is asked for, the point never
+    created gets a new trial, and the search completes."""
+    shell = start(config({"name": "grid", "max_concurrent_trials": 2}, max_restarts=0,
+                         units=[1, 2, 3, 4, 5, 6]))  # fmt: skip
+    done, canceled = shell.driver.runnable_trials()
+    run_attempt(shell, done, TrialOutcome.COMPLETED, None)
+    (errored,) = [t for t in shell.driver.runnable_trials() if t != canceled]
+    late = TrialError("ValueError", "nan loss", "model.py:9", before_progress=False)
+    run_attempt(shell, errored, TrialOutcome.ERRORED, late)
+    (waiting,) = [t for t in shell.driver.runnable_trials() if t != canceled]
+    shell.apply(shell.driver.trial_started(canceled))
+    shell.checkpoint(canceled, 4)  # mid-way: its length is 10
+    shell.user(ExperimentState.STOPPING_CANCELED)
+    shell.apply(shell.driver.trial_exited(canceled, TrialOutcome.PREEMPTED))
+    assert shell.experiment == ExperimentState.CANCELED
+    before = {t: (r.request_id, r.hparams) for t, r in shell.trials.items()}
+    # The canceled trial's close let the searcher create request 5 as the search stopped.
+    (late_created,) = [t for t in before if t not in (done, canceled, errored, waiting)]
+    states = {t: r.state for t, r in shell.trials.items()}
+    assert states == {
+        done: TrialState.COMPLETED,
+        canceled: TrialState.CANCELED,
+        errored: TrialState.ERROR,
+        waiting: TrialState.CANCELED,
+        late_created: TrialState.CANCELED,
+    }
+
+    shell.continued()
+    assert shell.experiment == ExperimentState.ACTIVE
+    # The searcher heard the completed trial's validation and close, and moved on.
+    assert [(e["kind"], e.get("request_id")) for e in shell.events[:4]] == [
+        ("initial_operations", None),
+        ("trial_created", 1),
+        ("validation_completed", 1),
+        ("trial_closed", 1),
+    ]
+    assert shell.events[2]["metric"] == 1.0 / done and shell.events[2]["length"] == 10
+    assert shell.driver.runnable_trials() == [canceled, errored]
+    for trial_id in (waiting, late_created):  # wait for the searcher to ask for them
+        assert shell.trials[trial_id].state == TrialState.ACTIVE
+    assert shell.trials[canceled].latest_checkpoint == f"ckpt-{canceled}-4"  # kept
+    ran = []
+    while not shell.driver.finished:
+        runnable = shell.driver.runnable_trials()
+        assert done not in runnable and len(runnable) <= 2  # the searcher's limit
+        ran.append(runnable[0])
+        run_attempt(shell, runnable[0], TrialOutcome.COMPLETED, None)
+        assert len(ran) < 10
+    assert shell.experiment == ExperimentState.COMPLETED
+    new = [t for t in shell.trials if t not in before]
+    assert sorted(ran) == sorted([canceled, errored, waiting, late_created, *new])
+    assert len(new) == 1
+    assert {t: (r.request_id, r.hparams) for t, r in shell.trials.items() if t in before} == before
+    assert sorted(r.request_id for r in shell.trials.values()) == [1, 2, 3, 4, 5, 6]
+    assert {r.state for r in shell.trials.values()} == {TrialState.COMPLETED}
+    assert all(r.restarts == 0 for r in shell.trials.values())
+    assert shell.driver.progress() == 1.0
+
+
+def test_a_waiting_carried_trial_killed_is_not_rerun() -> None:
+    """A carried trial killed before its searcher asks for it ends CANCELED at once; when
+    the searcher creates its request id, it hears that the trial exited (user canceled)."""
+    shell = start(config({"name": "grid", "max_concurrent_trials": 1}, units=[1, 2, 3]))
+    (first,) = shell.driver.runnable_trials()
+    run_attempt(shell, first, TrialOutcome.COMPLETED, None)
+    (second,) = shell.driver.runnable_trials()
+    shell.apply(shell.driver.trial_started(second))
+    shell.user(ExperimentState.STOPPING_CANCELED)
+    shell.apply(shell.driver.trial_exited(second, TrialOutcome.PREEMPTED))
+    (third,) = [t for t in shell.trials if t not in (first, second)]
+    assert shell.experiment == ExperimentState.CANCELED
+    shell.continued()
+    assert shell.driver.runnable_trials() == [second]
+    shell.apply(shell.driver.kill_trial(third))
+    assert shell.trials[third].state == TrialState.CANCELED
+    assert shell.outcomes[third] == TrialOutcome.KILLED
+    assert shell.experiment == ExperimentState.ACTIVE
+    run_attempt(shell, second, TrialOutcome.COMPLETED, None)
+    assert shell.experiment == ExperimentState.COMPLETED
+    assert shell.trials[third].state == TrialState.CANCELED
+    exits = [
+        (e["request_id"], e["reason"]) for e in shell.events if e["kind"] == "trial_exited_early"
+    ]
+    assert exits == [(3, "USER_CANCELED")]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    searcher=st.sampled_from([{"name": "grid"}, {"name": "random", "max_trials": 4}]),
+    limit=st.sampled_from([0, 1, 2]),
+    before=st.lists(ATTEMPTS, min_size=0, max_size=8),
+    after=st.lists(ATTEMPTS, min_size=1, max_size=20),
+    kill_waiting=st.booleans(),
+    rebuild_every=st.integers(1, 4),
+)
+def test_any_canceled_search_continued_ends_with_each_request_once(
+    searcher: dict[str, Any],
+    limit: int,
+    before: list[tuple[TrialOutcome, TrialError | None]],
+    after: list[tuple[TrialOutcome, TrialError | None]],
+    kill_waiting: bool,
+    rebuild_every: int,
+) -> None:
+    """Any run of a grid or random search, canceled after some attempts, then continued
+    (and rebuilt from its store along the way): the trials that had COMPLETED never run
+    again and keep their ids, no request id gets two trials, and the search ends by the
+    rules with every grid point or ``max_trials`` valid random draws."""
+    cfg = config({**searcher, "max_concurrent_trials": limit}, units=[1, 2, 3, 4])
+    shell = start(cfg)
+    for outcome, error in before:
+        runnable = shell.driver.runnable_trials()
+        if shell.driver.finished or not runnable:
+            break
+        if (outcome, error) == CRASH:
+            crash_after_checkpoint(shell, runnable[0])
+        else:
+            run_attempt(shell, runnable[0], outcome, error)
+    if not shell.driver.finished:
+        shell.user(ExperimentState.STOPPING_CANCELED)
+    if shell.experiment == ExperimentState.COMPLETED and all(
+        r.state == TrialState.COMPLETED for r in shell.trials.values()
+    ):
+        return  # the master refuses to continue it (409)
+    completed = {t for t, r in shell.trials.items() if r.state == TrialState.COMPLETED}
+    old = {t: r.request_id for t, r in shell.trials.items()}
+    shell.continued()
+    if kill_waiting:
+        waiting = [
+            t
+            for t, r in shell.trials.items()
+            if r.state == TrialState.ACTIVE and t not in shell.driver.runnable_trials()
+        ]
+        for trial_id in waiting[:1]:
+            shell.apply(shell.driver.kill_trial(trial_id))
+            assert shell.trials[trial_id].state == TrialState.CANCELED
+    ran: set[int] = set()
+    step = 0
+    while not shell.driver.finished:
+        runnable = shell.driver.runnable_trials()
+        assert runnable, "a live experiment always has a trial to run"
+        trial_id = runnable[0]
+        ran.add(trial_id)
+        outcome, error = after[step % len(after)] if step < 60 else (TrialOutcome.COMPLETED, None)
+        if (outcome, error) == CRASH:
+            crash_after_checkpoint(shell, trial_id)
+        else:
+            run_attempt(shell, trial_id, outcome, error)
+        step += 1
+        if step % rebuild_every == 0 and not shell.driver.finished:
+            shell.driver = shell.rebuilt()
+            shell.apply(shell.driver.start())
+        assert step < 200
+    assert shell.experiment in (ExperimentState.COMPLETED, ExperimentState.ERROR)
+    assert not ran & completed
+    assert {t: shell.trials[t].request_id for t in old} == old
+    requests = [r.request_id for r in shell.trials.values()]
+    assert sorted(requests) == list(range(1, len(requests) + 1))
+    assert all(r.state.is_terminal for r in shell.trials.values())
+    if searcher["name"] == "grid":
+        assert sorted(r.hparams["units"] for r in shell.trials.values()) == [1, 2, 3, 4]
+    elif shell.experiment == ExperimentState.COMPLETED:
+        valid = [
+            r
+            for r in shell.trials.values()
+            if shell.outcomes.get(r.trial_id) != TrialOutcome.INVALID_HP
+        ]
+        assert len(valid) == 4

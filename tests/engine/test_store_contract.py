@@ -17,6 +17,7 @@ from pedl.engine import (
     CreateTrial,
     ExperimentDriver,
     ExperimentState,
+    MetricKind,
     SetExperimentState,
     SetProgress,
     SetTrialState,
@@ -28,7 +29,9 @@ from pedl.local import LocalExperiment
 from pedl.master.db import Database, SearcherEvent, SQLExperimentStore
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
+from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
+from pedl.master.db.metrics import MetricRow
 from tests.master.conftest import _create_pg_database, _drop_pg_database
 
 CONFIG: dict[str, Any] = {
@@ -164,6 +167,49 @@ def test_checkpoints_load_with_their_metric_until_deleted(store_db: tuple[Databa
     assert trial.latest_checkpoint_batches == 8
     store.mark_checkpoints_deleted([loaded.checkpoints[0].storage_id])
     assert [c.total_batches for c in store.load(experiment_id).checkpoints] == [8]
+
+
+def test_trials_load_with_their_outcome_and_latest_searcher_metric(
+    store_db: tuple[Database, int],
+) -> None:
+    """What a continued search hears of a trial that ended: its outcome and the searcher
+    metric of its latest validation (not its best, nor a training metric)."""
+    database, experiment_id = store_db
+    store = SQLExperimentStore(database)
+    created = store.apply(experiment_id, [CreateTrial(1, {"units": 1}, 1), CreateTrial(2, {}, 2)])
+    (_, validated), (_, silent) = created
+    with database.session(write=True) as session:
+        metrics_repo.upsert_metrics(
+            session,
+            validated,
+            [
+                MetricRow(MetricKind.VALIDATION, 8, {"loss": 0.75, "accuracy": 0.5}),
+                MetricRow(MetricKind.VALIDATION, 4, {"loss": 0.25}),
+                MetricRow(MetricKind.TRAINING, 12, {"loss": 0.125}),
+            ],
+        )
+        metrics_repo.upsert_metrics(
+            session, silent, [MetricRow(MetricKind.TRAINING, 4, {"loss": 0.5})]
+        )
+    assert {
+        t.trial_id: (t.outcome, t.validation_metric) for t in store.load(experiment_id).trials
+    } == {
+        validated: (None, 0.75),
+        silent: (None, None),
+    }
+    store.apply(
+        experiment_id,
+        [
+            SetTrialState(validated, TrialState.COMPLETED, TrialOutcome.COMPLETED),
+            SetTrialState(silent, TrialState.COMPLETED, TrialOutcome.INVALID_HP),
+        ],
+    )
+    assert {
+        t.trial_id: (t.outcome, t.validation_metric) for t in store.load(experiment_id).trials
+    } == {
+        validated: (TrialOutcome.COMPLETED, 0.75),
+        silent: (TrialOutcome.INVALID_HP, None),
+    }
 
 
 def test_a_driver_rebuilt_from_the_store_answers_alike(store_db: tuple[Database, int]) -> None:

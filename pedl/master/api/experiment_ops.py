@@ -1,5 +1,5 @@
-"""``/api/v1/experiments/{id}/continue`` and ``/preview_gc``: continuing an ended
-single-trial experiment (``det experiment continue``) and what a retention policy would delete
+"""``/api/v1/experiments/{id}/continue`` and ``/preview_gc``: continuing an ended single,
+grid or random search (``det experiment continue``) and what a retention policy would delete
 (``det experiment set gc-policy``'s preview)."""
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from pedl.master.db import continuation as continuation_repo
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
-from pedl.searcher import SearcherRunner, make_search_method
 
 router = APIRouter(
     prefix="/experiments",
@@ -40,7 +39,7 @@ router = APIRouter(
 
 MAX_OVERRIDE_CHARS = 100_000
 """The longest override config (YAML text) ``continue`` takes."""
-_MULTI_TRIAL = ("grid", "random")
+_CONTINUABLE = ("single", "grid", "random")
 _REFUSED_KEYS = {
     "project": "'project' in override config cannot be specified",
     "workspace": "'workspace' in override config cannot be specified",
@@ -112,17 +111,23 @@ def continue_experiment(
     user: CurrentUser,
     request: Request,
 ) -> ExperimentPublic:
-    """Continue an ended single-trial experiment as ``det experiment continue`` does: its
-    trial trains again from its latest checkpoint to the searcher's ``max_length`` of the
-    config with ``config`` merged over it (a longer one trains further; an errored trial gets
-    its restarts back), and the experiment is ACTIVE until that ends. 409 while it has not
-    ended; 422 for another searcher (PEDL does not rerun a grid or random search's
-    unfinished trials, as Determined does), an override that changes the searcher's name,
-    the hyperparameters, ``project`` or ``workspace``, or a config that does not validate.
-    Its owner or an administrator only (403)."""
+    """Continue an ended experiment as ``det experiment continue`` does; it is ACTIVE until
+    its searcher ends again, and every trial's restarts are back to 0.
+
+    A single-trial experiment: its trial trains again from its latest checkpoint to the
+    searcher's ``max_length`` of the config with ``config`` merged over it (a longer one
+    trains further). A grid or random search (no ``config`` override): its searcher starts
+    afresh with the same config and seed, so it asks for the same hyperparameters under the
+    same request ids; a COMPLETED trial is not rerun (the searcher hears how it ended), an
+    unfinished one (errored, canceled) trains again from its latest checkpoint as the same
+    trial, and the trials it never created are created. 409 while it has not ended, or for
+    a grid or random search that COMPLETED with every trial COMPLETED; 422 for another
+    searcher, an override for a grid or random search, an override that changes the
+    searcher's name, the hyperparameters, ``project`` or ``workspace``, or a config that
+    does not validate. Its owner or an administrator only (403)."""
     settings = request.app.state.settings
     assert isinstance(settings, MasterSettings)
-    override = _override(body.config)
+    override = _parsed(body.config)
     with database.session() as session:
         experiment = experiments_repo.get_experiment(session, experiment_id)
         require_owner(user, experiment.owner, f"experiment {experiment_id}")
@@ -134,27 +139,31 @@ def continue_experiment(
                 field="state",
             )
         current = dict(experiment.config)
-        trials = trials_repo.all_trials(session, experiment_id)
         completed = experiment.state.value == "COMPLETED" and all(
-            t.state == TrialState.COMPLETED for t in trials
+            t.state == TrialState.COMPLETED for t in trials_repo.all_trials(session, experiment_id)
         )
     name = str(current.get("searcher", {}).get("name"))
-    if name != "single":
-        if name in _MULTI_TRIAL and completed:
-            raise ApiError(409, "experiment has been completed, cannot continue this experiment")
-        more = (
-            "; Determined reruns a grid or random search's unfinished trials, PEDL does not"
-            if name in _MULTI_TRIAL
-            else ""
-        )
+    if name not in _CONTINUABLE:
         raise ApiError(
             422,
-            f"PEDL continues experiments of the single searcher only, this one's is {name!r}{more}",
+            f"unsupported searcher type {name!r}: only experiments of the single, grid and "
+            "random searchers can be continued",
             field="searcher.name",
         )
+    single = name == "single"
+    if not single and override:
+        raise ApiError(
+            422,
+            f"override config is provided and experiment is not single searcher, got {name!r} "
+            "instead",
+            field="config",
+        )
+    if not single and completed:
+        raise ApiError(409, "experiment has been completed, cannot continue this experiment")
+    _refuse_keys(override)
     merged = _merged(current, override)
     merged_name = merged.get("searcher", {}).get("name")
-    if merged_name != "single":
+    if single and merged_name != "single":
         raise ApiError(
             422,
             f"override config must have single searcher type, got {merged_name!r} instead",
@@ -165,25 +174,15 @@ def continue_experiment(
         default_checkpoint_dir=settings.checkpoint_dir,
         storage_roots=settings.allowed_storage_roots,
     )
-    config = validated.config
-    runner = SearcherRunner(
-        make_search_method(config),
-        seed=config.reproducibility.experiment_seed,
-        max_length=config.searcher_max_length,
-    )
-    runner.initial_operations()
-    if trials:
-        runner.on_trial_created(1)
     with database.session(write=True) as session:
         continued = continuation_repo.continue_experiment(
-            session, experiment_id, config=validated.document, events=runner.events
+            session, experiment_id, config=validated.document, rerun_completed=single
         )
         return ExperimentPublic.model_validate(continued)
 
 
-def _override(source: dict[str, Any] | str) -> dict[str, Any]:
-    """The override config as a mapping; 422 for YAML that is not one, or for keys that
-    cannot change when continuing."""
+def _parsed(source: dict[str, Any] | str) -> dict[str, Any]:
+    """The override config as a mapping; 422 for YAML that is not one."""
     if isinstance(source, str):
         try:
             loaded = yaml.safe_load(source) if source.strip() else {}
@@ -194,10 +193,14 @@ def _override(source: dict[str, Any] | str) -> dict[str, Any]:
         if not isinstance(loaded, Mapping):
             raise ApiError(422, "the override config must be a mapping", field="config")
         source = dict(loaded)
-    for key, message in _REFUSED_KEYS.items():
-        if key in source:
-            raise ApiError(422, message, field=f"config.{key}")
     return source
+
+
+def _refuse_keys(override: Mapping[str, Any]) -> None:
+    """422 for keys of the override config that cannot change when continuing."""
+    for key, message in _REFUSED_KEYS.items():
+        if key in override:
+            raise ApiError(422, message, field=f"config.{key}")
 
 
 def _merged(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

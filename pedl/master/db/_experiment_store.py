@@ -21,6 +21,7 @@ from pedl.engine import (
 )
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
+from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import searcher as searcher_repo
 from pedl.master.db import trials as trials_repo
 from pedl.master.db._database import Database
@@ -73,6 +74,7 @@ class SQLExperimentStore:
             # Retention never sees what the model registry holds: it is never deleted.
             registered = checkpoints_repo.registered_uuids(session, list(batches_of))
             checkpoints = [c for c in checkpoints if c.storage_id not in registered]
+            latest = metrics_repo.latest_validations(session, experiment_id)
             records = [
                 TrialRecord(
                     trial_id=t.id,
@@ -83,6 +85,12 @@ class SQLExperimentStore:
                     restarts=t.restarts,
                     latest_checkpoint=t.latest_checkpoint_uuid,
                     latest_checkpoint_batches=batches_of.get(t.latest_checkpoint_uuid or ""),
+                    outcome=t.outcome,
+                    validation_metric=(
+                        searcher_metric_of({"validation_metrics": latest[t.id]}, metric)
+                        if metric and t.id in latest
+                        else None
+                    ),
                 )
                 for t in trials
                 if t.request_id is not None and t.request_id.isdigit()
