@@ -231,17 +231,19 @@ def set_gc_policy(
     "--config-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
-    help="A YAML file of config fields to change (e.g. a longer searcher.max_length).",
+    help="A YAML file of config fields to change (e.g. a longer searcher.max_length; single "
+    "searcher only).",
 )
 @click.option(
     "--config",
     "overrides",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Change a config field, e.g. --config searcher.max_length.batches=2000 (repeatable).",
+    help="Change a config field, e.g. --config searcher.max_length.batches=2000 (repeatable; "
+    "single searcher only).",
 )
 @click.option(
-    "-f", "--follow-first-trial", is_flag=True, help="Follow the logs of the continued trial."
+    "-f", "--follow-first-trial", is_flag=True, help="Follow the logs of its first trial."
 )
 def continue_experiment(
     experiment_id: int,
@@ -249,7 +251,14 @@ def continue_experiment(
     overrides: tuple[str, ...],
     follow_first_trial: bool,
 ) -> None:
-    """Continue an ended single-trial experiment from its trial's latest checkpoint."""
+    """Continue an ended single, grid or random search experiment.
+
+    A single-trial experiment's trial trains on from its latest checkpoint (--config-file and
+    --config may change its config, e.g. a longer searcher.max_length). A grid or random
+    search (no config changes) keeps its completed trials, trains its unfinished ones
+    (errored, canceled) again from their latest checkpoints as the same trials, and creates
+    the trials it never created; refused for a search that completed with every trial
+    completed."""
     source: str | dict[str, Any] = (
         config_file.read_text(encoding="utf-8") if config_file is not None else {}
     )

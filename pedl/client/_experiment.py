@@ -221,9 +221,13 @@ class Experiment:
         return [Checkpoint(self._session, item) for item in items]
 
     def continue_experiment(self, config: Mapping[str, Any] | None = None) -> None:
-        """Continue the ended single-trial experiment from its trial's latest checkpoint, as
-        ``det experiment continue`` does; ``config`` overrides parts of its config (e.g.
-        ``{"searcher": {"max_length": {"batches": 2000}}}`` to train longer)."""
+        """Continue the ended experiment as ``det experiment continue`` does. A single-trial
+        experiment's trial trains on from its latest checkpoint; ``config`` overrides parts
+        of its config (e.g. ``{"searcher": {"max_length": {"batches": 2000}}}`` to train
+        longer). A grid or random search (no ``config``: :class:`PEDLError` 422) keeps its
+        completed trials, trains its unfinished ones again from their latest checkpoints as
+        the same trials and creates those it never created (409 when it completed with
+        every trial completed)."""
         body = {"config": dict(config) if config is not None else {}}
         self._update(self._session.post(f"/experiments/{self.id}/continue", json=body))
 
