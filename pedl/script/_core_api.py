@@ -39,7 +39,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -360,19 +360,22 @@ class _Checkpoint(core.CheckpointContext):
     def upload(
         self,
         ckpt_dir: str | os.PathLike[str] | None,
-        metadata: Mapping[str, Any],
+        metadata: Mapping[str, Any] | None = None,
         *,
         shard: bool = False,
-        selector: Any = None,
+        selector: Callable[[str], bool] | None = None,
     ) -> str:
-        """Copy ``ckpt_dir``'s files into a new checkpoint; return its storage id."""
-        with self.store_path(metadata, shard=shard) as (path, storage_id):
+        """Copy ``ckpt_dir``'s files into a new checkpoint; return its storage id. As in 0.38,
+        ``metadata`` needs ``steps_completed``, and ``selector`` gets each file's path relative
+        to ``ckpt_dir`` (``"model/weights.bin"``)."""
+        if ckpt_dir is None and not shard:
+            raise RuntimeError(
+                "cannot call checkpoint.upload(ckpt_dir=None, shard=False): there is nothing to "
+                "upload (ckpt_dir=None is for the workers of a sharded upload)"
+            )
+        with self.store_path(metadata or {}, shard=shard) as (path, storage_id):
             if ckpt_dir is not None:
-                for source in Path(ckpt_dir).rglob("*"):
-                    if source.is_file() and (selector is None or selector(str(source))):
-                        target = path / source.relative_to(ckpt_dir)
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        shutil.copy2(source, target)
+                _copy_files(Path(ckpt_dir), path, selector)
         return storage_id
 
     def download(
@@ -381,15 +384,12 @@ class _Checkpoint(core.CheckpointContext):
         ckpt_dir: str | os.PathLike[str],
         download_mode: Any = None,
         *,
-        selector: Any = None,
+        selector: Callable[[str], bool] | None = None,
     ) -> None:
-        """Copy checkpoint ``storage_id``'s files into ``ckpt_dir``."""
+        """Copy checkpoint ``storage_id``'s files into ``ckpt_dir`` (created if need be);
+        ``selector`` gets each file's path relative to the checkpoint, as in 0.38."""
         with self._inner.restore_path(storage_id) as path:
-            for source in path.rglob("*"):
-                if source.is_file() and (selector is None or selector(str(source))):
-                    target = Path(ckpt_dir) / source.relative_to(path)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(source, target)
+            _copy_files(path, Path(ckpt_dir), selector)
 
     def delete(self, storage_id: str, globs: Any = None) -> None:
         """PEDL deletes checkpoints by its retention policy (``checkpoint_storage``
@@ -432,6 +432,17 @@ class _Searcher(core.SearcherContext):
         """The unit of ``searcher.max_length`` (``None`` for its integer form or none)."""
         max_length = getattr(self._run.context.info.config.searcher, "max_length", None)
         return None if max_length is None else max_length.unit.upper()
+
+
+def _copy_files(source: Path, target: Path, selector: Callable[[str], bool] | None) -> None:
+    """Copy the files under ``source`` to the same places under ``target``: those whose path
+    relative to ``source`` (``/``-separated) ``selector`` accepts, or all."""
+    target.mkdir(parents=True, exist_ok=True)
+    for file in sorted(source.rglob("*")):
+        relative = file.relative_to(source)
+        if file.is_file() and (selector is None or selector(relative.as_posix())):
+            (target / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(file, target / relative)
 
 
 def _numbers(metrics: Mapping[str, Any]) -> dict[str, float]:

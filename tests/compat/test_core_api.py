@@ -195,3 +195,33 @@ def test_adaptive_asha_paused_and_activated_mid_run_on_the_master(master: Master
     assert all(length[t["id"]] >= 20 for t in found if t["hparams"]["increment_by"] > second)
     assert sum(1 for n in length.values() if n >= 20) >= 2, length
     assert 10 in length.values() and 40 in length.values(), length
+
+
+PARTS = Path(__file__).parent / "models" / "det038_core_api_parts"
+
+
+@pytest.mark.slow
+def test_the_other_parts_of_the_core_api_locally(tmp_path: Path) -> None:
+    """``models/det038_core_api_parts``: cluster info fields, checkpoint upload, download and
+    get_metadata with 0.38's relative-path selectors, report_progress's range,
+    report_metrics' groups, set_status, get_configured_units (its script checks each)."""
+    experiment = LocalExperiment.create(PARTS / "const.yaml", PARTS, tmp_path)
+    summary = experiment.run()
+    experiment.close()
+    assert summary.state == "COMPLETED", [t.error for t in summary.trials]
+    (trial,) = record.trials(experiment.directory)
+    rows = record.metric_rows(experiment.directory, trial.id, MetricKind.VALIDATION)
+    assert [(b, m) for _, b, m in rows] == [(2, {"checks": 1.0})]
+
+
+@pytest.mark.slow
+def test_the_other_parts_of_the_core_api_on_the_master(master: MasterProcess) -> None:
+    http = master.http
+    experiment_id = create_experiment(http, (PARTS / "const.yaml").read_text(), PARTS)
+    wait_for(http, experiment_id, {"COMPLETED"}, timeout=240, master=master)
+    (trial,) = trials(http, experiment_id)
+    text = logs(http, trial["id"])
+    assert "all Core API checks passed" in text, text
+    assert [(k, b, m) for k, b, m in metric_rows(http, trial["id"]) if k == "validation"] == [
+        ("validation", 2, {"checks": 1.0})
+    ]
