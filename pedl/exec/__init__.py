@@ -18,6 +18,7 @@ from pedl.exec._private import (
     take_token,
     token_channel,
 )
+from pedl.exec._system_metrics import Sample, SystemMetricsReporter, sampling_interval
 from pedl.exec._trial_process import (
     die_with_master,
     run_trial,
@@ -33,6 +34,8 @@ __all__ = [
     "EXIT_OK",
     "TOKEN_FD_ENV",
     "AttemptResult",
+    "Sample",
+    "SystemMetricsReporter",
     "classify_failure",
     "die_with_master",
     "is_permanent_failure",
@@ -41,6 +44,7 @@ __all__ = [
     "run_attempt",
     "run_trial",
     "run_worker",
+    "sampling_interval",
     "serve_trial",
     "start_heartbeat",
     "take_token",

@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,7 +41,13 @@ from pedl.engine import (
     searcher_metric_of,
     with_default_storage,
 )
-from pedl.exec import AttemptResult, run_attempt
+from pedl.exec import (
+    AttemptResult,
+    Sample,
+    SystemMetricsReporter,
+    run_attempt,
+    sampling_interval,
+)
 from pedl.local._chief_link import ChiefLink
 from pedl.local._run_log import FILE_ONLY
 from pedl.local._worker import TRIAL_ENV, trial_description
@@ -48,7 +55,9 @@ from pedl.master.db import Database, MetricRow, SQLExperimentStore
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
+from pedl.master.db import system_metrics as system_repo
 from pedl.master.db import trials as trials_repo
+from pedl.master.db.system_metrics import SystemSample
 from pedl.master.rm import Gang, gang_environments, pick_ports
 from pedl.master.rm._gang import HEARTBEAT_TIMEOUT_SECONDS
 from pedl.master.rm._local import is_tf_noise
@@ -255,15 +264,20 @@ class LocalExperiment:
         batches = self.driver.to_batches(trial_id, target) if target is not None else None
         self.display.trial_started(trial, batches)
         with _environment(self.config.environment.env_dict(gpu=False)):
-            size = self.config.resources.slots_per_trial
-            if size > 1:
-                result = self._run_workers(trial_id, preemption, size)
-            else:
-                result = run_attempt(
-                    self.code_dir,
-                    self.config.entrypoint,
-                    lambda: self._context(trial_id, preemption),
-                )
+            system = self._sample_system_metrics(trial_id)
+            try:
+                size = self.config.resources.slots_per_trial
+                if size > 1:
+                    result = self._run_workers(trial_id, preemption, size)
+                else:
+                    result = run_attempt(
+                        self.code_dir,
+                        self.config.entrypoint,
+                        lambda: self._context(trial_id, preemption),
+                    )
+            finally:
+                if system is not None:
+                    system.stop()
         if result.error is not None and result.outcome == TrialOutcome.ERRORED:
             # The summary says the error once; its traceback is in the run's log file.
             logger.error(
@@ -275,6 +289,33 @@ class LocalExperiment:
             )
         self._apply(self.driver.trial_exited(trial_id, result.outcome, result.error))
         self.display.trial_finished(self.trial(trial_id))
+
+    def _sample_system_metrics(self, trial_id: int) -> SystemMetricsReporter | None:
+        """Sample this process's system use (with its children's CPU: the worker processes of
+        a trial on several slots) while the trial runs, every ``PEDL_SYSTEM_METRICS_INTERVAL``
+        seconds, into the run's record as rank 0, as a trial process reports them to the
+        master; ``None`` when sampling is off or the variable is wrong (said once)."""
+        try:
+            interval = sampling_interval()
+        except ValueError as err:
+            logger.warning("no system metrics: %s", err)
+            return None
+        if interval == 0:
+            return None
+
+        def store(samples: list[Sample]) -> None:
+            rows = [
+                SystemSample(
+                    rank=0,
+                    sampled_at=datetime.fromisoformat(sample["time"]),
+                    metrics=dict(sample["metrics"]),
+                )
+                for sample in samples
+            ]
+            with self.database.session(write=True) as session:
+                system_repo.insert_samples(session, trial_id, rows)
+
+        return SystemMetricsReporter(store, interval)
 
     def _run_workers(
         self, trial_id: int, preemption: core.SignalPreemption, size: int

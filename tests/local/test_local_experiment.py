@@ -247,6 +247,11 @@ def test_a_local_run_opens_in_the_master(tmp_path: Path) -> None:
             assert trial["best_validation"] == summary.trials[0].best_metric
             archive = http.get(f"/experiments/{experiment['id']}/model_definition")
             assert archive.status_code == 200 and archive.content
+            # Sampled while it ran (a last sample at its end, however short), as on a master.
+            system = http.get(f"/trials/{trial['id']}/system-metrics").json()
+            assert system["total"] >= 1, system
+            assert {sample["rank"] for sample in system["samples"]} == {0}
+            assert system["samples"][-1]["metrics"]["process_rss_bytes"] > 0
     finally:
         server.stop()
         database.dispose()
