@@ -133,7 +133,7 @@ def test_list_sorts_by_any_column(client: httpx.Client, database: Database) -> N
     assert order("ended_at") == ids  # none ended: by id
     assert order("owner") == ids  # all the same owner: by id
     assert order("-description") == ids[::-1]  # all without one: by id, descending
-    for bad in ("labels", "--id", "", "id;drop"):
+    for bad in ("seed", "--id", "", "id;drop"):
         response = client.get("/experiments", params={"sort": bad})
         assert response.status_code == 422 and response.json()["error"]["field"] == "sort"
 

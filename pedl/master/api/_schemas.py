@@ -242,6 +242,16 @@ class TrialPublic(BaseModel):
     ended_at: datetime | None
 
 
+class TrialListItem(TrialPublic):
+    """A trial in the experiment's trials list: with its latest validation's metrics."""
+
+    latest_validation: dict[str, Any] | None = Field(
+        default=None,
+        description="The metrics of the trial's validation with the most batches (null "
+        "before its first); non-finite values as the strings NaN, Infinity, -Infinity.",
+    )
+
+
 class MetricReport(BaseModel):
     """One row of a training or validation series.
 

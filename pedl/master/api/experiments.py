@@ -5,7 +5,8 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from typing import IO, Annotated, Any, Literal, cast
 
 import anyio.to_thread
@@ -52,7 +53,7 @@ from pedl.master.api._schemas import (
     ExperimentPatch,
     ExperimentPublic,
     Page,
-    TrialPublic,
+    TrialListItem,
 )
 from pedl.master.api._upload import (
     CREATE_REQUEST_BODY,
@@ -235,6 +236,13 @@ def list_experiments(
     name: Annotated[
         str | None, Query(max_length=512, description="Keep names containing this (any case).")
     ] = None,
+    description: Annotated[
+        str | None,
+        Query(max_length=512, description="Keep descriptions containing this (any case)."),
+    ] = None,
+    owner: Annotated[
+        str | None, Query(max_length=128, description="Keep owners containing this (any case).")
+    ] = None,
     label: Annotated[
         list[Annotated[str, Query(max_length=255)]] | None,
         Query(max_length=100, description="Keep experiments with every one of these labels."),
@@ -244,8 +252,8 @@ def list_experiments(
         Query(
             max_length=32,
             description="id, name, description, owner, state, progress, best_validation, "
-            "created_at or ended_at; "
-            "a - prefix sorts descending.",
+            "created_at, ended_at, labels (the alphabetically first) or duration (the end, "
+            "or now, minus the creation); a - prefix sorts descending.",
         ),
     ] = "-id",
     archived: Annotated[
@@ -258,12 +266,15 @@ def list_experiments(
     offset: Offset = 0,
 ) -> Page[ExperimentPublic]:
     """Experiments, newest first unless ``sort`` says otherwise (those without a value for
-    the sort column last), filtered by ``state``, ``name``, ``label`` and ``archived``."""
+    the sort column last), filtered by ``state``, ``name``, ``description``, ``owner``,
+    ``label`` and ``archived``."""
     column, descending = _sort_key(sort, experiments_repo.EXPERIMENT_SORTS)
     rows, total = experiments_repo.list_experiments(
         session,
         states=state,
         name=name,
+        description=description,
+        owner=owner,
         labels=label or (),
         archived=archived,
         sort=cast(experiments_repo.ExperimentSort, column),
@@ -475,47 +486,176 @@ def get_model_definition(
     )
 
 
+MAX_TRIAL_FILTERS = 20
+"""At most this many ``range`` and this many ``value`` filters in one trials request."""
+MAX_FILTER_CHARS = 300
+"""The longest ``sort``, ``range`` or ``value`` parameter of a trials request."""
+
+_TRIAL_SORT_HELP = (
+    "id, state, outcome, total_batches, best_validation, restarts, created_at, ended_at, "
+    "duration (the end, or now, minus the creation), hparams.NAME (a hyperparameter the "
+    "config declares; nested ones by their dotted name; numbers before strings and "
+    "booleans) or metrics.NAME (the trial's latest validation value of a metric: the one "
+    "in its validation with the most batches that has a number for it); a - prefix sorts "
+    "descending."
+)
+
+
 @router.get(
-    "/{experiment_id}/trials", response_model=Page[TrialPublic], dependencies=[require_user]
+    "/{experiment_id}/trials", response_model=Page[TrialListItem], dependencies=[require_user]
 )
 async def list_experiment_trials(
     experiment_id: ExperimentId,
     database: DatabaseDep,
     state: Annotated[list[TrialState] | None, Query(description="Keep these states.")] = None,
-    sort: Annotated[
-        str,
+    sort: Annotated[str, Query(max_length=MAX_FILTER_CHARS, description=_TRIAL_SORT_HELP)] = "id",
+    range_: Annotated[
+        list[Annotated[str, Query(max_length=MAX_FILTER_CHARS)]] | None,
         Query(
-            max_length=32,
-            description="id, state, total_batches, best_validation or restarts; a - prefix "
-            "sorts descending.",
+            alias="range",
+            max_length=MAX_TRIAL_FILTERS,
+            description="COLUMN:LOW..HIGH (either end may be left out): keep trials whose "
+            "COLUMN is a number within it; COLUMN is id, total_batches, best_validation, "
+            "restarts, hparams.NAME or metrics.NAME (the latest value, as for sort). "
+            "Several: all of them.",
         ),
-    ] = "id",
+    ] = None,
+    value: Annotated[
+        list[Annotated[str, Query(max_length=MAX_FILTER_CHARS)]] | None,
+        Query(
+            max_length=MAX_TRIAL_FILTERS,
+            description="hparams.NAME:VALUE: keep trials whose hyperparameter is VALUE (a "
+            "string's text, true or false, or a number equal to VALUE read as one). "
+            "Several for one NAME: any of them; for several names: all of them.",
+        ),
+    ] = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> Response:
     """The experiment's trials in creation order, or sorted by ``sort`` (then by id; trials
-    without a value last)."""
-    column, descending = _sort_key(sort, trials_repo.TRIAL_SORTS)
+    without a value last), filtered by ``state``, ``range`` and ``value``; each with the
+    metrics of its latest validation. 422 naming the parameter for an unknown column, a
+    hyperparameter the experiment's config does not declare or a bad bound."""
+    descending = sort.startswith("-")
+    sort_name = sort.removeprefix("-")
     # Polled by dashboards while trials report, so it is cheap: one worker-thread hop holding
     # one short read session, the trials read as JSON-ready documents (no ORM objects) and
     # serialized in one call (P5b in bench/RESULTS.md).
 
     def read() -> bytes:
         with database.session() as session:
+            columns = _TrialColumns(session, experiment_id)
+            sort_column = columns.parse(sort_name, "sort", plain=trials_repo.TRIAL_SORTS)
+            ranges = [columns.range(text) for text in range_ or ()]
+            values = columns.values(value or ())
             documents, total = trials_repo.list_trial_documents(
                 session,
                 experiment_id,
                 states=state,
-                sort=cast(trials_repo.TrialSort, column),
+                sort=sort_column,
                 descending=descending,
+                ranges=ranges,
+                hparam_values=values,
                 limit=limit,
                 offset=offset,
             )
-        items = [trial_public_document(document) for document in documents]
+        items = [
+            {**trial_public_document(d), "latest_validation": d["latest_validation"]}
+            for d in documents
+        ]
         page = {"items": items, "total": total, "offset": offset, "limit": limit}
         return pydantic_core.to_json(page, inf_nan_mode="null")
 
     return Response(await anyio.to_thread.run_sync(read), media_type="application/json")
+
+
+class _TrialColumns:
+    """Reads the columns a trials request names (``sort``, ``range``, ``value``) against the
+    experiment: 422 naming the parameter for one it does not have."""
+
+    def __init__(self, session: Session, experiment_id: int) -> None:
+        self._session = session
+        self._experiment_id = experiment_id
+        self._hparams: dict[str, tuple[str, ...]] | None = None
+
+    def _hparam_path(self, name: str, field: str) -> tuple[str, ...]:
+        if self._hparams is None:
+            config = experiments_repo.get_experiment(self._session, self._experiment_id).config
+            self._hparams = trials_repo.hparam_paths(config.get("hyperparameters"))
+        path = self._hparams.get(name)
+        if path is None:
+            known = ", ".join(sorted(self._hparams)[:50]) or "none"
+            raise _bad_filter(
+                field,
+                f"experiment {self._experiment_id} has no hyperparameter {name!r} "
+                f"(its hyperparameters: {known})",
+            )
+        return path
+
+    def parse(self, name: str, field: str, *, plain: tuple[str, ...]) -> trials_repo.TrialColumn:
+        if name.startswith(trials_repo.HPARAM_PREFIX):
+            return trials_repo.HparamColumn(
+                self._hparam_path(name.removeprefix(trials_repo.HPARAM_PREFIX), field)
+            )
+        if name.startswith(trials_repo.METRIC_PREFIX):
+            metric = name.removeprefix(trials_repo.METRIC_PREFIX)
+            if not 0 < len(metric) <= 256 or "\x00" in metric or '"' in metric:
+                raise _bad_filter(
+                    field, f'{name!r} names no metric (1 to 256 characters, no " or NUL)'
+                )
+            return trials_repo.MetricColumn(metric)
+        if name not in plain:
+            choices = ", ".join(plain)
+            raise _bad_filter(
+                field,
+                f"no column {name!r}: use one of {choices}, hparams.NAME or metrics.NAME"
+                + (" (- prefix: descending)" if field == "sort" else ""),
+            )
+        return name
+
+    def range(self, text: str) -> trials_repo.TrialRange:
+        name, colon, bounds = text.rpartition(":")
+        low_text, dots, high_text = bounds.partition("..")
+        if not colon or not dots:
+            raise _bad_filter("range", f"{text!r} is not COLUMN:LOW..HIGH")
+        column = self.parse(name, "range", plain=trials_repo.TRIAL_RANGE_COLUMNS)
+        low, high = _bound(low_text, text), _bound(high_text, text)
+        if low is None and high is None:
+            raise _bad_filter("range", f"{text!r} has neither a low nor a high bound")
+        if low is not None and high is not None and low > high:
+            raise _bad_filter("range", f"{text!r}: the low bound is above the high one")
+        return trials_repo.TrialRange(column, low, high)
+
+    def values(self, texts: Sequence[str]) -> list[trials_repo.HparamValues]:
+        by_path: dict[tuple[str, ...], list[str]] = {}
+        for text in texts:
+            name, colon, wanted = text.partition(":")
+            if not colon or not name.startswith(trials_repo.HPARAM_PREFIX):
+                raise _bad_filter("value", f"{text!r} is not hparams.NAME:VALUE")
+            path = self._hparam_path(name.removeprefix(trials_repo.HPARAM_PREFIX), "value")
+            by_path.setdefault(path, []).append(wanted)
+        return [trials_repo.HparamValues(p, tuple(v)) for p, v in by_path.items()]
+
+
+def _bound(text: str, whole: str) -> float | None:
+    if not text.strip():
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise _bad_filter("range", f"{whole!r}: {text!r} is not a finite number")
+    return number
+
+
+def _bad_filter(field: str, problem: str) -> ApiError:
+    return ApiError(
+        422,
+        f"invalid request: {field}: {problem}",
+        field=field,
+        issues=[ErrorIssue(field=field, message=problem)],
+    )
 
 
 @router.get("/{experiment_id}/checkpoints", dependencies=[require_user])

@@ -20,7 +20,7 @@ from pedl.master.db._det_models import ArchivedExperiment
 from pedl.master.db._errors import ConflictError, NotFoundError
 from pedl.master.db._models import Checkpoint, Experiment, ModelDefinition, Trial
 from pedl.master.db._registry_models import ModelVersion
-from pedl.master.db._types import utcnow
+from pedl.master.db._types import UTCDateTime, utcnow
 
 
 def create_experiment(
@@ -88,8 +88,11 @@ ExperimentSort = Literal[
     "best_validation",
     "created_at",
     "ended_at",
+    "labels",
+    "duration",
 ]
-"""The columns a list of experiments can be sorted by."""
+"""The columns a list of experiments can be sorted by (``labels``: by the alphabetically
+first label; ``duration``: the end, or now, minus the creation)."""
 EXPERIMENT_SORTS: tuple[str, ...] = get_args(ExperimentSort)
 
 
@@ -98,6 +101,8 @@ def list_experiments(
     *,
     states: Collection[ExperimentState] | None = None,
     name: str | None = None,
+    description: str | None = None,
+    owner: str | None = None,
     labels: Collection[str] = (),
     archived: bool | None = None,
     sort: ExperimentSort = "id",
@@ -106,24 +111,29 @@ def list_experiments(
     offset: int = 0,
 ) -> tuple[list[Experiment], int]:
     """One page of experiments and the total count of those matching the filters: ``states``
-    (any of them), ``name`` (a case-insensitive substring), ``labels`` (every one of them),
-    ``archived`` (only archived ones, only others; ``None``: both).
+    (any of them), ``name``, ``description`` and ``owner`` (case-insensitive substrings),
+    ``labels`` (every one of them), ``archived`` (only archived ones, only others; ``None``:
+    both).
 
     Sorted by ``sort`` (ascending, or ``descending``), then by id the same way; experiments
-    without a value (no name, no validation yet, not ended) come last either way.
+    without a value (no name, no label, no validation yet, not ended) come last either way.
     """
     conditions: list[ColumnElement[bool]] = []
     if states:
         conditions.append(Experiment.state.in_(list(states)))
-    if name:
-        pattern = "%" + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        conditions.append(Experiment.name.ilike(pattern, escape="\\"))
+    for column, part in (
+        (Experiment.name, name),
+        (Experiment.description, description),
+        (Experiment.owner, owner),
+    ):
+        if part:
+            conditions.append(column.ilike(_substring_pattern(part), escape="\\"))
     for label in dict.fromkeys(labels):
         conditions.append(_has_label(session, label))
     if archived is not None:
         is_archived = exists().where(ArchivedExperiment.experiment_id == Experiment.id)
         conditions.append(is_archived if archived else ~is_archived)
-    key = getattr(Experiment, sort)
+    key = _sort_key(session, sort)
     order = key.desc() if descending else key.asc()
     tie = Experiment.id.desc() if descending else Experiment.id.asc()
     query = (
@@ -138,12 +148,37 @@ def list_experiments(
     return list(session.scalars(query).all()), session.scalar(count) or 0
 
 
+def _substring_pattern(part: str) -> str:
+    """A ``LIKE`` pattern (escape ``\\``) matching text that contains ``part`` literally."""
+    return "%" + part.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _sort_key(session: Session, sort: ExperimentSort) -> ColumnElement[Any]:
+    """What ``ORDER BY`` sorts experiments by for ``sort``, on either database."""
+    dialect = session.get_bind().dialect.name
+    if sort == "labels":
+        elements = _label_elements(dialect)
+        return select(func.min(elements.c.value)).select_from(elements).scalar_subquery()
+    if sort == "duration":
+        now = literal(utcnow(), UTCDateTime())
+        ended = func.coalesce(Experiment.ended_at, now)
+        if dialect == "postgresql":
+            return ended - Experiment.created_at
+        return func.julianday(ended) - func.julianday(Experiment.created_at)
+    key: ColumnElement[Any] = getattr(Experiment, sort)
+    return key
+
+
+def _label_elements(dialect: str) -> Any:
+    """``experiments.labels`` as a table of one ``value`` column, correlated to the row."""
+    if dialect == "postgresql":
+        return func.jsonb_array_elements_text(Experiment.labels).table_valued("value")
+    return func.json_each(Experiment.labels).table_valued("value")
+
+
 def _has_label(session: Session, label: str) -> ColumnElement[bool]:
     """``experiments.labels`` (a JSON array of strings) holds ``label``."""
-    if session.get_bind().dialect.name == "postgresql":
-        elements = func.jsonb_array_elements_text(Experiment.labels).table_valued("value")
-    else:
-        elements = func.json_each(Experiment.labels).table_valued("value")
+    elements = _label_elements(session.get_bind().dialect.name)
     return exists(select(literal(1)).select_from(elements).where(elements.c.value == label))
 
 

@@ -16,23 +16,30 @@ import json
 import math
 import secrets
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
 from sqlalchemy import (
     JSON,
+    ColumnElement,
     CursorResult,
     Enum,
+    Float,
     Select,
     String,
     Table,
     Text,
+    and_,
+    case,
     func,
     literal,
+    or_,
     select,
     type_coerce,
     update,
 )
 from sqlalchemy import cast as sql_cast
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Session
 
 from pedl.engine import CheckpointState, MetricKind, TrialState, check_trial_transition
@@ -41,6 +48,7 @@ from pedl.master.db._models import Checkpoint, Experiment, Metric, Trial
 from pedl.master.db._types import UTCDateTime, sqlite_stamp_iso, utc_iso, utcnow
 
 _trials = cast(Table, Trial.__table__)
+_metrics = cast(Table, Metric.__table__)
 
 
 def hash_token(token: str) -> str:
@@ -177,15 +185,93 @@ def list_trials(
 ) -> tuple[list[Trial], int]:
     """One page of an experiment's trials in creation order, and the total count."""
     query, count = _trial_page(select(Trial), experiment_id, states, limit, offset)
-    return list(session.scalars(query).all()), session.scalar(count) or 0
+    return list(session.scalars(query.order_by(Trial.id)).all()), session.scalar(count) or 0
 
 
 _PUBLIC_COLUMNS = [column for column in _trials.c if column.name != "token_hash"]
 
 
-TrialSort = Literal["id", "state", "total_batches", "best_validation", "restarts"]
-"""The columns a list of trials can be sorted by."""
+TrialSort = Literal[
+    "id",
+    "state",
+    "outcome",
+    "total_batches",
+    "best_validation",
+    "restarts",
+    "created_at",
+    "ended_at",
+    "duration",
+]
+"""The trial columns a list of trials can be sorted by; besides them, ``hparams.NAME`` and
+``metrics.NAME`` (:data:`HPARAM_PREFIX`, :data:`METRIC_PREFIX`)."""
 TRIAL_SORTS: tuple[str, ...] = get_args(TrialSort)
+
+TrialRangeColumn = Literal["id", "total_batches", "best_validation", "restarts"]
+"""The trial columns a list of trials can be filtered by a range of; besides them,
+``hparams.NAME`` and ``metrics.NAME``."""
+TRIAL_RANGE_COLUMNS: tuple[str, ...] = get_args(TrialRangeColumn)
+
+HPARAM_PREFIX = "hparams."
+"""``hparams.NAME``: a hyperparameter (nested ones by their dotted name, ``optimizer.lr``)."""
+METRIC_PREFIX = "metrics."
+"""``metrics.NAME``: the trial's latest validation value of a metric (the value in its
+validation with the most batches that has a number for it), as Determined's trials table
+shows a metric's latest (``last``) value."""
+
+
+@dataclass(frozen=True)
+class HparamColumn:
+    """A hyperparameter as a column: its path in ``trials.hparams`` (``("optimizer", "lr")``)."""
+
+    path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MetricColumn:
+    """A validation metric as a column: the trial's latest value of ``name``."""
+
+    name: str
+
+
+TrialColumn = str | HparamColumn | MetricColumn
+"""A column of the trials list: a plain column's name, a hyperparameter or a metric."""
+
+
+@dataclass(frozen=True)
+class TrialRange:
+    """Keep the trials whose ``column`` is a number in ``[low, high]`` (``None``: open)."""
+
+    column: TrialColumn
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class HparamValues:
+    """Keep the trials whose hyperparameter at ``path`` is one of ``values`` (the text of a
+    string or boolean ``true``/``false``, or a number equal to a value read as a number)."""
+
+    path: tuple[str, ...]
+    values: tuple[str, ...]
+
+
+def hparam_paths(hyperparameters: object) -> dict[str, tuple[str, ...]]:
+    """The hyperparameters an experiment config declares, by dotted name (``optimizer.lr``),
+    with their path in a trial's ``hparams``: nested groups without a ``type`` are walked
+    into; a bare value (a constant's short form) is one hyperparameter."""
+    found: dict[str, tuple[str, ...]] = {}
+
+    def walk(node: dict[str, Any], path: tuple[str, ...]) -> None:
+        for key, spec in node.items():
+            here = (*path, str(key))
+            if isinstance(spec, dict) and "type" not in spec:
+                walk(spec, here)
+            else:
+                found[".".join(here)] = here
+
+    if isinstance(hyperparameters, dict):
+        walk(hyperparameters, ())
+    return found
 
 
 def list_trial_documents(
@@ -193,8 +279,10 @@ def list_trial_documents(
     experiment_id: int,
     *,
     states: Collection[TrialState] | None = None,
-    sort: TrialSort = "id",
+    sort: TrialColumn = "id",
     descending: bool = False,
+    ranges: Sequence[TrialRange] = (),
+    hparam_values: Sequence[HparamValues] = (),
     limit: int = 100,
     offset: int = 0,
 ) -> tuple[list[dict[str, Any]], int]:
@@ -202,11 +290,17 @@ def list_trial_documents(
     the token hash: enums as their values, JSON columns decoded, timestamps as the text
     pydantic writes for them (:func:`~pedl.master.db._types.utc_iso`). No ORM objects and,
     on SQLite, no per-value type processing (several times cheaper for the API's polling
-    readers). Sorted by ``sort`` (then id, the same way; trials without a value last).
-    Raises :class:`NotFoundError` for an unknown experiment."""
+    readers). Each document also has ``latest_validation``: the metrics of the trial's
+    validation with the most batches (``None`` before its first).
+
+    Filtered by ``states``, ``ranges`` and ``hparam_values`` (all of them), sorted by
+    ``sort`` (then id, the same way; trials without a value last; a hyperparameter's numbers
+    before its strings and booleans, which sort by their text). Raises
+    :class:`NotFoundError` for an unknown experiment."""
     if session.scalar(select(Experiment.id).where(Experiment.id == experiment_id)) is None:
         raise NotFoundError("experiment", experiment_id)
-    sqlite = session.get_bind().dialect.name == "sqlite"
+    dialect = session.get_bind().dialect.name
+    sqlite = dialect == "sqlite"
     columns: list[Any] = []
     readers: list[Callable[[Any], Any] | None] = []
     for column in _PUBLIC_COLUMNS:
@@ -222,9 +316,18 @@ def list_trial_documents(
         else:
             columns.append(column)
             readers.append(None)
+    conditions = [
+        *(_range_condition(r, dialect) for r in ranges),
+        *(_values_condition(v, dialect) for v in hparam_values),
+    ]
     query, count = _trial_page(
-        select(*columns), experiment_id, states, limit, offset, sort, descending
+        select(*columns), experiment_id, states, limit, offset, conditions=conditions
     )
+    keys = _sort_keys(sort, dialect)
+    order = [(key.desc() if descending else key.asc()).nulls_last() for key in keys]
+    if sort != "id":
+        order.append(_trials.c.id.desc() if descending else _trials.c.id.asc())
+    query = query.order_by(*order)
     names = [column.name for column in _PUBLIC_COLUMNS]
     fields = list(zip(names, readers, strict=True))
     documents = [
@@ -234,7 +337,149 @@ def list_trial_documents(
         }
         for row in session.execute(query)
     ]
+    latest = _latest_validations(session, [document["id"] for document in documents])
+    for document in documents:
+        document["latest_validation"] = latest.get(document["id"])
     return documents, session.scalar(count) or 0
+
+
+def _latest_validations(session: Session, trial_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """The metrics of each of these trials' validation with the most batches (one index
+    lookup per trial: for a page of trials, not for all of an experiment's)."""
+    if not trial_ids:
+        return {}
+    latest = (
+        select(_metrics.c.id)
+        .where(
+            _metrics.c.trial_id == _trials.c.id,
+            _metrics.c.kind == MetricKind.VALIDATION,
+        )
+        .order_by(_metrics.c.total_batches.desc())
+        .limit(1)
+        .correlate(_trials)
+        .scalar_subquery()
+    )
+    row_ids = select(latest).where(_trials.c.id.in_(trial_ids))
+    query = select(_metrics.c.trial_id, sql_cast(_metrics.c.metrics, Text)).where(
+        _metrics.c.id.in_(row_ids)
+    )
+    return {row[0]: json.loads(row[1]) for row in session.execute(query)}
+
+
+def _sort_keys(sort: TrialColumn, dialect: str) -> list[ColumnElement[Any]]:
+    """What ``ORDER BY`` sorts by for ``sort`` (before the id)."""
+    if isinstance(sort, HparamColumn):
+        # Numbers first (numerically), then strings and booleans by their text.
+        return [
+            _json_number(_trials.c.hparams, sort.path, dialect),
+            _json_text(_trials.c.hparams, sort.path, dialect),
+        ]
+    if isinstance(sort, MetricColumn):
+        return [_latest_metric(sort.name, dialect)]
+    if sort == "duration":
+        return [_duration(_trials.c.created_at, _trials.c.ended_at, dialect)]
+    return [_trials.c[sort]]
+
+
+def _column_number(column: TrialColumn, dialect: str) -> ColumnElement[Any]:
+    if isinstance(column, HparamColumn):
+        return _json_number(_trials.c.hparams, column.path, dialect)
+    if isinstance(column, MetricColumn):
+        return _latest_metric(column.name, dialect)
+    return _trials.c[column]
+
+
+def _range_condition(bounds: TrialRange, dialect: str) -> ColumnElement[bool]:
+    value = _column_number(bounds.column, dialect)
+    parts: list[ColumnElement[bool]] = [value.is_not(None)]
+    if bounds.low is not None:
+        parts.append(value >= bounds.low)
+    if bounds.high is not None:
+        parts.append(value <= bounds.high)
+    return and_(*parts)
+
+
+def _values_condition(values: HparamValues, dialect: str) -> ColumnElement[bool]:
+    text_value = _json_text(_trials.c.hparams, values.path, dialect)
+    number = _json_number(_trials.c.hparams, values.path, dialect)
+    numbers = [n for n in (_finite_number(v) for v in values.values) if n is not None]
+    matches: list[ColumnElement[bool]] = [text_value.in_(list(values.values))]
+    if numbers:
+        matches.append(number.in_(numbers))
+    return or_(*matches)
+
+
+def _finite_number(text: str) -> float | None:
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _sqlite_path(path: tuple[str, ...]) -> str:
+    return "$" + "".join(f'."{key}"' for key in path)
+
+
+def _json_number(
+    column: ColumnElement[Any], path: tuple[str, ...], dialect: str
+) -> ColumnElement[Any]:
+    """The number at ``path`` in a JSON column; ``NULL`` where it is missing or not a number
+    (a string, a boolean, a non-finite value stored as text)."""
+    if dialect == "postgresql":
+        where = literal(list(path), ARRAY(Text))
+        kind = func.jsonb_typeof(column.op("#>", return_type=JSONB)(where))
+        return case((kind == "number", sql_cast(column.op("#>>", return_type=Text)(where), Float)))
+    where_text = _sqlite_path(path)
+    kind = func.json_type(column, where_text)
+    return case((kind.in_(["integer", "real"]), func.json_extract(column, where_text)))
+
+
+def _json_text(
+    column: ColumnElement[Any], path: tuple[str, ...], dialect: str
+) -> ColumnElement[Any]:
+    """The text of a string or boolean (``true``, ``false``) at ``path`` in a JSON column;
+    ``NULL`` for anything else."""
+    if dialect == "postgresql":
+        where = literal(list(path), ARRAY(Text))
+        kind = func.jsonb_typeof(column.op("#>", return_type=JSONB)(where))
+        return case((kind.in_(["string", "boolean"]), column.op("#>>", return_type=Text)(where)))
+    where_text = _sqlite_path(path)
+    kind = func.json_type(column, where_text)
+    return case(
+        (kind == "text", func.json_extract(column, where_text)),
+        (kind == "true", literal("true")),
+        (kind == "false", literal("false")),
+    )
+
+
+def _latest_metric(name: str, dialect: str) -> ColumnElement[Any]:
+    """A trial's latest validation value of the metric ``name`` (a correlated subquery: one
+    walk back through the trial's validations on the metrics' unique index)."""
+    value = _json_number(_metrics.c.metrics, (name,), dialect)
+    return (
+        select(value)
+        .where(
+            _metrics.c.trial_id == _trials.c.id,
+            _metrics.c.kind == MetricKind.VALIDATION,
+            value.is_not(None),
+        )
+        .order_by(_metrics.c.total_batches.desc())
+        .limit(1)
+        .correlate(_trials)
+        .scalar_subquery()
+    )
+
+
+def _duration(
+    created: ColumnElement[Any], ended: ColumnElement[Any], dialect: str
+) -> ColumnElement[Any]:
+    """How long a row has lasted: its end (or now) minus its start; sortable on both
+    databases (PostgreSQL: an interval; SQLite: days, from the stored text)."""
+    now = literal(utcnow(), UTCDateTime())
+    if dialect == "postgresql":
+        return func.coalesce(ended, now) - created
+    return func.julianday(func.coalesce(ended, now)) - func.julianday(created)
 
 
 def _trial_page(
@@ -243,20 +488,16 @@ def _trial_page(
     states: Collection[TrialState] | None,
     limit: int,
     offset: int,
-    sort: TrialSort = "id",
-    descending: bool = False,
+    *,
+    conditions: Sequence[ColumnElement[bool]] = (),
 ) -> tuple[Select[Any], Select[int]]:
-    """``query`` restricted to one page of the experiment's trials, and the count query."""
-    query = query.where(Trial.experiment_id == experiment_id)
-    count = select(func.count()).select_from(Trial).where(Trial.experiment_id == experiment_id)
+    """``query`` restricted to one page of the experiment's trials (unsorted: the caller
+    orders it), and the count query."""
+    where: list[ColumnElement[bool]] = [Trial.experiment_id == experiment_id, *conditions]
     if states:
-        query = query.where(Trial.state.in_(list(states)))
-        count = count.where(Trial.state.in_(list(states)))
-    key = _trials.c[sort]
-    order = [(key.desc() if descending else key.asc()).nulls_last()]
-    if sort != "id":
-        order.append(Trial.id.desc() if descending else Trial.id.asc())
-    return query.order_by(*order).limit(limit).offset(offset), count
+        where.append(Trial.state.in_(list(states)))
+    count = select(func.count()).select_from(Trial).where(*where)
+    return query.where(*where).limit(limit).offset(offset), count
 
 
 def trial_rows(session: Session, experiment_id: int) -> list[tuple[int, str, float | None, int]]:
