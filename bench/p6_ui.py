@@ -1,46 +1,78 @@
-"""P6: the web UI's experiment page with 10,000 trials x 100 validation points each.
+"""P6: the web UI's experiment page with 10,000 (or 100,000) trials x 100 validation points
+each, beside optuna-dashboard on the same data.
 
     .venv/bin/python bench/p6_ui.py [--backend sqlite|postgresql|both] [--trials 10000]
         [--points 100] [--loads 20] [--page visualization|overview] [--out FILE.jsonl]
+        [--optuna] [--optuna-loads 3] [--optuna-cap 120]
 
 For each database: a fresh one (SQLite file in a temporary directory, or a new PostgreSQL
 database on 127.0.0.1:5432) is migrated and loaded with one COMPLETED experiment of
 ``--trials`` trials (random search hyperparameters: lr, units, dropout, optimizer, nested
 layers.depth) of ``--points`` validation rows each (val_loss, val_accuracy on a noisy
 learning curve; every trial's best_validation set as the master keeps it), by bulk inserts
-through SQLAlchemy Core. A master (``python -m pedl.master``, which serves the built UI)
-starts on it, then Debian's Chromium (headless, Playwright) opens the experiment's page
-``--loads`` times, each in a fresh browser context (no HTTP cache), and the time from
-navigation start to ``performance.mark("pedl:charts-painted")`` is read from the page
-(``performance.getEntriesByName(...)[0].startTime``). One load before them warms the master
-up and is reported apart. Also measured: each chart API call's time in the page (resource
-timing) and, with httpx, the endpoints alone. Needs ``make ui`` and /usr/bin/chromium.
-Prints one JSON line per database.
+in chunks of 1,000 trials (SQLAlchemy Core; PostgreSQL's metric rows by ``COPY``), so that
+10 million rows load without holding them in memory. A master (``python -m pedl.master``,
+which serves the built UI) starts on it, then Debian's Chromium (headless, Playwright) opens
+the experiment's page ``--loads`` times, each in a fresh browser context (no HTTP cache),
+and the time from navigation start to ``performance.mark("pedl:charts-painted")`` is read
+from the page (``performance.getEntriesByName(...)[0].startTime``): on the visualization tab
+the frame after every chart drew, on the overview tab the frame after its first chart (the
+learning curves) drew with data. One load before them warms the master up and is reported
+apart. Also measured: each chart API call's time in the page (resource timing), with httpx
+the endpoints alone, and the master's resident memory (psutil: the master and every process
+below it, summed, sampled every 0.1 s) at its peak during the loads and during the endpoint
+calls (which ask every chart's data, the visualization tab's included, whatever ``--page``).
+Needs ``make ui`` and /usr/bin/chromium. Prints one JSON line per database.
+
+``--optuna`` also loads the same trials (the same random numbers: hyperparameters, each
+trial's val_loss at each batch count as its intermediate values, its best val_loss as its
+value) into an Optuna RDB storage (a SQLite file in the temporary directory; the study is
+made with ``optuna.create_study``, its trial rows are bulk-inserted into Optuna's own tables,
+because ``study.add_trials`` took 307 s for 1,000 trials of 100 intermediate values on this
+machine; a sample of trials is read back with Optuna's API and compared), starts
+``optuna-dashboard`` on loopback and times, in the same Chromium, its study page's first
+chart with data: navigation start to the frame after the first Plotly trace mark
+(``.js-plotly-plot .scatterlayer .trace path.point`` or ``path.js-line``: Plotly adds a
+trace's markers and lines only once it has points to draw) exists, seen by a
+MutationObserver the test injects before the page's scripts. ``--optuna-cap`` seconds at most
+per load (reported as ``null`` and ``capped``); after a capped load no more are tried. The
+data is loaded once per run (it does not depend on ``--backend``) and its line is printed
+with the first database's. optuna-dashboard is not a PEDL dependency; for the benchmark only:
+
+    .venv/bin/python -m pip install optuna-dashboard==0.21.0
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import math
 import os
 import random
 import secrets
+import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 from p5_master import (
     CLOCK_TICKS,
     Backend,
     MasterProcess,
     child_pids,
+    free_port,
     loadavg,
     make_backend,
     quantile,
@@ -60,7 +92,31 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-dev-shm-usage"]
 MARK = "pedl:charts-painted"
 BATCHES_PER_POINT = 100
-CHUNK = 50_000
+TRIALS_PER_CHUNK = 1_000
+OPTUNA_DASHBOARD = Path(sys.executable).with_name("optuna-dashboard")
+OPTUNA_DRAWN = (
+    ".js-plotly-plot .scatterlayer .trace path.point, "
+    ".js-plotly-plot .scatterlayer .trace path.js-line"
+)
+"""A Plotly trace's markers or line: Plotly adds them only for a trace with points to draw."""
+OPTUNA_OBSERVER = """
+(() => {
+  const selector = SELECTOR;
+  const seen = () => {
+    const el = document.querySelector(selector);
+    if (!el || window.__p6drawn !== undefined) return false;
+    window.__p6drawn = null;
+    const chart = el.closest('[id]');
+    requestAnimationFrame(() => {
+      window.__p6drawn = performance.now();
+      window.__p6chart = chart ? chart.id : null;
+    });
+    return true;
+  };
+  new MutationObserver((_, observer) => { if (seen()) observer.disconnect(); })
+    .observe(document, { childList: true, subtree: true });
+})();
+""".replace("SELECTOR", json.dumps(OPTUNA_DRAWN))
 
 CONFIG = """\
 name: p6-10k-trials
@@ -85,13 +141,58 @@ searcher:
 """
 
 
+@dataclass
+class TrialData:
+    """One generated trial: what both PEDL's and Optuna's storage get."""
+
+    number: int
+    """From 0; PEDL's trial id is ``number + 1``."""
+    hparams: dict[str, Any]
+    losses: list[float]
+    """val_loss at batches 100, 200, ..."""
+    seed: int
+
+    @property
+    def best(self) -> float | None:
+        return min(self.losses) if self.losses else None
+
+
+def generate(trials: int, points: int, seed: int = 0) -> Iterator[TrialData]:
+    """The P6 trials, the same for the same arguments."""
+    rng = random.Random(seed)
+    for index in range(trials):
+        hparams = {
+            "global_batch_size": 64,
+            "lr": 10 ** rng.uniform(-4, -1),
+            "units": rng.randint(16, 512),
+            "dropout": rng.uniform(0.0, 0.5),
+            "optimizer": rng.choice(["adam", "sgd", "rmsprop"]),
+            "layers": {"depth": rng.randint(1, 6)},
+        }
+        floor, speed = rng.uniform(0.05, 0.6), rng.uniform(0.02, 0.2)
+        losses = [
+            floor + 2.0 * math.exp(-speed * point) + rng.gauss(0, 0.02) for point in range(points)
+        ]
+        yield TrialData(index, hparams, losses, rng.randrange(2**31))
+
+
+def _chunks(trials: int, points: int, seed: int) -> Iterator[list[TrialData]]:
+    chunk: list[TrialData] = []
+    for trial in generate(trials, points, seed):
+        chunk.append(trial)
+        if len(chunk) == TRIALS_PER_CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def load(url: str, trials: int, points: int, seed: int = 0) -> tuple[int, float]:
     """Migrate the database at ``url`` and load the P6 experiment; its id and seconds taken."""
     started = time.perf_counter()
     database = Database(url)
     try:
         database.upgrade()
-        rng = random.Random(seed)
         now = datetime.now(UTC)
         with database.session(write=True) as session:
             experiment = experiments_repo.create_experiment(
@@ -101,75 +202,67 @@ def load(url: str, trials: int, points: int, seed: int = 0) -> tuple[int, float]
                 model_definition=b"",
                 owner="bench",
                 name="p6-10k-trials",
-                description="P6 - 10,000 trials of 100 validations each",
+                description=f"P6 - {trials:,} trials of {points} validations each",
                 labels=["bench", "p6"],
                 searcher_metric="val_loss",
                 smaller_is_better=True,
             )
             experiment_id = experiment.id
-        trial_rows, metric_rows, log_rows = [], [], []
-        for index in range(trials):
-            trial_id = index + 1
-            hparams = {
-                "global_batch_size": 64,
-                "lr": 10 ** rng.uniform(-4, -1),
-                "units": rng.randint(16, 512),
-                "dropout": rng.uniform(0.0, 0.5),
-                "optimizer": rng.choice(["adam", "sgd", "rmsprop"]),
-                "layers": {"depth": rng.randint(1, 6)},
-            }
-            floor, speed = rng.uniform(0.05, 0.6), rng.uniform(0.02, 0.2)
-            best = math.inf
-            for point in range(points):
-                loss = floor + 2.0 * math.exp(-speed * point) + rng.gauss(0, 0.02)
-                best = min(best, loss)
-                metric_rows.append(
+        for chunk in _chunks(trials, points, seed):
+            trial_rows, metric_rows, log_rows = [], [], []
+            for data in chunk:
+                index, trial_id = data.number, data.number + 1
+                for point, loss in enumerate(data.losses):
+                    metric_rows.append(
+                        {
+                            "trial_id": trial_id,
+                            "kind": MetricKind.VALIDATION,
+                            "total_batches": (point + 1) * BATCHES_PER_POINT,
+                            "total_records": (point + 1) * BATCHES_PER_POINT * 64,
+                            "total_epochs": (point + 1) * BATCHES_PER_POINT * 64 / 6400,
+                            "metrics": {"val_loss": loss, "val_accuracy": 1.0 - loss / 3.0},
+                            "reported_at": now + timedelta(seconds=index + point),
+                        }
+                    )
+                # The orchestrator's start and exit lines: the attempt the timeline draws (two
+                # slots' worth: each trial runs 2 s, one starts every second).
+                for seq, (message, at) in enumerate(
+                    [(ATTEMPT_STARTED, index), (ATTEMPT_EXITED + " (exit code 0)", index + 2)]
+                ):
+                    log_rows.append(
+                        {
+                            "trial_id": trial_id,
+                            "seq": seq,
+                            "message": message,
+                            "stream": MASTER_STREAM,
+                            "timestamp": now + timedelta(seconds=at),
+                        }
+                    )
+                trial_rows.append(
                     {
-                        "trial_id": trial_id,
-                        "kind": MetricKind.VALIDATION,
-                        "total_batches": (point + 1) * BATCHES_PER_POINT,
-                        "total_records": (point + 1) * BATCHES_PER_POINT * 64,
-                        "total_epochs": (point + 1) * BATCHES_PER_POINT * 64 / 6400,
-                        "metrics": {"val_loss": loss, "val_accuracy": 1.0 - loss / 3.0},
-                        "reported_at": now + timedelta(seconds=index + point),
+                        "id": trial_id,
+                        "experiment_id": experiment_id,
+                        "request_id": f"{trial_id:08x}",
+                        "hparams": data.hparams,
+                        "seed": data.seed,
+                        "state": TrialState.COMPLETED,
+                        "restarts": 0,
+                        "total_batches": points * BATCHES_PER_POINT,
+                        "best_validation": data.best,
+                        "outcome": "COMPLETED",
+                        "token_hash": secrets.token_hex(32),
+                        "created_at": now,
+                        "ended_at": now,
                     }
                 )
-            # The orchestrator's start and exit lines: the attempt the timeline draws (two
-            # slots' worth: each trial runs 2 s, one starts every second).
-            for seq, (message, at) in enumerate(
-                [(ATTEMPT_STARTED, index), (ATTEMPT_EXITED + " (exit code 0)", index + 2)]
-            ):
-                log_rows.append(
-                    {
-                        "trial_id": trial_id,
-                        "seq": seq,
-                        "message": message,
-                        "stream": MASTER_STREAM,
-                        "timestamp": now + timedelta(seconds=at),
-                    }
-                )
-            trial_rows.append(
-                {
-                    "id": trial_id,
-                    "experiment_id": experiment_id,
-                    "request_id": f"{trial_id:08x}",
-                    "hparams": hparams,
-                    "seed": rng.randrange(2**31),
-                    "state": TrialState.COMPLETED,
-                    "restarts": 0,
-                    "total_batches": points * BATCHES_PER_POINT,
-                    "best_validation": best if points else None,
-                    "outcome": "COMPLETED",
-                    "token_hash": secrets.token_hex(32),
-                    "created_at": now,
-                    "ended_at": now,
-                }
-            )
+            with database.session(write=True) as session:
+                session.execute(insert(Trial), trial_rows)
+                if database.dialect == "postgresql":
+                    _copy_metrics(session, metric_rows)
+                else:
+                    session.execute(insert(Metric.__table__), metric_rows)
+                session.execute(insert(TrialLog.__table__), log_rows)
         with database.session(write=True) as session:
-            session.execute(insert(Trial), trial_rows)
-            for start in range(0, len(metric_rows), CHUNK):
-                session.execute(insert(Metric.__table__), metric_rows[start : start + CHUNK])
-            session.execute(insert(TrialLog.__table__), log_rows)
             session.execute(
                 update(Experiment)
                 .where(Experiment.id == experiment_id)
@@ -184,8 +277,267 @@ def load(url: str, trials: int, points: int, seed: int = 0) -> tuple[int, float]
     return experiment_id, time.perf_counter() - started
 
 
+def _copy_metrics(session: Any, rows: list[dict[str, Any]]) -> None:
+    """PostgreSQL: the metric rows by ``COPY`` on the session's own connection (its
+    transaction), ten times faster than inserts."""
+    columns = ("trial_id", "kind", "total_batches", "total_records", "total_epochs")
+    connection = session.connection().connection.driver_connection
+    with connection.cursor() as cursor:
+        statement = f"COPY metrics ({', '.join(columns)}, metrics, reported_at) FROM STDIN"
+        with cursor.copy(statement) as copy:
+            for row in rows:
+                copy.write_row(
+                    (
+                        row["trial_id"],
+                        row["kind"].value,
+                        row["total_batches"],
+                        row["total_records"],
+                        row["total_epochs"],
+                        json.dumps(row["metrics"]),
+                        row["reported_at"],
+                    )
+                )
+
+
 def _config_document(trials: int) -> dict[str, Any]:
     return parse_config(CONFIG.replace("max_trials: 10000", f"max_trials: {trials}")).as_dict()
+
+
+def load_optuna(path: Path, trials: int, points: int, seed: int = 0) -> tuple[str, float]:
+    """The same trials in an Optuna storage (a SQLite file at ``path``): the study made by
+    Optuna, its trials' rows inserted into Optuna's tables in bulk, a sample read back with
+    Optuna's API and compared. The storage URL and the seconds taken."""
+    import optuna
+    from optuna.distributions import (
+        CategoricalDistribution,
+        FloatDistribution,
+        IntDistribution,
+        distribution_to_json,
+    )
+
+    started = time.perf_counter()
+    url = f"sqlite:///{path}"
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    study = optuna.create_study(storage=url, study_name="p6", direction="minimize")
+    study_id = study._study_id
+    distributions = {
+        "lr": FloatDistribution(1e-4, 1e-1, log=True),
+        "units": IntDistribution(16, 512),
+        "dropout": FloatDistribution(0.0, 0.5),
+        "optimizer": CategoricalDistribution(["adam", "sgd", "rmsprop"]),
+        "layers.depth": IntDistribution(1, 6),
+    }  # global_batch_size, the same for every trial, is no search parameter
+    as_json = {name: distribution_to_json(d) for name, d in distributions.items()}
+    base = datetime.now(UTC).replace(tzinfo=None)
+    sample: dict[int, TrialData] = {}
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        for chunk in _chunks(trials, points, seed):
+            trial_rows: list[tuple[Any, ...]] = []
+            param_rows: list[tuple[Any, ...]] = []
+            value_rows: list[tuple[Any, ...]] = []
+            step_rows: list[tuple[Any, ...]] = []
+            for data in chunk:
+                trial_id = data.number + 1
+                moment = str(base + timedelta(seconds=data.number))
+                trial_rows.append((trial_id, data.number, study_id, "COMPLETE", moment, moment))
+                flat = {**data.hparams, "layers.depth": data.hparams["layers"]["depth"]}
+                for name, distribution in distributions.items():
+                    internal = distribution.to_internal_repr(flat[name])
+                    param_rows.append((trial_id, name, internal, as_json[name]))
+                if data.best is not None:
+                    value_rows.append((trial_id, 0, data.best, "FINITE"))
+                step_rows.extend(
+                    (trial_id, (point + 1) * BATCHES_PER_POINT, loss, "FINITE")
+                    for point, loss in enumerate(data.losses)
+                )
+                if data.number in (0, trials // 2, trials - 1):
+                    sample[data.number] = data
+            db.executemany(
+                "INSERT INTO trials (trial_id, number, study_id, state, datetime_start,"
+                " datetime_complete) VALUES (?, ?, ?, ?, ?, ?)",
+                trial_rows,
+            )
+            db.executemany(
+                "INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json)"
+                " VALUES (?, ?, ?, ?)",
+                param_rows,
+            )
+            db.executemany(
+                "INSERT INTO trial_values (trial_id, objective, value, value_type)"
+                " VALUES (?, ?, ?, ?)",
+                value_rows,
+            )
+            db.executemany(
+                "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value,"
+                " intermediate_value_type) VALUES (?, ?, ?, ?)",
+                step_rows,
+            )
+            db.commit()
+    storage = optuna.storages.RDBStorage(url)
+    try:
+        loaded = storage.get_n_trials(study_id)
+        if loaded != trials:
+            raise RuntimeError(f"Optuna reads {loaded} trials, {trials} were loaded")
+        for number, data in sample.items():
+            trial = storage.get_trial(
+                storage.get_trial_id_from_study_id_trial_number(study_id, number)
+            )
+            expected = {**data.hparams, "layers.depth": data.hparams["layers"]["depth"]}
+            del expected["layers"], expected["global_batch_size"]
+            steps = {(p + 1) * BATCHES_PER_POINT: v for p, v in enumerate(data.losses)}
+            if (
+                trial.params != expected
+                or trial.value != data.best
+                or trial.intermediate_values != steps
+                or trial.state != optuna.trial.TrialState.COMPLETE
+            ):
+                raise RuntimeError(f"Optuna reads trial {number} otherwise than it was loaded")
+    finally:
+        storage.remove_session()
+    return url, time.perf_counter() - started
+
+
+class OptunaDashboard:
+    """``optuna-dashboard <storage>`` on a free loopback port."""
+
+    def __init__(self, storage: str, home: Path) -> None:
+        if not OPTUNA_DASHBOARD.is_file():
+            sys.exit(
+                f"no {OPTUNA_DASHBOARD}: .venv/bin/python -m pip install optuna-dashboard==0.21.0"
+            )
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = home / "optuna-dashboard.log"
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [str(OPTUNA_DASHBOARD), storage, "--host", "127.0.0.1", "--port", str(self.port)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + 60
+        with httpx.Client(base_url=self.url, timeout=5) as http:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"optuna-dashboard exited:\n{self.log_path.read_text()}")
+                with contextlib.suppress(httpx.TransportError):
+                    if http.get("/api/meta").status_code == 200:
+                        return
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"optuna-dashboard did not start:\n{self.log_path.read_text()}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def optuna_load(browser: Browser, url: str, cap_s: float) -> dict[str, Any]:
+    """One load of optuna-dashboard's study page in a fresh context: ms from navigation start
+    to the frame after its first Plotly trace mark (``None`` past ``cap_s``), and which chart."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context.add_init_script(OPTUNA_OBSERVER)
+    try:
+        page = context.new_page()
+        started = time.monotonic()
+        page.goto(url)
+        while time.monotonic() - started < cap_s:
+            drawn = page.evaluate("[window.__p6drawn, window.__p6chart || null]")
+            if isinstance(drawn[0], int | float):
+                return {"ms": drawn[0], "chart": drawn[1]}
+            time.sleep(0.05)
+        return {"ms": None, "chart": None}
+    finally:
+        context.close()
+
+
+def optuna_run(args: argparse.Namespace) -> dict[str, Any]:
+    """The same data in optuna-dashboard: its study page's first chart, ``--optuna-loads``
+    times (after one warm-up load) at most, stopping at the first past ``--optuna-cap``."""
+    with tempfile.TemporaryDirectory(prefix="pedl-p6-optuna-") as tmp:
+        home = Path(tmp)
+        storage, load_s = load_optuna(home / "optuna.db", args.trials, args.points)
+        dashboard = OptunaDashboard(storage, home)
+        memory = MemoryPeak(dashboard.proc.pid)
+        samples: list[dict[str, Any]] = []
+        try:
+            url = f"{dashboard.url}/dashboard/studies/1"
+            with sync_playwright() as playwright, memory:
+                browser = playwright.chromium.launch(
+                    executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+                )
+                try:
+                    warmup = optuna_load(browser, url, args.optuna_cap)
+                    if warmup["ms"] is not None:
+                        for _ in range(args.optuna_loads):
+                            samples.append(optuna_load(browser, url, args.optuna_cap))
+                            if samples[-1]["ms"] is None:
+                                break
+                finally:
+                    browser.close()
+        finally:
+            dashboard.stop()
+    drawn = sorted(s["ms"] for s in samples if s["ms"] is not None)
+    capped = warmup["ms"] is None or len(drawn) < len(samples)
+    return {
+        "benchmark": "p6_optuna_dashboard",
+        "optuna_dashboard": "0.21.0",
+        "selector": OPTUNA_DRAWN,
+        "trials": args.trials,
+        "points": args.points,
+        "load_seconds": round(load_s, 1),
+        "cap_s": args.optuna_cap,
+        "warmup_ms": None if warmup["ms"] is None else round(warmup["ms"], 1),
+        "loads": len(samples),
+        "capped": capped,
+        "p50_ms": round(quantile(drawn, 0.5), 1) if drawn and not capped else None,
+        "p95_ms": round(quantile(drawn, 0.95), 1) if drawn and not capped else None,
+        "samples_ms": [None if s["ms"] is None else round(s["ms"], 1) for s in samples],
+        "first_chart": sorted({s["chart"] for s in [*samples, warmup] if s["chart"]}),
+        "dashboard_rss_peak_mb": memory.peak_mb,
+        "loadavg": loadavg(),
+    }
+
+
+class MemoryPeak:
+    """The largest resident memory (MB) of a process and every process below it, summed,
+    sampled every 0.1 s while in the ``with`` block."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_mb = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> MemoryPeak:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def now_mb(self) -> float:
+        total = 0
+        with contextlib.suppress(psutil.NoSuchProcess):
+            root = psutil.Process(self.pid)
+            for process in [root, *root.children(recursive=True)]:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    total += process.memory_info().rss
+        return round(total / 2**20, 1)
+
+    def _sample(self) -> None:
+        while True:
+            self.peak_mb = max(self.peak_mb, self.now_mb())
+            if self._stop.wait(0.1):
+                return
 
 
 def descendants(pid: int) -> set[int]:
@@ -230,7 +582,7 @@ def _loaded_experiment(url: str) -> int:
     return rows[0].id
 
 
-def page_load(browser: Browser, url: str, token: str) -> dict[str, Any]:
+def page_load(browser: Browser, url: str, token: str, timeout: float) -> dict[str, Any]:
     """One load of ``url`` in a fresh context, signed in as a browser that signed in earlier is
     (the session's cookies): ms to the mark, and what the charts drew."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
@@ -247,10 +599,10 @@ def page_load(browser: Browser, url: str, token: str) -> dict[str, Any]:
         page.goto(url)
         # Polled with evaluate (CDP), not wait_for_function: the master's Content-Security-Policy
         # forbids the eval that wait_for_function's predicate needs. The time is the mark's own.
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + timeout
         while not page.evaluate(f"performance.getEntriesByName('{MARK}').length > 0"):
             if time.monotonic() > deadline:
-                raise TimeoutError(f"no {MARK} within 60 s")
+                raise TimeoutError(f"no {MARK} within {timeout} s")
             time.sleep(0.02)
         metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
         sample: dict[str, Any] = page.evaluate(
@@ -290,8 +642,23 @@ def page_load(browser: Browser, url: str, token: str) -> dict[str, Any]:
         context.close()
 
 
+def importance_ready(base: str, experiment_id: int, token: str, timeout: float) -> float | None:
+    """Seconds until ``/importance`` answers ``ready`` (computed in the master's background:
+    its memory counts), ``None`` past ``timeout``."""
+    started = time.monotonic()
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=base + "/api/v1", timeout=timeout, headers=headers) as http:
+        while time.monotonic() - started < timeout:
+            response = http.get(f"/experiments/{experiment_id}/importance")
+            response.raise_for_status()
+            if response.json()["ready"]:
+                return round(time.monotonic() - started, 1)
+            time.sleep(0.5)
+    return None
+
+
 def endpoint_times(
-    base: str, experiment_id: int, token: str, repeats: int = 10
+    base: str, experiment_id: int, token: str, timeout: float, repeats: int = 10
 ) -> dict[str, float]:
     """Median ms of each chart endpoint alone (httpx, keep-alive)."""
     paths = {
@@ -307,7 +674,7 @@ def endpoint_times(
     }
     times: dict[str, float] = {}
     headers = {"Authorization": f"Bearer {token}"}
-    with httpx.Client(base_url=base + "/api/v1", timeout=60, headers=headers) as http:
+    with httpx.Client(base_url=base + "/api/v1", timeout=timeout, headers=headers) as http:
         for name, path in paths.items():
             samples = []
             for _ in range(repeats):
@@ -335,27 +702,41 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, Any]:
         try:
             master = MasterProcess(home, backend.url).start()
             try:
+                rss_start = MemoryPeak(master.pid).now_mb()
                 route = f"/experiments/{experiment_id}"
                 if args.page == "visualization":
                     route += "/visualization"
                 url = f"{master.url}/#{route}"
                 token = master.sign_in()
-                with sync_playwright() as playwright:
+                in_loads = MemoryPeak(master.pid)
+                with sync_playwright() as playwright, in_loads:
                     browser = playwright.chromium.launch(
                         executable_path=CHROMIUM,
                         headless=True,
                         args=CHROMIUM_ARGS + args.chromium_arg,
                     )
                     try:
-                        warmup = page_load(browser, url, token)
+                        warmup = page_load(browser, url, token, args.timeout)
                         cpu_before = tree_cpu(master.pid)
-                        loads = [page_load(browser, url, token) for _ in range(args.loads)]
+                        loads = [
+                            page_load(browser, url, token, args.timeout) for _ in range(args.loads)
+                        ]
                         cpu_after = tree_cpu(master.pid)
                         master_cpu = cpu_after[0] - cpu_before[0]
                         browser_cpu = cpu_after[1] - cpu_before[1]
                     finally:
                         browser.close()
-                endpoints = endpoint_times(master.url, experiment_id, token)
+                in_endpoints = MemoryPeak(master.pid)
+                with in_endpoints:
+                    importance_s = importance_ready(master.url, experiment_id, token, args.timeout)
+                    endpoints = endpoint_times(
+                        master.url,
+                        experiment_id,
+                        token,
+                        args.timeout,
+                        10 if args.trials <= 10_000 else 3,
+                    )
+                rss_end = in_endpoints.now_mb()
             finally:
                 master.stop()
         finally:
@@ -379,8 +760,8 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, Any]:
         "max_ms": round(ms[-1], 1),
         "min_ms": round(ms[0], 1),
         "warmup_ms": round(warmup["ms"], 1),
-        "series_drawn": sorted({sample["series"] for sample in loads}),
-        "parallel_trials": sorted({sample["trials"] for sample in loads}),
+        "series_drawn": sorted({sample["series"] for sample in loads}, key=str),
+        "parallel_trials": sorted({sample["trials"] for sample in loads}, key=str),
         "median_ms": {
             name: round(statistics.median(x[name] for x in loads), 1)
             for name in (
@@ -396,6 +777,13 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, Any]:
         },
         "master_cpu_ms_per_load": round(master_cpu * 1000 / len(loads), 1),
         "browser_cpu_ms_per_load": round(browser_cpu * 1000 / len(loads), 1),
+        "master_rss_mb": {
+            "started": rss_start,
+            "peak_in_page_loads": in_loads.peak_mb,
+            "peak_in_endpoint_calls": in_endpoints.peak_mb,
+            "end": rss_end,
+        },
+        "importance_ready_s": importance_s,
         "api_median_ms_in_page": {p: statistics.median(d) for p, d in sorted(api_calls.items())},
         "endpoint_median_ms": endpoints,
         "loadavg": loadavg(),
@@ -418,15 +806,28 @@ def main() -> None:
     parser.add_argument(
         "--chromium-arg", action="append", default=[], help="another Chromium flag (repeatable)"
     )
+    parser.add_argument(
+        "--timeout", type=float, default=60, help="seconds for one page load or one API call"
+    )
+    parser.add_argument(
+        "--optuna", action="store_true", help="the same data in optuna-dashboard too"
+    )
+    parser.add_argument("--optuna-only", action="store_true", help="optuna-dashboard only")
+    parser.add_argument("--optuna-loads", type=int, default=3)
+    parser.add_argument("--optuna-cap", type=float, default=120, help="seconds per load")
     args = parser.parse_args()
     if args.db_url and args.backend == "both":
         parser.error("--db-url needs --backend sqlite or postgresql")
     if not (UI_DIST / "index.html").is_file():
         sys.exit(f"the web UI is not built ({UI_DIST}): run `make ui`")
     kinds = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
-    for kind in kinds:
-        result = run(kind, args)
-        line = json.dumps(result)
+    measures: list[Callable[[argparse.Namespace], dict[str, Any]]] = []
+    if args.optuna or args.optuna_only:
+        measures.append(optuna_run)
+    if not args.optuna_only:
+        measures.extend(functools.partial(run, kind) for kind in kinds)
+    for measure in measures:
+        line = json.dumps(measure(args))
         print(line, flush=True)
         if args.out is not None:
             with args.out.open("a") as out:
