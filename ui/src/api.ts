@@ -110,6 +110,9 @@ export interface Trial {
   error: TrialError | null;
   created_at: string;
   ended_at: string | null;
+  /** The metrics of its validation with the most batches (trials lists only; null before
+   * its first). */
+  latest_validation?: Record<string, MetricValue> | null;
 }
 
 /** Every trial of an experiment, column-wise (parallel coordinates, scatter plots). */
@@ -325,6 +328,8 @@ const get = <T>(path: string, query?: Query, signal?: AbortSignal) => request<T>
 export interface ExperimentQuery {
   state?: readonly ExperimentState[];
   name?: string;
+  description?: string;
+  owner?: string;
   label?: readonly string[];
   sort?: string;
   archived?: boolean;
@@ -334,7 +339,13 @@ export interface ExperimentQuery {
 
 export interface TrialQuery {
   state?: readonly TrialState[];
+  /** id, state, outcome, total_batches, best_validation, restarts, created_at, ended_at,
+   * duration, `hparams.NAME` or `metrics.NAME` (latest value); `-` prefix: descending. */
   sort?: string;
+  /** `COLUMN:LOW..HIGH` (either end may be empty). */
+  range?: readonly string[];
+  /** `hparams.NAME:VALUE`. */
+  value?: readonly string[];
   limit: number;
   offset: number;
 }

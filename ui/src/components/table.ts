@@ -1,5 +1,6 @@
 // An accessible data table: a real <table>, sortable headers are buttons (keyboard: Tab to a
-// header, Enter or Space to sort) with aria-sort, and a pager below it.
+// header, Enter or Space to sort) with aria-sort, an optional row of column filters under
+// them, and a pager below it.
 
 import { h } from "../dom";
 import { formatInteger } from "../format";
@@ -13,6 +14,9 @@ export interface Column<T> {
   className?: string;
   /** A longer explanation of the header (its title). */
   title?: string;
+  /** The column's filter control, shown in a row below the headers. The caller keeps the
+   * same node across refreshes (it moves into the new table), so what is typed survives. */
+  filter?: Node | null;
   cell: (row: T) => Node | string;
 }
 
@@ -74,6 +78,14 @@ export function dataTable<T>(rows: readonly T[], options: TableOptions<T>): HTML
     }),
   );
 
+  const filters = options.columns.some((column) => column.filter)
+    ? h(
+        "tr",
+        { class: "filter-row", "data-testid": "filter-row" },
+        options.columns.map((column) => h("td", { class: column.numeric ? "num" : null }, column.filter ?? null)),
+      )
+    : null;
+
   const body = h("tbody");
   for (const row of rows) {
     const tr = h("tr", { "data-testid": options.rowTestId ?? null, "data-row-key": options.rowKey?.(row) ?? null });
@@ -102,7 +114,7 @@ export function dataTable<T>(rows: readonly T[], options: TableOptions<T>): HTML
     "table",
     { class: "data", "data-testid": options.testId ?? null },
     h("caption", { class: "visually-hidden" }, options.caption),
-    h("thead", {}, head),
+    h("thead", {}, head, filters),
     body,
   );
 }

@@ -1,4 +1,5 @@
-// The experiment list: filter by state, label and name, sort by a column, page through; the
+// The experiment list: filter by state, name, description, owner and label, sort by any
+// column, page through, act on the ticked rows; the filters and the sort live in the URL. The
 // page refreshes itself every few seconds (one page of rows, never more).
 
 import { type Experiment, type ExperimentAction, type ExperimentState, EXPERIMENT_STATES, api } from "../api";
@@ -22,6 +23,8 @@ const SHOWN_LABELS = 2;
 interface ListState {
   state: ExperimentState | "";
   name: string;
+  description: string;
+  owner: string;
   labels: string[];
   sort: string;
   page: number;
@@ -33,6 +36,8 @@ function readState(query: URLSearchParams): ListState {
   return {
     state: (EXPERIMENT_STATES as readonly string[]).includes(state) ? (state as ExperimentState) : "",
     name: query.get("name") ?? "",
+    description: query.get("description") ?? "",
+    owner: query.get("owner") ?? "",
     labels: query.getAll("label").filter(Boolean),
     sort: query.get("sort") || DEFAULT_SORT,
     page: Math.max(1, Number.parseInt(query.get("page") ?? "1", 10) || 1),
@@ -44,6 +49,8 @@ export class ExperimentListPage implements Page {
   readonly el: HTMLElement;
   private readonly stateSelect: HTMLSelectElement;
   private readonly nameInput: HTMLInputElement;
+  private readonly descriptionInput: HTMLInputElement;
+  private readonly ownerInput: HTMLInputElement;
   private readonly labelInput: HTMLInputElement;
   private readonly labelFilters: HTMLElement;
   private readonly archivedBox: HTMLInputElement;
@@ -69,17 +76,23 @@ export class ExperimentListPage implements Page {
       EXPERIMENT_STATES.map((s) => h("option", { value: s }, formatState(s))),
     );
     // Typing goes into one history entry: the first change pushes one, the next ones rewrite it.
-    const nameChanged = debounce(
-      () => setQuery({ name: this.nameInput.value.trim(), page: null }, { replace: this.state.name !== "" }),
-      250,
-    );
-    this.nameInput = h("input", {
-      id: "filter-name",
-      type: "search",
-      placeholder: "Part of the name",
-      autocomplete: "off",
-      oninput: () => nameChanged(),
-    });
+    const textFilter = (key: "name" | "description" | "owner", placeholder: string): HTMLInputElement => {
+      const changed = debounce(
+        () => setQuery({ [key]: input.value.trim(), page: null }, { replace: this.state[key] !== "" }),
+        250,
+      );
+      const input = h("input", {
+        id: `filter-${key}`,
+        type: "search",
+        placeholder,
+        autocomplete: "off",
+        oninput: () => changed(),
+      });
+      return input;
+    };
+    this.nameInput = textFilter("name", "Part of the name");
+    this.descriptionInput = textFilter("description", "Part of the description");
+    this.ownerInput = textFilter("owner", "Part of the owner's name");
     this.labelInput = h("input", {
       id: "filter-label",
       type: "text",
@@ -112,6 +125,13 @@ export class ExperimentListPage implements Page {
         { class: "filters", role: "search", onsubmit: (e: Event) => e.preventDefault() },
         h("div", { class: "field" }, h("label", { for: "filter-state" }, "State"), this.stateSelect),
         h("div", { class: "field grow" }, h("label", { for: "filter-name" }, "Name"), this.nameInput),
+        h(
+          "div",
+          { class: "field grow" },
+          h("label", { for: "filter-description" }, "Description"),
+          this.descriptionInput,
+        ),
+        h("div", { class: "field" }, h("label", { for: "filter-owner" }, "Owner"), this.ownerInput),
         h("div", { class: "field" }, h("label", { for: "filter-label" }, "Label"), this.labelInput),
         h("label", { class: "check", for: "filter-archived" }, this.archivedBox, " Archived too"),
         this.labelFilters,
@@ -141,7 +161,12 @@ export class ExperimentListPage implements Page {
   private syncControls(): void {
     this.stateSelect.value = this.state.state;
     this.archivedBox.checked = this.state.archived;
-    if (document.activeElement !== this.nameInput) this.nameInput.value = this.state.name;
+    for (const [input, value] of [
+      [this.nameInput, this.state.name],
+      [this.descriptionInput, this.state.description],
+      [this.ownerInput, this.state.owner],
+    ] as const)
+      if (document.activeElement !== input) input.value = value;
     this.labelFilters.replaceChildren(
       ...this.state.labels.map((label) =>
         labelChip(label, {
@@ -161,12 +186,14 @@ export class ExperimentListPage implements Page {
     this.controller?.abort();
     const controller = new AbortController();
     this.controller = controller;
-    const { state, name, labels, sort, page, archived } = this.state;
+    const { state, name, description, owner, labels, sort, page, archived } = this.state;
     try {
       const result = await api.experiments(
         {
           state: state ? [state] : undefined,
           name: name || undefined,
+          description: description || undefined,
+          owner: owner || undefined,
           label: labels,
           sort,
           archived: archived ? undefined : false,
@@ -226,6 +253,8 @@ export class ExperimentListPage implements Page {
       },
       {
         label: "Labels",
+        sortKey: "labels",
+        title: "Sorted by each experiment's alphabetically first label",
         className: "labels",
         cell: (e) => {
           const shown = e.labels.slice(0, SHOWN_LABELS);
@@ -266,7 +295,12 @@ export class ExperimentListPage implements Page {
         sortKey: "created_at",
         cell: (e) => h("time", { datetime: e.created_at, title: e.created_at }, formatTime(e.created_at)),
       },
-      { label: "Duration", numeric: true, cell: (e) => formatDuration(elapsed(e.created_at, e.ended_at, now)) },
+      {
+        label: "Duration",
+        sortKey: "duration",
+        numeric: true,
+        cell: (e) => formatDuration(elapsed(e.created_at, e.ended_at, now)),
+      },
     ];
     swapTable(
       this.tableHost,
@@ -359,6 +393,7 @@ export class ExperimentListPage implements Page {
   }
 
   private hasFilters(): boolean {
-    return Boolean(this.state.state || this.state.name || this.state.labels.length);
+    const { state, name, description, owner, labels } = this.state;
+    return Boolean(state || name || description || owner || labels.length);
   }
 }

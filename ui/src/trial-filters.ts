@@ -1,0 +1,68 @@
+// The trials tab's filters as the URL and the API write them: `range=COLUMN:LOW..HIGH`
+// (either end may be empty) and `value=hparams.NAME:VALUE` (one per value), and the sort keys
+// of its columns (`hparams.NAME`, `metrics.NAME`: the trial's latest validation value).
+
+export interface Bounds {
+  low: string;
+  high: string;
+}
+
+/** `hparams.optimizer.lr`: the sort and filter key of a hyperparameter column. */
+export const hparamKey = (name: string): string => `hparams.${name}`;
+/** `metrics.val_loss`: the sort and filter key of a metric column (its latest value). */
+export const metricKey = (name: string): string => `metrics.${name}`;
+
+/** The bounds of each column a list of `range` parameters filters (the last one wins). */
+export function parseRanges(ranges: readonly string[]): Map<string, Bounds> {
+  const out = new Map<string, Bounds>();
+  for (const text of ranges) {
+    const colon = text.lastIndexOf(":");
+    if (colon <= 0) continue;
+    const bounds = text.slice(colon + 1);
+    const dots = bounds.indexOf("..");
+    if (dots < 0) continue;
+    out.set(text.slice(0, colon), { low: bounds.slice(0, dots).trim(), high: bounds.slice(dots + 2).trim() });
+  }
+  return out;
+}
+
+/** `ranges` with `column`'s bounds replaced (left out when both ends are empty). */
+export function withRange(ranges: readonly string[], column: string, bounds: Bounds): string[] {
+  const kept = [...parseRanges(ranges)].filter(([key]) => key !== column);
+  const low = bounds.low.trim();
+  const high = bounds.high.trim();
+  if (low || high) kept.push([column, { low, high }]);
+  return kept.map(([key, b]) => `${key}:${b.low}..${b.high}`);
+}
+
+/** The values each hyperparameter is filtered to, from a list of `value` parameters. */
+export function parseValues(values: readonly string[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const text of values) {
+    const colon = text.indexOf(":");
+    if (colon <= 0) continue;
+    const key = text.slice(0, colon);
+    out.set(key, [...(out.get(key) ?? []), text.slice(colon + 1)]);
+  }
+  return out;
+}
+
+/** `values` with `column`'s values replaced by `chosen` (blank ones dropped). */
+export function withValues(values: readonly string[], column: string, chosen: readonly string[]): string[] {
+  const kept = values.filter((text) => !text.startsWith(`${column}:`));
+  return [
+    ...kept,
+    ...chosen
+      .map((v) => v.trim())
+      .filter(Boolean)
+      .map((v) => `${column}:${v}`),
+  ];
+}
+
+/** A comma-separated list typed into a filter box, as values. */
+export function splitValues(text: string): string[] {
+  return text
+    .split(",")
+    .map((v) => v.trim())
+    .filter(Boolean);
+}
