@@ -11,7 +11,8 @@ from pedl.core._detached import detached_context
 from pedl.core._distributed import DistributedContext
 from pedl.core._init import active_context, init, use_context
 from pedl.core._link import KEY_ENV as LINK_KEY_ENV
-from pedl.core._link import LINK_ENV, LinkError, linked_context
+from pedl.core._link import LINK_ENV, linked_context
+from pedl.core._link_transport import LinkClient, LinkError, LinkServer
 from pedl.core._master_client import MasterClient, MasterError
 from pedl.core._memory import FixedLengths, MemoryRecorder
 from pedl.core._preempt import PreemptContext, SignalPreemption
@@ -38,7 +39,9 @@ __all__ = [
     "DistributedContext",
     "DistributedError",
     "FixedLengths",
+    "LinkClient",
     "LinkError",
+    "LinkServer",
     "MasterClient",
     "MasterError",
     "MemoryRecorder",

@@ -18,13 +18,13 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from multiprocessing.connection import Client, Connection
 from pathlib import Path
 from typing import Any
 
 from pedl.core._checkpoint import CheckpointContext
 from pedl.core._context import Context, TrialInfo
 from pedl.core._distributed import DistributedContext
+from pedl.core._link_transport import LinkClient
 from pedl.core._preempt import PreemptContext
 from pedl.core._searcher import SearcherContext
 from pedl.core._train import TrainContext
@@ -35,43 +35,15 @@ KEY_ENV = "PEDL_CORE_LINK_KEY"
 """The variable holding the link's authkey (hex)."""
 
 
-class LinkError(RuntimeError):
-    """The trial's process could not carry out a call of a linked process."""
-
-
-class Link:
-    """A linked process's end: each :meth:`call` is one request and one answer."""
-
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
-        self._lock = threading.Lock()
-
-    @classmethod
-    def connect(cls, environ: Mapping[str, str]) -> Link | None:
-        """Connect to the link ``environ`` names, or None when it names none."""
-        address, key = environ.get(LINK_ENV), environ.get(KEY_ENV)
-        if not address or not key:
-            return None
-        try:
-            connection = Client(address, family="AF_UNIX", authkey=bytes.fromhex(key))
-        except (OSError, ValueError) as err:
-            raise LinkError(
-                f"this process was started by a PEDL trial's script ({LINK_ENV}={address}) "
-                f"but cannot reach the trial's process: {err}"
-            ) from err
-        return cls(connection)
-
-    def call(self, name: str, *args: Any) -> Any:
-        with self._lock:
-            self._connection.send((name, args))
-            status, value = self._connection.recv()
-        if status != "ok":
-            raise LinkError(f"the trial's process could not carry out {value}")
-        return value
+def connect(environ: Mapping[str, str]) -> LinkClient | None:
+    """Connect to the trial process's link ``environ`` names, or None when it names none."""
+    return LinkClient.connect(
+        environ, address_env=LINK_ENV, key_env=KEY_ENV, peer="the trial's process"
+    )
 
 
 class _Session:
-    def __init__(self, link: Link) -> None:
+    def __init__(self, link: LinkClient) -> None:
         self._link = link
 
     def next_length(self) -> int | None:
@@ -86,7 +58,7 @@ class _Forwarding:
     """Names the trial process's part has and this class does not (Determined 0.38's extras:
     ``report_progress``, ``upload``, ...) are called there."""
 
-    _link: Link
+    _link: LinkClient
     _part: str
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
@@ -105,7 +77,7 @@ class _Train(_Forwarding, TrainContext):
 
     _part = "train"
 
-    def __init__(self, link: Link, *, is_chief: bool) -> None:  # no writer of its own
+    def __init__(self, link: LinkClient, *, is_chief: bool) -> None:  # no writer of its own
         self._link = link
         self._is_chief = is_chief
 
@@ -127,7 +99,7 @@ class _Train(_Forwarding, TrainContext):
 class _Checkpoint(_Forwarding, CheckpointContext):
     _part = "checkpoint"
 
-    def __init__(self, link: Link, *, is_chief: bool) -> None:  # no storage of its own
+    def __init__(self, link: LinkClient, *, is_chief: bool) -> None:  # no storage of its own
         self._link = link
         self._is_chief = is_chief
 
@@ -170,7 +142,7 @@ class _Preempt(PreemptContext):
 
 
 _lock = threading.Lock()
-_joined: tuple[Link, TrialInfo, dict[str, Any]] | None = None
+_joined: tuple[LinkClient, TrialInfo, dict[str, Any]] | None = None
 
 
 def linked_context(
@@ -182,7 +154,7 @@ def linked_context(
     global _joined
     with _lock:
         if _joined is None:
-            link = Link.connect(os.environ if environ is None else environ)
+            link = connect(os.environ if environ is None else environ)
             if link is None:
                 return None
             info, ranks = link.call("info")

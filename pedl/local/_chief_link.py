@@ -2,30 +2,24 @@
 
 Local mode runs every rank of a multi-worker trial as a fresh ``python -m pedl.local.worker``
 process (as a master does), so the chief (rank 0) is not in the process that keeps the run's
-record. The run's process serves one :class:`ChiefLink` per attempt: a
-:class:`multiprocessing.connection.Listener` on a Unix socket in a private temporary
-directory (mode 0700) with a random authkey, answered by one thread. The chief connects with
-:meth:`LinkedParts.connect` (from the variables :attr:`ChiefLink.env` gives it) and uses the
-result as its core context's metrics writer, checkpoint registry, searcher session and
+record. The run's process serves one :class:`ChiefLink` per attempt (a
+:class:`pedl.core.LinkServer`: a Unix socket in a private directory, a random key). The chief
+connects with :meth:`LinkedParts.connect` (from the variables :attr:`ChiefLink.env` gives it)
+and uses the result as its core context's metrics writer, checkpoint registry, searcher session and
 preemption check: each call is one request and one answer, run in the run's process by the
 handler of that name; at its end the chief sends its attempt's result
 (:meth:`LinkedParts.report_result`, read as :attr:`ChiefLink.result`). A handler that
-raises makes the call raise :class:`LinkError` in the chief.
+raises makes the call raise :class:`pedl.core.LinkError` in the chief.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import secrets
-import shutil
-import tempfile
-import threading
 from collections.abc import Callable, Mapping, MutableMapping
-from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
+from pedl.core import LinkClient, LinkServer
 from pedl.engine import MetricKind
 from pedl.exec import AttemptResult
 
@@ -40,105 +34,60 @@ HANDLERS = ("write_metrics", "register_checkpoint", "next_length", "complete", "
 """The calls a chief makes over the link (each a handler of :class:`ChiefLink`)."""
 
 _RESULT = "result"
-
-
-class LinkError(RuntimeError):
-    """The run's process could not carry out a call of the chief."""
+_PEER = "the run's process"
 
 
 class ChiefLink:
     """The run's end of one attempt's link: serves ``handlers`` (one per name in
-    :data:`HANDLERS`) from a thread until :meth:`close`."""
+    :data:`HANDLERS`) until :meth:`close`."""
 
     def __init__(self, handlers: Mapping[str, Callable[..., Any]]) -> None:
         missing = set(HANDLERS) - set(handlers)
         if missing:
             raise ValueError(f"no handler for {', '.join(sorted(missing))}")
-        self._handlers = dict(handlers)
-        self._directory = tempfile.mkdtemp(prefix="pedl-chief-")
-        self._address = os.path.join(self._directory, "link.sock")
-        self._authkey = secrets.token_bytes(32)
-        self._listener = Listener(self._address, family="AF_UNIX", authkey=self._authkey)
-        self._closed = threading.Event()
         self.result: AttemptResult | None = None
         """The attempt's result, once the chief reported it."""
-        self._thread = threading.Thread(target=self._serve, name="pedl-chief-link", daemon=True)
-        self._thread.start()
+        self._server = LinkServer(
+            {**handlers, _RESULT: self._take_result},
+            address_env=ADDRESS_ENV,
+            key_env=KEY_ENV,
+            name="pedl-chief-link",
+            logger=logger,
+        )
 
     @property
     def env(self) -> dict[str, str]:
         """The variables the chief's process needs to connect."""
-        return {ADDRESS_ENV: self._address, KEY_ENV: self._authkey.hex()}
+        return self._server.env
 
     def close(self) -> None:
         """Stop serving (after the chief's process ended) and remove the socket."""
-        self._closed.set()
-        with contextlib.suppress(Exception):  # wake the thread if it waits in accept
-            Client(self._address, family="AF_UNIX", authkey=self._authkey).close()
-        self._thread.join(timeout=10)
-        self._listener.close()
-        shutil.rmtree(self._directory, ignore_errors=True)
+        self._server.close()
 
-    def _serve(self) -> None:
-        while not self._closed.is_set():
-            try:
-                connection = self._listener.accept()
-            except Exception:  # a peer without the key, or one that hung up at once
-                continue
-            with connection:
-                self._answer(connection)
-
-    def _answer(self, connection: Connection) -> None:
-        while True:
-            try:
-                name, args = connection.recv()
-            except Exception:  # the chief ended (EOF) or sent what cannot be read
-                return
-            try:
-                if name == _RESULT:
-                    self.result = AttemptResult(*args)
-                    reply: tuple[str, Any] = ("ok", None)
-                else:
-                    reply = ("ok", self._handlers[name](*args))
-            except Exception as error:
-                logger.exception("the chief's call %s failed", name)
-                reply = ("error", f"{name}: {type(error).__name__}: {error}")
-            try:
-                connection.send(reply)
-            except OSError:
-                return
+    def _take_result(self, *fields: Any) -> None:
+        self.result = AttemptResult(*fields)
 
 
 class LinkedParts:
     """The chief's end: the core context's metrics writer, checkpoint registry, searcher
     session and preemption check, each call answered by the run's process."""
 
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
-        self._lock = threading.Lock()
+    def __init__(self, client: LinkClient) -> None:
+        self._client = client
 
     @classmethod
     def connect(cls, environ: MutableMapping[str, str] = os.environ) -> LinkedParts | None:
         """Connect to the link ``environ`` names (removing its key), or None when it names
         none (a rank other than the chief)."""
-        address = environ.pop(ADDRESS_ENV, None)
-        key = environ.pop(KEY_ENV, None)
-        if not address or not key:
-            return None
-        return cls(Client(address, family="AF_UNIX", authkey=bytes.fromhex(key)))
-
-    def _call(self, name: str, *args: Any) -> Any:
-        with self._lock:
-            self._connection.send((name, args))
-            status, value = self._connection.recv()
-        if status != "ok":
-            raise LinkError(f"the run's process could not carry out {value}")
-        return value
+        client = LinkClient.connect(
+            environ, address_env=ADDRESS_ENV, key_env=KEY_ENV, peer=_PEER, pop=True
+        )
+        return cls(client) if client is not None else None
 
     def write_metrics(
         self, kind: MetricKind, total_batches: int, metrics: Mapping[str, float]
     ) -> None:
-        self._call("write_metrics", MetricKind(kind), total_batches, dict(metrics))
+        self._client.call("write_metrics", MetricKind(kind), total_batches, dict(metrics))
 
     def register_checkpoint(
         self,
@@ -147,23 +96,23 @@ class LinkedParts:
         metadata: Mapping[str, Any],
         resources: Mapping[str, int],
     ) -> None:
-        self._call(
+        self._client.call(
             "register_checkpoint", storage_id, total_batches, dict(metadata), dict(resources)
         )
 
     def next_length(self) -> int | None:
-        length: int | None = self._call("next_length")
+        length: int | None = self._client.call("next_length")
         return length
 
     def complete(self, length: int, searcher_metric: float) -> None:
-        self._call("complete", length, searcher_metric)
+        self._client.call("complete", length, searcher_metric)
 
     def should_preempt(self) -> bool:
-        return bool(self._call("should_preempt"))
+        return bool(self._client.call("should_preempt"))
 
     def report_result(self, result: AttemptResult) -> None:
         """Tell the run's process how this attempt ended (once, at its end)."""
-        self._call(_RESULT, result.outcome, result.error, result.stage)
+        self._client.call(_RESULT, result.outcome, result.error, result.stage)
 
     def close(self) -> None:
-        self._connection.close()
+        self._client.close()

@@ -1,13 +1,12 @@
 """The trial process's end of the core link (see :mod:`pedl.core._link`): serves a Core API
 script's context to the processes the script starts.
 
-:class:`CoreLink` listens on a Unix socket in a private temporary directory (mode 0700) with
-a random authkey; each linked process gets a thread of its own, and the calls of all of them
-are run one at a time, on the script's :class:`~pedl.script._core_api.CoreApiRun`: reports go
-through its searcher bookkeeping, ``should_preempt`` is answered as the chief's (the linked
-chief broadcasts it to its workers), a checkpoint's directory is one of this process's storage
-(the linked process writes its files there; they are stored and registered when its block
-ends). Only the calls named here are served.
+:class:`CoreLink` is a :class:`pedl.core.LinkServer` (a Unix socket in a private directory, a
+random key, a thread per linked process, their calls run one at a time) over the script's
+:class:`~pedl.script._core_api.CoreApiRun`: reports go through its searcher bookkeeping,
+``should_preempt`` is answered as the chief's (the linked chief broadcasts it to its workers),
+a checkpoint's directory is one of this process's storage (the linked process writes its files
+there; they are stored and registered when its block ends). Only the calls named here are served.
 """
 
 from __future__ import annotations
@@ -15,13 +14,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import os
-import secrets
-import shutil
-import tempfile
-import threading
 from collections.abc import Callable
-from multiprocessing.connection import Client, Connection, Listener
 from typing import TYPE_CHECKING, Any
 
 from pedl import core
@@ -53,49 +46,42 @@ class CoreLink:
 
     def __init__(self, run: CoreApiRun) -> None:
         self._run = run
-        self._directory = tempfile.mkdtemp(prefix="pedl-core-")
-        self._address = os.path.join(self._directory, "link.sock")
-        self._authkey = secrets.token_bytes(32)
-        self._listener = Listener(self._address, family="AF_UNIX", authkey=self._authkey)
-        self._lock = threading.Lock()
         self._handles = itertools.count(1)
         self._open: dict[int, contextlib.ExitStack] = {}
-        self._closed = threading.Event()
-        self._handlers: dict[str, Callable[..., Any]] = {
-            "info": self._info,
-            "train": lambda name, args, kwargs: self._part("train", _TRAIN_CALLS, name)(
-                *args, **kwargs
-            ),
-            "checkpoint": lambda name, args, kwargs: self._part(
-                "checkpoint", _CHECKPOINT_CALLS, name
-            )(*args, **kwargs),
-            "enter": self._enter,
-            "exit": self._exit,
-            "preempt": run.decide_preempt,
-            "next_length": run.linked_next_length,
-            "complete": run.linked_complete,
-        }
-        self._thread = threading.Thread(target=self._serve, name="pedl-core-link", daemon=True)
-        self._thread.start()
+        self._server = core.LinkServer(
+            {
+                "info": self._info,
+                "train": lambda name, args, kwargs: self._part("train", _TRAIN_CALLS, name)(
+                    *args, **kwargs
+                ),
+                "checkpoint": lambda name, args, kwargs: self._part(
+                    "checkpoint", _CHECKPOINT_CALLS, name
+                )(*args, **kwargs),
+                "enter": self._enter,
+                "exit": self._exit,
+                "preempt": run.decide_preempt,
+                "next_length": run.linked_next_length,
+                "complete": run.linked_complete,
+            },
+            address_env=core.LINK_ENV,
+            key_env=core.LINK_KEY_ENV,
+            name="pedl-core-link",
+            logger=logger,
+        )
 
     @property
     def env(self) -> dict[str, str]:
         """The variables a linked process needs."""
-        return {core.LINK_ENV: self._address, core.LINK_KEY_ENV: self._authkey.hex()}
+        return self._server.env
 
     def close(self) -> None:
         """Stop serving and remove the socket; blocks still open are ended as failed."""
-        self._closed.set()
-        with contextlib.suppress(Exception):  # wake the thread if it waits in accept
-            Client(self._address, family="AF_UNIX", authkey=self._authkey).close()
-        self._thread.join(timeout=10)
-        self._listener.close()
-        with self._lock:
+        self._server.close()
+        with self._server.lock:
             for stack in self._open.values():
                 with contextlib.suppress(Exception):
                     stack.__exit__(RuntimeError, RuntimeError("the script ended"), None)
             self._open.clear()
-        shutil.rmtree(self._directory, ignore_errors=True)
 
     # handlers ---------------------------------------------------------------------------
 
@@ -140,36 +126,3 @@ class CoreLink:
             stack.__exit__(RuntimeError, error, None)
         else:
             stack.close()
-
-    # serving ----------------------------------------------------------------------------
-
-    def _serve(self) -> None:
-        while not self._closed.is_set():
-            try:
-                connection = self._listener.accept()
-            except Exception:  # a peer without the key, or one that hung up at once
-                continue
-            if self._closed.is_set():
-                connection.close()
-                return
-            threading.Thread(
-                target=self._answer, args=(connection,), name="pedl-core-link-peer", daemon=True
-            ).start()
-
-    def _answer(self, connection: Connection) -> None:
-        with connection:
-            while True:
-                try:
-                    name, args = connection.recv()
-                except Exception:  # the process ended (EOF) or sent what cannot be read
-                    return
-                try:
-                    with self._lock:
-                        reply: tuple[str, Any] = ("ok", self._handlers[name](*args))
-                except Exception as error:
-                    logger.exception("a linked process's call %s failed", name)
-                    reply = ("error", f"{name}: {type(error).__name__}: {error}")
-                try:
-                    connection.send(reply)
-                except OSError:
-                    return
