@@ -19,6 +19,7 @@ from tests import local_record as record
 from tests.master.e2e import (
     MasterProcess,
     create_experiment,
+    experiment,
     logs,
     metric_rows,
     trials,
@@ -130,9 +131,10 @@ def imported_modules(script: Path) -> set[str]:
 
 @pytest.mark.slow
 def test_adaptive_asha_paused_and_activated_mid_run_on_the_master(master: MasterProcess) -> None:
-    """``asha_paused.yaml``: one bracket, rungs at 10, 20 and 40 batches (``max_time`` 40,
-    divisor 2), 4 trials, 2 at a time; the experiment is paused at the first checkpoint and
-    activated once every trial process has stopped."""
+    """``asha_paused.yaml``: one bracket, rungs at 20, 40 and 80 batches (``max_time`` 80,
+    divisor 2), 4 trials, 2 at a time, 0.1 s a step. The experiment is paused as soon as a
+    trial runs: each trial running then is preempted at its first checkpoint (10 batches,
+    short of every rung: the searcher has not closed it) and resumes from it once activated."""
     assert imported_modules(MODEL / "train.py") <= {
         "argparse",
         "logging",
@@ -144,21 +146,25 @@ def test_adaptive_asha_paused_and_activated_mid_run_on_the_master(master: Master
     http = master.http
     experiment_id = create_experiment(http, (MODEL / "asha_paused.yaml").read_text(), MODEL)
     deadline = time.monotonic() + 180
-    while not any(t.get("latest_checkpoint_uuid") for t in trials(http, experiment_id)):
+    while not any(t["state"] == "RUNNING" for t in trials(http, experiment_id)):
         assert time.monotonic() < deadline, master.log()[-3000:]
         time.sleep(0.1)
     assert http.post(f"/experiments/{experiment_id}/pause").status_code == 200
-    paused = wait_for(http, experiment_id, {"PAUSED"}, master=master)
-    assert 0 < paused["progress"] < 1, paused
-    # Every trial process ends: preempted mid-run (its script saw should_preempt() True at
-    # its next checkpoint), or closed for now by the searcher at a rung.
-    while any(t["state"] in ("ACTIVE", "RUNNING") for t in trials(http, experiment_id)):
+    wait_for(http, experiment_id, {"PAUSED"}, master=master)
+    while any(t["state"] == "RUNNING" for t in trials(http, experiment_id)):
         assert time.monotonic() < deadline, trials(http, experiment_id)
         time.sleep(0.2)
-    preempted = [
-        t["id"] for t in trials(http, experiment_id) if "stopped: PREEMPTED" in logs(http, t["id"])
-    ]
-    assert preempted, "the pause caught no trial mid-run"
+    assert all(t["state"] == "PAUSED" for t in trials(http, experiment_id))
+    # The trials that had started (a trial not yet started when the pause came waits for
+    # the activation): each trained to its first checkpoint, no further.
+    paused = [t for t in trials(http, experiment_id) if "starting fresh" in logs(http, t["id"])]
+    assert paused
+    for trial in paused:
+        assert "stopped: PREEMPTED" in logs(http, trial["id"]), logs(http, trial["id"])
+        increment_by = trial["hparams"]["increment_by"]
+        assert validations(metric_rows(http, trial["id"])) == [(10, 10 * increment_by)]
+    # ASHA's progress: the share of trials that reported at the bottom rung (none yet).
+    assert experiment(http, experiment_id)["progress"] == 0.0
     assert http.post(f"/experiments/{experiment_id}/activate").status_code == 200
     done = wait_for(http, experiment_id, {"COMPLETED"}, timeout=300, master=master)
     assert done["progress"] == 1.0
@@ -172,29 +178,31 @@ def test_adaptive_asha_paused_and_activated_mid_run_on_the_master(master: Master
         rows = validations(metric_rows(http, trial["id"]))
         length[trial["id"]] = last = max(b for b, _ in rows)
         # A rung's length exactly, each validation once, the step counter and x continued
-        # across every restart (pause, or a promotion after the trial's process had ended).
-        assert last in (10, 20, 40), rows
+        # across every restart: after the pause (at 10), after a promotion that came once
+        # the trial's process had ended (at a rung).
+        assert last in (20, 40, 80), rows
         assert rows == [(b, increment_by * b) for b in range(10, last + 1, 10)], text
-        assert trial["outcome"] == ("COMPLETED" if last == 40 else "STOPPED_BY_SEARCHER"), trial
-        starts = text.count("resumed at batch ")
-        if trial["id"] in preempted:
-            assert starts >= 1, text
-        for line in text.splitlines():
-            if "resumed at batch " in line:
-                batch = int(line.split("resumed at batch ", 1)[1].split()[0])
-                assert f"resumed at batch {batch} (x={increment_by * batch})" in line, line
-                assert batch in (10, 20, 30), line
+        assert trial["outcome"] == ("COMPLETED" if last == 80 else "STOPPED_BY_SEARCHER"), trial
+        resumed = [
+            int(line.split("resumed at batch ", 1)[1].split()[0])
+            for line in text.splitlines()
+            if "resumed at batch " in line
+        ]
+        assert all(f"resumed at batch {b} (x={increment_by * b})" in text for b in resumed)
+        assert set(resumed) <= {10, 20, 40}, text
+        if trial["id"] in {t["id"] for t in paused}:
+            assert resumed[0] == 10, text
     # ASHA's rules (pedl.searcher._asha): x at a rung is increment_by times its length, so
     # the best increment_by is promoted at every rung (ties: the earlier report) and trains to
     # max_time; the 2 best of the 4 results at the bottom rung reach the second; with at
     # most 3 promoted from the bottom, at least one trial stops there.
     by_increment = sorted(found, key=lambda t: -t["hparams"]["increment_by"])
     best = by_increment[0]["hparams"]["increment_by"]
-    assert any(length[t["id"]] == 40 for t in found if t["hparams"]["increment_by"] == best), length
+    assert any(length[t["id"]] == 80 for t in found if t["hparams"]["increment_by"] == best), length
     second = by_increment[1]["hparams"]["increment_by"]
-    assert all(length[t["id"]] >= 20 for t in found if t["hparams"]["increment_by"] > second)
-    assert sum(1 for n in length.values() if n >= 20) >= 2, length
-    assert 10 in length.values() and 40 in length.values(), length
+    assert all(length[t["id"]] >= 40 for t in found if t["hparams"]["increment_by"] > second)
+    assert sum(1 for n in length.values() if n >= 40) >= 2, length
+    assert 20 in length.values() and 80 in length.values(), length
 
 
 PARTS = Path(__file__).parent / "models" / "det038_core_api_parts"
