@@ -18,7 +18,7 @@ from pedl.exec._private import (
     take_token,
     token_channel,
 )
-from pedl.exec._system_metrics import Sample, SystemMetricsReporter, sampling_interval
+from pedl.exec._system_metrics import Sample, SystemMetricsReporter, start_sampling
 from pedl.exec._trial_process import (
     die_with_master,
     run_trial,
@@ -44,9 +44,9 @@ __all__ = [
     "run_attempt",
     "run_trial",
     "run_worker",
-    "sampling_interval",
     "serve_trial",
     "start_heartbeat",
+    "start_sampling",
     "take_token",
     "token_channel",
     "trial_distributed_context",

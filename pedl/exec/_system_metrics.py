@@ -276,3 +276,14 @@ class SystemMetricsReporter:
         if not self._warned:
             self._warned = True
             logger.warning("%s (further problems with system metrics are not logged)", message)
+
+
+def start_sampling(send: Send) -> SystemMetricsReporter | None:
+    """A reporter handing its samples to ``send`` every ``PEDL_SYSTEM_METRICS_INTERVAL``
+    seconds (:func:`sampling_interval`); ``None`` when that is 0, or wrong (logged once)."""
+    try:
+        interval = sampling_interval()
+    except ValueError as err:
+        logger.warning("no system metrics: %s", err)
+        return None
+    return SystemMetricsReporter(send, interval) if interval else None

@@ -33,7 +33,7 @@ from pedl.exec._system_metrics import (
     SEND_PATIENCE_S,
     Sample,
     SystemMetricsReporter,
-    sampling_interval,
+    start_sampling,
 )
 from pedl.storage import make_storage
 
@@ -156,20 +156,13 @@ def start_system_metrics(client: core.MasterClient) -> SystemMetricsReporter | N
     """Start sampling this process's system metrics (see :mod:`pedl.exec._system_metrics`)
     for the trial, reported as this process's rank (``PEDL_RANK``, default 0); ``None`` when
     ``PEDL_SYSTEM_METRICS_INTERVAL`` is 0 or wrong (said in the trial's log)."""
-    try:
-        interval = sampling_interval()
-    except ValueError as err:
-        logger.warning("no system metrics: %s", err)
-        return None
-    if interval == 0:
-        return None
     rank = int(os.environ.get("PEDL_RANK") or 0)
     path = f"{client.trial_path}/system-metrics"
 
     def send(samples: list[Sample]) -> None:
         client.post(path, {"rank": rank, "samples": samples}, give_up_after=SEND_PATIENCE_S)
 
-    return SystemMetricsReporter(send, interval)
+    return start_sampling(send)
 
 
 def make_workdir(trial_id: int, base: str | Path | None = None) -> Path:

@@ -46,7 +46,7 @@ from pedl.exec import (
     Sample,
     SystemMetricsReporter,
     run_attempt,
-    sampling_interval,
+    start_sampling,
 )
 from pedl.local._chief_link import ChiefLink
 from pedl.local._run_log import FILE_ONLY
@@ -295,13 +295,6 @@ class LocalExperiment:
         a trial on several slots) while the trial runs, every ``PEDL_SYSTEM_METRICS_INTERVAL``
         seconds, into the run's record as rank 0, as a trial process reports them to the
         master; ``None`` when sampling is off or the variable is wrong (said once)."""
-        try:
-            interval = sampling_interval()
-        except ValueError as err:
-            logger.warning("no system metrics: %s", err)
-            return None
-        if interval == 0:
-            return None
 
         def store(samples: list[Sample]) -> None:
             rows = [
@@ -315,7 +308,7 @@ class LocalExperiment:
             with self.database.session(write=True) as session:
                 system_repo.insert_samples(session, trial_id, rows)
 
-        return SystemMetricsReporter(store, interval)
+        return start_sampling(store)
 
     def _run_workers(
         self, trial_id: int, preemption: core.SignalPreemption, size: int
