@@ -26,7 +26,8 @@ in step).
 The parts Determined 0.38 has and PEDL's core context does not are here too:
 ``train.report_progress``, ``train.set_status``, ``train.report_metrics(group, ...)``,
 ``train.get_tensorboard_path``, ``train.get_experiment_best_validation``,
-``checkpoint.upload/download/get_metadata/delete``, ``store_path(metadata, shard=)``.
+``checkpoint.upload/download/get_metadata/delete``, ``store_path(metadata, shard=)``; 0.38's
+run metadata (``train.set_metadata/get_metadata``) is refused with the alternatives.
 """
 
 from __future__ import annotations
@@ -262,6 +263,13 @@ class CoreApiRun:
         self._inner.searcher.session.complete(length, searcher_metric)
 
 
+_NO_RUN_METADATA = (
+    "core_context.train.{name}: Determined 0.38's run metadata is not kept by PEDL; keep such "
+    "values in a checkpoint's metadata (checkpoint.store_path(metadata) / get_metadata) or "
+    "report them as metrics"
+)
+
+
 class _Train(core.TrainContext):
     """``core_context.train`` as Determined 0.38 has it."""
 
@@ -294,6 +302,14 @@ class _Train(core.TrainContext):
             raise ValueError(f"Progress should be between 0 and 1, not {progress}")
         self._progress = float(progress)
         logger.debug("progress %.0f%%", 100 * self._progress)
+
+    def set_metadata(self, metadata: Mapping[str, Any]) -> dict[str, Any] | None:
+        """0.38's run metadata: PEDL keeps none (refused, naming the alternatives)."""
+        raise NotImplementedError(_NO_RUN_METADATA.format(name="set_metadata"))
+
+    def get_metadata(self) -> dict[str, Any] | None:
+        """0.38's run metadata: PEDL keeps none (refused, naming the alternatives)."""
+        raise NotImplementedError(_NO_RUN_METADATA.format(name="get_metadata"))
 
     def report_early_exit(self, reason: Any) -> None:
         logger.info("the script reports an early exit: %s", reason)

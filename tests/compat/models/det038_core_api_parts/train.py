@@ -2,8 +2,9 @@
 checkpoints and preemption, each checked as 0.38 defines it: ``det.get_cluster_info()``'s
 fields, ``checkpoint.upload/download/get_metadata`` (selectors get paths relative to the
 checkpoint), ``train.report_progress/report_metrics/set_status/get_tensorboard_path/
-get_experiment_best_validation``, ``searcher.get_configured_units``. A failed check fails
-the trial with its message; the last validation reports ``checks`` (1 when all passed)."""
+get_experiment_best_validation`` (``set_metadata/get_metadata`` refused saying why),
+``searcher.get_configured_units``. A failed check fails the trial with its message; the last
+validation reports ``checks`` (1 when all passed)."""
 
 import logging
 import os
@@ -69,6 +70,13 @@ def check_train(train):
         assert "between 0 and 1" in str(err), err
     else:
         raise AssertionError("report_progress(1.5) was accepted")
+    for call in (lambda: train.set_metadata({"a": 1}), train.get_metadata):
+        try:
+            call()
+        except NotImplementedError as err:
+            assert "run metadata is not kept by PEDL" in str(err), err
+        else:
+            raise AssertionError("run metadata was accepted")
     train.set_status("checking")
     assert train.get_tensorboard_path().is_dir()
     assert train.get_experiment_best_validation() is None
