@@ -65,15 +65,18 @@ demo-stop:
 ## EstimatorTrial tests that need tf.estimator in the test process run in .venv-estimator.
 ## The suite runs in TEST_WORKERS pytest-xdist processes (default 2, the CI machine's cores;
 ## most tests wait on subprocesses that import TensorFlow); TEST_WORKERS=0 runs it in one.
-## The tests marked serial load the master on purpose and run alone afterwards.
+## The tests marked serial load the master on purpose and run alone afterwards; their files are
+## found by the marker's name in them (collecting the whole suite again to find them would import
+## every test module: ~15 s of CPU).
 ## The tests marked keras2 (the Keras controller's representative suite) run a second time in
 ## Keras 2 mode (TF_USE_LEGACY_KERAS=1: tf-keras as tf.keras).
 TEST_WORKERS ?= 2
+SERIAL_TESTS = $(shell grep -rl --include='test_*.py' 'pytest.mark.serial' tests)
 test: lint typecheck audit postgres ui azurite $(CHROMIUM) $(ESTIMATOR_INSTALLED)
 	cd ui && npm test
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not serial" --durations=15
 	TF_USE_LEGACY_KERAS=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "keras2 and not serial" tests/keras tests/frameworks
-	$(BIN)/pytest -m serial
+	$(if $(SERIAL_TESTS),$(BIN)/pytest -m serial $(SERIAL_TESTS))
 	$(ESTIMATOR_VENV)/bin/pytest tests/estimator
 
 ## ui: build the web UI (ui/: TypeScript, Vite) into pedl/master/ui_dist/, which the master
