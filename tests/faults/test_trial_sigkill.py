@@ -4,8 +4,14 @@ Each run is a real ``pedl experiment create --local`` process, killed by a real 
 inside the training loop (after a chosen batch, or while a checkpoint is being written), then
 continued with ``pedl experiment resume``, which may be killed again. The final weights must be
 bitwise equal to an uninterrupted run's, and the metric rows exactly the same (none missing,
-none doubled). The kill points are drawn from a seeded generator (the seed is in the test's
-name), so a failure replays.
+none doubled). The kill points are drawn from a seeded generator (the kill points are in the
+failure message), so a failure replays.
+
+The input kind whose position is saved state (a tf.data dataset: its iterator's checkpoint) is
+the one killed end to end. Arrays and Sequences are positioned by the batch count alone, a pure
+function of it: for them the test checks, without killing processes, that the batches a run
+resuming at any batch is fed are exactly those the undisturbed run was fed from there (what the
+rest of the trial restores, weights, optimizer, RNGs, metric rows, does not depend on the kind).
 """
 
 from __future__ import annotations
@@ -14,10 +20,13 @@ import random
 import signal
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from pedl.keras._data import make_training_data
 from tests import local_record as record
 from tests.faults.local_run import MODEL_DIR, pedl
+from tests.faults.resume_model import Batches, blobs
 
 TOTAL_BATCHES = 48
 CONFIG = """
@@ -69,15 +78,15 @@ def outcome(experiment: Path) -> tuple[bytes, list[tuple[str, int, dict[str, flo
     return (checkpoint / "state" / "variables.bin").read_bytes(), rows
 
 
-KILLS_PER_KIND = 7
-"""Three input kinds: 21 SIGKILLs in all."""
+KILLS = 7
+KILLED_KIND = "dataset"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["arrays", "sequence", "dataset"])
 def test_sigkilled_at_random_batches_then_resumed_ends_exactly_as_undisturbed(
-    tmp_path: Path, kind: str
+    tmp_path: Path,
 ) -> None:
+    kind = KILLED_KIND
     baseline, code, output = create(tmp_path, kind, "baseline")
     assert code == 0, output
     expected_weights, expected_rows = outcome(baseline)
@@ -87,7 +96,7 @@ def test_sigkilled_at_random_batches_then_resumed_ends_exactly_as_undisturbed(
     # others, every one before the last batch (so every process is killed).
     rng = random.Random(f"kill-{kind}")
     others = sorted(set(range(1, TOTAL_BATCHES)) - set(FIXED_KILLS))
-    kills = sorted([*FIXED_KILLS, *rng.sample(others, KILLS_PER_KIND - len(FIXED_KILLS))])
+    kills = sorted([*FIXED_KILLS, *rng.sample(others, KILLS - len(FIXED_KILLS))])
     experiment, code, output = create(
         tmp_path, kind, "killed", env={"PEDL_TEST_KILL_AT_BATCH": str(kills[0])}
     )
@@ -113,6 +122,43 @@ def test_sigkilled_at_random_batches_then_resumed_ends_exactly_as_undisturbed(
     weights, rows = outcome(experiment)
     assert weights == expected_weights, f"weights differ after kills at batches {kills}"
     assert rows == expected_rows, f"metric rows differ after kills at batches {kills}"
+
+
+@pytest.mark.parametrize("kind", ["arrays", "sequence"])
+def test_a_run_resumed_at_any_batch_is_fed_the_undisturbed_runs_batches(kind: str) -> None:
+    """The resume model's training data, positioned as the Keras controller positions it (its
+    per-slot batch of 16, shuffled with a trial seed), from every batch a killed run can resume
+    at (0 and every checkpoint, here every batch) up to the trial's end."""
+    x, y = blobs(100, 0)  # ResumeTrial's training data
+
+    def fed(start: int) -> list[bytes]:
+        """The first TOTAL_BATCHES - start batches fed to fit by a run resumed at start."""
+        loader = (x, y) if kind == "arrays" else Batches(x, y, 16)
+        data = make_training_data(
+            loader,
+            is_wrapped_dataset=lambda _: False,
+            batch_size=lambda: 16,
+            shuffle=True,
+            seed=1234,
+            fit_workers=0,
+            fit_use_multiprocessing=False,
+            fit_max_queue_size=1,
+        )
+        stream = data.fit_input(start)
+        count = TOTAL_BATCHES - start
+        if kind == "arrays":
+            batches = list(stream.take(count).as_numpy_iterator())
+        else:
+            batches = [stream[index] for index in range(count)]
+        return [b"".join(np.asarray(part).tobytes() for part in batch) for batch in batches]
+
+    undisturbed = fed(0)
+    assert len(undisturbed) == TOTAL_BATCHES
+    # 7 batches a pass, each pass in an order of its own: where in which pass a run resumes
+    # matters
+    assert undisturbed[:7] != undisturbed[7:14] != undisturbed[14:21]
+    for start in range(1, TOTAL_BATCHES):
+        assert fed(start) == undisturbed[start:], f"{kind}: resumed at batch {start}"
 
 
 @pytest.mark.slow
