@@ -461,7 +461,19 @@ def optuna_run(args: argparse.Namespace) -> dict[str, Any]:
     times (after one warm-up load) at most, stopping at the first past ``--optuna-cap``."""
     with tempfile.TemporaryDirectory(prefix="pedl-p6-optuna-") as tmp:
         home = Path(tmp)
-        storage, load_s = load_optuna(home / "optuna.db", args.trials, args.points)
+        if args.optuna_db:  # loaded before (--keep)
+            storage, load_s = f"sqlite:///{args.optuna_db}", 0.0
+        else:
+            db_home = Path(tempfile.mkdtemp(prefix="pedl-p6-optuna-db-")) if args.keep else home
+            storage, load_s = load_optuna(db_home / "optuna.db", args.trials, args.points)
+            if args.keep:
+                print(f"kept: --optuna-db {db_home / 'optuna.db'}", file=sys.stderr)
+            if args.load_only:
+                return {
+                    "benchmark": "p6_optuna_load",
+                    "trials": args.trials,
+                    "load_seconds": load_s,
+                }
         dashboard = OptunaDashboard(storage, home)
         memory = MemoryPeak(dashboard.proc.pid)
         samples: list[dict[str, Any]] = []
@@ -699,6 +711,14 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, Any]:
             if args.keep:
                 print(f"kept: --db-url {backend.url}", file=sys.stderr)
                 backend = Backend(kind, backend.url)
+            if args.load_only:
+                return {
+                    "benchmark": "p6_load",
+                    "backend": kind,
+                    "trials": args.trials,
+                    "load_seconds": load_s,
+                    "url": backend.url,
+                }
         try:
             master = MasterProcess(home, backend.url).start()
             try:
@@ -813,9 +833,15 @@ def main() -> None:
         "--optuna", action="store_true", help="the same data in optuna-dashboard too"
     )
     parser.add_argument("--optuna-only", action="store_true", help="optuna-dashboard only")
+    parser.add_argument("--optuna-db", type=Path, help="an Optuna storage loaded before (--keep)")
+    parser.add_argument(
+        "--load-only", action="store_true", help="load and keep the databases, measure nothing"
+    )
     parser.add_argument("--optuna-loads", type=int, default=3)
     parser.add_argument("--optuna-cap", type=float, default=120, help="seconds per load")
     args = parser.parse_args()
+    if args.load_only:
+        args.keep = True
     if args.db_url and args.backend == "both":
         parser.error("--db-url needs --backend sqlite or postgresql")
     if not (UI_DIST / "index.html").is_file():
