@@ -14,25 +14,33 @@ from pedl.client import Session, Trial
 from pedl.engine import OUTCOME_WORDS, TrialOutcome, TrialState, outcome_note, state_with_outcome
 
 
-@given(st.sampled_from(TrialState), st.none() | st.sampled_from(TrialOutcome))
+@given(
+    st.sampled_from(TrialState),
+    st.none() | st.sampled_from(TrialOutcome),
+    st.sampled_from([0, 1, 500]),
+)
 def test_the_note_adds_only_what_the_state_hides(
-    state: TrialState, outcome: TrialOutcome | None
+    state: TrialState, outcome: TrialOutcome | None, batches: int
 ) -> None:
-    note = outcome_note(state, outcome)
-    shown = state_with_outcome(state, outcome)
+    note = outcome_note(state, outcome, batches)
+    shown = state_with_outcome(state, outcome, batches)
     if note is None:
         assert shown == state.value
     else:
         assert shown == f"{state.value} ({note})"
-    if outcome is None or (state, outcome) in {
-        (TrialState.COMPLETED, TrialOutcome.COMPLETED),
-        (TrialState.ERROR, TrialOutcome.ERRORED),
-    }:
-        assert note is None
-    elif state.is_terminal:
-        assert note == OUTCOME_WORDS[outcome]
+    if state.is_terminal:
+        said = outcome is None or (state, outcome) in {
+            (TrialState.COMPLETED, TrialOutcome.COMPLETED),
+            (TrialState.ERROR, TrialOutcome.ERRORED),
+        }
+        assert note == (None if said or outcome is None else OUTCOME_WORDS[outcome])
+    elif outcome == TrialOutcome.ERRORED:
+        assert note == "errored, to be restarted"
+    elif state == TrialState.ACTIVE and batches > 0:
+        # Its process exited after its rung; no process runs it until the searcher decides.
+        assert note == "waiting for the searcher"
     else:
-        assert note == ("errored, to be restarted" if outcome == TrialOutcome.ERRORED else None)
+        assert note is None
 
 
 def _trial(session: Session, **fields: Any) -> Trial:
@@ -71,3 +79,18 @@ def test_an_invalid_hp_trial_does_not_read_as_a_plain_completed_one() -> None:
     assert "CANCELED (killed)" in table
     assert table.count("COMPLETED (") == 2  # the plain one: its state alone
     assert "COMPLETED (invalid hyperparameters)" in _text(trial_table(rejected))
+
+
+def test_a_trial_waiting_at_a_rung_reads_as_waiting_not_running() -> None:
+    """An adaptive search's trial whose process exited after its rung, before the searcher
+    decides: ACTIVE with batches, no process. The CLI and the SDK say it waits."""
+    with Session("http://127.0.0.1:9", token="unused") as session:
+        waiting = _trial(session, state="ACTIVE", total_batches=40)
+        fresh = _trial(session, id=8, state="ACTIVE")  # created, not yet scheduled
+        running = _trial(session, id=9, state="RUNNING", total_batches=40)
+    assert waiting.outcome_note == "waiting for the searcher"
+    assert fresh.outcome_note is None and running.outcome_note is None
+    table = _text(trials_table([waiting, fresh, running], "val_loss"))
+    assert "ACTIVE (waiting for the searcher)" in table
+    assert table.count("waiting") == 1
+    assert "ACTIVE (waiting for the searcher)" in _text(trial_table(waiting))

@@ -89,7 +89,7 @@ def trials_table(trials: Sequence[Trial], metric: str | None = None) -> Table:
     for t in trials:
         table.add_row(
             str(t.id),
-            state_with_outcome(t.state, t.outcome),
+            state_with_outcome(t.state, t.outcome, t.total_batches),
             hparams_text(t.hparams),
             str(t.total_batches),
             format_number(t.best_validation),
@@ -105,7 +105,7 @@ def trial_table(t: Trial) -> Table:
     table.add_column("value", min_width=UUID_WIDTH)  # the checkpoint UUIDs stay whole
     rows = {
         "experiment": str(t.experiment_id),
-        "state": state_with_outcome(t.state, t.outcome),
+        "state": state_with_outcome(t.state, t.outcome, t.total_batches),
         "hyperparameters": hparams_text(t.hparams),
         "seed": str(t.seed),
         "batches": str(t.total_batches),

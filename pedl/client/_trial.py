@@ -155,9 +155,11 @@ class Trial:
     def outcome_note(self) -> str | None:
         """The outcome in words where the state alone hides it (``"invalid
         hyperparameters"``, ``"stopped by the searcher"``, ``"stopped early"``, ``"killed"``;
-        ``"errored, to be restarted"`` for a live trial), else ``None``: what the CLI and the
-        web UI show beside the state."""
-        return outcome_note(self.state, self.outcome)
+        for a live trial ``"errored, to be restarted"``, or ``"waiting for the searcher"``
+        when it is ACTIVE and has trained: its process exited after its rung and the searcher
+        has not decided yet), else ``None``: what the CLI and the web UI show beside the
+        state."""
+        return outcome_note(self.state, self.outcome, self.total_batches)
 
     def __repr__(self) -> str:
         state = self.state.value

@@ -1,7 +1,8 @@
 """The states the web UI shows are the API's, within one poll, in an adaptive search driven
 in a real browser: after Pause and Activate the searcher card's counts are the API's; while
 ASHA runs, a trial is never shown in a state (RUNNING above all) the API left more than one
-poll interval earlier; at the end each trial shows its outcome beside its state, the ones
+poll interval earlier, and one whose process exited after a rung reads "waiting for the
+searcher" beside ACTIVE; at the end each trial shows its outcome beside its state, the ones
 ASHA stopped at the lower rung "stopped by the searcher". A real master process (2 CPU slots)
 trains the tiny model of tests/master/trial_model."""
 
@@ -127,7 +128,9 @@ def test_an_adaptive_search_shows_the_apis_states_within_one_poll(
     _counts_settle(tab, http, experiment_id, lambda c: "PAUSED" not in c)
 
     # The trials table while ASHA runs: every state shown is one the API held at most one
-    # poll (and the slack) before.
+    # poll (and the slack) before; an ACTIVE trial reads "waiting for the searcher" exactly
+    # when the API held it ACTIVE after training (its process exited after a rung), so no
+    # trial whose process exited is shown as a plain ACTIVE one.
     tab.goto(f"{master.url}/#/experiments/{experiment_id}/trials")
     history: dict[int, list[tuple[float, str]]] = {}
     shown_log: list[tuple[float, int, str]] = []
@@ -136,15 +139,21 @@ def test_an_adaptive_search_shows_the_apis_states_within_one_poll(
         now = time.monotonic()
         api = trials(http, experiment_id)
         for t in api:
-            history.setdefault(t["id"], []).append((now, t["state"]))
+            waiting = t["state"] == "ACTIVE" and t["total_batches"] > 0
+            history.setdefault(t["id"], []).append((now, "WAITING" if waiting else t["state"]))
         rows = tab.get_by_test_id("trial-row").evaluate_all(
             """(rows) => rows.map((r) => ({
                 id: Number(r.dataset.trialId),
                 state: r.querySelector('[data-testid=trial-state]')?.dataset.state,
+                note: r.querySelector('[data-testid=outcome-note]')?.textContent ?? null,
             }))"""
         )
         seen = time.monotonic()
-        shown_log.extend((seen, int(row["id"]), str(row["state"])) for row in rows)
+        for row in rows:
+            state = str(row["state"])
+            if state == "ACTIVE" and row["note"] == "waiting for the searcher":
+                state = "WAITING"
+            shown_log.append((seen, int(row["id"]), state))
         if experiment(http, experiment_id)["state"] == "COMPLETED":
             break
         assert now < deadline, master.log()[-3000:]
@@ -155,8 +164,10 @@ def test_an_adaptive_search_shows_the_apis_states_within_one_poll(
         ]
         assert held and seen - max(held) <= POLL_S + SLACK_S, (
             f"trial {trial_id} shown {state} at {seen:.1f}, "
-            f"the API's states: {history.get(trial_id)}"
+            f"the API's states (WAITING: ACTIVE after training): {history.get(trial_id)}"
         )
+    # ASHA's lower rung holds a trial until another one reports there: seen waiting.
+    assert any(state == "WAITING" for _, _, state in shown_log), shown_log
 
     # The end: every trial's state and outcome as the API holds them.
     final = {t["id"]: t for t in trials(http, experiment_id)}

@@ -24,6 +24,16 @@ describe("outcomeNote", () => {
   ])("%s with %s needs no note", (state, outcome) => {
     expect(outcomeNote(state, outcome)).toBeNull();
   });
+
+  it("says an ACTIVE trial that has trained waits for the searcher", () => {
+    expect(outcomeNote("ACTIVE", null, 40)).toBe("waiting for the searcher");
+    expect(outcomeNote("ACTIVE", "PREEMPTED", 40)).toBe("waiting for the searcher");
+    expect(outcomeNote("ACTIVE", "ERRORED", 40)).toBe("errored, to be restarted");
+    expect(outcomeNote("ACTIVE", null, 0)).toBeNull(); // not yet scheduled
+    expect(outcomeNote("RUNNING", null, 40)).toBeNull();
+    expect(outcomeNote("QUEUED", null, 40)).toBeNull();
+    expect(outcomeNote("PAUSED", null, 40)).toBeNull();
+  });
 });
 
 describe("stateMeaning", () => {

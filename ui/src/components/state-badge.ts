@@ -46,6 +46,15 @@ const OUTCOME_WORDS: Record<string, string> = {
   PREEMPTED: "preempted",
 };
 
+/** Beside an ACTIVE trial that has trained (pedl.engine's WAITING_NOTE). */
+export const WAITING_NOTE = "waiting for the searcher";
+
+const WAITING_MEANING =
+  "Its process exited after the work the searcher gave it (an adaptive search's rung): no " +
+  "process runs it now. The searcher decides whether it trains further (it runs again from " +
+  "its checkpoint) or stops. Its duration counts its whole life in the search, waits included; " +
+  "killing it ends it at once (there is no process to stop) and the searcher gives it no more work.";
+
 const OUTCOME_MEANINGS: Record<string, string> = {
   STOPPED_EARLY: "Its training code stopped it before the searcher's length.",
   STOPPED_BY_SEARCHER: "The searcher stopped it short of the full length (not promoted past a rung).",
@@ -58,14 +67,16 @@ const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERROR"]);
 
 /** A trial's outcome in words where its state hides it (as the CLI and the SDK's
  * `Trial.outcome_note` say it): an ended trial's outcome unless its state implies it, a live
- * trial's latest run only when it errored. */
-export function outcomeNote(state: string, outcome: string | null | undefined): string | null {
-  if (!outcome) return null;
+ * trial's latest run when it errored, and for an ACTIVE trial that has trained (`batches`)
+ * otherwise that it waits for the searcher (no process runs it). */
+export function outcomeNote(state: string, outcome: string | null | undefined, batches = 0): string | null {
   if (TERMINAL.has(state)) {
+    if (!outcome) return null;
     if ((state === "COMPLETED" && outcome === "COMPLETED") || (state === "ERROR" && outcome === "ERRORED")) return null;
     return OUTCOME_WORDS[outcome] ?? outcome.toLowerCase();
   }
-  return outcome === "ERRORED" ? "errored, to be restarted" : null;
+  if (outcome === "ERRORED") return "errored, to be restarted";
+  return state === "ACTIVE" && batches > 0 ? WAITING_NOTE : null;
 }
 
 /** What a state means, for its tooltip. */
@@ -73,12 +84,13 @@ export function stateMeaning(state: string, kind: StateKind): string {
   return MEANINGS[kind][state] ?? formatState(state);
 }
 
-/** A state as a coloured badge whose tooltip says what it means; with a trial's `outcome`, the
- * outcome beside it where the state hides it. `testId` marks it for the browser tests. */
+/** A state as a coloured badge whose tooltip says what it means; with a trial's `outcome` (and
+ * its `batches`), the outcome beside it where the state hides it, or that it waits for the
+ * searcher. `testId` marks it for the browser tests. */
 export function stateBadge(
   state: string,
   testId?: string,
-  options: { kind?: StateKind; outcome?: string | null } = {},
+  options: { kind?: StateKind; outcome?: string | null; batches?: number } = {},
 ): HTMLElement {
   const kind = options.kind ?? "experiment";
   const badge = h(
@@ -91,9 +103,10 @@ export function stateBadge(
     },
     formatState(state),
   );
-  const note = outcomeNote(state, options.outcome);
+  const note = outcomeNote(state, options.outcome, options.batches);
   if (note === null) return badge;
-  const meaning = options.outcome ? OUTCOME_MEANINGS[options.outcome] : undefined;
+  const meaning =
+    note === WAITING_NOTE ? WAITING_MEANING : options.outcome ? OUTCOME_MEANINGS[options.outcome] : undefined;
   return h(
     "span",
     { class: "state-with-outcome" },

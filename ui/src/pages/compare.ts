@@ -166,7 +166,13 @@ export class ComparePage implements Page {
         {},
         row(
           "State",
-          compared.map((c) => stateBadge(c.trial.state, undefined, { kind: "trial", outcome: c.trial.outcome })),
+          compared.map((c) =>
+            stateBadge(c.trial.state, undefined, {
+              kind: "trial",
+              outcome: c.trial.outcome,
+              batches: c.trial.total_batches,
+            }),
+          ),
         ),
         row(
           "Experiment",

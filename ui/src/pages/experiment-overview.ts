@@ -216,7 +216,11 @@ export class OverviewTab implements ExperimentTab {
             numeric: true,
             cell: (t) => h("span", { class: "metric" }, formatNumber(t.best_validation)),
           },
-          { label: "State", cell: (t) => stateBadge(t.state, undefined, { kind: "trial", outcome: t.outcome }) },
+          {
+            label: "State",
+            cell: (t) =>
+              stateBadge(t.state, undefined, { kind: "trial", outcome: t.outcome, batches: t.total_batches }),
+          },
           { label: "Batches", numeric: true, cell: (t) => formatInteger(t.total_batches) },
           { label: "Hyperparameters", className: "hparams", cell: (t) => hparamsInline(t.hparams) },
         ],

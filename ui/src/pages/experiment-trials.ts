@@ -259,7 +259,8 @@ export class TrialsTab implements ExperimentTab {
         label: "State",
         sortKey: "state",
         filter: this.stateSelect,
-        cell: (t) => stateBadge(t.state, "trial-state", { kind: "trial", outcome: t.outcome }),
+        cell: (t) =>
+          stateBadge(t.state, "trial-state", { kind: "trial", outcome: t.outcome, batches: t.total_batches }),
       },
       {
         label: "Outcome",

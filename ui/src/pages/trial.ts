@@ -253,7 +253,9 @@ export class TrialPage implements Page {
     const first = this.trial === null;
     this.trial = trial;
     document.title = `Trial ${trial.id} · PEDL`;
-    this.state.replaceChildren(stateBadge(trial.state, "trial-state", { kind: "trial", outcome: trial.outcome }));
+    this.state.replaceChildren(
+      stateBadge(trial.state, "trial-state", { kind: "trial", outcome: trial.outcome, batches: trial.total_batches }),
+    );
     this.killButton.disabled = isTerminal(trial.state) || trial.state === "STOPPING_KILLED";
     const metric = this.experiment?.searcher_metric ?? "metric";
     this.facts.replaceChildren(
