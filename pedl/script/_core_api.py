@@ -166,8 +166,9 @@ class CoreApiRun:
             op = self._op
         if self.closed:
             logger.info(
-                "the searcher has no more training for this trial (at %d steps): "
-                "should_preempt() is True from now on",
+                "the searcher has no more training for this trial now (at %d steps): "
+                "should_preempt() is True from now on (if the searcher promotes it later, it "
+                "starts again from its latest checkpoint)",
                 steps,
             )
 
