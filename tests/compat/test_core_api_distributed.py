@@ -108,3 +108,23 @@ def test_adaptive_asha_with_a_reported_time_metric_locally(tmp_path: Path) -> No
     # steps (240 samples) reaches it, and a trial not promoted stops there (batches would
     # have put it at step 200, past the script's 100); at least one trains to max_time.
     assert set(last) <= {30, 100} and 100 in last and 30 in last, last
+
+
+def test_adaptive_asha_with_a_reported_time_metric_on_the_master(master: MasterProcess) -> None:
+    """As locally: the master's searcher reads the lengths in the reported ``samples``."""
+    http = master.http
+    experiment_id = create_experiment(http, (MODEL / "adaptive.yaml").read_text(), MODEL)
+    done = wait_for(http, experiment_id, {"COMPLETED"}, timeout=300, master=master)
+    assert done["progress"] == 1.0
+    found = trials(http, experiment_id)
+    assert len(found) == 4
+    last = {}
+    for trial in found:
+        assert trial["state"] == "COMPLETED", logs(http, trial["id"])
+        rows = validations(http, trial["id"])
+        assert all(samples == 8 * b for b, _, samples in rows), rows
+        last[trial["id"]] = max(b for b, _, _ in rows)
+        # samples at the last validation: 240 at the first rung (200), 800 at max_time
+        want = "COMPLETED" if last[trial["id"]] == 100 else "STOPPED_BY_SEARCHER"
+        assert trial["outcome"] == want, (trial, rows)
+    assert set(last.values()) <= {30, 100} and 100 in last.values() and 30 in last.values(), last
