@@ -5,8 +5,8 @@ tutorial): on a real master, 2 slots, the script's own launcher starts its worke
 ``broadcast`` and ``gather`` give the right results, only the chief's metrics are recorded,
 and paused and activated mid-run the trial resumes from its checkpoint. ``adaptive_asha`` with
 ``time_metric`` naming a validation metric the script reports (not batches) and ``max_time``
-in its units completes, locally and on the master,
-each trial stopped at a rung or trained to ``max_time``."""
+in its units completes, locally and on the master, each trial stopped at a rung or trained to
+``max_time``."""
 
 from __future__ import annotations
 
