@@ -2,7 +2,9 @@
 (``models/det038_core_api``: metrics, ``store_path``/``restore_path`` checkpoints,
 ``should_preempt()``, hyperparameters from ``det.get_cluster_info()``) runs unchanged
 through ``determined``: locally and on a real master, under ``single`` (the script decides its
-length) and ``adaptive_asha`` (``time_metric``/``max_time``), paused and activated mid-run."""
+length) and ``adaptive_asha`` (``time_metric``/``max_time``), each paused and activated
+mid-run on the master. ``models/det038_core_api_parts`` checks the rest of the Core API a
+script may use (cluster info fields, checkpoint upload/download/get_metadata, progress, ...)."""
 
 from __future__ import annotations
 
