@@ -21,15 +21,16 @@ from typing import Any, Literal, cast, get_args
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     ColumnElement,
     CursorResult,
     Enum,
     Float,
+    Numeric,
     Select,
     String,
     Table,
     Text,
-    and_,
     case,
     func,
     literal,
@@ -390,13 +391,23 @@ def _column_number(column: TrialColumn, dialect: str) -> ColumnElement[Any]:
 
 
 def _range_condition(bounds: TrialRange, dialect: str) -> ColumnElement[bool]:
+    """``low <= value <= high`` with ``value`` written once, so that a metric's correlated
+    subquery runs once per trial (``x >= a AND x <= b`` and PostgreSQL's ``BETWEEN`` run it
+    twice): PostgreSQL tests it against a ``numrange``, SQLite's ``BETWEEN`` reads it once."""
     value = _column_number(bounds.column, dialect)
-    parts: list[ColumnElement[bool]] = [value.is_not(None)]
-    if bounds.low is not None:
-        parts.append(value >= bounds.low)
-    if bounds.high is not None:
-        parts.append(value <= bounds.high)
-    return and_(*parts)
+    low, high = bounds.low, bounds.high
+    if low is None and high is None:
+        return value.is_not(None)
+    if dialect == "postgresql":
+        allowed = func.numrange(
+            sql_cast(literal(low, Float), Numeric), sql_cast(literal(high, Float), Numeric), "[]"
+        )
+        return allowed.op("@>", return_type=Boolean)(sql_cast(value, Numeric))
+    if low is None:
+        return value <= high
+    if high is None:
+        return value >= low
+    return value.between(low, high)
 
 
 def _values_condition(values: HparamValues, dialect: str) -> ColumnElement[bool]:
