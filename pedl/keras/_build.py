@@ -25,10 +25,19 @@ def build_variables(model: keras.Model, batch: Any) -> None:
     if LEGACY:  # Keras 2's compiled loss and metrics take tensors (fit converts the data)
         batch = tf.nest.map_structure(tf.convert_to_tensor, batch)
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(batch)
-    y_pred = model(x, training=False)
-    if model.loss is not None:
-        model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
-    model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def loss_and_metrics() -> None:
+        y_pred = model(x, training=False)
+        if model.loss is not None:
+            model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
+        model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    if tf.distribute.has_strategy():
+        # In a replica's context, as in a train step: Keras 2's loss and metric state
+        # variables are sum-on-read, which cannot be added to across replicas.
+        tf.distribute.get_strategy().run(loss_and_metrics)
+    else:
+        loss_and_metrics()
     model.reset_metrics()
     if model.optimizer is not None:
         build_optimizer(model.optimizer, model.trainable_variables)

@@ -48,6 +48,7 @@ from pedl.keras._build import build_variables
 from pedl.keras._context import TFKerasTrialContext
 from pedl.keras._data import (
     DatasetData,
+    empty_batch,
     make_training_data,
     make_validation_input,
 )
@@ -131,13 +132,6 @@ class TFKerasTrialController:
         self._info = context.info
         self._config = context.info.config
         self._dist = context.distributed
-        if self._dist.size > 1 and _keras.LEGACY:
-            raise TrialError(
-                f"this trial runs on {self._dist.size} workers in Keras 2 mode "
-                f"({_keras.LEGACY_KERAS_VARIABLE}=1): PEDL trains multi-worker trials on Keras "
-                "3 only (Keras 2's metrics do not run in its multi-worker step); use "
-                "resources.slots_per_trial: 1 in Keras 2 mode, or Keras 3"
-            )
         self.strategy = multi_worker_strategy(self._dist) if self._dist.size > 1 else None
         """The multi-worker strategy, made before any other TensorFlow op; None on one."""
         # Same layer names, hence variable paths, every run. No gc.collect(): with TensorFlow
@@ -451,38 +445,90 @@ class TFKerasTrialController:
     def _evaluate_on_workers(self) -> dict[str, Any]:
         """``evaluate`` on several workers: ``test_step`` on this worker's share of the
         validation data, then the metrics read across workers (their sum-on-read state
-        variables are summed over all workers on reading, so each record counts once)."""
-        strategy = self.strategy
-        assert strategy is not None
+        variables are summed over all workers on reading, so each record counts once).
+
+        In Keras 2 mode the workers run their steps in lockstep: Keras 2's ``test_step`` reads
+        its metrics' results, a collective across workers, in every step, so a worker whose
+        share has fewer batches runs empty batches (which leave the metrics as they are) until
+        no worker has one left, as Keras 2's own ``evaluate`` does under this strategy."""
         model = self.model
         self.reset_metrics()
         self.callbacks.on_test_begin()
+        data = self.validation_input["x"]
         steps = self._fit_config.validation_steps
-        for index, batch in enumerate(self.validation_input["x"]):
-            if steps is not None and index >= steps:
-                break
+        batches = iter(data) if steps is None else itertools.islice(data, steps)
+        last: Any = None
+        empty: Any = None
+        for index in itertools.count():
+            batch = next(batches, None)
+            if batch is None:
+                if not _keras.LEGACY:
+                    break
+                if empty is None:
+                    empty = self._empty_batch(data, last)
+                if self._test_step is None:
+                    self._test_step = self._make_test_step(empty)
+                if not int(self._test_step(empty, False)):
+                    break
+                continue
+            last = batch
             if self._test_step is None:
-
-                @tf.function(input_signature=[_batch_spec(batch)])
-                def test_step(batch: Any) -> None:
-                    strategy.run(model.test_step, args=(batch,))
-
-                self._test_step = test_step
+                self._test_step = self._make_test_step(batch)
             self.callbacks.on_test_batch_begin(index)
-            self._test_step(batch)
+            self._test_step(batch, True)
             self.callbacks.on_test_batch_end(index)
         logs: dict[str, Any] = model.get_metrics_result()
         self.callbacks.on_test_end(logs)
         return logs
+
+    @staticmethod
+    def _empty_batch(data: Any, last: Any) -> Any:
+        """A batch of no records like the last of this worker's validation batches, or
+        like ``data``'s where it had none."""
+        if last is not None:
+            return tf.nest.map_structure(lambda a: a[:0], last)
+        empty = empty_batch(data)
+        if empty is None:
+            raise TrialError(
+                "this worker's share of the validation data has no batch, and the shape of "
+                "an empty one is unknown (Keras 2 mode evaluates on all workers in lockstep): "
+                "give the validation data at least one batch per worker"
+            )
+        return empty
+
+    def _make_test_step(self, batch: Any) -> Any:
+        """The TensorFlow function of one validation step on several workers, for batches
+        like ``batch``; it takes whether the batch is this worker's own (not an empty one)
+        and returns how many workers had one of their own."""
+        strategy = self.strategy
+        assert strategy is not None
+        model = self.model
+
+        def step(batch: Any, own: tf.Tensor) -> tf.Tensor:
+            model.test_step(batch)
+            return tf.cast(own, tf.int32)
+
+        @tf.function(input_signature=[_batch_spec(batch), tf.TensorSpec([], tf.bool)])
+        def test_step(batch: Any, own: tf.Tensor) -> tf.Tensor | None:
+            owners = strategy.run(step, args=(batch, own))
+            if not _keras.LEGACY:  # no lockstep: each worker runs its own batches only
+                return None
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, owners, axis=None)
+
+        return test_step
 
     # Checkpoints -------------------------------------------------------------------------
 
     def _checkpoint(self) -> None:
         p = self.progress
         p.last_checkpoint = p.batches
+        worker_generators = None
+        if self.strategy is not None and _keras.LEGACY:
+            worker_generators = self._dist.gather(_state.local_generator_states(self.model))
         if not self._dist.is_chief:
             # Every worker's state is the chief's: same weights, same data position (a
-            # pure function of the global batch count); the chief writes the checkpoint.
+            # pure function of the global batch count); the chief writes the checkpoint,
+            # with every worker's copy of Keras 2's random generators (gathered above).
             return
         metadata = {
             "format": CHECKPOINT_FORMAT,
@@ -505,6 +551,8 @@ class TFKerasTrialController:
             state_dir.mkdir()
             _state.save_variables(_state.model_variables(self.model), state_dir)
             _state.save_rng(state_dir)
+            if worker_generators is not None:
+                _state.save_worker_generators(worker_generators, state_dir)
             data_state = self.train_data.save(state_dir)
             trial_state = {"progress": asdict(p), "data": data_state}
             (state_dir / _TRIAL_STATE).write_text(json.dumps(trial_state))
@@ -527,6 +575,7 @@ class TFKerasTrialController:
                 raise TrialError(f"checkpoint {storage_id}: {mismatch}")
             state_dir = path / _STATE_DIR
             _state.restore_variables(_state.model_variables(self.model), state_dir)
+            _state.restore_worker_generators(self.model, state_dir, self._dist.rank)
             _state.restore_rng(state_dir)
             trial_state = json.loads((state_dir / _TRIAL_STATE).read_text())
             self.progress = _Progress(**trial_state["progress"])

@@ -526,6 +526,25 @@ class _SequenceShard:
         for index in range(self._rank, len(self._sequence), self._size):
             yield self._sequence[index]
 
+    def empty_batch(self) -> Any:
+        """A batch of no records like the Sequence's (its first item's, sliced), or None
+        when the Sequence is empty."""
+        if len(self._sequence) == 0:
+            return None
+        return tf.nest.map_structure(lambda a: np.asarray(a)[:0], self._sequence[0])
+
+
+def empty_batch(data: Any) -> Any:
+    """A batch of no records with the structure, types and inner shapes of the batches of
+    ``data`` (a worker's share of the validation data, see :func:`make_validation_input`), for
+    a worker whose share has none; None where they are unknown without a batch."""
+    if isinstance(data, _SequenceShard):
+        return data.empty_batch()
+    if isinstance(data, tf.data.Dataset):
+        zeros = _zeros_like_spec(data.element_spec)
+        return None if zeros is None else tf.nest.map_structure(lambda a: a[:0], zeros)
+    return None
+
 
 def _shard_validation(loader: Any, batch_size: int, rank: int, size: int) -> Any:
     if isinstance(loader, SequenceAdapter):

@@ -29,6 +29,7 @@ from pedl.keras._keras import (
 VARIABLES_FILE = "variables.bin"
 VARIABLES_INDEX = "variables.json"
 RNG_FILE = "rng.pkl"
+WORKER_GENERATORS_FILE = "worker_generators.pkl"
 
 
 class CheckpointMismatchError(ValueError):
@@ -122,6 +123,37 @@ def restore_weights(weights: Sequence[Any], directory: Path) -> None:
             )
         raw = blob[entry["offset"] : entry["offset"] + entry["nbytes"]]
         variable_value(weight).assign(raw.view(np.dtype(entry["dtype"])).reshape(shape))
+
+
+def local_generator_states(model: keras.Model) -> list[np.ndarray]:
+    """This worker's copies of the states of a Keras 2 model's random generators.
+
+    Under a multi-worker strategy each worker advances its own copy of a generator's state
+    (TensorFlow mixes the replica into the generator's key, and the copies need not move
+    alike), so the chief's copy, which :func:`save_variables` writes, is not every worker's:
+    the chief gathers these into the checkpoint (:func:`save_worker_generators`)."""
+    return [np.asarray(_local(state).numpy()) for state in seed_generator_states(model)]
+
+
+def save_worker_generators(states: list[list[np.ndarray]], directory: Path) -> None:
+    """Write every worker's :func:`local_generator_states`, by rank."""
+    with open(directory / WORKER_GENERATORS_FILE, "wb") as f:
+        pickle.dump(states, f)
+
+
+def restore_worker_generators(model: keras.Model, directory: Path, rank: int) -> None:
+    """Give this worker's copies of the generators' states the ones it had when the
+    checkpoint was written (after :func:`restore_variables`, which gave them the chief's).
+    Nothing when the checkpoint has none for this rank (written by fewer workers)."""
+    path = directory / WORKER_GENERATORS_FILE
+    if not path.exists():
+        return
+    with open(path, "rb") as f:
+        states = pickle.load(f)
+    if rank >= len(states):
+        return
+    for variable, value in zip(seed_generator_states(model), states[rank], strict=True):
+        _local(variable).assign(value)
 
 
 def save_rng(directory: Path) -> None:

@@ -121,7 +121,50 @@ def test_two_workers_shard_sequences_and_wrapped_datasets(tmp_path: Path, kind: 
 
 @pytest.mark.keras2
 @pytest.mark.skipif(not LEGACY, reason="Keras 2 mode only (make test's TF_USE_LEGACY_KERAS=1 pass)")
-def test_a_multi_worker_trial_in_keras2_mode_is_refused_saying_why(tmp_path: Path) -> None:
-    job = {"trial": "tests.keras.trials:SmallTrial", "input_kind": "sequence"}
-    with pytest.raises(AssertionError, match="PEDL trains multi-worker trials on Keras 3 only"):
-        run_workers(job, tmp_path, 2)
+def test_keras2_mode_two_workers_validate_unequal_shares_as_one_and_resume_bitwise(
+    tmp_path: Path,
+) -> None:
+    # A Sequence of 5 validation batches: 3 for the chief, 2 for the other worker, whose
+    # Keras 2 test steps (a collective in each) pad with an empty batch.
+    job = {
+        "trial": "tests.keras.trials:SmallTrial",
+        "input_kind": "sequence",
+        "overrides": [
+            "searcher.max_length.batches=12",
+            "scheduling_unit=1",
+            "perform_initial_validation=true",
+            "checkpoint_policy=none",
+        ],
+    }
+    one = run_workers(job, tmp_path / "one", 1)[0]
+    baseline = run_workers(job, tmp_path / "a", 2)
+    assert [r["outcome"] for r in baseline] == ["COMPLETED", "COMPLETED"]
+    for a, b in zip(
+        baseline[0]["weights"] + baseline[0]["variables"],
+        baseline[1]["weights"] + baseline[1]["variables"],
+        strict=True,
+    ):
+        np.testing.assert_array_equal(a, b)
+    # The same initial weights validated by one worker and by two: every record counted
+    # once (an empty batch adds nothing).
+    initial_one = one["metrics"][(MetricKind.VALIDATION, 0)]
+    initial_two = baseline[0]["metrics"][(MetricKind.VALIDATION, 0)]
+    assert initial_two["val_accuracy"] == initial_one["val_accuracy"]
+    assert initial_two["val_loss"] == pytest.approx(initial_one["val_loss"], abs=1e-6)
+    assert [b for _, b in baseline[0]["writes"]] == [0, *range(1, 13), 12]
+    assert baseline[1]["writes"] == []
+
+    stop_at = random.Random(22).randint(1, 11)
+    first = run_workers({**job, "preempt_after": stop_at}, tmp_path / "b", 2)
+    assert [r["outcome"] for r in first] == ["PREEMPTED", "PREEMPTED"]
+    (storage_id, batches), *_ = first[0]["checkpoints"][-1:]
+    assert batches == stop_at
+    resumed = run_workers({**job, "latest_checkpoint": storage_id}, tmp_path / "b", 2)
+    for a, b in zip(
+        baseline[0]["weights"] + baseline[0]["variables"],
+        resumed[0]["weights"] + resumed[0]["variables"],
+        strict=True,
+    ):
+        np.testing.assert_array_equal(a, b)
+    assert first[0]["writes"] + resumed[0]["writes"] == baseline[0]["writes"]
+    assert {**first[0]["metrics"], **resumed[0]["metrics"]} == baseline[0]["metrics"]
