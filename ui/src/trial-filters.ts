@@ -66,3 +66,17 @@ export function splitValues(text: string): string[] {
     .map((v) => v.trim())
     .filter(Boolean);
 }
+
+/** The hyperparameters a config declares, by dotted name, as the master reads them for
+ * `hparams.NAME` (pedl.master.db.trials.hparam_paths): nested groups without a `type` are
+ * walked into; a bare value (a constant's short form) is one hyperparameter. */
+export function configuredHparams(hyperparameters: unknown, prefix = "", out: string[] = []): string[] {
+  if (!hyperparameters || typeof hyperparameters !== "object" || Array.isArray(hyperparameters)) return out;
+  for (const [key, spec] of Object.entries(hyperparameters as Record<string, unknown>)) {
+    const name = prefix ? `${prefix}.${key}` : key;
+    if (spec && typeof spec === "object" && !Array.isArray(spec) && !("type" in spec))
+      configuredHparams(spec, name, out);
+    else out.push(name);
+  }
+  return out;
+}

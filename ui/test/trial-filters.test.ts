@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  configuredHparams,
   hparamKey,
   metricKey,
   parseRanges,
@@ -54,5 +55,18 @@ describe("sort keys", () => {
   it("names hyperparameters and metrics as the API sorts by them", () => {
     expect(hparamKey("optimizer.lr")).toBe("hparams.optimizer.lr");
     expect(metricKey("val_loss")).toBe("metrics.val_loss");
+  });
+});
+
+describe("configuredHparams", () => {
+  it("names what the master sorts and filters by, nested groups dotted", () => {
+    const config = {
+      lr: { type: "log", minval: -4, maxval: -1 },
+      batch: 32,
+      optimizer: { name: { type: "categorical", vals: ["adam"] }, momentum: 0.9 },
+      sizes: [1, 2],
+    };
+    expect(configuredHparams(config)).toEqual(["lr", "batch", "optimizer.name", "optimizer.momentum", "sizes"]);
+    expect(configuredHparams(undefined)).toEqual([]);
   });
 });

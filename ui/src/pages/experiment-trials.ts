@@ -23,7 +23,16 @@ import {
 import { type DeclaredType, declaredTypes, flattenHparams, hparamNames } from "../hparams";
 import { Poller } from "../poll";
 import { href, setQuery } from "../router";
-import { hparamKey, metricKey, parseRanges, parseValues, splitValues, withRange, withValues } from "../trial-filters";
+import {
+  configuredHparams,
+  hparamKey,
+  metricKey,
+  parseRanges,
+  parseValues,
+  splitValues,
+  withRange,
+  withValues,
+} from "../trial-filters";
 import type { ExperimentContext, ExperimentTab } from "./experiment-context";
 
 const PAGE_SIZE = 50;
@@ -227,6 +236,7 @@ export class TrialsTab implements ExperimentTab {
     const flat = new Map(trials.map((t) => [t.id, flattenHparams(t.hparams)]));
     // Constants of the config are the same in every row: left out (the Config tab has them).
     const declared = declaredTypes(experiment.config.hyperparameters);
+    const configured = new Set(configuredHparams(experiment.config.hyperparameters));
     const hparams = [...new Set([...declared.keys(), ...hparamNames(trials)])].filter(
       (name) => declared.get(name) !== "const",
     );
@@ -296,13 +306,15 @@ export class TrialsTab implements ExperimentTab {
       ...hparams.map((name): Column<Trial> => {
         const key = hparamKey(name);
         const numeric = isNumeric(declared.get(name), trials, flat, name);
+        // The master sorts and filters by the hyperparameters the config declares only.
+        const known = configured.has(name);
         return {
           label: name,
-          sortKey: key,
+          sortKey: known ? key : undefined,
           numeric,
           className: "hparam",
           title: `Hyperparameter ${name}`,
-          filter: this.filterBox(key, `hyperparameter ${name}`, numeric ? "range" : "values"),
+          filter: known ? this.filterBox(key, `hyperparameter ${name}`, numeric ? "range" : "values") : null,
           cell: (t) => formatValue(flat.get(t.id)?.[name]),
         };
       }),
