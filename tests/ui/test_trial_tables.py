@@ -126,7 +126,8 @@ def seeded(chromium_path: object, tmp_path_factory: pytest.TempPathFactory) -> I
                 row = experiments_repo.get_experiment(session, listed_id)
                 row.created_at = now - timedelta(hours=age)
                 if lasted is None:
-                    row.state = ExperimentState.PAUSED
+                    # No end: its duration runs to now (a live state would have the master's
+                    # orchestrator adopt it and start its search).
                     row.ended_at = None
                 else:
                     row.ended_at = now - timedelta(hours=age - lasted)
