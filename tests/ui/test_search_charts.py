@@ -1,8 +1,11 @@
 """The search at a glance, in the real Chromium, on an experiment seeded straight into the
 master's database (no training): hyperparameter importance, the optimization history and
-the timeline drawn with the values seeded; three trials compared from a URL; brushing an axis
-of the parallel coordinates filters the trials table; sorting and filtering it by a
-hyperparameter; archiving experiments in bulk from the list."""
+the timeline drawn with the values seeded; three trials compared from a URL; three trials
+selected in a chart and compared; a box dragged on a scatter plot selects the trials inside;
+brushing an axis of the parallel coordinates filters the trials table, greys the other trials
+in the scatter plots, the history and the curves, and narrows the curves to the kept trials;
+sorting and filtering the table by a hyperparameter; archiving experiments in bulk from the
+list."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, FloatRect, Locator, Page, expect
 from sqlalchemy import insert
 
 from pedl.config import parse_config
@@ -51,6 +54,8 @@ class Seeded:
     trial_ids: list[int]
     units: dict[int, int]
     """Trial id: its units."""
+    opts: dict[int, str]
+    """Trial id: its opt."""
 
 
 @pytest.fixture(scope="module")
@@ -78,18 +83,16 @@ def seeded(chromium_path: object, tmp_path_factory: pytest.TempPathFactory) -> I
             experiment.state = ExperimentState.COMPLETED
             experiment.progress = 1.0
             experiment_id, start = experiment.id, experiment.created_at
-        trials, metrics = [], []
+        trials, metrics, opts = [], [], []
         for index, units in enumerate(UNITS):
             loss = units / 100
+            lr = 10 ** rng.uniform(-4, -1)
+            opts.append(rng.choice(["adam", "sgd", "rmsprop"]))
             trials.append(
                 {
                     "experiment_id": experiment_id,
                     "request_id": f"ui-search-{index}",
-                    "hparams": {
-                        "lr": 10 ** rng.uniform(-4, -1),
-                        "units": units,
-                        "opt": rng.choice(["adam", "sgd", "rmsprop"]),
-                    },
+                    "hparams": {"lr": lr, "units": units, "opt": opts[-1]},
                     "seed": index,
                     "state": TrialState.COMPLETED,
                     "total_batches": 30,
@@ -134,7 +137,13 @@ def seeded(chromium_path: object, tmp_path_factory: pytest.TempPathFactory) -> I
                     ],
                 )
             session.execute(insert(Metric.__table__), metrics)
-        yield Seeded(master, experiment_id, ids, dict(zip(ids, UNITS, strict=True)))
+        yield Seeded(
+            master,
+            experiment_id,
+            ids,
+            dict(zip(ids, UNITS, strict=True)),
+            dict(zip(ids, opts, strict=True)),
+        )
     finally:
         database.dispose()
         master.stop()
@@ -167,15 +176,19 @@ def test_importance_history_and_timeline(page: Page, seeded: Seeded) -> None:
     assert bars.first.get_attribute("data-name") == "units"
     assert float(bars.first.get_attribute("data-importance") or 0) > 0.5
     history = page.get_by_test_id("history")
-    expect(history).to_have_attribute("data-trial-count", str(TRIALS))
+    # The master computes the importance, history and timeline of an ended experiment once:
+    # on two busy cores that may take a while.
+    expect(history).to_have_attribute("data-trial-count", str(TRIALS), timeout=60_000)
     assert float(history.get_attribute("data-best") or "nan") == pytest.approx(0.01)
     # In the order they ended (trial i at 10 i + 15 s): the best so far falls as they come.
     rows = history.locator("tbody tr")
+    expect(rows).to_have_count(TRIALS)  # the table for screen readers, built once idle
     first = rows.first.locator("td").all_inner_texts()
     assert first[0] == str(seeded.trial_ids[0]) and first[2] == "0.01"
     timeline = page.get_by_test_id("timeline")
-    expect(timeline).to_have_attribute("data-attempt-count", str(TRIALS))
+    expect(timeline).to_have_attribute("data-attempt-count", str(TRIALS), timeout=60_000)
     expect(timeline).to_have_attribute("data-slots", "2")  # each ran 15 s, one started every 10 s
+    expect(timeline.locator("tbody tr")).to_have_count(TRIALS)
     slots = [r.locator("td").nth(1).inner_text() for r in timeline.locator("tbody tr").all()[:4]]
     assert slots == ["0", "1", "0", "1"]
     page.wait_for_function("performance.getEntriesByName('pedl:charts-painted').length > 0")
@@ -222,7 +235,141 @@ def test_brushing_an_axis_filters_the_table(page: Page, seeded: Seeded) -> None:
     expected = sorted(u for u in UNITS if u > 61)
     expect(count).to_have_attribute("data-count", str(len(expected)))
     assert sorted(_summary_units(page)) == expected
+    # Every other view: "N of M match", the others greyed in each scatter plot, the history and
+    # the curves (all 30 drawn by default).
+    outside = str(TRIALS - len(expected))
+    expect(page.get_by_test_id("brush-count")).to_have_attribute("data-kept", str(len(expected)))
+    expect(page.get_by_test_id("brush-count")).to_contain_text(
+        f"{len(expected)} of {TRIALS} trials"
+    )
+    scatters = page.locator(".chart.scatter")
+    expect(scatters).to_have_count(3)
+    for scatter in scatters.all():
+        expect(scatter).to_have_attribute("data-greyed", outside)
+    expect(page.get_by_test_id("history")).to_have_attribute("data-greyed", outside)
+    curves = page.get_by_test_id("learning-curves")
+    expect(curves).to_have_attribute("data-series-count", str(TRIALS))
+    expect(curves).to_have_attribute("data-greyed", outside)
     screenshot(page, "brushed")
+    # The curves of the best N (10) inside the brushed ranges only.
+    page.locator("#vis-curves").select_option("filtered")
+    best_kept = sorted(t for t in seeded.trial_ids if seeded.units[t] > 61)
+    best_kept = sorted(best_kept, key=lambda t: seeded.units[t])[:10]
+    expect(curves).to_have_attribute("data-series-count", str(len(best_kept)))
+    expect(curves).to_have_attribute("data-greyed", "0")
+    legend = curves.locator(".chart-legend li").all_inner_texts()
+    assert sorted(int(text.split()[1]) for text in legend) == sorted(best_kept)
+    screenshot(page, "brushed-curves")
+
+
+# The parallel coordinates' layout (parallel-coordinates.ts): PAD, the chart's height, and the
+# axes in order (lr, units, opt, then the metric); opt's categories sorted by name.
+PC_PAD = {"left": 56, "right": 84, "top": 46, "bottom": 22}
+PC_HEIGHT = 340
+OPT_CATEGORIES = ["adam", "rmsprop", "sgd"]
+# Clicks this far right of the units axis (an axis' own 10 px start a brush, not a pick).
+PC_CLICK_DX = 14
+
+
+def _pc_line_y(box: FloatRect, units: int, opt: str) -> float:
+    """Where trial (units, opt)'s line crosses x = units axis + PC_CLICK_DX, in page pixels."""
+    plot_h = PC_HEIGHT - PC_PAD["top"] - PC_PAD["bottom"]
+    spacing = (box["width"] - PC_PAD["left"] - PC_PAD["right"]) / 3
+    y_units = PC_PAD["top"] + (1 - (units - 1) / 99) * plot_h
+    y_opt = PC_PAD["top"] + (1 - OPT_CATEGORIES.index(opt) / 2) * plot_h
+    return box["y"] + y_units + (y_opt - y_units) * PC_CLICK_DX / spacing
+
+
+def _selected(page: Page) -> list[int]:
+    """The selection in the URL (``selected=``)."""
+    query = page.evaluate("() => location.hash.split('?')[1] ?? ''")
+    values = [
+        v for k, v in (p.split("=", 1) for p in query.split("&") if "=" in p) if k == "selected"
+    ]
+    return [int(i) for i in values[0].replace("%2C", ",").split(",")] if values else []
+
+
+def test_select_three_trials_in_a_chart_and_compare(page: Page, seeded: Seeded) -> None:
+    page.goto(f"{seeded.master.url}/#/experiments/{seeded.experiment_id}/visualization")
+    parallel = page.get_by_test_id("parallel-coordinates")
+    expect(parallel).to_have_attribute("data-trial-count", str(TRIALS))
+    canvas = parallel.locator("canvas.pc-overlay")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    assert box is not None
+    x = (
+        box["x"]
+        + PC_PAD["left"]
+        + (box["width"] - PC_PAD["left"] - PC_PAD["right"]) / 3
+        + PC_CLICK_DX
+    )
+    ys = {t: _pc_line_y(box, seeded.units[t], seeded.opts[t]) for t in seeded.trial_ids}
+    # Three trials whose lines pass at least 4 px from every other line there.
+    clear = [t for t in seeded.trial_ids if all(abs(ys[t] - ys[o]) >= 4 for o in ys if o != t)]
+    picked = sorted(clear, key=lambda t: seeded.units[t])[:3]
+    assert len(picked) == 3, f"no three lines apart: {ys}"
+    page.mouse.click(x, ys[picked[0]])
+    page.wait_for_function(f"() => location.hash.includes('selected={picked[0]}')")
+    for trial_id in picked[1:]:
+        page.keyboard.down("Shift")
+        page.mouse.click(x, ys[trial_id])
+        page.keyboard.up("Shift")
+    selection = page.get_by_test_id("vis-selection")
+    expect(selection).to_have_attribute("data-count", "3")
+    assert _selected(page) == sorted(picked)
+    expect(parallel).to_have_attribute("data-selected", "3")
+    # The table ticks the same trials.
+    for trial_id in picked:
+        row = page.locator(f"[data-testid=summary-row][data-trial-id='{trial_id}']")
+        if row.count():
+            expect(row.get_by_test_id("select-trial")).to_be_checked()
+    # A shift-click on a selected line takes it out again; and back in.
+    page.keyboard.down("Shift")
+    page.mouse.click(x, ys[picked[2]])
+    expect(selection).to_have_attribute("data-count", "2")
+    page.mouse.click(x, ys[picked[2]])
+    page.keyboard.up("Shift")
+    expect(selection).to_have_attribute("data-count", "3")
+    screenshot(page, "selected-in-chart")
+    page.get_by_test_id("vis-compare").click()
+    headers = page.get_by_test_id("compare-trial")
+    expect(headers).to_have_count(3)
+    assert [int(h.get_attribute("data-trial-id") or 0) for h in headers.all()] == sorted(picked)
+    units = page.locator("[data-testid=compare-hparam][data-name=units] td").all_inner_texts()
+    assert units == [str(seeded.units[t]) for t in sorted(picked)]
+
+
+def _scatter(page: Page, name: str) -> Locator:
+    return page.locator("figure.scatter-cell").filter(has=page.locator("figcaption", has_text=name))
+
+
+def test_a_box_on_a_scatter_plot_selects_the_trials_inside(page: Page, seeded: Seeded) -> None:
+    page.goto(f"{seeded.master.url}/#/experiments/{seeded.experiment_id}/visualization")
+    figure = _scatter(page, "opt")
+    expect(figure.locator(".chart.scatter")).to_have_attribute("data-points", str(TRIALS))
+    over = figure.locator(".u-over")
+    over.scroll_into_view_if_needed()
+    box = over.bounding_box()
+    assert box is not None
+
+    # A categorical axis spans -0.6 .. categories - 0.4 (scatter.ts); adam (0) is jittered by at
+    # most 0.25 either way: a box over -0.35 .. 0.35 and the whole height holds all of it.
+    def px(value: float) -> float:
+        return box["x"] + (value + 0.6) / 3.2 * box["width"]
+
+    page.mouse.move(px(-0.35), box["y"] + 1)
+    page.mouse.down()
+    page.mouse.move(px(0), box["y"] + box["height"] / 2)
+    page.mouse.move(px(0.35), box["y"] + box["height"] - 1)
+    page.mouse.up()
+    adam = sorted(t for t, opt in seeded.opts.items() if opt == "adam")
+    expect(page.get_by_test_id("vis-selection")).to_have_attribute("data-count", str(len(adam)))
+    assert _selected(page) == adam
+    expect(figure.locator(".chart.scatter")).to_have_attribute("data-selected", str(len(adam)))
+    expect(page.get_by_test_id("parallel-coordinates")).to_have_attribute(
+        "data-selected", str(len(adam))
+    )
+    screenshot(page, "box-selected")
 
 
 def test_sort_and_filter_by_a_hyperparameter(page: Page, seeded: Seeded) -> None:

@@ -1,8 +1,9 @@
 // Line charts on uPlot (canvas): learning curves of many trials, or a trial's own metrics.
 // Series may have different x values; they are aligned on the union of the x values with
 // gaps spanned. The best trials draw last (on top), thicker and opaque; the others thin and
-// translucent. Hover shows the nearest point's trial and value, a click opens that trial,
-// a drag zooms (a double click zooms back out).
+// translucent. Hover shows the nearest point's trial and value, a click picks that trial
+// (`onPick`, told whether shift, ctrl or cmd was held), a drag zooms (a double click zooms
+// back out).
 
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
@@ -10,6 +11,7 @@ import { h } from "../dom";
 import { uplotAxis } from "../theme";
 import { formatNumber } from "../format";
 import { withAlpha } from "../palette";
+import { isAdditive } from "./selection";
 
 export type Point = [number, number | null];
 
@@ -32,7 +34,7 @@ export interface LineChartOptions {
   yLabel: string;
   /** The message shown while there is nothing to draw. */
   emptyText: string;
-  onPick?: (id: number) => void;
+  onPick?: (id: number, additive: boolean) => void;
   /** Where a series' legend entry links to (a trial's page). */
   linkOf?: (id: number) => string;
   /** A legend of the series under the chart; by default, when there are at most 12. */
@@ -236,7 +238,7 @@ export class LineChart {
     u.over.addEventListener("mousedown", (e) => (down = [e.clientX, e.clientY]));
     u.over.addEventListener("click", (e) => {
       const moved = down ? Math.hypot(e.clientX - down[0], e.clientY - down[1]) : 0;
-      if (moved < 4 && this.hovered && this.options.onPick) this.options.onPick(this.hovered.id);
+      if (moved < 4 && this.hovered && this.options.onPick) this.options.onPick(this.hovered.id, isAdditive(e));
     });
     u.over.addEventListener("dblclick", () => (this.zoomed = false));
     u.over.addEventListener("mouseleave", () => this.showHover(null));

@@ -1,8 +1,10 @@
 // Parallel coordinates on a canvas (uPlot has none): one vertical axis per hyperparameter
 // that varies, the searcher metric last; one polyline per trial coloured by its metric
 // (viridis, brighter = better); the best trials drawn on top, thick, in the highlight colour.
-// Hovering a line shows its trial on a second canvas (the many lines are not redrawn);
-// a click opens the trial.
+// Hovering a line shows its trial on a second canvas (the many lines are not redrawn), and
+// so do the selected trials' lines; a click selects the trial (shift, ctrl or cmd: adds it).
+// Dragging along an axis brushes a range: lines outside every brushed range turn grey and
+// `brushFilter` tells the other views which trials are kept.
 
 import { h } from "../dom";
 import { chartTheme } from "../theme";
@@ -10,6 +12,7 @@ import { formatNumber, formatValue } from "../format";
 import { BEST_COLOR, sequentialColor, sequentialRgb } from "../palette";
 import type { Axis } from "./hp-axis";
 import { niceTicks } from "./search-charts";
+import { SELECTED_COLOR, isAdditive } from "./selection";
 
 export interface ParallelData {
   trialIds: readonly number[];
@@ -27,6 +30,21 @@ const GREY: [number, number, number] = [150, 158, 172];
 /** Above this many trials the lines are thinner, fainter and drawn by colour bucket. */
 const MANY = 500;
 
+/** A brushed range along an axis: [low, high], 0 (bottom) to 1 (top). */
+export type BrushRange = readonly [number, number];
+
+/** Keeps row i when, on every brushed axis, its normalized position (null: no value) lies in
+ * the range (ends included). */
+export function withinBrushes(
+  brushes: readonly (readonly [(i: number) => number | null, BrushRange])[],
+): (i: number) => boolean {
+  return (i) =>
+    brushes.every(([position, [lo, hi]]) => {
+      const t = position(i);
+      return t != null && t >= lo - 1e-9 && t <= hi + 1e-9;
+    });
+}
+
 export class ParallelCoordinates {
   readonly el: HTMLElement;
   private readonly base: HTMLCanvasElement;
@@ -41,6 +59,10 @@ export class ParallelCoordinates {
   private xs: number[] = [];
   private width = 0;
   private hovered = -1;
+  /** Where the pointer was when it last hovered a line (CSS pixels on the chart). */
+  private pointer: [number, number] = [0, 0];
+  private selected: ReadonlySet<number> = new Set();
+  private kept: ((i: number) => boolean) | null = null;
   private readonly resizeObserver: ResizeObserver;
   /** Brushed ranges, by axis index: [low, high] along the axis, 0 (bottom) to 1 (top). */
   private readonly brushes = new Map<number, [number, number]>();
@@ -49,7 +71,7 @@ export class ParallelCoordinates {
 
   constructor(
     private readonly height: number,
-    private readonly onPick: (trialId: number) => void,
+    private readonly onPick: (trialId: number, additive: boolean) => void,
     private readonly onBrush: () => void = () => undefined,
   ) {
     this.base = h("canvas", { class: "pc-base" });
@@ -74,13 +96,13 @@ export class ParallelCoordinates {
     this.overlay.addEventListener("mousedown", (e) => this.startBrush(e));
     window.addEventListener("mousemove", (e) => this.moveBrush(e));
     window.addEventListener("mouseup", () => this.endBrush());
-    this.overlay.addEventListener("click", () => {
+    this.overlay.addEventListener("click", (event) => {
       if (this.dragged) {
         this.dragged = false;
         return;
       }
       const id = this.data?.trialIds[this.hovered];
-      if (id !== undefined) this.onPick(id);
+      if (id !== undefined) this.onPick(id, isAdditive(event));
     });
     this.resizeObserver = new ResizeObserver(() => {
       if (this.data && Math.floor(this.el.clientWidth) !== this.width) this.draw();
@@ -97,16 +119,24 @@ export class ParallelCoordinates {
     this.resizeObserver.disconnect();
   }
 
+  /** Outline these trials' lines (drawn on the overlay: the many lines stay as they are). */
+  setSelected(ids: ReadonlySet<number>): void {
+    if (ids === this.selected) return;
+    this.selected = ids;
+    this.el.dataset.selected = String(ids.size);
+    if (this.data) this.setHovered(this.hovered, ...this.pointer);
+  }
+
   /** Whether trial i (data order) is inside every brushed range; null: nothing brushed. */
   brushFilter(): ((i: number) => boolean) | null {
     if (this.brushes.size === 0 || !this.data) return null;
     const axes = this.allAxes();
-    const brushes = [...this.brushes].map(([k, range]) => [axes[k], range] as const);
-    return (i) =>
-      brushes.every(([axis, [lo, hi]]) => {
-        const t = axis?.normalized(i);
-        return t != null && t >= lo - 1e-9 && t <= hi + 1e-9;
-      });
+    return withinBrushes(
+      [...this.brushes].flatMap(([k, range]) => {
+        const axis = axes[k];
+        return axis ? [[(i: number) => axis.normalized(i), range] as const] : [];
+      }),
+    );
   }
 
   private axisAt(mx: number): number {
@@ -163,6 +193,25 @@ export class ParallelCoordinates {
     }
   }
 
+  private drawSelected(ctx: CanvasRenderingContext2D): void {
+    const data = this.data;
+    if (!data || this.selected.size === 0) return;
+    const rows: number[] = [];
+    data.trialIds.forEach((id, i) => {
+      if (this.selected.has(id)) rows.push(i);
+    });
+    for (const [width, colour] of [
+      [4.5, "rgba(255, 255, 255, 0.9)"],
+      [2, SELECTED_COLOR],
+    ] as const) {
+      ctx.lineWidth = width;
+      ctx.strokeStyle = colour;
+      ctx.beginPath();
+      for (const i of rows) this.traceRow(ctx, i);
+      ctx.stroke();
+    }
+  }
+
   private allAxes(): Axis[] {
     return this.data ? [...this.data.axes, this.data.metric] : [];
   }
@@ -214,7 +263,10 @@ export class ParallelCoordinates {
     const buckets: number[][] = Array.from({ length: BUCKETS + 2 }, () => []);
     const bestRows: number[] = [];
     const kept = this.brushFilter();
+    this.kept = kept;
+    let keptCount = 0;
     for (let i = 0; i < n; i++) {
+      if (!kept || kept(i)) keptCount += 1;
       if (kept && !kept(i))
         (buckets[0] as number[]).push(i); // outside a brush: grey
       else if (data.best.has(data.trialIds[i] as number)) bestRows.push(i);
@@ -254,6 +306,7 @@ export class ParallelCoordinates {
     }
     this.drawAxes(ctx, axes, plotH);
     this.el.dataset.trialCount = String(n);
+    this.el.dataset.kept = String(keptCount);
     this.stack.setAttribute(
       "aria-label",
       `Parallel coordinates of ${n} trials over ${axes.map((a) => a.name).join(", ")}; the ${data.best.size} best trials highlighted.`,
@@ -341,7 +394,13 @@ export class ParallelCoordinates {
       ),
       h("span", { class: "swatch", style: "border-color: #969eac" }),
       h("span", {}, this.brushes.size ? "no metric yet, or outside the brushed ranges" : "no metric yet"),
-      h("span", { class: "muted" }, "Drag along an axis to brush a range; click the axis to clear it."),
+      h("span", { class: "swatch", style: `border-color: ${SELECTED_COLOR}` }),
+      h("span", {}, "selected"),
+      h(
+        "span",
+        { class: "muted" },
+        "Drag along an axis to brush a range (every view keeps only the trials inside); click the axis to clear it. Click a line to select its trial, shift-click to add.",
+      ),
     );
   }
 
@@ -361,7 +420,7 @@ export class ParallelCoordinates {
     for (let i = 0; i < this.data.trialIds.length; i++) {
       const y0 = this.ys[i * m + k] as number;
       const y1 = this.ys[i * m + k + 1] as number;
-      if (Number.isNaN(y0) || Number.isNaN(y1)) continue;
+      if (Number.isNaN(y0) || Number.isNaN(y1) || (this.kept && !this.kept(i))) continue;
       const d = Math.abs(y0 + (y1 - y0) * f - my);
       if (d < nearestD || (d === nearestD && this.data.best.has(this.data.trialIds[i] as number))) {
         nearestD = d;
@@ -373,12 +432,14 @@ export class ParallelCoordinates {
 
   private setHovered(i: number, mx = 0, my = 0): void {
     this.hovered = i;
+    this.pointer = [mx, my];
     const ctx = this.overlay.getContext("2d");
     if (!ctx || !this.data) return;
     const ratio = window.devicePixelRatio || 1;
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.clearRect(0, 0, this.width, this.height);
     this.drawBrushes(ctx);
+    this.drawSelected(ctx);
     this.overlay.style.cursor = i < 0 ? "" : "pointer";
     if (i < 0) {
       this.tooltip.hidden = true;
@@ -392,7 +453,11 @@ export class ParallelCoordinates {
     this.strokeRow(ctx, i);
     const id = this.data.trialIds[i];
     this.tooltip.replaceChildren(
-      h("strong", {}, `Trial ${id}${this.data.best.has(id as number) ? " (best)" : ""}`),
+      h(
+        "strong",
+        {},
+        `Trial ${id}${this.data.best.has(id as number) ? " (best)" : ""}${this.selected.has(id as number) ? ", selected" : ""}`,
+      ),
       ...this.allAxes().map((axis) =>
         h(
           "span",

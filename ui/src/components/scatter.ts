@@ -7,6 +7,11 @@
 // uPlot draws the axes, grid and cursor; the dots are drawn by this module in uPlot's draw
 // hook, from typed arrays (uPlot is handed only the corners of the data, for its scales):
 // 10,000 trials cost a few milliseconds instead of uPlot's ~100 ms of arcs.
+//
+// A click selects the trial of the nearest dot (shift, ctrl or cmd: adds it); a box dragged
+// over the plot selects the trials inside (found through a grid of the dots' positions,
+// selection.ts). The selected trials' dots are outlined; trials outside the parallel
+// coordinates' brushes (`setView`'s `kept`) are drawn grey, under the others.
 
 import uPlot from "uplot";
 import { h } from "../dom";
@@ -15,6 +20,7 @@ import { formatNumber, formatValue } from "../format";
 import { BEST_COLOR, withAlpha } from "../palette";
 import type { Axis } from "./hp-axis";
 import { axisValues } from "./line-chart";
+import { PointGrid, SELECTED_COLOR, isAdditive } from "./selection";
 
 export interface ScatterData {
   axis: Axis;
@@ -26,6 +32,7 @@ export interface ScatterData {
 }
 
 const OTHER_COLOR = "#4e79a7";
+const GREY_COLOR = "#a3abb8";
 const MAX_JITTERED_INTEGERS = 20;
 const HOVER_PX = 14;
 
@@ -64,11 +71,20 @@ export class HpScatter {
   private best = new Uint8Array(0);
   private data: ScatterData | null = null;
   private hovered: number | null = null;
+  /** The dots' positions in CSS pixels of the plot area, as last drawn. */
+  private grid: PointGrid | null = null;
+  /** Per drawn dot: 1 when its trial is outside the brushes. */
+  private greyed = new Uint8Array(0);
+  private kept: ((i: number) => boolean) | null = null;
+  private selected: ReadonlySet<number> = new Set();
+  private additive = false;
+  private boxed = false;
   private readonly resizeObserver: ResizeObserver;
 
   constructor(
     private readonly height: number,
-    private readonly onPick: (trialId: number) => void,
+    /** Trials picked by a click (one) or a box (any number); `additive`: shift, ctrl or cmd. */
+    private readonly onPick: (trialIds: number[], additive: boolean) => void,
   ) {
     this.tooltip = h("div", { class: "chart-tooltip", hidden: true, role: "status" });
     this.el = h("div", { class: "chart scatter", role: "img" });
@@ -115,6 +131,7 @@ export class HpScatter {
     this.xs = xs.subarray(0, count);
     this.ys = ys.subarray(0, count);
     this.best = best.subarray(0, count);
+    this.markGreyed();
     const corners: uPlot.AlignedData =
       count > 0
         ? [
@@ -139,7 +156,7 @@ export class HpScatter {
         width,
         height: this.height,
         legend: { show: false },
-        cursor: { points: { show: false }, drag: { x: false, y: false }, focus: { prox: -1 } },
+        cursor: { points: { show: false }, drag: { x: true, y: true, setScale: false }, focus: { prox: -1 } },
         scales: {
           x:
             axis.kind === "categorical"
@@ -150,21 +167,71 @@ export class HpScatter {
         },
         axes: [xAxis, { ...uplotAxis(), label: data.metricName, labelSize: 20, size: 56, values: axisValues }],
         series: [{}, { label: data.metricName, paths: () => null, points: { show: false } }],
-        hooks: { draw: [(u) => this.drawDots(u)], setCursor: [(u) => this.hover(u)] },
+        hooks: {
+          draw: [(u) => this.drawDots(u)],
+          setCursor: [(u) => this.hover(u)],
+          setSelect: [(u) => this.boxSelect(u)],
+        },
       },
       corners,
       this.el,
     );
     this.plot.over.append(this.tooltip);
-    this.plot.over.addEventListener("click", () => {
-      if (this.hovered != null) this.onPick(this.hovered);
+    this.plot.over.addEventListener("mousedown", (event) => {
+      this.additive = isAdditive(event);
+      this.boxed = false;
+    });
+    this.plot.over.addEventListener("click", (event) => {
+      if (this.boxed) return;
+      if (this.hovered != null) this.onPick([this.hovered], isAdditive(event));
     });
     this.plot.over.addEventListener("mouseleave", () => this.show(null));
+  }
+
+  /** Which trials are kept by the brushes (by summary index; null: all) and which are
+   * selected (ids): redrawn without rebuilding the plot. */
+  setView(kept: ((i: number) => boolean) | null, selected: ReadonlySet<number>): void {
+    if (kept === this.kept && selected === this.selected) return;
+    this.kept = kept;
+    this.selected = selected;
+    this.markGreyed();
+    this.plot?.redraw(false, false);
   }
 
   dispose(): void {
     this.resizeObserver.disconnect();
     this.plot?.destroy();
+  }
+
+  private markGreyed(): void {
+    const kept = this.kept;
+    this.greyed = new Uint8Array(this.index.length);
+    let greyed = 0;
+    if (kept) {
+      this.index.forEach((i, k) => {
+        if (!kept(i)) {
+          this.greyed[k] = 1;
+          greyed += 1;
+        }
+      });
+    }
+    this.el.dataset.points = String(this.index.length);
+    this.el.dataset.greyed = String(greyed);
+    this.el.dataset.selected = String(this.index.filter((i) => this.selected.has(this.data?.trialIds[i] ?? -1)).length);
+  }
+
+  /** A box dragged over the plot: the trials of the dots inside it (not the greyed ones). */
+  private boxSelect(u: uPlot): void {
+    const { left, top, width, height } = u.select;
+    if (width < 3 || height < 3 || !this.grid || !this.data) return;
+    this.boxed = true;
+    const data = this.data;
+    const ids = this.grid
+      .inBox(left, top, left + width, top + height)
+      .filter((k) => !this.greyed[k])
+      .map((k) => data.trialIds[this.index[k] as number] as number);
+    u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+    if (ids.length > 0 || !this.additive) this.onPick(ids, this.additive);
   }
 
   width(): number {
@@ -179,41 +246,76 @@ export class HpScatter {
     const half = (many ? 1.6 : 2.6) * ratio;
     const px = mapper(u, "x");
     const py = mapper(u, "y");
+    // Device pixels on the canvas, and CSS pixels of the plot area for the hit-testing.
+    const cx = new Float64Array(count);
+    const cy = new Float64Array(count);
+    for (let k = 0; k < count; k++) {
+      cx[k] = px(this.xs[k] as number);
+      cy[k] = py(this.ys[k] as number);
+    }
+    this.grid = new PointGrid(
+      cx.map((x) => (x - bbox.left) / ratio),
+      cy.map((y) => (y - bbox.top) / ratio),
+      HOVER_PX,
+    );
+    const greyed = this.greyed;
+    const plain = (k: number) => !this.best[k] && !greyed[k];
     ctx.save();
     ctx.beginPath();
     ctx.rect(bbox.left, bbox.top, bbox.width, bbox.height);
     ctx.clip();
     if (many) {
-      this.blendSquares(u, px, py, Math.max(2, Math.round(2 * half)), 0.35);
+      this.blendSquares(u, cx, cy, Math.max(2, Math.round(2 * half)), [
+        [GREY_COLOR, 0.25, (k) => greyed[k] === 1],
+        [OTHER_COLOR, 0.35, plain],
+      ]);
     } else {
-      ctx.fillStyle = withAlpha(OTHER_COLOR, 0.65);
-      for (let k = 0; k < count; k++) {
-        if (this.best[k]) continue;
-        ctx.fillRect(px(this.xs[k] as number) - half, py(this.ys[k] as number) - half, 2 * half, 2 * half);
+      for (const [colour, alpha, include] of [
+        [GREY_COLOR, 0.45, (k: number) => greyed[k] === 1],
+        [OTHER_COLOR, 0.65, plain],
+      ] as const) {
+        ctx.fillStyle = withAlpha(colour, alpha);
+        ctx.beginPath();
+        for (let k = 0; k < count; k++) {
+          if (include(k)) ctx.rect((cx[k] as number) - half, (cy[k] as number) - half, 2 * half, 2 * half);
+        }
+        ctx.fill();
       }
     }
     ctx.fillStyle = BEST_COLOR;
     ctx.strokeStyle = "#ffffff";
     ctx.lineWidth = 1.5 * ratio;
     for (let k = 0; k < count; k++) {
-      if (!this.best[k]) continue;
+      if (!this.best[k] || greyed[k]) continue;
       ctx.beginPath();
-      ctx.arc(px(this.xs[k] as number), py(this.ys[k] as number), 5 * ratio, 0, 2 * Math.PI);
+      ctx.arc(cx[k] as number, cy[k] as number, 5 * ratio, 0, 2 * Math.PI);
       ctx.fill();
+      ctx.stroke();
+    }
+    if (this.selected.size > 0 && this.data) {
+      const ids = this.data.trialIds;
+      ctx.strokeStyle = SELECTED_COLOR;
+      ctx.lineWidth = 2 * ratio;
+      ctx.beginPath();
+      for (let k = 0; k < count; k++) {
+        if (!this.selected.has(ids[this.index[k] as number] as number)) continue;
+        ctx.moveTo((cx[k] as number) + 6 * ratio, cy[k] as number);
+        ctx.arc(cx[k] as number, cy[k] as number, 6 * ratio, 0, 2 * Math.PI);
+      }
       ctx.stroke();
     }
     ctx.restore();
   }
 
-  /** The many dots as `size`-pixel squares blended straight into the plot area's pixels:
-   * one read and one write of the pixels instead of 10,000 fillRect calls (~8 ms each
-   * 10,000 without a GPU, per plot). */
+  /** The many dots as `size`-pixel squares blended straight into the plot area's pixels, in
+   * layers (a colour, its alpha, which dots): one read and one write of the pixels instead of
+   * 10,000 fillRect calls (~8 ms each 10,000 without a GPU, per plot). */
   private blendSquares(
     u: uPlot,
-    px: (value: number) => number,
-    py: (value: number) => number,
+    cx: Float64Array,
+    cy: Float64Array,
     size: number,
-    alpha: number,
+    layers: [string, number, (k: number) => boolean][],
   ): void {
     const left = Math.floor(u.bbox.left);
     const top = Math.floor(u.bbox.top);
@@ -222,59 +324,50 @@ export class HpScatter {
     if (width <= 0 || height <= 0) return;
     const image = u.ctx.getImageData(left, top, width, height);
     const pixels = image.data;
-    const colour = Number.parseInt(OTHER_COLOR.slice(1), 16);
-    const rgb = [(colour >> 16) & 255, (colour >> 8) & 255, colour & 255];
     const offset = size / 2;
-    for (let k = 0; k < this.xs.length; k++) {
-      if (this.best[k]) continue;
-      const x0 = Math.round(px(this.xs[k] as number) - left - offset);
-      const y0 = Math.round(py(this.ys[k] as number) - top - offset);
-      for (let y = Math.max(0, y0); y < Math.min(height, y0 + size); y++) {
-        for (let x = Math.max(0, x0); x < Math.min(width, x0 + size); x++) {
-          // Source-over of a translucent colour on a (possibly transparent) pixel, in the
-          // non-premultiplied values ImageData holds.
-          const at = (y * width + x) * 4;
-          const below = (pixels[at + 3] as number) / 255;
-          const out = alpha + below * (1 - alpha);
-          for (let c = 0; c < 3; c++) {
-            pixels[at + c] = ((rgb[c] as number) * alpha + (pixels[at + c] as number) * below * (1 - alpha)) / out;
+    for (const [colourHex, alpha, include] of layers) {
+      const colour = Number.parseInt(colourHex.slice(1), 16);
+      const rgb = [(colour >> 16) & 255, (colour >> 8) & 255, colour & 255];
+      for (let k = 0; k < cx.length; k++) {
+        if (!include(k)) continue;
+        const x0 = Math.round((cx[k] as number) - left - offset);
+        const y0 = Math.round((cy[k] as number) - top - offset);
+        for (let y = Math.max(0, y0); y < Math.min(height, y0 + size); y++) {
+          for (let x = Math.max(0, x0); x < Math.min(width, x0 + size); x++) {
+            // Source-over of a translucent colour on a (possibly transparent) pixel, in the
+            // non-premultiplied values ImageData holds.
+            const at = (y * width + x) * 4;
+            const below = (pixels[at + 3] as number) / 255;
+            const out = alpha + below * (1 - alpha);
+            for (let c = 0; c < 3; c++) {
+              pixels[at + c] = ((rgb[c] as number) * alpha + (pixels[at + c] as number) * below * (1 - alpha)) / out;
+            }
+            pixels[at + 3] = out * 255;
           }
-          pixels[at + 3] = out * 255;
         }
       }
     }
     u.ctx.putImageData(image, left, top);
   }
 
-  /** The dot nearest the cursor (CSS pixels), within HOVER_PX. */
+  /** The dot nearest the cursor (CSS pixels), within HOVER_PX; greyed dots are skipped. */
   private hover(u: uPlot): void {
     const left = u.cursor.left ?? -1;
     const top = u.cursor.top ?? -1;
     const data = this.data;
-    if (left < 0 || !data) return this.show(null);
+    if (left < 0 || !data || !this.grid) return this.show(null);
     const ratio = window.devicePixelRatio || 1;
-    const px = mapper(u, "x");
-    const py = mapper(u, "y");
-    const { left: bl, top: bt } = u.bbox;
-    let nearest = -1;
-    let nearestD = HOVER_PX;
-    let at: [number, number] = [0, 0];
-    for (let k = 0; k < this.xs.length; k++) {
-      const x = (px(this.xs[k] as number) - bl) / ratio;
-      const y = (py(this.ys[k] as number) - bt) / ratio;
-      const d = Math.hypot(x - left, y - top) - (this.best[k] ? 3 : 0);
-      if (d < nearestD) {
-        nearestD = d;
-        nearest = k;
-        at = [x, y];
-      }
-    }
+    const nearest = this.grid.nearest(left, top, HOVER_PX, (k) => (this.greyed[k] ? -HOVER_PX : this.best[k] ? 3 : 0));
     if (nearest < 0) return this.show(null);
+    const at: [number, number] = [
+      (mapper(u, "x")(this.xs[nearest] as number) - u.bbox.left) / ratio,
+      (mapper(u, "y")(this.ys[nearest] as number) - u.bbox.top) / ratio,
+    ];
     const i = this.index[nearest] as number;
     const id = data.trialIds[i] as number;
     this.show(id);
     this.tooltip.replaceChildren(
-      h("strong", {}, `Trial ${id}${this.best[nearest] ? " (best)" : ""}`),
+      h("strong", {}, `Trial ${id}${this.best[nearest] ? " (best)" : ""}${this.selected.has(id) ? ", selected" : ""}`),
       h("span", {}, `${data.axis.name}: ${formatValue(data.axis.values[i])}`),
       h("span", {}, `${data.metricName}: ${formatNumber(this.ys[nearest])}`),
     );

@@ -1,7 +1,9 @@
 // What a search found, at a glance: hyperparameter importance (bars), the optimization
 // history (each trial's best value as it ended, and the best so far as a step line) and the
 // timeline of trials' attempts over slots. The two plots are canvases with a legend; each
-// chart also lists what it drew in a table for screen readers (the first MAX_ROWS rows).
+// chart also lists what it drew in a table for screen readers (the first MAX_ROWS rows),
+// built once the browser is idle: the charts come first. The history greys the trials
+// outside the parallel coordinates' brushes (`setKept`).
 
 import type { History, Importance, Timeline, TrialState } from "../api";
 import { h } from "../dom";
@@ -12,6 +14,14 @@ import { chartTheme } from "../theme";
 const FONT = "12px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
 const PAD = { left: 64, right: 16, top: 12, bottom: 34 };
 const MAX_ROWS = 200;
+/** Above this many points the history draws squares, one path per colour. */
+const MANY_POINTS = 1000;
+
+/** Run `task` when the browser is idle (within `timeout` ms at the latest). */
+export function whenIdle(task: () => void, timeout = 1000): void {
+  if (typeof window.requestIdleCallback === "function") window.requestIdleCallback(task, { timeout });
+  else window.setTimeout(task, 0); // a browser without it
+}
 
 /** Up to ~6 "nice" tick values (1, 2, 5 × 10^k steps) covering [lo, hi]. */
 export function niceTicks(lo: number, hi: number, count = 5): number[] {
@@ -176,6 +186,7 @@ export class HistoryChart {
   private readonly caption = h("p", { class: "muted small" });
   private readonly table = h("div");
   private data: History | null = null;
+  private kept: ReadonlySet<number> | null = null;
 
   constructor(private readonly height: number) {
     this.el = h(
@@ -184,6 +195,7 @@ export class HistoryChart {
       this.canvas,
       legend([
         [seriesColor(0), "a trial's best value, when it ended"],
+        [MUTED_COLOR, "outside the brushed ranges"],
         [BEST_COLOR, "best so far"],
       ]),
       this.caption,
@@ -207,9 +219,18 @@ export class HistoryChart {
         formatNumber(data.values[i]),
         formatNumber(data.best_so_far[i]),
       ]);
-    this.table.replaceChildren(
-      hiddenTable("Optimization history", ["Trial", "Ended after", "Value", "Best so far"], rows, n),
+    whenIdle(() =>
+      this.table.replaceChildren(
+        hiddenTable("Optimization history", ["Trial", "Ended after", "Value", "Best so far"], rows, n),
+      ),
     );
+    this.draw();
+  }
+
+  /** The trials kept by the brushes (null: all): the others' points turn grey. */
+  setKept(kept: ReadonlySet<number> | null): void {
+    if (kept === this.kept) return;
+    this.kept = kept;
     this.draw();
   }
 
@@ -237,13 +258,28 @@ export class HistoryChart {
       niceTicks(lo, hi).map((t) => [py(t), formatNumber(t)]),
       "Time since the experiment started",
     );
-    ctx.fillStyle = seriesColor(0);
-    ctx.globalAlpha = data.trial_ids.length > 1000 ? 0.35 : 0.8;
-    for (let i = 0; i < xs.length; i++) {
+    // One path per colour: the greyed points first, under the kept ones.
+    const kept = this.kept;
+    const many = xs.length > MANY_POINTS;
+    let greyed = 0;
+    for (const outside of [true, false]) {
+      ctx.fillStyle = outside ? MUTED_COLOR : seriesColor(0);
+      ctx.globalAlpha = many ? (outside ? 0.2 : 0.35) : outside ? 0.45 : 0.8;
       ctx.beginPath();
-      ctx.arc(px(xs[i] ?? 0), py(data.values[i] ?? 0), 2.5, 0, 2 * Math.PI);
+      for (let i = 0; i < xs.length; i++) {
+        if ((kept !== null && !kept.has(data.trial_ids[i] as number)) !== outside) continue;
+        if (outside) greyed += 1;
+        const x = px(xs[i] ?? 0);
+        const y = py(data.values[i] ?? 0);
+        if (many) ctx.rect(x - 1.5, y - 1.5, 3, 3);
+        else {
+          ctx.moveTo(x + 2.5, y);
+          ctx.arc(x, y, 2.5, 0, 2 * Math.PI);
+        }
+      }
       ctx.fill();
     }
+    this.el.dataset.greyed = String(greyed);
     ctx.globalAlpha = 1;
     ctx.strokeStyle = BEST_COLOR;
     ctx.lineWidth = 2;
@@ -305,7 +341,9 @@ export class TimelineChart {
         timeLabel(data.starts[i] ?? 0),
         data.ends[i] == null ? "running" : timeLabel(data.ends[i] as number),
       ]);
-    this.table.replaceChildren(hiddenTable("Timeline of trials", ["Trial", "Slot", "Started", "Ended"], rows, n));
+    whenIdle(() =>
+      this.table.replaceChildren(hiddenTable("Timeline of trials", ["Trial", "Slot", "Started", "Ended"], rows, n)),
+    );
     this.draw();
   }
 
@@ -317,7 +355,9 @@ export class TimelineChart {
     const height = PAD.top + PAD.bottom + lanes * this.laneHeight;
     const ctx = sizedCanvas(this.canvas, width, height);
     if (!ctx) return;
-    const xMax = Math.max(1e-9, data.now);
+    // Up to now, or the last end if later (an experiment's clock and its trials' may differ).
+    let xMax = Math.max(1e-9, data.now);
+    for (const end of data.ends) if (end != null && end > xMax) xMax = end;
     const plotW = width - PAD.left - PAD.right;
     const px = (x: number) => PAD.left + (x / xMax) * plotW;
     const lane = (slot: number) => PAD.top + slot * this.laneHeight;
@@ -332,19 +372,50 @@ export class TimelineChart {
       "Time since the experiment started",
     );
     const theme = chartTheme();
+    const barHeight = this.laneHeight * data.slots_per_trial - 2;
+    for (const [colour, bars] of timelineRuns(data, px)) {
+      ctx.fillStyle = colour;
+      for (const [x0, x1, slot] of bars) ctx.fillRect(x0, lane(slot) + 1, x1 - x0, barHeight);
+    }
+    if (data.trial_ids.length > 500) return;
+    ctx.fillStyle = theme.halo;
+    ctx.font = FONT;
+    ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
     for (let i = 0; i < data.trial_ids.length; i++) {
       const x0 = px(data.starts[i] ?? 0);
       const x1 = px(data.ends[i] ?? data.now);
-      const y = lane(data.slot[i] ?? 0);
-      ctx.fillStyle = STATE_COLORS[data.states[i] as TrialState] ?? seriesColor(4);
-      ctx.fillRect(x0, y + 1, Math.max(1, x1 - x0), this.laneHeight * data.slots_per_trial - 2);
-      if (x1 - x0 > 40 && data.trial_ids.length <= 500) {
-        ctx.fillStyle = theme.halo;
-        ctx.font = FONT;
-        ctx.textAlign = "left";
-        ctx.textBaseline = "middle";
-        ctx.fillText(String(data.trial_ids[i]), x0 + 3, y + this.laneHeight / 2);
-      }
+      if (x1 - x0 > 40) ctx.fillText(String(data.trial_ids[i]), x0 + 3, lane(data.slot[i] ?? 0) + this.laneHeight / 2);
     }
   }
+}
+
+/** The timeline's bars by colour, in whole pixels: [x0, x1, slot], where the attempts of one
+ * slot and colour that touch or overlap (at 10,000 attempts most are under a pixel wide)
+ * are merged into one bar. */
+export function timelineRuns(data: Timeline, px: (seconds: number) => number): Map<string, [number, number, number][]> {
+  const byKey = new Map<string, [number, number, number][]>();
+  for (let i = 0; i < data.trial_ids.length; i++) {
+    const colour = STATE_COLORS[data.states[i] as TrialState] ?? seriesColor(4);
+    const slot = data.slot[i] ?? 0;
+    const x0 = Math.floor(px(data.starts[i] ?? 0));
+    const x1 = Math.max(x0 + 1, Math.ceil(px(data.ends[i] ?? data.now)));
+    const key = `${colour} ${slot}`;
+    let bars = byKey.get(key);
+    if (!bars) byKey.set(key, (bars = []));
+    bars.push([x0, x1, slot]);
+  }
+  const out = new Map<string, [number, number, number][]>();
+  for (const [key, bars] of byKey) {
+    const colour = key.slice(0, key.indexOf(" "));
+    bars.sort((a, b) => a[0] - b[0]);
+    const merged = out.get(colour) ?? [];
+    let last: [number, number, number] | null = null;
+    for (const bar of bars) {
+      if (last && bar[0] <= last[1]) last[1] = Math.max(last[1], bar[1]);
+      else merged.push((last = [...bar]));
+    }
+    out.set(colour, merged);
+  }
+  return out;
 }

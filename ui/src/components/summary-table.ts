@@ -1,10 +1,12 @@
 // Every trial of an experiment from its trials summary (state, searcher metric, every
 // hyperparameter), sorted and filtered in the page by any column, and narrowed further by
 // the parallel coordinates' brushes. Rows can be selected (the URL keeps the selection) and
-// compared side by side or killed together. The sort and the filters live in the URL:
+// compared side by side or killed together. New data is rendered once the browser is idle
+// (the charts above come first); a change of sort, filter, brush or selection at once. The sort and the filters live in the URL:
 // `tsort=<column>` (`-` descending) and `f.<column>=<filter>`.
 
 import { type TrialsSummary, api } from "../api";
+import { whenIdle } from "./search-charts";
 import { h } from "../dom";
 import { formatInteger, formatNumber, formatState, formatValue } from "../format";
 import { href, navigate, setQuery } from "../router";
@@ -67,6 +69,7 @@ export class SummaryTable {
   private sort = "";
   private filters = new Map<string, string>();
   private selected = new Set<number>();
+  private renderPending = false;
   private readonly compareButton: HTMLButtonElement;
   private readonly killButton: HTMLButtonElement;
 
@@ -108,8 +111,15 @@ export class SummaryTable {
     this.render();
   }
 
-  setData(summary: TrialsSummary, axes: readonly Axis[], metric: Axis, smallerIsBetter: boolean): void {
+  setData(
+    summary: TrialsSummary,
+    axes: readonly Axis[],
+    metric: Axis,
+    smallerIsBetter: boolean,
+    brush: RowFilter = null,
+  ): void {
     this.summary = summary;
+    this.brush = brush;
     const better = smallerIsBetter ? "lower" : "higher";
     this.columns = [
       { key: "id", label: "Trial", numeric: true, value: (i) => summary.trial_ids[i] },
@@ -129,7 +139,9 @@ export class SummaryTable {
           value: (i) => summary.hparams[name]?.[i],
         })),
     ];
-    this.render();
+    if (this.renderPending) return;
+    this.renderPending = true;
+    whenIdle(() => this.render());
   }
 
   /** The parallel coordinates' brushes changed. */
@@ -163,6 +175,7 @@ export class SummaryTable {
   }
 
   private render(): void {
+    this.renderPending = false;
     const summary = this.summary;
     if (!summary) return;
     const rows = this.rows();

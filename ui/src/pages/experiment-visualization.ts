@@ -3,6 +3,14 @@
 // searcher metric, and one scatter plot per hyperparameter against it, the best trials
 // highlighted in all three. The downsampled series and the trials summary are fetched in
 // parallel; "pedl:charts-painted" is marked once all have drawn.
+//
+// One selection of trials for every view, kept in the URL (`selected=`): ticked in the
+// table, or clicked in a chart (a scatter dot, a parallel-coordinates line, a curve; shift,
+// ctrl or cmd adds), or boxed on a scatter plot; "Compare" opens `#/compare?trials=...` and
+// the curves' "selected" choice draws them. Brushing the parallel coordinates' axes filters
+// every view: the table keeps only the trials inside, the scatter plots, the curves and the
+// history grey the others, and the curves' "inside the brushed ranges" choice draws the best
+// of those only.
 
 import {
   type Experiment,
@@ -14,6 +22,7 @@ import {
   api,
 } from "../api";
 import { type Axis, buildAxis, metricAxis } from "../components/hp-axis";
+import { nextSelection } from "../components/selection";
 import { errorMessage, notice } from "../components/notice";
 import { ParallelCoordinates } from "../components/parallel-coordinates";
 import { HpScatter } from "../components/scatter";
@@ -24,7 +33,7 @@ import { formatInteger } from "../format";
 import { declaredTypes } from "../hparams";
 import { markChartsPainted } from "../perf";
 import { Poller } from "../poll";
-import { navigate, setQuery } from "../router";
+import { href, navigate, setQuery } from "../router";
 import type { ExperimentContext, ExperimentTab } from "./experiment-context";
 import { LiveCurves } from "./live-curves";
 
@@ -34,12 +43,19 @@ const MAX_POINTS = 200;
 const BEST_COUNT = 5;
 const SUMMARY_POLL_MS = 15000;
 const MAX_SCATTERS = 12;
+/** The most trials selected at once (the series endpoint's `select=ids` limit). */
+const MAX_SELECTED = 100;
 
-const CURVE_CHOICES: [SeriesSelect, string][] = [
+/** Which curves: the master's choices, or "filtered" (the best N inside the brushed ranges,
+ * asked for by id). */
+type CurveChoice = SeriesSelect | "filtered";
+
+const CURVE_CHOICES: [CurveChoice, string][] = [
   ["default", "The best 5 and others spread evenly"],
   ["best", "The best N"],
   ["worst", "The worst N"],
   ["ids", "The selected trials"],
+  ["filtered", "The best N inside the brushed ranges"],
   ["all", "All (downsampled)"],
 ];
 const IMPORTANCE_RETRY_MS = 1000;
@@ -48,7 +64,7 @@ interface VisState {
   metric: string | null;
   kind: MetricKind;
   x: XAxis;
-  curves: SeriesSelect;
+  curves: CurveChoice;
   count: number;
   selected: number[];
 }
@@ -59,13 +75,13 @@ function readState(query: URLSearchParams): VisState {
     metric: query.get("metric"),
     kind: query.get("kind") === "training" ? "training" : "validation",
     x: query.get("x") === "epochs" ? "epochs" : "batches",
-    curves: CURVE_CHOICES.some(([c]) => c === curves) ? (curves as SeriesSelect) : "default",
+    curves: CURVE_CHOICES.some(([c]) => c === curves) ? (curves as CurveChoice) : "default",
     count: Math.max(1, Math.min(1000, Number.parseInt(query.get("n") ?? "", 10) || 10)),
     selected: (query.get("selected") ?? "")
       .split(",")
       .map(Number)
       .filter((n) => Number.isInteger(n) && n > 0)
-      .slice(0, 100),
+      .slice(0, MAX_SELECTED),
   };
 }
 
@@ -98,7 +114,16 @@ export class VisualizationTab implements ExperimentTab {
   private readonly pcTitle = h("h2", {}, "Hyperparameters");
   private readonly scatterHost = h("div", { class: "scatter-grid", "data-testid": "hp-scatter" });
   private readonly message = h("div");
+  private readonly selectionBar = h("div", { class: "selection-bar", "data-testid": "vis-selection" });
+  private readonly brushCount = h("p", { class: "muted small", "data-testid": "brush-count", "aria-live": "polite" });
   private curves: LiveCurves | null = null;
+  private summary: TrialsSummary | null = null;
+  private smallerIsBetter = true;
+  /** The parallel coordinates' brushes: by summary index, and the trial ids kept. */
+  private keptFilter: ((i: number) => boolean) | null = null;
+  private keptIds: ReadonlySet<number> | null = null;
+  /** The selection (the URL's), one set per change: the charts redraw when it is another. */
+  private selected: ReadonlySet<number>;
   private readonly pc: ParallelCoordinates;
   private scatters: HpScatter[] = [];
   private names: MetricNames | null = null;
@@ -110,8 +135,12 @@ export class VisualizationTab implements ExperimentTab {
     query: URLSearchParams,
   ) {
     this.state = readState(query);
-    const pick = (id: number) => navigate(`/trials/${id}`);
-    this.pc = new ParallelCoordinates(340, pick, () => this.table.setFilter(this.pc.brushFilter()));
+    this.selected = new Set(this.state.selected);
+    this.pc = new ParallelCoordinates(
+      340,
+      (id, additive) => this.pick([id], additive),
+      () => this.brushed(),
+    );
     this.table = new SummaryTable(query, (ids) =>
       setQuery({ selected: ids.length ? ids.join(",") : null }, { replace: true }),
     );
@@ -160,6 +189,7 @@ export class VisualizationTab implements ExperimentTab {
         h("div", { class: "field" }, h("label", { for: "vis-n" }, "N"), this.countInput),
       ),
       this.message,
+      this.selectionBar,
       h(
         "div",
         { class: "chart-grid" },
@@ -168,7 +198,7 @@ export class VisualizationTab implements ExperimentTab {
       ),
       h("section", { class: "card" }, h("h2", {}, "Trials over slots"), this.timeline.el),
       h("section", { class: "card" }, h("h2", {}, "Learning curves"), this.curvesNote, this.curvesHost),
-      h("section", { class: "card" }, this.pcTitle, this.pcHost),
+      h("section", { class: "card" }, this.pcTitle, this.brushCount, this.pcHost),
       h(
         "section",
         { class: "card" },
@@ -182,6 +212,7 @@ export class VisualizationTab implements ExperimentTab {
       ),
       h("section", { class: "card" }, h("h2", {}, "Hyperparameter against the searcher metric"), this.scatterHost),
     );
+    this.applyView();
     void this.start();
   }
 
@@ -194,9 +225,95 @@ export class VisualizationTab implements ExperimentTab {
       next.curves !== this.state.curves ||
       next.count !== this.state.count ||
       (next.curves === "ids" && next.selected.join() !== this.state.selected.join());
+    if (next.selected.join() !== this.state.selected.join()) this.selected = new Set(next.selected);
     this.state = next;
     this.table.update(query);
+    this.applyView();
     if (changed) void this.context.ready.then((e) => this.startCurves(e));
+  }
+
+  /** Trials picked in a chart: the selection, in the URL. */
+  private pick(ids: readonly number[], additive: boolean): void {
+    const next = nextSelection(this.state.selected, ids, additive).slice(0, MAX_SELECTED);
+    setQuery({ selected: next.length ? next.join(",") : null }, { replace: true });
+  }
+
+  /** The brushes changed: every view follows. */
+  private brushed(): void {
+    this.updateKept();
+    this.table.setFilter(this.keptFilter);
+    this.applyView();
+    if (this.state.curves === "filtered") void this.context.ready.then((e) => this.startCurves(e));
+  }
+
+  private updateKept(): void {
+    const filter = this.pc.brushFilter();
+    const summary = this.summary;
+    this.keptFilter = filter;
+    this.keptIds = filter && summary ? new Set(summary.trial_ids.filter((_id, i) => filter(i))) : null;
+    const total = summary?.trial_ids.length ?? 0;
+    const kept = this.keptIds?.size ?? total;
+    this.brushCount.dataset.kept = String(kept);
+    this.brushCount.dataset.total = String(total);
+    this.brushCount.textContent = this.keptIds
+      ? `${formatInteger(kept)} of ${formatInteger(total)} trials match the brushed ranges: the table keeps only them, the other charts grey the rest.`
+      : "";
+  }
+
+  /** The selection and the brushes onto every chart, and the selection bar. */
+  private applyView(): void {
+    const selected = this.selected;
+    this.pc.setSelected(selected);
+    for (const s of this.scatters) s.setView(this.keptFilter, selected);
+    this.curves?.setView(this.keptIds);
+    this.history.setKept(this.keptIds);
+    const ids = this.state.selected;
+    this.selectionBar.dataset.count = String(ids.length);
+    this.selectionBar.replaceChildren(
+      ids.length === 0
+        ? h(
+            "p",
+            { class: "muted small" },
+            "Select trials in any chart (click; shift-click adds; drag a box on a scatter plot) or tick them in the table, then compare them.",
+          )
+        : h(
+            "p",
+            {},
+            `${ids.length} trial${ids.length === 1 ? "" : "s"} selected: `,
+            ids.flatMap((id, k) => [k > 0 ? ", " : "", h("a", { href: href(`/trials/${id}`) }, String(id))]),
+            " ",
+            h(
+              "button",
+              {
+                type: "button",
+                "data-testid": "vis-compare",
+                disabled: ids.length < 2,
+                onclick: () => navigate("/compare", { trials: ids.join(",") }),
+              },
+              "Compare",
+            ),
+            " ",
+            h(
+              "button",
+              { type: "button", onclick: () => setQuery({ selected: null }, { replace: true }) },
+              "Clear selection",
+            ),
+          ),
+    );
+  }
+
+  /** The ids of the best `count` trials inside the brushed ranges. */
+  private bestKept(count: number): number[] {
+    const summary = this.summary;
+    const kept = this.keptIds;
+    if (!summary || !kept) return [];
+    const ranked: [number, number][] = [];
+    summary.trial_ids.forEach((id, i) => {
+      const v = summary.best_validation[i];
+      if (kept.has(id) && v != null && Number.isFinite(v)) ranked.push([id, v]);
+    });
+    ranked.sort((a, b) => (this.smallerIsBetter ? a[1] - b[1] : b[1] - a[1]));
+    return ranked.slice(0, Math.min(count, MAX_SELECTED)).map(([id]) => id);
   }
 
   dispose(): void {
@@ -213,6 +330,11 @@ export class VisualizationTab implements ExperimentTab {
     const summary = api.trialsSummary(this.context.id, signal);
     const searchCharts = this.loadSearchCharts();
     const experiment = await this.context.ready;
+    // index.html asks for the default curves once the same experiment answer has come; its
+    // request is made in the task that delivered the answer: one task later the app takes it
+    // instead of asking the master a second time.
+    await new Promise((resolve) => window.setTimeout(resolve, 0));
+    if (signal.aborted) return;
     const curvesPainted = this.startCurves(experiment);
     let summaryDrawn: Promise<void> = Promise.resolve();
     try {
@@ -270,8 +392,11 @@ export class VisualizationTab implements ExperimentTab {
     this.curves?.dispose();
     const metric = this.metricOf(experiment);
     const { curves, count, selected } = this.state;
-    const ids = curves === "ids" ? selected : undefined;
-    const what: Record<SeriesSelect, string> = {
+    // Inside the brushes: the best of the kept trials by id; nothing brushed: the best N.
+    const filteredIds = curves === "filtered" && this.keptIds ? this.bestKept(count) : null;
+    const select: SeriesSelect = curves === "filtered" ? (filteredIds ? "ids" : "best") : curves;
+    const ids = curves === "ids" ? selected : (filteredIds ?? undefined);
+    const what: Record<CurveChoice, string> = {
       default: `up to ${MAX_TRIALS} trials, the ${BEST_COUNT} best always among them and the others spread evenly`,
       best: `the ${count} best trials`,
       worst: `the ${count} worst trials`,
@@ -279,6 +404,9 @@ export class VisualizationTab implements ExperimentTab {
         ? `the ${selected.length} selected trials`
         : "the selected trials (none selected: tick some in the table below)",
       all: "every trial, each line downsampled to its share of 200,000 points",
+      filtered: filteredIds
+        ? `the ${count} best trials inside the brushed ranges`
+        : `the ${count} best trials (nothing brushed: drag along an axis of the parallel coordinates)`,
     };
     this.curves = new LiveCurves(
       this.context,
@@ -286,27 +414,38 @@ export class VisualizationTab implements ExperimentTab {
         kind: this.state.kind,
         metric,
         x: this.state.x,
-        maxTrials: curves === "best" || curves === "worst" ? count : MAX_TRIALS,
+        maxTrials: select === "best" || select === "worst" ? count : MAX_TRIALS,
         maxPoints: MAX_POINTS,
-        select: curves === "default" ? undefined : curves,
+        select: select === "default" ? undefined : select,
         trialIds: ids,
       },
       {
         height: 340,
-        onPick: (id) => navigate(`/trials/${id}`),
+        onPick: (id, additive) => this.pick([id], additive),
         onFetched: (series) => {
           const total = series.total_trials ?? series.trials.length;
           this.curvesNote.dataset.drawn = String(series.trials.length);
           this.curvesNote.dataset.total = String(total);
-          this.curvesNote.textContent = `${metric} (${this.state.kind}): ${formatInteger(series.trials.length)} of ${formatInteger(total)} trials drawn, ${what[curves]}; the best one thicker; at most ${MAX_POINTS} points per trial. Click a line to open its trial; drag to zoom, double-click to zoom out.`;
+          this.curvesNote.textContent = `${metric} (${this.state.kind}): ${formatInteger(series.trials.length)} of ${formatInteger(total)} trials drawn, ${what[curves]}; the best one thicker; at most ${MAX_POINTS} points per trial. Click a line to select its trial (shift-click adds); drag to zoom, double-click to zoom out.`;
         },
       },
     );
+    this.curves.setView(this.keptIds);
     this.curvesNote.textContent = `${metric} (${this.state.kind}) of ${what[curves]}.`;
     this.curvesHost.replaceChildren(this.curves.chart.el);
+    this.syncControls();
+    if (select === "ids" && (ids ?? []).length === 0) {
+      // Nothing to ask for: say so (the master refuses select=ids without a trial).
+      this.curves.chart.setEmptyText(
+        curves === "ids"
+          ? "No trial selected: select some in a chart or tick them in the table."
+          : "No trial inside the brushed ranges.",
+      );
+      this.curves.chart.setData([]);
+      return Promise.resolve();
+    }
     const painted = this.curves.chart.whenPainted();
     void this.curves.start();
-    this.syncControls();
     return painted;
   }
 
@@ -342,6 +481,8 @@ export class VisualizationTab implements ExperimentTab {
   }
 
   private showSummary(summary: TrialsSummary, experiment: Experiment): void {
+    this.summary = summary;
+    this.smallerIsBetter = experiment.smaller_is_better;
     const metricName = experiment.searcher_metric ?? "metric";
     const best = bestTrialIds(summary, experiment.smaller_is_better, 1);
     const declared = declaredTypes(experiment.config.hyperparameters);
@@ -363,8 +504,10 @@ export class VisualizationTab implements ExperimentTab {
         best,
       });
     }
-    this.table.setData(summary, axes, metric, experiment.smaller_is_better);
+    this.updateKept();
+    this.table.setData(summary, axes, metric, experiment.smaller_is_better, this.keptFilter);
     this.renderScatters(summary, axes, best, metricName);
+    this.applyView();
   }
 
   private renderScatters(summary: TrialsSummary, axes: Axis[], best: Set<number>, metricName: string): void {
@@ -384,7 +527,8 @@ export class VisualizationTab implements ExperimentTab {
     const shown = axes.slice(0, MAX_SCATTERS);
     this.scatterHost.replaceChildren();
     for (const axis of shown) {
-      const scatter = new HpScatter(220, (id) => navigate(`/trials/${id}`));
+      const scatter = new HpScatter(220, (ids, additive) => this.pick(ids, additive));
+      scatter.setView(this.keptFilter, this.selected);
       this.scatters.push(scatter);
       this.scatterHost.append(
         h(

@@ -7,11 +7,14 @@
 // grown a series past twice the downsampled size, or, at most every REFETCH_MS, when it may
 // hold other trials: the experiment got new trials, a trial not drawn has points, or fewer
 // trials are drawn than there are.
+//
+// `setView` greys the curves of the trials outside the parallel coordinates' brushes (drawn
+// first, under the others).
 
 import { ApiError, type MetricKind, type Series, type SeriesSelect, type SeriesTrial, type XAxis, api } from "../api";
 import { LineChart, type LineSeries, type Point } from "../components/line-chart";
 import { errorMessage } from "../components/notice";
-import { seriesColor } from "../palette";
+import { MUTED_COLOR, seriesColor } from "../palette";
 import { Poller } from "../poll";
 import { href } from "../router";
 import type { ExperimentContext } from "./experiment-context";
@@ -37,6 +40,7 @@ export class LiveCurves {
   private cursor = 0;
   private trialTotal = -1;
   private lastFull = 0;
+  private kept: ReadonlySet<number> | null = null;
   private controller = new AbortController();
   private readonly poller = new Poller(() => this.poll(), POLL_MS);
 
@@ -45,7 +49,7 @@ export class LiveCurves {
     private readonly query: CurveQuery,
     private readonly options: {
       height: number;
-      onPick: (trialId: number) => void;
+      onPick: (trialId: number, additive: boolean) => void;
       /** Told of every whole answer (how many trials it drew of how many). */
       onFetched?: (series: Series) => void;
     },
@@ -66,6 +70,13 @@ export class LiveCurves {
   async start(): Promise<void> {
     await this.fetchAll();
     if (this.context.live) this.poller.start();
+  }
+
+  /** The trials kept by the brushes (null: all): the others' curves turn grey. */
+  setView(kept: ReadonlySet<number> | null): void {
+    if (kept === this.kept) return;
+    this.kept = kept;
+    if (this.lastFull > 0) this.render();
   }
 
   dispose(): void {
@@ -151,14 +162,21 @@ export class LiveCurves {
   }
 
   private render(): void {
+    const kept = this.kept;
     const ordered = [...this.trials].sort((a, b) => Number(b.best) - Number(a.best) || a.trial_id - b.trial_id);
-    const series: LineSeries[] = ordered.map((t, i) => ({
-      id: t.trial_id,
-      label: `Trial ${t.trial_id}${t.best ? " (best)" : ""}`,
-      points: t.points as Point[],
-      color: seriesColor(i),
-      emphasis: t.best,
-    }));
-    this.chart.setData(series);
+    const greyed: LineSeries[] = [];
+    const coloured: LineSeries[] = [];
+    ordered.forEach((t, i) => {
+      const outside = kept !== null && !kept.has(t.trial_id);
+      (outside ? greyed : coloured).push({
+        id: t.trial_id,
+        label: `Trial ${t.trial_id}${t.best ? " (best)" : ""}${outside ? " (outside the brushed ranges)" : ""}`,
+        points: t.points as Point[],
+        color: outside ? MUTED_COLOR : seriesColor(i),
+        emphasis: t.best && !outside,
+      });
+    });
+    this.chart.el.dataset.greyed = String(greyed.length);
+    this.chart.setData([...greyed, ...coloured]);
   }
 }
