@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from pedl.engine import TrialState
-from pedl.master.db import Database, LogLine
+from pedl.engine import ExperimentState, TrialState
+from pedl.master.db import Database, Experiment, LogLine
 from pedl.master.db import logs as logs_repo
 from pedl.master.db import trials as trials_repo
 from pedl.master.db.search_history import ATTEMPT_EXITED, ATTEMPT_STARTED, MASTER_STREAM
@@ -195,3 +195,63 @@ def test_series_choice_limits(client: httpx.Client, params: dict[str, Any], fiel
 def test_history_and_timeline_of_unknown_experiment(client: httpx.Client) -> None:
     for chart in ("history", "timeline", "importance"):
         assert client.get(f"/experiments/999999/{chart}").status_code == 404
+
+
+def _end(database: Database, experiment_id: int, at: datetime) -> None:
+    with database.session(write=True) as session:
+        experiment = session.get(Experiment, experiment_id)
+        assert experiment is not None
+        experiment.state = ExperimentState.COMPLETED
+        experiment.ended_at = at
+
+
+def test_an_ended_experiments_charts_are_kept_until_it_ends_again(
+    client: httpx.Client, database: Database
+) -> None:
+    experiment_id = create_experiment(client, config=SEARCH)["id"]
+    start = datetime.fromisoformat(client.get(f"/experiments/{experiment_id}").json()["created_at"])
+    ids = []
+    for i in range(4):
+        hparams = {"lr": 0.001 * (i + 1), "units": i + 1, "opt": "adam" if i % 2 else "sgd"}
+        trial_id, _ = create_trial(database, experiment_id, hparams=hparams)
+        validations(database, trial_id, [0.9 - 0.1 * i])
+        _set(
+            database,
+            trial_id,
+            best_validation=0.9 - 0.1 * i,
+            state=TrialState.COMPLETED,
+            ended_at=start + timedelta(seconds=i + 1),
+        )
+        _attempt(
+            database, trial_id, 0, start + timedelta(seconds=i), start + timedelta(seconds=i + 1)
+        )
+        ids.append(trial_id)
+    _end(database, experiment_id, start + timedelta(seconds=10))
+    charts = ["series?metric=val_loss", "trials/summary", "history", "timeline"]
+
+    def answers() -> dict[str, Any]:
+        found = {}
+        for chart in charts:
+            response = client.get(f"/experiments/{experiment_id}/{chart}")
+            assert response.status_code == 200, response.text
+            found[chart] = response.json()
+        return found
+
+    first = answers()
+    first_importance = importance(client, experiment_id)
+    assert first_importance["ready"] and first_importance["trials"] == 4
+    assert first["history"]["values"] == pytest.approx([0.9, 0.8, 0.7, 0.6])
+    # Rows changed under an ended experiment (nothing in PEDL does so) do not show: its
+    # answers were kept.
+    validations(database, ids[0], [0.9, 0.05])
+    _set(database, ids[0], best_validation=0.05)
+    assert answers() == first
+    assert client.get(f"/experiments/{experiment_id}/importance").json() == first_importance
+    # Continued and ended again (a later end): read afresh.
+    _end(database, experiment_id, start + timedelta(seconds=20))
+    again = answers()
+    assert again["trials/summary"]["best_validation"][0] == 0.05
+    assert again["history"]["best_so_far"][-1] == 0.05
+    curve = next(t for t in again["series?metric=val_loss"]["trials"] if t["trial_id"] == ids[0])
+    assert len(curve["points"]) == 2
+    assert {**again["timeline"], "now": 0} == {**first["timeline"], "now": 0}

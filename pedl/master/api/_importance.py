@@ -22,7 +22,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -79,6 +79,7 @@ def compute_importance(
             FloatDistribution,
         )
         from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
+        from optuna.trial import FrozenTrial
     except ImportError as err:
         raise ImportanceUnavailableError(
             "hyperparameter importance needs Optuna on the master: pip install 'pedl[bayes]'"
@@ -100,25 +101,29 @@ def compute_importance(
                 distributions[name] = CategoricalDistribution(choices)
     if len(kept) < 2 or not distributions:
         return Importance([(name, 0.0) for name in sorted(distributions)], len(kept))
-    frozen = []
-    for i in kept:
-        params: dict[str, Any] = {}
-        used: dict[str, BaseDistribution] = {}
-        for name, distribution in distributions.items():
-            value = columns[name][i]
-            if value is None:
-                continue
-            if isinstance(distribution, FloatDistribution):
-                params[name] = float(value)
-            else:
-                params[name] = _category(value)
-            used[name] = distribution
-        frozen.append(optuna.trial.create_trial(params=params, distributions=used, value=values[i]))
+
+    def frozen() -> Iterator[FrozenTrial]:
+        # One at a time: the study keeps its own copy of each (100,000 trials: ~400 MB
+        # when the list of them was kept too, P6 in bench/RESULTS.md).
+        for i in kept:
+            params: dict[str, Any] = {}
+            used: dict[str, BaseDistribution] = {}
+            for name, distribution in distributions.items():
+                value = columns[name][i]
+                if value is None:
+                    continue
+                if isinstance(distribution, FloatDistribution):
+                    params[name] = float(value)
+                else:
+                    params[name] = _category(value)
+                used[name] = distribution
+            yield optuna.trial.create_trial(params=params, distributions=used, value=values[i])
+
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     study = optuna.create_study(direction="minimize" if smaller_is_better else "maximize")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "experimental", "too few trials": said in the answer
-        study.add_trials(frozen)
+        study.add_trials(frozen())
         found = get_param_importances(study, evaluator=PedAnovaImportanceEvaluator())
     ranked = sorted(
         ((name, float(found.get(name, 0.0))) for name in distributions),

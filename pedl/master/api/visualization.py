@@ -16,7 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeVar, cast
+from typing import Annotated, Any, Literal
 
 import anyio.to_thread
 from fastapi import APIRouter, Depends, Query, Request, Response
@@ -52,8 +52,6 @@ from pedl.master.db import Experiment, search_history
 from pedl.master.db import experiments as experiments_repo
 from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import trials as trials_repo
-
-ModelT = TypeVar("ModelT", bound=BaseModel)
 
 router = APIRouter(
     prefix="/experiments",
@@ -128,40 +126,47 @@ async def get_series(
     def read() -> bytes:
         with database.session() as session:
             experiment = experiments_repo.get_experiment(session, experiment_id)
-            best, candidates = trials_repo.series_candidates(
+            if after is not None:
+                return build(session, experiment)
+            chart = ("series", metric, kind, x, max_points, max_trials, select)
+            picked = tuple(sorted(set(trial_id or [])))
+            return _kept_if_ended((*chart, picked), experiment, lambda: build(session, experiment))
+
+    def build(session: Session, experiment: Experiment) -> bytes:
+        best, candidates = trials_repo.series_candidates(
+            session,
+            experiment_id,
+            trained=kind == MetricKind.TRAINING,
+            smaller_is_better=experiment.smaller_is_better,
+            best=BEST_KEPT,
+        )
+        top = best[0] if best else None
+        per_line = max_points
+        if select == "default":
+            chosen = choose_trials(best, candidates, max_trials)
+        elif select == "all":
+            chosen = dict.fromkeys(candidates[:MAX_ALL_TRIALS], False)
+            per_line = max(2, min(max_points, ALL_POINTS // max(1, len(chosen))))
+        elif select == "ids":
+            known = set(candidates)
+            chosen = {t: False for t in sorted(set(trial_id or [])) if t in known}
+        else:
+            ranked = trials_repo.ranked_trial_ids(
                 session,
                 experiment_id,
-                trained=kind == MetricKind.TRAINING,
+                best_first=(select == "best"),
                 smaller_is_better=experiment.smaller_is_better,
-                best=BEST_KEPT,
+                limit=max_trials,
             )
-            top = best[0] if best else None
-            per_line = max_points
-            if select == "default":
-                chosen = choose_trials(best, candidates, max_trials)
-            elif select == "all":
-                chosen = dict.fromkeys(candidates[:MAX_ALL_TRIALS], False)
-                per_line = max(2, min(max_points, ALL_POINTS // max(1, len(chosen))))
-            elif select == "ids":
-                known = set(candidates)
-                chosen = {t: False for t in sorted(set(trial_id or [])) if t in known}
-            else:
-                ranked = trials_repo.ranked_trial_ids(
-                    session,
-                    experiment_id,
-                    best_first=(select == "best"),
-                    smaller_is_better=experiment.smaller_is_better,
-                    limit=max_trials,
-                )
-                chosen = {t: False for t in sorted(ranked)}
-            if top is not None and top in chosen:
-                chosen[top] = True
-            scale: dict[int, float] = {}
-            if x == "epochs":
-                hparams = trials_repo.trial_hparams(session, list(chosen))
-                scale = epochs_per_batch(experiment.config, hparams)
-            lines = metrics_repo.series(session, list(chosen), kind, metric, after_row=after)
-            cursor = metrics_repo.last_row_id(session, list(chosen), kind, after_row=after)
+            chosen = {t: False for t in sorted(ranked)}
+        if top is not None and top in chosen:
+            chosen[top] = True
+        scale: dict[int, float] = {}
+        if x == "epochs":
+            hparams = trials_repo.trial_hparams(session, list(chosen))
+            scale = epochs_per_batch(experiment.config, hparams)
+        lines = metrics_repo.series(session, list(chosen), kind, metric, after_row=after)
+        cursor = metrics_repo.last_row_id(session, list(chosen), kind, after_row=after)
         head = json.dumps(
             {
                 "kind": kind.value,
@@ -259,15 +264,18 @@ async def get_trials_summary(
     def read() -> bytes:
         with database.session() as session:
             experiment = experiments_repo.get_experiment(session, experiment_id)
-            rows = trials_repo.trial_rows(session, experiment_id)
-            ids = [row[0] for row in rows]
+            return _kept_if_ended(("summary",), experiment, lambda: build(session, experiment))
 
-            def read_after(last_id: int) -> list[tuple[int, dict[str, Any]]]:
-                added = trials_repo.trial_hparams_after(session, experiment_id, last_id)
-                return [row for row in added if row[0] <= ids[-1]]
+    def build(session: Session, experiment: Experiment) -> bytes:
+        rows = trials_repo.trial_rows(session, experiment_id)
+        ids = [row[0] for row in rows]
 
-            columns = cache.hparam_columns((experiment_id, experiment.created_at), ids, read_after)
-            hparams = columns.json()
+        def read_after(last_id: int) -> list[tuple[int, dict[str, Any]]]:
+            added = trials_repo.trial_hparams_after(session, experiment_id, last_id)
+            return [row for row in added if row[0] <= ids[-1]]
+
+        columns = cache.hparam_columns((experiment_id, experiment.created_at), ids, read_after)
+        hparams = columns.json()
         best = [row[2] if row[2] is not None and math.isfinite(row[2]) else None for row in rows]
         head = json.dumps(
             {"trial_ids": ids, "states": [row[1] for row in rows], "best_validation": best},
@@ -335,18 +343,23 @@ async def get_importance(
     database: DatabaseDep,
     cache: ChartCacheDep,
     importance_cache: ImportanceCacheDep,
-) -> ImportancePublic:
+) -> Response:
     """How much each hyperparameter decides the searcher metric: Optuna's PED-ANOVA over
     the trials with a searcher-metric value (which hyperparameters' values differ most
     between the best 10% and all of them), shares summing to 1. Computed in the background
     and kept per experiment: ``ready`` is false until the first is computed (ask again),
     ``current`` false while the one answered is of older values (computed again when the
     trials' values change, at most every 10 s; ``trials`` says how many it used). 503 when
-    the master has no Optuna (``pip install 'pedl[bayes]'``)."""
+    the master has no Optuna (``pip install 'pedl[bayes]'``). An ended experiment's, once
+    computed, is kept with its other charts."""
 
-    def read() -> ImportancePublic:
+    def read() -> bytes:
         with database.session() as session:
             experiment = experiments_repo.get_experiment(session, experiment_id)
+            ended = _ended_key(("importance",), experiment)
+            found_before = _kept(ended)
+            if found_before is not None:
+                return found_before
             rows = trials_repo.trial_rows(session, experiment_id)
             ids = [row[0] for row in rows]
 
@@ -368,43 +381,78 @@ async def get_importance(
             found, current = importance_cache.get(key_of, (len(ids), hash(tuple(values))), compute)
         except ImportanceUnavailableError as err:
             raise ApiError(503, str(err)) from err
-        return ImportancePublic(
-            metric=metric,
-            method=METHOD,
-            ready=found is not None,
-            current=current,
-            trials=found.trials if found else 0,
-            importances=[
-                HparamImportancePublic(name=name, importance=value)
-                for name, value in (found.importances if found else [])
-            ],
+        answer = _json(
+            ImportancePublic(
+                metric=metric,
+                method=METHOD,
+                ready=found is not None,
+                current=current,
+                trials=found.trials if found else 0,
+                importances=[
+                    HparamImportancePublic(name=name, importance=value)
+                    for name, value in (found.importances if found else [])
+                ],
+            )
         )
+        return _keep(ended, answer) if found is not None and current else answer
 
-    return await anyio.to_thread.run_sync(read)
+    return Response(await anyio.to_thread.run_sync(read), media_type="application/json")
 
 
-_ENDED_KEPT = 8
+ENDED_BYTES = 64 * 2**20
+"""The answers kept for ended experiments' charts: this many bytes of JSON at most."""
 _ended_lock = threading.Lock()
-_ended: OrderedDict[tuple[str, int, datetime], BaseModel] = OrderedDict()
+_ended: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
+_ended_size = 0
 
 
-def _kept_if_ended(chart: str, experiment: Experiment, read: Callable[[], ModelT]) -> ModelT:
-    """``read()``, kept for the last :data:`_ENDED_KEPT` ended experiments' charts (an ended
-    experiment's history and timeline never change: P6 reads 20,000 log lines otherwise)."""
+def _ended_key(chart: tuple[Any, ...], experiment: Experiment) -> tuple[Any, ...] | None:
+    """The key of an ended experiment's chart answer: the chart and its parameters, the
+    experiment's id, creation and end (a continued experiment ends again later: its answers
+    are made again); ``None`` while the experiment has not ended."""
     if not experiment.state.is_terminal:
-        return read()
-    key = (chart, experiment.id, experiment.created_at)
+        return None
+    return (*chart, experiment.id, experiment.created_at, experiment.ended_at)
+
+
+def _kept(key: tuple[Any, ...] | None) -> bytes | None:
+    if key is None:
+        return None
     with _ended_lock:
         found = _ended.get(key)
         if found is not None:
             _ended.move_to_end(key)
-            return cast(ModelT, found)
-    made = read()
+        return found
+
+
+def _keep(key: tuple[Any, ...] | None, answer: bytes) -> bytes:
+    """``answer``, kept under ``key`` (unless ``None``) with the most recently used others
+    that fit in :data:`ENDED_BYTES`."""
+    global _ended_size
+    if key is None or len(answer) > ENDED_BYTES // 4:
+        return answer
     with _ended_lock:
-        _ended[key] = made
-        while len(_ended) > _ENDED_KEPT:
-            _ended.popitem(last=False)
-    return made
+        if key not in _ended:
+            _ended[key] = answer
+            _ended_size += len(answer)
+            while _ended_size > ENDED_BYTES:
+                _, dropped = _ended.popitem(last=False)
+                _ended_size -= len(dropped)
+    return answer
+
+
+def _kept_if_ended(
+    chart: tuple[Any, ...], experiment: Experiment, read: Callable[[], bytes]
+) -> bytes:
+    """``read()``, kept once the experiment has ended (an ended experiment's charts never
+    change: P6 in bench/RESULTS.md, 100,000 trials, reads and encodes them once)."""
+    key = _ended_key(chart, experiment)
+    found = _kept(key)
+    return found if found is not None else _keep(key, read())
+
+
+def _json(model: BaseModel) -> bytes:
+    return model.model_dump_json().encode()
 
 
 def _seconds(moment: datetime, start: datetime) -> float:
@@ -412,15 +460,17 @@ def _seconds(moment: datetime, start: datetime) -> float:
 
 
 @router.get("/{experiment_id}/history", response_model=HistoryPublic)
-async def get_history(experiment_id: ExperimentId, database: DatabaseDep) -> HistoryPublic:
+async def get_history(experiment_id: ExperimentId, database: DatabaseDep) -> Response:
     """The optimization history: each trial with a searcher-metric value, in the order the
     trials ended (running ones last, at the time of the answer), with its best value and
     the best of it and every earlier one."""
 
-    def read() -> HistoryPublic:
+    def read() -> bytes:
         with database.session() as session:
             experiment = experiments_repo.get_experiment(session, experiment_id)
-            return _kept_if_ended("history", experiment, lambda: build(session, experiment))
+            return _kept_if_ended(
+                ("history",), experiment, lambda: _json(build(session, experiment))
+            )
 
     def build(session: Session, experiment: Experiment) -> HistoryPublic:
         rows = search_history.trial_outcomes(session, experiment_id)
@@ -453,19 +503,21 @@ async def get_history(experiment_id: ExperimentId, database: DatabaseDep) -> His
             best_so_far=best_so_far,
         )
 
-    return await anyio.to_thread.run_sync(read)
+    return Response(await anyio.to_thread.run_sync(read), media_type="application/json")
 
 
 @router.get("/{experiment_id}/timeline", response_model=TimelinePublic)
-async def get_timeline(experiment_id: ExperimentId, database: DatabaseDep) -> TimelinePublic:
+async def get_timeline(experiment_id: ExperimentId, database: DatabaseDep) -> Response:
     """When each attempt of each trial ran, from the master's lines in the trials' logs
     (``starting the trial process``, ``the trial process exited``), placed on slots numbered
     in start order so that attempts running at once never share one."""
 
-    def read() -> TimelinePublic:
+    def read() -> bytes:
         with database.session() as session:
             experiment = experiments_repo.get_experiment(session, experiment_id)
-            return _kept_if_ended("timeline", experiment, lambda: build(session, experiment))
+            return _kept_if_ended(
+                ("timeline",), experiment, lambda: _json(build(session, experiment))
+            )
 
     def build(session: Session, experiment: Experiment) -> TimelinePublic:
         spans = search_history.attempt_spans(session, experiment_id)
@@ -492,4 +544,4 @@ async def get_timeline(experiment_id: ExperimentId, database: DatabaseDep) -> Ti
             slot=slot,
         )
 
-    return await anyio.to_thread.run_sync(read)
+    return Response(await anyio.to_thread.run_sync(read), media_type="application/json")
