@@ -18,7 +18,12 @@ from pedl.engine._actions import (
 )
 from pedl.engine._defaults import with_default_storage
 from pedl.engine._driver import ExperimentDriver, OperationAnswer, TrialRecord
-from pedl.engine._outcome_note import OUTCOME_WORDS, outcome_note, state_with_outcome
+from pedl.engine._outcome_note import (
+    OUTCOME_WORDS,
+    outcome_note,
+    state_with_outcome,
+    waiting_for_searcher,
+)
 from pedl.engine._outcomes import (
     MAX_ERROR_MESSAGE,
     MAX_TRACEBACK,
@@ -76,5 +81,6 @@ __all__ = [
     "searcher_metric_of",
     "state_with_outcome",
     "user_location",
+    "waiting_for_searcher",
     "with_default_storage",
 ]

@@ -55,6 +55,13 @@ def outcome_note(
     return None
 
 
+def waiting_for_searcher(
+    state: TrialState, outcome: TrialOutcome | None, total_batches: int
+) -> bool:
+    """Whether the trial waits for the searcher with no process (:data:`WAITING_NOTE`)."""
+    return outcome_note(state, outcome, total_batches) == WAITING_NOTE
+
+
 def state_with_outcome(
     state: TrialState, outcome: TrialOutcome | None, total_batches: int = 0
 ) -> str:

@@ -17,7 +17,7 @@ from pedl.client import Client, PEDLError
 from pedl.config import ConfigWarning
 from pedl.engine import ExperimentState, TrialOutcome, TrialState
 from pedl.master.api._convert import TRIAL_PUBLIC_FIELDS
-from pedl.master.api._schemas import Page, TrialPublic
+from pedl.master.api._schemas import Page, TrialListItem, TrialPublic
 from pedl.master.db import Database
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
@@ -304,8 +304,8 @@ def test_the_lean_trials_page_has_the_public_shape(
     def expected(**params: Any) -> dict[str, Any]:
         with database.session() as session:
             rows, total = trials_repo.list_trials(session, experiment_id, **params)
-            page = Page[TrialPublic](
-                items=[TrialPublic.model_validate(row) for row in rows],
+            page = Page[TrialListItem](
+                items=[TrialListItem.model_validate(row) for row in rows],
                 total=total,
                 offset=params.get("offset", 0),
                 limit=params.get("limit", 100),

@@ -254,3 +254,26 @@ def test_trials_in_another_experiment_stay_out(client: httpx.Client, database: D
     assert listed(client, first, value="hparams.optimizer:sgd") == [mine]
     with database.session() as session:
         assert session.get(Trial, mine) is not None
+
+
+def test_a_trial_waiting_for_the_searcher_says_so(client: httpx.Client, database: Database) -> None:
+    """ACTIVE after training (its process exited after a rung): ``waiting_for_searcher`` in
+    the list and the trial's own answer; not before it trained, nor while a process runs."""
+    experiment_id = create_experiment(client, config=SEARCH)["id"]
+    waiting, fresh, running = (
+        create_trial(database, experiment_id, hparams=HPARAMS[i], seed=i)[0] for i in range(3)
+    )
+    with database.session(write=True) as session:
+        for trial_id in (waiting, running):
+            row = session.get(Trial, trial_id)
+            assert row is not None
+            row.total_batches = 40
+        trials_repo.set_trial_state(session, running, TrialState.RUNNING)
+    items = client.get(f"/experiments/{experiment_id}/trials").json()["items"]
+    assert {i["id"]: i["waiting_for_searcher"] for i in items} == {
+        waiting: True,
+        fresh: False,
+        running: False,
+    }
+    assert client.get(f"/trials/{waiting}").json()["waiting_for_searcher"] is True
+    assert client.get(f"/trials/{running}").json()["waiting_for_searcher"] is False

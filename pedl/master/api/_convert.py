@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pedl.engine import TrialOutcome, TrialState, waiting_for_searcher
 from pedl.master.api._schemas import CheckpointPublic, TrialErrorPublic
 from pedl.master.db import Checkpoint
 
@@ -44,7 +45,8 @@ TRIAL_PUBLIC_FIELDS = (
     "created_at",
     "ended_at",
 )
-"""The fields of :class:`TrialPublic`, in its order (a test checks they are the same)."""
+"""The fields of :class:`TrialPublic`, in its order (a test checks they are the same); its
+computed ``waiting_for_searcher`` follows them."""
 
 
 def trial_public_document(document: dict[str, Any]) -> dict[str, Any]:
@@ -55,4 +57,10 @@ def trial_public_document(document: dict[str, Any]) -> dict[str, Any]:
     public = {name: document[name] for name in TRIAL_PUBLIC_FIELDS}
     if public["error"] is not None:
         public["error"] = TrialErrorPublic.model_validate(public["error"]).model_dump(mode="json")
+    outcome = public["outcome"]
+    public["waiting_for_searcher"] = waiting_for_searcher(
+        TrialState(public["state"]),
+        None if outcome is None else TrialOutcome(outcome),
+        public["total_batches"],
+    )
     return public

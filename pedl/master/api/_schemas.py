@@ -12,7 +12,14 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 from uuid import UUID
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    computed_field,
+)
 
 from pedl.config import mask_config
 from pedl.engine import (
@@ -23,6 +30,7 @@ from pedl.engine import (
     MetricKind,
     TrialOutcome,
     TrialState,
+    waiting_for_searcher,
 )
 
 MAX_BIGINT = 2**63 - 1
@@ -240,6 +248,16 @@ class TrialPublic(BaseModel):
     )
     created_at: datetime
     ended_at: datetime | None
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="ACTIVE after training: its process exited after the work the searcher "
+        "gave it (an adaptive search's rung) and the searcher has not decided yet whether it "
+        "trains further or stops; no process runs it (`ACTIVE (waiting for the searcher)` in "
+        "the CLI, the SDK and the web UI)."
+    )
+    @property
+    def waiting_for_searcher(self) -> bool:
+        return waiting_for_searcher(self.state, self.outcome, self.total_batches)
 
 
 class TrialListItem(TrialPublic):
