@@ -5,6 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 2
+# Python keeps the bytecode it compiles, whatever the environment says
+# (PYTHONDONTWRITEBYTECODE): .venv-estimator is made with --no-compile and relies on that, and
+# PEDL's own modules (editable) would be compiled again by every process. Measured with it set:
+# the estimator pass took 34.7 s of CPU, 25.5 s without it.
+unexport PYTHONDONTWRITEBYTECODE
 
 ESTIMATOR_PYTHON ?= $(shell command -v python3.11)
 ESTIMATOR_VENV := .venv-estimator
