@@ -1,12 +1,14 @@
 """The trials tab and the experiment list sorted and filtered on the master, in the real
 Chromium, on experiments seeded straight into the master's database (no training): the
 trials tab by a hyperparameter and by a metric (its latest value), with filters of both, the
-state in the URL; the experiment list sorted by duration and filtered by description."""
+state in the URL; the experiment list sorted by duration and filtered by description. And
+the trials tab's bulk kill, of a real trial training on that master."""
 
 from __future__ import annotations
 
 import random
 import secrets
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -19,9 +21,9 @@ from pedl.config import parse_config
 from pedl.engine import ExperimentState, MetricKind, TrialState
 from pedl.master.db import Database, Metric, Trial
 from pedl.master.db import experiments as experiments_repo
-from tests.master.e2e import MasterProcess
+from tests.master.e2e import MasterProcess, create_experiment, trials, wait_for
 
-from .conftest import screenshot, sign_in_context
+from .conftest import config, screenshot, sign_in_context
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -242,3 +244,28 @@ def test_experiment_list_sorted_by_duration_and_filtered_by_description(
     page.get_by_role("button", name="Sort by Labels").click()
     page.wait_for_function("() => location.hash.includes('sort=labels')")
     screenshot(page, "experiments-by-duration")
+
+
+def test_bulk_kill_from_the_trials_tab(page: Page, seeded: Seeded) -> None:
+    http = seeded.master.http
+    slow = "{name: single, metric: val_loss, max_length: {batches: 100000}}"
+    experiment_id = create_experiment(
+        http, config("ui-tables-kill", slow, lr="0.01", unit=2, env=["PEDL_TEST_SLEEP=0.05"])
+    )
+    deadline = time.monotonic() + 240
+    while not any(t["state"] == "RUNNING" for t in trials(http, experiment_id)):
+        assert time.monotonic() < deadline, seeded.master.log()[-3000:]
+        time.sleep(0.5)
+    (trial,) = trials(http, experiment_id)
+    page.goto(f"{seeded.master.url}/#/experiments/{experiment_id}/trials")
+    row = page.locator(f"[data-testid=trial-row][data-trial-id='{trial['id']}']")
+    expect(row.get_by_test_id("trial-state")).to_have_attribute("data-state", "RUNNING")
+    row.get_by_test_id("select-trial").check()
+    page.get_by_test_id("bulk-kill-trials").click()
+    page.get_by_test_id("confirm-yes").click()
+    expect(page.get_by_test_id("bulk-message")).to_have_text("kill: 1 done.")
+    wait_for(http, experiment_id, {"CANCELED", "COMPLETED"}, timeout=120, master=seeded.master)
+    (killed,) = trials(http, experiment_id)
+    assert (killed["state"], killed["outcome"]) == ("CANCELED", "KILLED")
+    expect(row.get_by_test_id("trial-state")).to_have_attribute("data-state", "CANCELED")
+    expect(row.get_by_test_id("outcome-note")).to_have_text("killed")
