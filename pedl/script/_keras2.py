@@ -2,15 +2,17 @@
 package makes ``tf.keras`` Keras 2, as in the TensorFlow images Determined's examples were
 written for.
 
-A Keras 2 model's ``fit`` is not PEDL's to intercept (PEDL's controller runs Keras 3), so it
-runs as Keras 2 runs it, and :class:`DeterminedCallback` does what Determined 0.38's did,
+A Keras 2 ``fit`` with this :class:`DeterminedCallback` is not PEDL's to intercept: it runs as
+Keras 2 runs it (on several workers under the ``MultiWorkerMirroredStrategy`` that
+``from_tf_config()`` gave the script), and the callback does what Determined 0.38's did,
 through the Core API context (:class:`pedl.script._core_api.CoreApiRun`): training metrics
 per epoch (or every N batches), validation metrics under Keras' own names (``loss``,
-``categorical_accuracy``) plus ``epochs`` and ``batches``, a checkpoint every
-``checkpoint_epochs`` epochs and when training ends, ``should_preempt()`` checked after each
-epoch (pause, kill, or the searcher closing the trial stop ``fit`` there), and a resume from
-the trial's latest checkpoint at the epoch after it (same ``continue_id``), or a warm start
-(weights only) from another.
+``categorical_accuracy``) and ``val_`` ones (``val_categorical_accuracy``) plus ``epochs``
+and ``batches``, a checkpoint every ``checkpoint_epochs`` epochs and when training ends (the
+chief's; the other workers save theirs and throw it away, as 0.38's did), ``should_preempt()``
+checked after each epoch (pause, kill, or the searcher closing the trial stop ``fit`` there),
+and a resume from the trial's latest checkpoint at the epoch after it (same ``continue_id``),
+or a warm start (weights only) from another.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import contextlib
 import json
 import logging
 import os
+import shutil
+import tempfile
 from typing import Any
 
 import tensorflow as tf
@@ -81,7 +85,12 @@ class DeterminedCallback(tf.keras.callbacks.Callback):
             self.model.stop_training = True
 
     def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
-        self._report("validation", dict(logs or {}))
+        # Keras' own names, as 0.38 reports them (``categorical_accuracy``), and the ``val_``
+        # names of fit's History, which 0.38's iris configs name (``val_categorical_accuracy``),
+        # as PEDL's Keras 3 fit reports both.
+        metrics = dict(logs or {})
+        metrics.update({f"val_{k}": v for k, v in (logs or {}).items()})
+        self._report("validation", metrics)
 
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
         if self._last_train_epoch > self._last_ckpt_epoch:
@@ -99,6 +108,17 @@ class DeterminedCallback(tf.keras.callbacks.Callback):
             self._core.train.report_training_metrics(self._steps_completed, metrics)
 
     def _save(self, epoch: int) -> None:
+        if not self._core.distributed.is_chief:
+            # As in 0.38: under MultiWorkerMirroredStrategy every worker saves the model (its
+            # sum-on-read variables are read with a collective); the chief's copy is the
+            # checkpoint, the others' are thrown away.
+            scratch = tempfile.mkdtemp(prefix="pedl-worker-weights-")
+            try:
+                self.model.save_weights(os.path.join(scratch, _WEIGHTS))
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+            self._last_ckpt_epoch = epoch
+            return
         metadata = {"steps_completed": self._steps_completed}
         with self._core.checkpoint.store_path(metadata) as (path, _storage_id):
             self.model.save_weights(str(path / _WEIGHTS))

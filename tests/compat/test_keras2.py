@@ -2,7 +2,9 @@
 (``models/det038_keras2``: ``tensorflow.keras.optimizers.legacy.RMSprop(lr=, decay=)``,
 positional ``compile`` metrics, ``from_tf_config()``, ``DeterminedCallback``) runs unchanged
 with ``TF_USE_LEGACY_KERAS=1``, which a config naming one of Determined's TensorFlow images
-gets without being told: const and adaptive searches, paused and activated mid-run."""
+gets without being told: const and adaptive searches, paused and activated mid-run, and 0.38's
+``distributed.yaml`` form on 2 slots (Keras 2's own ``fit`` under the script's
+``MultiWorkerMirroredStrategy``)."""
 
 from __future__ import annotations
 
@@ -149,3 +151,25 @@ def test_keras2_adaptive_search_on_the_master(master: MasterProcess) -> None:
     for t in found:
         rows = [m for kind, _, m in metric_rows(http, t["id"]) if kind == "validation"]
         assert rows and all("categorical_accuracy" in m for m in rows)
+
+
+@pytest.mark.slow
+def test_keras2_script_on_two_slots_on_the_master(master: MasterProcess) -> None:
+    # 0.38's iris_tf_keras/distributed.yaml form: the script builds its model under the
+    # MultiWorkerMirroredStrategy from_tf_config() gives and trains with Keras 2's own fit.
+    http = master.http
+    experiment_id = create_experiment(http, (MODEL / "distributed.yaml").read_text(), MODEL)
+    wait_for(http, experiment_id, {"COMPLETED"}, timeout=300, master=master)
+    (trial,) = trials(http, experiment_id)
+    text = logs(http, trial["id"])
+    assert trial["restarts"] == 0, text[-4000:]  # no worker failed (a restart would hide it)
+    assert "Keras 2 mode (TF_USE_LEGACY_KERAS=1): environment.image " + IMAGE in text
+    assert f"trial {trial['id']} worker stopped: STOPPED_EARLY" in text  # the second worker
+    rows = [(b, m) for kind, b, m in metric_rows(http, trial["id"]) if kind == "validation"]
+    # 120 records in global batches of 30 (15 a worker), 3 epochs: fit's own length.
+    assert [b for b, _ in rows] == [4, 8, 12]
+    assert all("categorical_accuracy" in m for _, m in rows)
+    # The searcher metric as distributed.yaml names it.
+    accuracies = [m["val_categorical_accuracy"] for _, m in rows]
+    assert trial["best_validation"] == max(accuracies) > 0.5
+    assert trial["latest_checkpoint_uuid"]

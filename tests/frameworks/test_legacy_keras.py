@@ -152,6 +152,39 @@ def test_legacy_trial_with_make_data_loaders_and_callbacks(tmp_path: Path) -> No
     exp.close()
 
 
+@pytest.mark.keras2  # also in Keras 2 mode (make test)
+@pytest.mark.slow
+def test_legacy_trial_on_two_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from tests.keras.multiworker import run_workers
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "__init__.py").write_text(LEGACY_MODEL)
+    config = textwrap.dedent(CONFIG).replace("VALIDATION", "dataset")
+    (model / "legacy.yaml").write_text(config + "resources: {slots_per_trial: 2}\n")
+    monkeypatch.setenv("LEGACY_EVENTS", str(tmp_path / "events.jsonl"))
+    monkeypatch.setenv("LEGACY_TB", str(tmp_path / "tb"))
+    job = {
+        "model_dir": str(model),
+        "config": "legacy.yaml",
+        "hparams": {"global_batch_size": 16, "units": 8},
+    }
+    chief, other = run_workers(job, tmp_path / "run", 2)
+    assert chief["outcome"] == other["outcome"] == "COMPLETED", (chief["error"], other["error"])
+    assert chief["weights"]
+    for a, b in zip(chief["weights"], other["weights"], strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert [(kind, b) for kind, b in chief["writes"]] == [
+        (MetricKind.TRAINING, 4),
+        (MetricKind.TRAINING, 8),
+        (MetricKind.TRAINING, 12),
+        (MetricKind.VALIDATION, 12),
+    ]
+    assert other["writes"] == []
+
+
 def test_legacy_validation_arrays(tmp_path: Path) -> None:
     exp, _ = run(tmp_path, "arrays")
     exp.close()

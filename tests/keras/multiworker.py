@@ -207,7 +207,7 @@ def _run_model_definition(
 
     os.chdir(code_dir)
     result = run_attempt(code_dir, config.entrypoint, build_context)
-    import keras
+    from pedl.keras._keras import keras
 
     models = [m for m in _live_models(keras.Model)]
     out = {
