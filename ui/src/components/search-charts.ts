@@ -394,26 +394,29 @@ export class TimelineChart {
  * slot and colour that touch or overlap (at 10,000 attempts most are under a pixel wide)
  * are merged into one bar. */
 export function timelineRuns(data: Timeline, px: (seconds: number) => number): Map<string, [number, number, number][]> {
-  const byKey = new Map<string, [number, number, number][]>();
+  // By colour, then by slot.
+  const grouped = new Map<string, Map<number, [number, number, number][]>>();
   for (let i = 0; i < data.trial_ids.length; i++) {
     const colour = STATE_COLORS[data.states[i] as TrialState] ?? seriesColor(4);
     const slot = data.slot[i] ?? 0;
     const x0 = Math.floor(px(data.starts[i] ?? 0));
     const x1 = Math.max(x0 + 1, Math.ceil(px(data.ends[i] ?? data.now)));
-    const key = `${colour} ${slot}`;
-    let bars = byKey.get(key);
-    if (!bars) byKey.set(key, (bars = []));
+    let slots = grouped.get(colour);
+    if (!slots) grouped.set(colour, (slots = new Map()));
+    let bars = slots.get(slot);
+    if (!bars) slots.set(slot, (bars = []));
     bars.push([x0, x1, slot]);
   }
   const out = new Map<string, [number, number, number][]>();
-  for (const [key, bars] of byKey) {
-    const colour = key.slice(0, key.indexOf(" "));
-    bars.sort((a, b) => a[0] - b[0]);
-    const merged = out.get(colour) ?? [];
-    let last: [number, number, number] | null = null;
-    for (const bar of bars) {
-      if (last && bar[0] <= last[1]) last[1] = Math.max(last[1], bar[1]);
-      else merged.push((last = [...bar]));
+  for (const [colour, slots] of grouped) {
+    const merged: [number, number, number][] = [];
+    for (const bars of slots.values()) {
+      bars.sort((a, b) => a[0] - b[0]);
+      let last: [number, number, number] | null = null;
+      for (const bar of bars) {
+        if (last && bar[0] <= last[1]) last[1] = Math.max(last[1], bar[1]);
+        else merged.push((last = [...bar]));
+      }
     }
     out.set(colour, merged);
   }
