@@ -14,6 +14,8 @@ import httpx
 import pytest
 
 from pedl.engine import ExperimentState, TrialState
+from pedl.master.api import visualization
+from pedl.master.api._importance import Importance, compute_importance
 from pedl.master.db import Database, Experiment, LogLine
 from pedl.master.db import logs as logs_repo
 from pedl.master.db import trials as trials_repo
@@ -71,6 +73,20 @@ def test_importance_ranks_the_deciding_hyperparameter_first(
     assert set(names) == {"lr", "units", "opt", "layers"}
     assert abs(sum(item["importance"] for item in body["importances"]) - 1.0) < 1e-6
     assert body["importances"][0]["importance"] > 0.5
+
+
+def test_importance_of_more_trials_than_kept_uses_a_sample() -> None:
+    rng = random.Random(4)
+    units = [rng.randint(1, 100) for _ in range(300)]
+    columns = {"units": units, "lr": [rng.uniform(0.001, 0.1) for _ in units]}
+    values: list[float | None] = [u / 100 for u in units]  # units alone decides
+
+    def ranked() -> Importance:
+        return compute_importance(columns, values, smaller_is_better=True, max_trials=100)
+
+    found = ranked()
+    assert found.trials == 100 and found.importances[0][0] == "units"
+    assert ranked() == found  # the same sample of the same trials
 
 
 def test_importance_without_values_is_all_zero(client: httpx.Client, database: Database) -> None:
@@ -147,7 +163,10 @@ def test_timeline_places_overlapping_attempts_on_different_slots(
     assert client.get(f"/experiments/{experiment_id}/timeline").json()["ends"][3] == 90.0
 
 
-def test_series_choices_of_trials(client: httpx.Client, database: Database) -> None:
+def test_series_choices_of_trials(
+    client: httpx.Client, database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(visualization, "SERIES_CHUNK", 3)  # 8 trials' lines read in 3 queries
     experiment_id = create_experiment(client)["id"]  # smaller is better
     trial_ids = [create_trial(database, experiment_id)[0] for _ in range(8)]
     for rank, trial_id in enumerate(trial_ids):
@@ -169,7 +188,9 @@ def test_series_choices_of_trials(client: httpx.Client, database: Database) -> N
     assert drawn(select="best", max_trials=2)[0] == trial_ids[:2]
     ids, best, _ = drawn(select="worst", max_trials=3)
     assert ids == trial_ids[-3:] and best == []
-    assert drawn(select="all", max_trials=1)[0] == trial_ids
+    ids, _, body = drawn(select="all", max_trials=1)
+    assert ids == trial_ids
+    assert [t["points"] for t in body["trials"]] == [[[10, 1.0 + rank]] for rank in range(8)]
     picked = [trial_ids[5], trial_ids[1], 999_999]
     assert drawn(select="ids", trial_id=picked)[0] == sorted(trial_ids[i] for i in (1, 5))
 

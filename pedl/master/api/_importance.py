@@ -8,7 +8,7 @@ linearly with the trials (P6 in bench/RESULTS.md: 10,000 trials). Importing Optu
 evaluators (they bring scikit-learn) and building a study of 10,000 trials still take seconds,
 so the answer is kept per experiment and computed in a background thread, again only when the
 trials' values changed and at most once every :data:`REFRESH_SECONDS`, while the answer kept
-(or none yet) is served; it says how many trials it used.
+(or none yet) is served; it says how many trials it used (:data:`MAX_TRIALS` at most).
 
 Optuna is an optional dependency (``pip install 'pedl[bayes]'``); without it
 :func:`compute_importance` raises :class:`ImportanceUnavailableError` saying so.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import threading
 import time
 import warnings
@@ -30,6 +31,12 @@ from typing import Any
 MAX_EXPERIMENTS = 8
 REFRESH_SECONDS = 10.0
 MAX_CATEGORIES = 1_000
+"""A non-numeric hyperparameter with more distinct values than this is left out."""
+MAX_TRIALS = 20_000
+"""At most this many trials, a uniform sample of those with values beyond it (the answer says
+how many): at 100,000 trials Optuna's study of them all took 36 s and 360 MB of the master's
+memory (P6 in bench/RESULTS.md); the best 10% of a 20,000-trial sample estimate the same
+densities."""
 """A non-numeric hyperparameter with more distinct values than this is left out."""
 METHOD = "PED-ANOVA (Optuna)"
 
@@ -64,13 +71,16 @@ def compute_importance(
     *,
     smaller_is_better: bool,
     log_scale: frozenset[str] = frozenset(),
+    max_trials: int = MAX_TRIALS,
 ) -> Importance:
     """The importance of each hyperparameter column (one value per trial, ``None`` where a
     trial has none) for ``values`` (the trials' searcher-metric values, ``None`` or
     non-finite where a trial has none; such trials are left out). Columns with one value only
     are left out; numbers are continuous (on a log scale when named in ``log_scale`` and all
     positive), anything else categorical. A trial without a value of some hyperparameter is
-    left out of that hyperparameter's estimate (Optuna's rule for conditional parameters)."""
+    left out of that hyperparameter's estimate (Optuna's rule for conditional parameters).
+    Of more than ``max_trials`` trials with values, a uniform sample of ``max_trials`` (the
+    same for the same trials) is used."""
     try:
         import optuna
         from optuna.distributions import (
@@ -85,6 +95,8 @@ def compute_importance(
             "hyperparameter importance needs Optuna on the master: pip install 'pedl[bayes]'"
         ) from err
     kept = [i for i, v in enumerate(values) if v is not None and math.isfinite(v)]
+    if len(kept) > max_trials:
+        kept = sorted(random.Random(len(kept)).sample(kept, max_trials))
     distributions: dict[str, BaseDistribution] = {}
     for name, column in columns.items():
         present = [column[i] for i in kept if column[i] is not None]

@@ -68,6 +68,8 @@ MAX_ALL_TRIALS = 100_000
 ALL_POINTS = 200_000
 """With ``select=all``: the points of all lines together at most (each line cut to its share,
 2 at least)."""
+SERIES_CHUNK = 1_000
+"""The trials whose lines one query reads."""
 BEST_KEPT = 5
 """The best trials (by the searcher metric) never left out of the default choice."""
 
@@ -165,8 +167,18 @@ async def get_series(
         if x == "epochs":
             hparams = trials_repo.trial_hparams(session, list(chosen))
             scale = epochs_per_batch(experiment.config, hparams)
-        lines = metrics_repo.series(session, list(chosen), kind, metric, after_row=after)
-        cursor = metrics_repo.last_row_id(session, list(chosen), kind, after_row=after)
+        ids = list(chosen)
+        parts = []
+        # A thousand trials' lines at a time, each cut as it comes (select=all of 100,000
+        # trials: 10 million points, 270 MB of the master's memory when read at once).
+        for start in range(0, len(ids), SERIES_CHUNK):
+            for line in metrics_repo.series(
+                session, ids[start : start + SERIES_CHUNK], kind, metric, after_row=after
+            ):
+                marked = "true" if chosen[line.trial_id] else "false"
+                points = _points(line.points, scale.get(line.trial_id), per_line)
+                parts.append(f'{{"trial_id":{line.trial_id},"best":{marked},"points":{points}}}')
+        cursor = metrics_repo.last_row_id(session, ids, kind, after_row=after)
         head = json.dumps(
             {
                 "kind": kind.value,
@@ -178,11 +190,6 @@ async def get_series(
             },
             separators=(",", ":"),
         )
-        parts = [
-            f'{{"trial_id":{line.trial_id},"best":{"true" if chosen[line.trial_id] else "false"},'
-            f'"points":{_points(line.points, scale.get(line.trial_id), per_line)}}}'
-            for line in lines
-        ]
         return f'{head[:-1]},"trials":[{",".join(parts)}]}}'.encode()
 
     return Response(await anyio.to_thread.run_sync(read), media_type="application/json")
