@@ -3,10 +3,12 @@ starts two trial processes, each builds its DistributedContext from the environm
 trains under MultiWorkerMirroredStrategy. Paused and activated, then its non-chief and its
 chief SIGKILLed at seeded random batches, the trial restarts from its checkpoint and ends
 with final weights bitwise equal to an uninterrupted 2-worker run's, no metric row lost or
-doubled."""
+doubled; on Keras 3 and in Keras 2 mode (``TF_USE_LEGACY_KERAS=1`` in the experiment's
+environment)."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -44,6 +46,7 @@ checkpoint_storage: {{type: shared_fs, host_path: {storage}}}
 resources: {{slots_per_trial: 2}}
 max_restarts: 2
 reproducibility: {{experiment_seed: 3}}
+environment: {{environment_variables: [TF_USE_LEGACY_KERAS={legacy}]}}
 """
 
 
@@ -78,11 +81,12 @@ def _at_batch(master: MasterProcess, trial_id: int, batches: int) -> dict[str, A
         time.sleep(0.05)
 
 
+@pytest.mark.parametrize("legacy", [0, 1], ids=["keras3", "keras2"])
 def test_a_two_worker_keras_trial_survives_pause_and_killed_workers_bitwise(
-    master: MasterProcess, tmp_path: Path
+    master: MasterProcess, tmp_path: Path, legacy: int
 ) -> None:
     storage = tmp_path / "checkpoints"
-    config = CONFIG.format(step=0.1, storage=storage)
+    config = CONFIG.format(step=0.1, storage=storage, legacy=legacy)
     baseline_id = create_experiment(master.http, config, MODEL_DIR)
     wait_for(master.http, baseline_id, {"COMPLETED"}, timeout=240, master=master)
     baseline = _trial(master, baseline_id)
@@ -112,6 +116,8 @@ def test_a_two_worker_keras_trial_survives_pause_and_killed_workers_bitwise(
     assert trial["restarts"] == 2, trial
 
     assert final_weights(storage, trial) == final_weights(storage, baseline)
+    metadata = json.loads((storage / trial["latest_checkpoint_uuid"] / "metadata.json").read_text())
+    assert ("Keras 2" in metadata["keras_version"]) == bool(legacy), metadata["keras_version"]
     assert metric_rows(master.http, trial_id) == metric_rows(master.http, baseline["id"])
     text = logs(master.http, trial_id)
     assert "resumed from checkpoint" in text

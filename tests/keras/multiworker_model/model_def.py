@@ -1,11 +1,12 @@
 """A tiny TFKerasTrial for multi-worker runs on a real master: a dense net with dropout on
 separable blobs; each batch takes at least ``step_seconds`` (a Keras callback sleeps), so a
-test can act on the trial at a chosen batch."""
+test can act on the trial at a chosen batch. ``tf.keras``: Keras 3, or Keras 2 where the
+experiment sets ``TF_USE_LEGACY_KERAS=1``."""
 
 import time
 
-import keras
 import numpy as np
+from tensorflow import keras
 
 from pedl.keras import TFKerasTrial
 
