@@ -51,6 +51,7 @@ import json
 import math
 import os
 import random
+import resource
 import secrets
 import sqlite3
 import statistics
@@ -403,7 +404,7 @@ def load_optuna(path: Path, trials: int, points: int, seed: int = 0) -> tuple[st
 class OptunaDashboard:
     """``optuna-dashboard <storage>`` on a free loopback port."""
 
-    def __init__(self, storage: str, home: Path) -> None:
+    def __init__(self, storage: str, home: Path, memory_gb: float) -> None:
         if not OPTUNA_DASHBOARD.is_file():
             sys.exit(
                 f"no {OPTUNA_DASHBOARD}: .venv/bin/python -m pip install optuna-dashboard==0.21.0"
@@ -411,12 +412,18 @@ class OptunaDashboard:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = home / "optuna-dashboard.log"
+        limit = int(memory_gb * 2**30)
+
+        def limit_memory() -> None:  # a MemoryError in the dashboard, not a machine out of it
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
                 [str(OPTUNA_DASHBOARD), storage, "--host", "127.0.0.1", "--port", str(self.port)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=limit_memory,
             )
         deadline = time.monotonic() + 60
         with httpx.Client(base_url=self.url, timeout=5) as http:
@@ -429,6 +436,10 @@ class OptunaDashboard:
                 time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"optuna-dashboard did not start:\n{self.log_path.read_text()}")
+
+    def log_tail(self) -> str:
+        """The last lines of its output (a MemoryError, if it ran out)."""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-5:])
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -477,7 +488,7 @@ def optuna_run(args: argparse.Namespace) -> dict[str, Any]:
                     "trials": args.trials,
                     "load_seconds": load_s,
                 }
-        dashboard = OptunaDashboard(storage, home)
+        dashboard = OptunaDashboard(storage, home, args.optuna_memory_gb)
         memory = MemoryPeak(dashboard.proc.pid)
         samples: list[dict[str, Any]] = []
         try:
@@ -497,6 +508,7 @@ def optuna_run(args: argparse.Namespace) -> dict[str, Any]:
                     browser.close()
         finally:
             dashboard.stop()
+            log_tail = dashboard.log_tail()
     drawn = sorted(s["ms"] for s in samples if s["ms"] is not None)
     capped = warmup["ms"] is None or len(drawn) < len(samples)
     return {
@@ -515,6 +527,8 @@ def optuna_run(args: argparse.Namespace) -> dict[str, Any]:
         "samples_ms": [None if s["ms"] is None else round(s["ms"], 1) for s in samples],
         "first_chart": sorted({s["chart"] for s in [*samples, warmup] if s["chart"]}),
         "dashboard_rss_peak_mb": memory.peak_mb,
+        "dashboard_memory_limit_gb": args.optuna_memory_gb,
+        "dashboard_log_tail": log_tail,
         "loadavg": loadavg(),
     }
 
@@ -842,6 +856,12 @@ def main() -> None:
     )
     parser.add_argument("--optuna-loads", type=int, default=3)
     parser.add_argument("--optuna-cap", type=float, default=120, help="seconds per load")
+    parser.add_argument(
+        "--optuna-memory-gb",
+        type=float,
+        default=12,
+        help="optuna-dashboard's address-space limit (it took 5.2 GB at 10,000 trials)",
+    )
     args = parser.parse_args()
     if args.load_only:
         args.keep = True
