@@ -175,3 +175,23 @@ def test_arrays_need_a_global_batch_size(tmp_path: Path) -> None:
     run = make_run(tmp_path, hparams={})
     with pytest.raises(ValueError, match="global_batch_size"):
         train(make_trial(arrays), run)
+
+
+@pytest.mark.keras2
+@pytest.mark.parametrize("kind", ["arrays", "sequence"])
+def test_a_worker_with_no_validation_batch_gets_an_empty_one_of_the_datas_shape(
+    kind: str,
+) -> None:
+    # 1 record (arrays) or 1 item (a Sequence) on 2 workers: the second worker's share has
+    # none, and in Keras 2 mode it runs empty batches of the data's structure and inner shapes.
+    from pedl.keras._data import empty_batch, make_validation_input
+
+    x, y = blobs(1, 1)
+    loader = (x, y) if kind == "arrays" else ArraySequence(x, y, 8)
+    data = make_validation_input(
+        loader, is_wrapped_dataset=lambda _: True, batch_size=lambda: 8, rank=1, size=2
+    )["x"]
+    assert list(data) == []
+    empty = empty_batch(data)
+    assert [tuple(a.shape) for a in empty] == [(0, 4), (0,)]
+    assert [tf.as_dtype(a.dtype) for a in empty] == [tf.float32, tf.int32]
