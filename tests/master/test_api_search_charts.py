@@ -191,6 +191,9 @@ def test_series_choices_of_trials(
     ids, _, body = drawn(select="all", max_trials=1)
     assert ids == trial_ids
     assert [t["points"] for t in body["trials"]] == [[[10, 1.0 + rank]] for rank in range(8)]
+    validations(database, trial_ids[0], [1.0, 0.5])  # a new point, at 20 batches
+    ids, _, _ = drawn(select="all", after=body["cursor"])  # the cursor of all 3 queries
+    assert ids == [trial_ids[0]]
     picked = [trial_ids[5], trial_ids[1], 999_999]
     assert drawn(select="ids", trial_id=picked)[0] == sorted(trial_ids[i] for i in (1, 5))
 

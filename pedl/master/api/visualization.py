@@ -169,16 +169,18 @@ async def get_series(
             scale = epochs_per_batch(experiment.config, hparams)
         ids = list(chosen)
         parts = []
+        cursor: int | None = None
         # A thousand trials' lines at a time, each cut as it comes (select=all of 100,000
-        # trials: 10 million points, 270 MB of the master's memory when read at once).
+        # trials: 10 million points, 270 MB of the master's memory when read at once; and
+        # PostgreSQL takes 65,535 parameters at most).
         for start in range(0, len(ids), SERIES_CHUNK):
-            for line in metrics_repo.series(
-                session, ids[start : start + SERIES_CHUNK], kind, metric, after_row=after
-            ):
+            chunk = ids[start : start + SERIES_CHUNK]
+            for line in metrics_repo.series(session, chunk, kind, metric, after_row=after):
                 marked = "true" if chosen[line.trial_id] else "false"
                 points = _points(line.points, scale.get(line.trial_id), per_line)
                 parts.append(f'{{"trial_id":{line.trial_id},"best":{marked},"points":{points}}}')
-        cursor = metrics_repo.last_row_id(session, ids, kind, after_row=after)
+            last = metrics_repo.last_row_id(session, chunk, kind, after_row=after)
+            cursor = max((c for c in (cursor, last) if c is not None), default=None)
         head = json.dumps(
             {
                 "kind": kind.value,
