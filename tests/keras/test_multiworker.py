@@ -97,6 +97,7 @@ def test_two_workers_resume_bitwise_exactly_from_a_preemption_at_a_random_batch(
     assert {**first[0]["metrics"], **resumed[0]["metrics"]} == baseline[0]["metrics"]
 
 
+@pytest.mark.keras2  # also in Keras 2 mode (make test)
 @pytest.mark.parametrize("kind", ["sequence", "dataset"])
 def test_two_workers_shard_sequences_and_wrapped_datasets(tmp_path: Path, kind: str) -> None:
     job = {
