@@ -722,7 +722,8 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, Any]:
             backend = Backend(kind, args.db_url)
             experiment_id, load_s = _loaded_experiment(args.db_url), 0.0
         else:
-            db_home = Path(tempfile.mkdtemp(prefix="pedl-p6-db-")) if args.keep else home
+            kept_file = args.keep and kind == "sqlite"  # PostgreSQL's database is kept anyway
+            db_home = Path(tempfile.mkdtemp(prefix="pedl-p6-db-")) if kept_file else home
             backend = make_backend(kind, db_home)
             experiment_id, load_s = load(backend.url, args.trials, args.points)
             if args.keep:
