@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import secrets
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -193,6 +194,26 @@ def test_importance_history_and_timeline(page: Page, seeded: Seeded) -> None:
     assert slots == ["0", "1", "0", "1"]
     page.wait_for_function("performance.getEntriesByName('pedl:charts-painted').length > 0")
     screenshot(page, "search-charts")
+
+
+@pytest.mark.parametrize("tab", ["", "/visualization"])
+def test_a_page_asks_the_master_for_each_chart_once(page: Page, seeded: Seeded, tab: str) -> None:
+    # index.html starts the experiment page's first requests while the app's code loads; the
+    # app takes those answers instead of asking again, and the overview asks for no chart it
+    # does not draw (the trials summary is the visualization tab's).
+    urls: list[str] = []
+    page.on("request", lambda request: urls.append(request.url))
+    page.goto(f"{seeded.master.url}/#/experiments/{seeded.experiment_id}{tab}")
+    # Polled from here: wait_for_function's in-page polling is an eval the page's CSP refuses.
+    deadline = time.monotonic() + 60
+    while not page.evaluate("performance.getEntriesByName('pedl:charts-painted').length"):
+        assert time.monotonic() < deadline, "the page never marked its charts painted"
+        page.wait_for_timeout(100)
+    page.wait_for_load_state("networkidle")
+    api = f"/api/v1/experiments/{seeded.experiment_id}"
+    assert [u for u in urls if u.endswith(api)] != []
+    assert len([u for u in urls if f"{api}/series?" in u]) == 1, urls
+    assert len([u for u in urls if u.endswith(f"{api}/trials/summary")]) == (1 if tab else 0)
 
 
 def test_compare_three_trials_from_a_url(page: Page, seeded: Seeded) -> None:
