@@ -533,12 +533,12 @@ class ExperimentDriver:
         elif outcome == TrialOutcome.COMPLETED and self._done_with_searcher(trial):
             if not self._has_work(trial):
                 self._finish(trial, TrialState.COMPLETED, outcome)
-            else:
-                self._set_state(trial, self._waiting_state())
+            else:  # its run did its work (an earlier run's error no longer describes it)
+                self._set_state(trial, self._waiting_state(), outcome)
         elif self.state == ExperimentState.STOPPING_CANCELED:
             self._finish(trial, TrialState.CANCELED, TrialOutcome.PREEMPTED)
         elif outcome == TrialOutcome.COMPLETED:  # done for now; the searcher has more to say
-            self._set_state(trial, self._waiting_state())
+            self._set_state(trial, self._waiting_state(), outcome)
         else:  # preempted
             self._set_state(trial, self._waiting_state(), outcome)
 

@@ -24,7 +24,9 @@ from pedl.engine import (
     TrialOutcome,
     TrialRecord,
     TrialState,
+    outcome_note,
 )
+from pedl.engine._outcome_note import WAITING_NOTE
 from pedl.searcher import Close, GridSearch, ValidateAfter
 from pedl.storage import CheckpointSummary
 
@@ -418,6 +420,25 @@ class _PromoteLater(GridSearch):
         return []
 
 
+def test_a_restarted_trial_that_waits_for_the_searcher_no_longer_reads_errored() -> None:
+    shell = Shell(ExperimentDriver(config(GRID, units=[1, 2]), search_method=_PromoteLater()))
+    shell.apply(shell.driver.start())
+    first, _ = shell.driver.runnable_trials()
+    shell.apply(shell.driver.trial_started(first))
+    shell.apply(shell.driver.validation_reported(first, 5, 0.5))
+    shell.checkpoint(first, 5)
+    late = TrialError("ValueError", "late", "m.py:3", before_progress=False)
+    shell.apply(shell.driver.trial_exited(first, TrialOutcome.ERRORED, late))
+    assert shell.trials[first].state == TrialState.ACTIVE
+    assert outcome_note(TrialState.ACTIVE, shell.outcomes[first], 5) == "errored, to be restarted"
+    # The restart has nothing to train until the searcher decides: it exits to wait.
+    shell.apply(shell.driver.trial_started(first))
+    assert shell.driver.next_operation(first) == OperationAnswer("wait")
+    shell.apply(shell.driver.trial_exited(first, TrialOutcome.COMPLETED))
+    assert shell.trials[first].state == TrialState.ACTIVE
+    assert outcome_note(TrialState.ACTIVE, shell.outcomes[first], 5) == WAITING_NOTE
+
+
 def test_a_waiting_trial_gives_up_its_process_and_resumes_from_its_checkpoint() -> None:
     cfg = config(GRID, units=[1, 2])
     shell = Shell(ExperimentDriver(cfg, search_method=_PromoteLater()))
@@ -431,7 +452,8 @@ def test_a_waiting_trial_gives_up_its_process_and_resumes_from_its_checkpoint() 
     assert shell.driver.next_operation(first) == OperationAnswer("wait")
     shell.apply(shell.driver.trial_exited(first, TrialOutcome.COMPLETED))
     assert shell.trials[first].state == TrialState.ACTIVE
-    assert first not in shell.outcomes  # not finished: no outcome recorded
+    # Not finished (ACTIVE); its run did what it was asked.
+    assert shell.outcomes[first] == TrialOutcome.COMPLETED
     assert shell.driver.runnable_trials() == [second]
     shell.apply(shell.driver.trial_started(second))
     shell.apply(shell.driver.validation_reported(second, 5, 0.4))  # promotes the first
