@@ -94,7 +94,8 @@ class TrialRecord:
     """How the trial's latest run ended (``None`` while it has not ended)."""
     validation_metric: float | None = None
     """The searcher metric of the trial's latest validation (the largest batch count), if
-    it reported one: what a continued search hears of a COMPLETED trial."""
+    it reported one: what a continued search hears of a COMPLETED trial. A store may leave it
+    out for a trial whose ``trial_created`` event the searcher log holds (never carried)."""
 
 
 @dataclass

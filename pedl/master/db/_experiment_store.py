@@ -21,7 +21,6 @@ from pedl.engine import (
 )
 from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import metrics as metrics_repo
 from pedl.master.db import searcher as searcher_repo
 from pedl.master.db import trials as trials_repo
 from pedl.master.db._database import Database
@@ -74,7 +73,17 @@ class SQLExperimentStore:
             # Retention never sees what the model registry holds: it is never deleted.
             registered = checkpoints_repo.registered_uuids(session, list(batches_of))
             checkpoints = [c for c in checkpoints if c.storage_id not in registered]
-            latest = metrics_repo.latest_validations(session, experiment_id)
+            # What a continued search hears of the trials its log has not created again
+            # (none outside a continuation: no query then).
+            created = {int(e["request_id"]) for e in events if e.get("kind") == "trial_created"}
+            carried = [
+                t.id
+                for t in trials
+                if t.request_id is not None
+                and t.request_id.isdigit()
+                and int(t.request_id) not in created
+            ]
+            latest = trials_repo.latest_validations(session, carried) if metric else {}
             records = [
                 TrialRecord(
                     trial_id=t.id,

@@ -11,18 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, cast
 
-from sqlalchemy import (
-    String,
-    Table,
-    Text,
-    TextClause,
-    bindparam,
-    func,
-    select,
-    text,
-    type_coerce,
-    update,
-)
+from sqlalchemy import String, Table, Text, TextClause, bindparam, select, text, type_coerce, update
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.orm import Session
 
@@ -358,27 +347,6 @@ def validation_metrics_at(
         )
     )
     return None if document is None else as_floats(document)
-
-
-def latest_validations(session: Session, experiment_id: int) -> dict[int, dict[str, Any]]:
-    """The validation metrics of each of the experiment's trials at its largest validated
-    batch count, by trial id (trials that never validated are left out)."""
-    latest = (
-        select(Metric.trial_id, func.max(Metric.total_batches).label("total_batches"))
-        .join(Trial, Trial.id == Metric.trial_id)
-        .where(Trial.experiment_id == experiment_id, Metric.kind == MetricKind.VALIDATION)
-        .group_by(Metric.trial_id)
-        .subquery()
-    )
-    rows = session.execute(
-        select(Metric.trial_id, Metric.metrics).join(
-            latest,
-            (Metric.trial_id == latest.c.trial_id)
-            & (Metric.total_batches == latest.c.total_batches)
-            & (Metric.kind == MetricKind.VALIDATION),
-        )
-    ).all()
-    return {trial_id: as_floats(document) for trial_id, document in rows}
 
 
 class TrialSeries(NamedTuple):

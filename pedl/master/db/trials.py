@@ -338,33 +338,40 @@ def list_trial_documents(
         }
         for row in session.execute(query)
     ]
-    latest = _latest_validations(session, [document["id"] for document in documents])
+    latest = latest_validations(session, [document["id"] for document in documents])
     for document in documents:
         document["latest_validation"] = latest.get(document["id"])
     return documents, session.scalar(count) or 0
 
 
-def _latest_validations(session: Session, trial_ids: list[int]) -> dict[int, dict[str, Any]]:
-    """The metrics of each of these trials' validation with the most batches (one index
-    lookup per trial: for a page of trials, not for all of an experiment's)."""
-    if not trial_ids:
-        return {}
-    latest = (
-        select(_metrics.c.id)
-        .where(
-            _metrics.c.trial_id == _trials.c.id,
-            _metrics.c.kind == MetricKind.VALIDATION,
+LATEST_VALIDATIONS_CHUNK = 1000
+"""Trial ids per query of :func:`latest_validations` (a database binds at most so many)."""
+
+
+def latest_validations(session: Session, trial_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """The metrics of each of these trials' validation with the most batches, by trial id
+    (trials that never validated are left out): one index lookup per trial, so it costs
+    what the trials asked for, not what their experiment holds."""
+    found: dict[int, dict[str, Any]] = {}
+    for start in range(0, len(trial_ids), LATEST_VALIDATIONS_CHUNK):
+        chunk = trial_ids[start : start + LATEST_VALIDATIONS_CHUNK]
+        latest = (
+            select(_metrics.c.id)
+            .where(
+                _metrics.c.trial_id == _trials.c.id,
+                _metrics.c.kind == MetricKind.VALIDATION,
+            )
+            .order_by(_metrics.c.total_batches.desc())
+            .limit(1)
+            .correlate(_trials)
+            .scalar_subquery()
         )
-        .order_by(_metrics.c.total_batches.desc())
-        .limit(1)
-        .correlate(_trials)
-        .scalar_subquery()
-    )
-    row_ids = select(latest).where(_trials.c.id.in_(trial_ids))
-    query = select(_metrics.c.trial_id, sql_cast(_metrics.c.metrics, Text)).where(
-        _metrics.c.id.in_(row_ids)
-    )
-    return {row[0]: json.loads(row[1]) for row in session.execute(query)}
+        row_ids = select(latest).where(_trials.c.id.in_(chunk))
+        query = select(_metrics.c.trial_id, sql_cast(_metrics.c.metrics, Text)).where(
+            _metrics.c.id.in_(row_ids)
+        )
+        found.update((row[0], json.loads(row[1])) for row in session.execute(query))
+    return found
 
 
 def _sort_keys(sort: TrialColumn, dialect: str) -> list[ColumnElement[Any]]:
