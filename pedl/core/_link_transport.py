@@ -6,9 +6,11 @@ script starts (:mod:`pedl.script._core_link`, :mod:`pedl.core._link`). Both are 
 
 - :class:`LinkServer` listens on a Unix socket in a private temporary directory (mode 0700)
   with a random 32-byte authkey (a peer without it is refused by
-  :mod:`multiprocessing.connection`'s handshake), gives each connected process a thread, and
-  runs the calls of all of them one at a time, each by the handler of its name; a handler that
-  raises is answered with its type and message (and logged), never ending the link.
+  :mod:`multiprocessing.connection`'s handshake), gives each connected process a thread (the
+  handshake runs there, so a peer that never answers it holds up nobody), and runs the calls
+  of all of them one at a time, each by the handler of its name; a handler that raises is
+  answered with its type and message (and logged), never ending the link. A connection that
+  fails the handshake is closed at once.
 - :class:`LinkClient` connects from the two environment variables the server's :meth:`env
   <LinkServer.env>` gives, and makes each call one request and one answer, raising
   :class:`LinkError` for a call the server could not carry out.
@@ -21,12 +23,17 @@ import logging
 import os
 import secrets
 import shutil
+import socket
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, MutableMapping
 from multiprocessing import AuthenticationError
-from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from typing import Any
+
+#: How long :meth:`LinkServer.close` waits for its accepting thread, and the wake-up
+#: connection for the socket, in seconds.
+_CLOSE_TIMEOUT_S = 10.0
 
 
 class LinkError(RuntimeError):
@@ -56,7 +63,9 @@ class LinkServer:
         self._directory = tempfile.mkdtemp(prefix=f"{name}-")
         self._address = os.path.join(self._directory, "link.sock")
         self._authkey = secrets.token_bytes(32)
-        self._listener = Listener(self._address, family="AF_UNIX", authkey=self._authkey)
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(self._address)
+        self._listener.listen()
         self._calls = threading.Lock()
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
@@ -76,27 +85,36 @@ class LinkServer:
     def close(self) -> None:
         """Stop taking connections and remove the socket (calls under way finish)."""
         self._closed.set()
-        with contextlib.suppress(Exception):  # wake the thread if it waits in accept
-            Client(self._address, family="AF_UNIX", authkey=self._authkey).close()
-        self._thread.join(timeout=10)
+        with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as wake:
+            wake.settimeout(_CLOSE_TIMEOUT_S)  # a bare connection wakes accept, no handshake
+            wake.connect(self._address)
+        self._thread.join(timeout=_CLOSE_TIMEOUT_S)
         self._listener.close()
         shutil.rmtree(self._directory, ignore_errors=True)
 
     def _serve(self) -> None:
         while not self._closed.is_set():
             try:
-                connection = self._listener.accept()
-            except Exception:  # a peer without the key, or one that hung up at once
+                peer, _ = self._listener.accept()
+            except OSError:
                 continue
             if self._closed.is_set():
-                connection.close()
+                peer.close()
                 return
             threading.Thread(
-                target=self._answer, args=(connection,), name=f"{self._name}-peer", daemon=True
+                target=self._answer,
+                args=(Connection(peer.detach()),),
+                name=f"{self._name}-peer",
+                daemon=True,
             ).start()
 
     def _answer(self, connection: Connection) -> None:
         with connection:
+            try:
+                deliver_challenge(connection, self._authkey)
+                answer_challenge(connection, self._authkey)
+            except Exception:  # a peer without the key, or one that hung up at once
+                return
             while True:
                 try:
                     name, args = connection.recv()
@@ -144,8 +162,8 @@ class LinkClient:
         if not address or not key:
             return None
         try:
-            connection = Client(address, family="AF_UNIX", authkey=bytes.fromhex(key))
-        except (OSError, ValueError, AuthenticationError) as err:
+            connection = _connect(address, bytes.fromhex(key))
+        except (OSError, ValueError, EOFError, AuthenticationError) as err:
             raise LinkError(
                 f"this process was started to report to {peer} ({address_env}={address}) "
                 f"but cannot reach it: {err}"
@@ -163,3 +181,18 @@ class LinkClient:
 
     def close(self) -> None:
         self._connection.close()
+
+
+def _connect(address: str, authkey: bytes) -> Connection:
+    """A connection to the server at ``address`` that passed the handshake (closed when it
+    did not: :func:`multiprocessing.connection.Client` would leave it open)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(address)
+        connection = Connection(sock.detach())
+    try:
+        answer_challenge(connection, authkey)
+        deliver_challenge(connection, authkey)
+    except BaseException:
+        connection.close()
+        raise
+    return connection

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
+import socket
 import stat
 import subprocess
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -85,6 +88,31 @@ def test_a_wrong_key_or_a_gone_server_is_a_link_error_naming_the_peer() -> None:
         server.close()
     with pytest.raises(LinkError, match="cannot reach it"):
         LinkClient.connect(env, peer="the trial's process", address_env=ADDRESS, key_env=KEY)
+
+
+def test_a_silent_peer_holds_up_nobody_and_refused_peers_leave_no_socket_open() -> None:
+    server = serve({"ping": lambda: "pong"})
+    silent = socket.socket(socket.AF_UNIX)
+    try:
+        silent.connect(server.env[ADDRESS])  # connected, never answers the handshake
+        for _ in range(3):
+            with pytest.raises(LinkError):
+                LinkClient.connect(
+                    {**server.env, KEY: os.urandom(32).hex()},
+                    peer="p",
+                    address_env=ADDRESS,
+                    key_env=KEY,
+                )
+        client = LinkClient.connect(server.env, peer="p", address_env=ADDRESS, key_env=KEY)
+        assert client is not None and client.call("ping") == "pong"
+        client.close()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            gc.collect()  # a socket left open warns when it is collected
+        assert [str(w.message) for w in caught if w.category is ResourceWarning] == []
+    finally:
+        silent.close()
+        server.close()
 
 
 def test_calls_from_several_processes_run_one_at_a_time() -> None:

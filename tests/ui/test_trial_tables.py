@@ -235,7 +235,8 @@ def test_experiment_list_sorted_by_duration_and_filtered_by_description(
     expect(rows).to_have_count(3)
     page.get_by_role("button", name="Sort by Duration").click()
     page.wait_for_function("() => location.hash.includes('sort=duration')")
-    expect(rows.first).to_have_attribute("data-experiment-id", str(c))  # 15 min
+    # The newest first (the default) is c, b, a: wait for a, the middle one, to move up.
+    expect(rows.nth(1)).to_have_attribute("data-experiment-id", str(a))
     assert [r.get_attribute("data-experiment-id") for r in rows.all()] == [str(c), str(a), str(b)]
     page.locator("#filter-description").fill("WIDE")
     page.wait_for_function("() => location.hash.includes('description=WIDE')")
