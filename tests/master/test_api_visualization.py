@@ -5,6 +5,7 @@ cluster; log cursors."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -136,6 +137,55 @@ def test_list_sorts_by_any_column(client: httpx.Client, database: Database) -> N
     for bad in ("seed", "--id", "", "id;drop"):
         response = client.get("/experiments", params={"sort": bad})
         assert response.status_code == 422 and response.json()["error"]["field"] == "sort"
+
+
+def test_list_filters_by_ranges_of_id_progress_best_start_and_duration(
+    client: httpx.Client, database: Database
+) -> None:
+    ids = [create_experiment(client)["id"] for _ in range(3)]
+    trial_id, _ = create_trial(database, ids[0])
+    validations(database, trial_id, [0.25])  # ids[1] and ids[2]: no best yet
+    now = datetime.now(UTC)
+    with database.session(write=True) as session:
+        experiments_repo.set_experiment_progress(session, ids[1], 0.5)
+        for experiment_id, age_h, lasted_h in zip(ids, (50, 30, 2), (1, None, 0.5), strict=True):
+            row = experiments_repo.get_experiment(session, experiment_id)
+            row.created_at = now - timedelta(hours=age_h)
+            row.ended_at = None if lasted_h is None else row.created_at + timedelta(hours=lasted_h)
+
+    def matching(*ranges: str) -> list[int]:
+        response = client.get("/experiments", params={"range": list(ranges), "sort": "id"})
+        assert response.status_code == 200, response.text
+        return [e["id"] for e in response.json()["items"]]
+
+    assert matching(f"id:{ids[1]}..") == ids[1:]
+    assert matching("progress:0.4..0.6") == [ids[1]]
+    assert matching("best_validation:..0.3") == [ids[0]]  # no best: outside every range
+    assert matching("duration:3000..4000") == [ids[0]]  # 1 h
+    assert matching("duration:7200..") == [ids[1]]  # not ended: 30 h so far
+    yesterday = (now - timedelta(hours=26)).date().isoformat()
+    since = (now - timedelta(hours=40)).isoformat()
+    assert matching(f"created_at:{since}..") == ids[1:]
+    naive_utc = (now - timedelta(hours=40)).replace(tzinfo=None).isoformat()
+    assert matching(f"created_at:..{naive_utc}") == [ids[0]]
+    assert ids[1] in matching(f"created_at:{(now - timedelta(hours=30)).date()}..{yesterday}")
+    assert matching(f"created_at:{since}..", "duration:..3600") == [ids[2]]  # all of them
+    for bad in (
+        "progress",
+        "progress:1",
+        "seed:1..2",
+        "progress:..",
+        "progress:0.9..0.1",
+        "duration:nan..",
+        "created_at:yesterday..",
+        "created_at:2026-11-27..2026-11-26",
+        "x" * 301,
+    ):
+        response = client.get("/experiments", params={"range": bad})
+        assert response.status_code == 422, bad
+        assert "range" in str(response.json()["error"]["field"]), response.text
+    too_many = [f"id:{i}.." for i in range(len(experiments_repo.EXPERIMENT_RANGE_COLUMNS) + 1)]
+    assert client.get("/experiments", params={"range": too_many}).status_code == 422
 
 
 def test_trials_sort(client: httpx.Client, database: Database) -> None:

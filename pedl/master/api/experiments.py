@@ -7,6 +7,7 @@ import binascii
 import logging
 import math
 from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime, timedelta
 from typing import IO, Annotated, Any, Literal, cast
 
 import anyio.to_thread
@@ -262,12 +263,24 @@ def list_experiments(
             description="true: only archived experiments; false: only the others; left out: both."
         ),
     ] = None,
+    range_: Annotated[
+        list[Annotated[str, Query(max_length=MAX_FILTER_CHARS)]] | None,
+        Query(
+            alias="range",
+            max_length=MAX_EXPERIMENT_RANGES,
+            description="COLUMN:LOW..HIGH (either end may be left out): keep experiments whose "
+            "COLUMN is within it; COLUMN is id, progress (0 to 1), best_validation, duration "
+            "(seconds) or created_at (ISO 8601 dates or datetimes, UTC unless an offset is "
+            "given; a bare date as the high bound takes in that whole day). Several: all of "
+            "them.",
+        ),
+    ] = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> Page[ExperimentPublic]:
     """Experiments, newest first unless ``sort`` says otherwise (those without a value for
     the sort column last), filtered by ``state``, ``name``, ``description``, ``owner``,
-    ``label`` and ``archived``."""
+    ``label``, ``archived`` and ``range``. 422 naming the parameter for a bad one."""
     column, descending = _sort_key(sort, experiments_repo.EXPERIMENT_SORTS)
     rows, total = experiments_repo.list_experiments(
         session,
@@ -277,6 +290,7 @@ def list_experiments(
         owner=owner,
         labels=label or (),
         archived=archived,
+        ranges=[_experiment_range(text) for text in range_ or ()],
         sort=cast(experiments_repo.ExperimentSort, column),
         descending=descending,
         limit=limit,
@@ -288,6 +302,56 @@ def list_experiments(
         offset=offset,
         limit=limit,
     )
+
+
+MAX_EXPERIMENT_RANGES = len(experiments_repo.EXPERIMENT_RANGE_COLUMNS)
+"""At most this many ``range`` filters in one experiments request (one per column)."""
+
+
+def _experiment_range(text: str) -> experiments_repo.ExperimentRange:
+    """A ``range`` filter of the experiment list, ``COLUMN:LOW..HIGH``; 422 when it is not."""
+    name, colon, bounds = text.partition(":")
+    low_text, dots, high_text = bounds.partition("..")
+    if not colon or not dots:
+        raise _bad_filter("range", f"{text!r} is not COLUMN:LOW..HIGH")
+    if name not in experiments_repo.EXPERIMENT_RANGE_COLUMNS:
+        choices = ", ".join(experiments_repo.EXPERIMENT_RANGE_COLUMNS)
+        raise _bad_filter("range", f"no column {name!r}: use one of {choices}")
+    low: float | datetime | None
+    high: float | datetime | None
+    if name == "created_at":
+        start, end = _instant(low_text, text, end=False), _instant(high_text, text, end=True)
+        inverted = start is not None and end is not None and start > end
+        low, high = start, end
+    else:
+        small, big = _bound(low_text, text), _bound(high_text, text)
+        inverted = small is not None and big is not None and small > big
+        low, high = small, big
+    if low is None and high is None:
+        raise _bad_filter("range", f"{text!r} has neither a low nor a high bound")
+    if inverted:
+        raise _bad_filter("range", f"{text!r}: the low bound is above the high one")
+    column = cast(experiments_repo.ExperimentRangeColumn, name)
+    return experiments_repo.ExperimentRange(column, low, high)
+
+
+def _instant(text: str, whole: str, *, end: bool) -> datetime | None:
+    """An ISO 8601 date or datetime bound (UTC unless it says otherwise); a bare date as the
+    ``end`` of a range means the end of that day."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        if len(text) == len("YYYY-MM-DD"):
+            day = date.fromisoformat(text)
+            start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+            return start + timedelta(days=1, microseconds=-1) if end else start
+        instant = datetime.fromisoformat(text)
+    except ValueError:
+        raise _bad_filter(
+            "range", f"{whole!r}: {text!r} is not an ISO 8601 date or datetime"
+        ) from None
+    return instant if instant.tzinfo else instant.replace(tzinfo=UTC)
 
 
 @router.get("/{experiment_id}", dependencies=[require_user])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal, get_args
 
 from sqlalchemy import ColumnElement, delete, exists, func, literal, select
@@ -95,6 +97,21 @@ ExperimentSort = Literal[
 first label; ``duration``: the end, or now, minus the creation)."""
 EXPERIMENT_SORTS: tuple[str, ...] = get_args(ExperimentSort)
 
+ExperimentRangeColumn = Literal["id", "progress", "best_validation", "duration", "created_at"]
+"""The columns a list of experiments can be filtered to a range of (``progress``: 0 to 1;
+``duration``: seconds; ``created_at``: bounds are datetimes)."""
+EXPERIMENT_RANGE_COLUMNS: tuple[str, ...] = get_args(ExperimentRangeColumn)
+
+
+@dataclass(frozen=True)
+class ExperimentRange:
+    """Keep the experiments whose ``column`` is within ``[low, high]`` (``None``: open);
+    numbers, or datetimes for ``created_at``."""
+
+    column: ExperimentRangeColumn
+    low: float | datetime | None = None
+    high: float | datetime | None = None
+
 
 def list_experiments(
     session: Session,
@@ -105,6 +122,7 @@ def list_experiments(
     owner: str | None = None,
     labels: Collection[str] = (),
     archived: bool | None = None,
+    ranges: Collection[ExperimentRange] = (),
     sort: ExperimentSort = "id",
     descending: bool = True,
     limit: int = 100,
@@ -113,7 +131,8 @@ def list_experiments(
     """One page of experiments and the total count of those matching the filters: ``states``
     (any of them), ``name``, ``description`` and ``owner`` (case-insensitive substrings),
     ``labels`` (every one of them), ``archived`` (only archived ones, only others; ``None``:
-    both).
+    both), ``ranges`` (every one; an experiment without a value, such as a best metric before
+    any validation, is outside every range of that column).
 
     Sorted by ``sort`` (ascending, or ``descending``), then by id the same way; experiments
     without a value (no name, no label, no validation yet, not ended) come last either way.
@@ -133,6 +152,12 @@ def list_experiments(
     if archived is not None:
         is_archived = exists().where(ArchivedExperiment.experiment_id == Experiment.id)
         conditions.append(is_archived if archived else ~is_archived)
+    for bounds in ranges:
+        value = _range_value(session, bounds.column)
+        if bounds.low is not None:
+            conditions.append(value >= bounds.low)
+        if bounds.high is not None:
+            conditions.append(value <= bounds.high)
     key = _sort_key(session, sort)
     order = key.desc() if descending else key.asc()
     tie = Experiment.id.desc() if descending else Experiment.id.asc()
@@ -167,6 +192,18 @@ def _sort_key(session: Session, sort: ExperimentSort) -> ColumnElement[Any]:
         return func.julianday(ended) - func.julianday(Experiment.created_at)
     key: ColumnElement[Any] = getattr(Experiment, sort)
     return key
+
+
+def _range_value(session: Session, column: ExperimentRangeColumn) -> ColumnElement[Any]:
+    """What a range of ``column`` bounds, in its units (seconds for ``duration``)."""
+    if column == "duration":
+        now = literal(utcnow(), UTCDateTime())
+        ended = func.coalesce(Experiment.ended_at, now)
+        if session.get_bind().dialect.name == "postgresql":
+            return func.extract("epoch", ended - Experiment.created_at)
+        return (func.julianday(ended) - func.julianday(Experiment.created_at)) * 86_400.0
+    value: ColumnElement[Any] = getattr(Experiment, column)
+    return value
 
 
 def _label_elements(dialect: str) -> Any:
