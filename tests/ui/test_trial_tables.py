@@ -245,6 +245,21 @@ def test_experiment_list_sorted_by_duration_and_filtered_by_description(
     page.get_by_role("button", name="Sort by Labels").click()
     page.wait_for_function("() => location.hash.includes('sort=labels')")
     screenshot(page, "experiments-by-duration")
+    # The boxes under the headers: durations and percentages as the columns show them.
+    page.locator("#filter-description").fill("")
+    duration = page.get_by_test_id("experiments-filter-duration")
+    duration.fill("30m..2h")
+    duration.press("Enter")
+    page.wait_for_function(
+        "() => decodeURIComponent(location.hash).includes('range=duration:1800..7200')"
+    )
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-experiment-id", str(a))  # 1 h
+    page.reload()
+    expect(page.get_by_test_id("experiments-filter-duration")).to_have_value("30m..2h")
+    page.get_by_test_id("experiments-filter-progress").fill("50%..")
+    page.get_by_test_id("experiments-filter-progress").press("Enter")
+    expect(page.get_by_text("No experiment matches these filters.")).to_be_visible()
 
 
 def test_bulk_kill_from_the_trials_tab(page: Page, seeded: Seeded) -> None:

@@ -331,6 +331,8 @@ export interface ExperimentQuery {
   description?: string;
   owner?: string;
   label?: readonly string[];
+  /** `COLUMN:LOW..HIGH` (id, progress, best_validation, duration in seconds, created_at). */
+  range?: readonly string[];
   sort?: string;
   archived?: boolean;
   limit: number;

@@ -12,11 +12,13 @@ export const hparamKey = (name: string): string => `hparams.${name}`;
 /** `metrics.val_loss`: the sort and filter key of a metric column (its latest value). */
 export const metricKey = (name: string): string => `metrics.${name}`;
 
-/** The bounds of each column a list of `range` parameters filters (the last one wins). */
-export function parseRanges(ranges: readonly string[]): Map<string, Bounds> {
+/** The bounds of each column a list of `range` parameters filters (the last one wins). The
+ * column ends at the last colon (a metric's name may hold one), or at the `first` (where the
+ * bounds may: datetimes). */
+export function parseRanges(ranges: readonly string[], split: "first" | "last" = "last"): Map<string, Bounds> {
   const out = new Map<string, Bounds>();
   for (const text of ranges) {
-    const colon = text.lastIndexOf(":");
+    const colon = split === "first" ? text.indexOf(":") : text.lastIndexOf(":");
     if (colon <= 0) continue;
     const bounds = text.slice(colon + 1);
     const dots = bounds.indexOf("..");
@@ -27,8 +29,13 @@ export function parseRanges(ranges: readonly string[]): Map<string, Bounds> {
 }
 
 /** `ranges` with `column`'s bounds replaced (left out when both ends are empty). */
-export function withRange(ranges: readonly string[], column: string, bounds: Bounds): string[] {
-  const kept = [...parseRanges(ranges)].filter(([key]) => key !== column);
+export function withRange(
+  ranges: readonly string[],
+  column: string,
+  bounds: Bounds,
+  split: "first" | "last" = "last",
+): string[] {
+  const kept = [...parseRanges(ranges, split)].filter(([key]) => key !== column);
   const low = bounds.low.trim();
   const high = bounds.high.trim();
   if (low || high) kept.push([column, { low, high }]);

@@ -1,4 +1,5 @@
-// The experiment list: filter by state, name, description, owner and label, sort by any
+// The experiment list: filter by state, name, description, owner and label, and by ranges of
+// id, progress, best metric, start and duration (the boxes under the headers), sort by any
 // column, page through, act on the ticked rows; the filters and the sort live in the URL. The
 // page refreshes itself every few seconds (one page of rows, never more).
 
@@ -9,6 +10,7 @@ import { progressBar } from "../components/progress";
 import { stateBadge } from "../components/state-badge";
 import { type Column, dataTable, pager, swapTable } from "../components/table";
 import { debounce, h } from "../dom";
+import { type ExperimentRangeColumn, experimentRangeText, withExperimentRange } from "../experiment-filters";
 import { EM_DASH, elapsed, formatDuration, formatInteger, formatNumber, formatState, formatTime } from "../format";
 import { Poller } from "../poll";
 import { type Page, type Route, href, setQuery } from "../router";
@@ -26,6 +28,8 @@ interface ListState {
   description: string;
   owner: string;
   labels: string[];
+  /** `COLUMN:LOW..HIGH`, as the API takes them. */
+  ranges: string[];
   sort: string;
   page: number;
   archived: boolean;
@@ -39,6 +43,7 @@ function readState(query: URLSearchParams): ListState {
     description: query.get("description") ?? "",
     owner: query.get("owner") ?? "",
     labels: query.getAll("label").filter(Boolean),
+    ranges: query.getAll("range").filter(Boolean),
     sort: query.get("sort") || DEFAULT_SORT,
     page: Math.max(1, Number.parseInt(query.get("page") ?? "1", 10) || 1),
     archived: query.get("archived") === "1",
@@ -66,6 +71,8 @@ export class ExperimentListPage implements Page {
   private readonly bulkMessage = h("span", { class: "muted", "aria-live": "polite", "data-testid": "bulk-message" });
   private controller: AbortController | null = null;
   private readonly poller = new Poller(() => this.load(), POLL_MS);
+  /** The filter boxes under the headers, kept across renders (so typing is never lost). */
+  private readonly rangeBoxes = new Map<ExperimentRangeColumn, HTMLInputElement>();
 
   constructor(route: Route) {
     this.state = readState(route.query);
@@ -167,6 +174,8 @@ export class ExperimentListPage implements Page {
       [this.ownerInput, this.state.owner],
     ] as const)
       if (document.activeElement !== input) input.value = value;
+    for (const [column, box] of this.rangeBoxes)
+      if (document.activeElement !== box) box.value = experimentRangeText(this.state.ranges, column);
     this.labelFilters.replaceChildren(
       ...this.state.labels.map((label) =>
         labelChip(label, {
@@ -186,7 +195,7 @@ export class ExperimentListPage implements Page {
     this.controller?.abort();
     const controller = new AbortController();
     this.controller = controller;
-    const { state, name, description, owner, labels, sort, page, archived } = this.state;
+    const { state, name, description, owner, labels, ranges, sort, page, archived } = this.state;
     try {
       const result = await api.experiments(
         {
@@ -195,6 +204,7 @@ export class ExperimentListPage implements Page {
           description: description || undefined,
           owner: owner || undefined,
           label: labels,
+          range: ranges,
           sort,
           archived: archived ? undefined : false,
           limit: PAGE_SIZE,
@@ -236,6 +246,7 @@ export class ExperimentListPage implements Page {
         label: "ID",
         sortKey: "id",
         numeric: true,
+        filter: this.rangeBox("id", "ID", "min..max"),
         cell: (e) => h("a", { href: href(`/experiments/${e.id}`) }, String(e.id)),
       },
       {
@@ -274,12 +285,14 @@ export class ExperimentListPage implements Page {
         label: "Progress",
         sortKey: "progress",
         className: "progress-cell",
+        filter: this.rangeBox("progress", "progress", "50%..100%"),
         cell: (e) => progressBar(e.progress, e.state),
       },
       {
         label: "Best metric",
         sortKey: "best_validation",
         numeric: true,
+        filter: this.rangeBox("best_validation", "best metric", "min..max"),
         title: "The best searcher-metric value validated so far",
         cell: (e) =>
           h(
@@ -293,12 +306,14 @@ export class ExperimentListPage implements Page {
       {
         label: "Started",
         sortKey: "created_at",
+        filter: this.rangeBox("created_at", "start (dates)", "2026-01-31.."),
         cell: (e) => h("time", { datetime: e.created_at, title: e.created_at }, formatTime(e.created_at)),
       },
       {
         label: "Duration",
         sortKey: "duration",
         numeric: true,
+        filter: this.rangeBox("duration", "duration", "10m..2h"),
         cell: (e) => formatDuration(elapsed(e.created_at, e.ended_at, now)),
       },
     ];
@@ -392,8 +407,28 @@ export class ExperimentListPage implements Page {
     void this.load();
   }
 
+  /** The filter box under `column`'s header: `low..high` in the units its column shows. */
+  private rangeBox(column: ExperimentRangeColumn, label: string, placeholder: string): HTMLInputElement {
+    let box = this.rangeBoxes.get(column);
+    if (!box) {
+      const input = h("input", {
+        type: "search",
+        class: "column-filter",
+        "data-testid": `experiments-filter-${column}`,
+        "aria-label": `Filter by ${label} (low..high, either end may be left out)`,
+        placeholder,
+        autocomplete: "off",
+        onchange: () => setQuery({ range: withExperimentRange(this.state.ranges, column, input.value), page: null }),
+      });
+      input.value = experimentRangeText(this.state.ranges, column);
+      box = input;
+      this.rangeBoxes.set(column, box);
+    }
+    return box;
+  }
+
   private hasFilters(): boolean {
-    const { state, name, description, owner, labels } = this.state;
-    return Boolean(state || name || description || owner || labels.length);
+    const { state, name, description, owner, labels, ranges } = this.state;
+    return Boolean(state || name || description || owner || labels.length || ranges.length);
   }
 }
