@@ -17,6 +17,7 @@ from sqlalchemy import (
     Enum,
     Float,
     ForeignKey,
+    Index,
     Integer,
     LargeBinary,
     MetaData,
@@ -149,7 +150,11 @@ class Trial(Base):
     """One hyperparameter configuration being trained."""
 
     __tablename__ = "trials"
-    __table_args__ = (UniqueConstraint("experiment_id", "request_id"),)
+    __table_args__ = (
+        UniqueConstraint("experiment_id", "request_id"),
+        # The per-state counts read every poll of an experiment: from the index alone.
+        Index("ix_trials_experiment_id_state", "experiment_id", "state"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     experiment_id: Mapped[int] = mapped_column(
