@@ -13,6 +13,7 @@ traceback, which the summary points to), and everything else written on stderr. 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -119,11 +120,12 @@ class RunLog:
         handler = logging.FileHandler(self.path, encoding="utf-8")
         handler.setLevel(self._buffer.level)
         handler.setFormatter(logging.Formatter(_FORMAT))
-        self._buffer.setTarget(handler)
+        # The buffer stays and passes each record on at once (capacity 0): swapping handlers
+        # instead lost the records other threads (the stderr pump) logged in between.
+        with self._buffer.lock or contextlib.nullcontext():
+            self._buffer.setTarget(handler)
+            self._buffer.capacity = 0
         self._buffer.flush()
-        root = logging.getLogger()
-        root.removeHandler(self._buffer)
-        root.addHandler(handler)
         self._file = handler
 
     def __exit__(
@@ -133,11 +135,10 @@ class RunLog:
         tb: TracebackType | None,
     ) -> None:
         self._stderr.stop()
-        root = logging.getLogger()
-        root.removeHandler(self._buffer)
-        self._buffer.close()
+        logging.getLogger().removeHandler(self._buffer)
         if self._file is not None:
-            root.removeHandler(self._file)
+            self._buffer.flush()
             self._file.close()
+        self._buffer.close()
         for handler in self._filtered:
             handler.removeFilter(self._terminal_filter)
