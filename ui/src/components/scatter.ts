@@ -20,6 +20,7 @@ import { formatNumber, formatValue } from "../format";
 import { BEST_COLOR, withAlpha } from "../palette";
 import type { Axis } from "./hp-axis";
 import { axisValues } from "./line-chart";
+import { blendSquares } from "./blend";
 import { PointGrid, SELECTED_COLOR, isAdditive } from "./selection";
 
 export interface ScatterData {
@@ -71,8 +72,10 @@ export class HpScatter {
   private best = new Uint8Array(0);
   private data: ScatterData | null = null;
   private hovered: number | null = null;
-  /** The dots' positions in CSS pixels of the plot area, as last drawn. */
-  private grid: PointGrid | null = null;
+  /** The dots' canvas positions as last drawn (device pixels), and the grid of them in CSS
+   * pixels of the plot area, built when first hovered or boxed (not at every draw). */
+  private drawn: { cx: Float64Array; cy: Float64Array; left: number; top: number; ratio: number } | null = null;
+  private gridCache: PointGrid | null = null;
   /** Per drawn dot: 1 when its trial is outside the brushes. */
   private greyed = new Uint8Array(0);
   private kept: ((i: number) => boolean) | null = null;
@@ -225,10 +228,11 @@ export class HpScatter {
   /** A box dragged over the plot: the trials of the dots inside it (not the greyed ones). */
   private boxSelect(u: uPlot): void {
     const { left, top, width, height } = u.select;
-    if (width < 3 || height < 3 || !this.grid || !this.data) return;
+    const grid = this.grid();
+    if (width < 3 || height < 3 || !grid || !this.data) return;
     this.boxed = true;
     const data = this.data;
-    const ids = this.grid
+    const ids = grid
       .inBox(left, top, left + width, top + height)
       .filter((k) => !this.greyed[k])
       .map((k) => data.trialIds[this.index[k] as number] as number);
@@ -255,11 +259,8 @@ export class HpScatter {
       cx[k] = px(this.xs[k] as number);
       cy[k] = py(this.ys[k] as number);
     }
-    this.grid = new PointGrid(
-      cx.map((x) => (x - bbox.left) / ratio),
-      cy.map((y) => (y - bbox.top) / ratio),
-      HOVER_PX,
-    );
+    this.drawn = { cx, cy, left: bbox.left, top: bbox.top, ratio };
+    this.gridCache = null;
     const greyed = this.greyed;
     const plain = (k: number) => !this.best[k] && !greyed[k];
     ctx.save();
@@ -267,7 +268,7 @@ export class HpScatter {
     ctx.rect(bbox.left, bbox.top, bbox.width, bbox.height);
     ctx.clip();
     if (many) {
-      this.blendSquares(u, cx, cy, Math.max(2, Math.round(2 * half)), [
+      this.blendLayers(u, cx, cy, Math.max(2, Math.round(2 * half)), [
         [GREY_COLOR, 0.25, (k) => greyed[k] === 1],
         [OTHER_COLOR, 0.35, plain],
       ]);
@@ -312,8 +313,8 @@ export class HpScatter {
   /** The many dots as `size`-pixel squares blended into pixels of their own, in layers (a
    * colour, its alpha, which dots), then drawn over the plot area at once: instead of 10,000
    * fillRect calls (~8 ms each 10,000 without a GPU, per plot), and without reading the
-   * plot's pixels back. */
-  private blendSquares(
+   * plot's pixels back (blend.ts). */
+  private blendLayers(
     u: uPlot,
     cx: Float64Array,
     cy: Float64Array,
@@ -326,34 +327,24 @@ export class HpScatter {
     const height = Math.ceil(u.bbox.height);
     if (width <= 0 || height <= 0) return;
     const image = new ImageData(width, height);
-    const pixels = image.data;
-    const offset = size / 2;
-    for (const [colourHex, alpha, include] of layers) {
-      const colour = Number.parseInt(colourHex.slice(1), 16);
-      const rgb = [(colour >> 16) & 255, (colour >> 8) & 255, colour & 255];
-      for (let k = 0; k < cx.length; k++) {
-        if (!include(k)) continue;
-        const x0 = Math.round((cx[k] as number) - left - offset);
-        const y0 = Math.round((cy[k] as number) - top - offset);
-        for (let y = Math.max(0, y0); y < Math.min(height, y0 + size); y++) {
-          for (let x = Math.max(0, x0); x < Math.min(width, x0 + size); x++) {
-            // Source-over of a translucent colour on a pixel of the layer (transparent or a dot
-            // drawn before), in the non-premultiplied values ImageData holds.
-            const at = (y * width + x) * 4;
-            const below = (pixels[at + 3] as number) / 255;
-            const out = alpha + below * (1 - alpha);
-            for (let c = 0; c < 3; c++) {
-              pixels[at + c] = ((rgb[c] as number) * alpha + (pixels[at + c] as number) * below * (1 - alpha)) / out;
-            }
-            pixels[at + 3] = out * 255;
-          }
-        }
-      }
-    }
+    blendSquares(image.data, width, height, cx, cy, left, top, size, layers);
     this.layer.width = width;
     this.layer.height = height;
     this.layer.getContext("2d")?.putImageData(image, 0, 0);
     u.ctx.drawImage(this.layer, left, top);
+  }
+
+  private grid(): PointGrid | null {
+    const drawn = this.drawn;
+    if (!this.gridCache && drawn) {
+      const { cx, cy, left, top, ratio } = drawn;
+      this.gridCache = new PointGrid(
+        cx.map((x) => (x - left) / ratio),
+        cy.map((y) => (y - top) / ratio),
+        HOVER_PX,
+      );
+    }
+    return this.gridCache;
   }
 
   /** The dot nearest the cursor (CSS pixels), within HOVER_PX; greyed dots are skipped. */
@@ -361,9 +352,10 @@ export class HpScatter {
     const left = u.cursor.left ?? -1;
     const top = u.cursor.top ?? -1;
     const data = this.data;
-    if (left < 0 || !data || !this.grid) return this.show(null);
+    const grid = this.grid();
+    if (left < 0 || !data || !grid) return this.show(null);
     const ratio = window.devicePixelRatio || 1;
-    const nearest = this.grid.nearest(left, top, HOVER_PX, (k) => (this.greyed[k] ? -HOVER_PX : this.best[k] ? 3 : 0));
+    const nearest = grid.nearest(left, top, HOVER_PX, (k) => (this.greyed[k] ? -HOVER_PX : this.best[k] ? 3 : 0));
     if (nearest < 0) return this.show(null);
     const at: [number, number] = [
       (mapper(u, "x")(this.xs[nearest] as number) - u.bbox.left) / ratio,
