@@ -12,6 +12,10 @@ wholly inside one window is that window's; a window's time per batch is its chun
 Each "on" window is compared with the mean of the "off" windows beside it (so slow drift of
 the machine cancels): ratio = off / on time per batch (< 1: the sampler slows training).
 Prints one JSON line: the ratios' median and 95% bootstrap interval, and the counts.
+
+An ``--interval`` far below PEDL's shortest (1 s), such as 0.01, amplifies the cost until it
+can be measured: the cost is per sample, so the slowdown scales down with the sampling rate
+(RESULTS.md, "System metrics overhead", 5).
 """
 
 from __future__ import annotations
