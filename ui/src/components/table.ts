@@ -20,6 +20,28 @@ export interface Column<T> {
   cell: (row: T) => Node | string;
 }
 
+/** A column's filter box (for `Column.filter`): a search input that calls `onChange` with
+ * its text when the user commits it (Enter, or leaving the box). */
+export function columnFilter(options: {
+  testId: string;
+  label: string;
+  placeholder: string;
+  onChange: (text: string) => void;
+  attrs?: Record<string, string>;
+}): HTMLInputElement {
+  const input = h("input", {
+    ...options.attrs,
+    type: "search",
+    class: "column-filter",
+    "data-testid": options.testId,
+    "aria-label": options.label,
+    placeholder: options.placeholder,
+    autocomplete: "off",
+    onchange: () => options.onChange(input.value),
+  });
+  return input;
+}
+
 export interface TableOptions<T> {
   caption: string;
   columns: Column<T>[];

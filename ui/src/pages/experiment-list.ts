@@ -8,7 +8,7 @@ import { confirmAction } from "../components/dialog";
 import { errorMessage, notice } from "../components/notice";
 import { progressBar } from "../components/progress";
 import { stateBadge } from "../components/state-badge";
-import { type Column, dataTable, pager, swapTable } from "../components/table";
+import { type Column, columnFilter, dataTable, pager, swapTable } from "../components/table";
 import { debounce, h } from "../dom";
 import { type ExperimentRangeColumn, experimentRangeText, withExperimentRange } from "../experiment-filters";
 import { EM_DASH, elapsed, formatDuration, formatInteger, formatNumber, formatState, formatTime } from "../format";
@@ -411,17 +411,13 @@ export class ExperimentListPage implements Page {
   private rangeBox(column: ExperimentRangeColumn, label: string, placeholder: string): HTMLInputElement {
     let box = this.rangeBoxes.get(column);
     if (!box) {
-      const input = h("input", {
-        type: "search",
-        class: "column-filter",
-        "data-testid": `experiments-filter-${column}`,
-        "aria-label": `Filter by ${label} (low..high, either end may be left out)`,
+      box = columnFilter({
+        testId: `experiments-filter-${column}`,
+        label: `Filter by ${label} (low..high, either end may be left out)`,
         placeholder,
-        autocomplete: "off",
-        onchange: () => setQuery({ range: withExperimentRange(this.state.ranges, column, input.value), page: null }),
+        onChange: (text) => setQuery({ range: withExperimentRange(this.state.ranges, column, text), page: null }),
       });
-      input.value = experimentRangeText(this.state.ranges, column);
-      box = input;
+      box.value = experimentRangeText(this.state.ranges, column);
       this.rangeBoxes.set(column, box);
     }
     return box;

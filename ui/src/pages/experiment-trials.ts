@@ -8,7 +8,7 @@ import { type Experiment, type Trial, type TrialState, TRIAL_STATES, api, metric
 import { confirmAction } from "../components/dialog";
 import { errorMessage, notice } from "../components/notice";
 import { stateBadge } from "../components/state-badge";
-import { type Column, dataTable, pager, swapTable } from "../components/table";
+import { type Column, columnFilter, dataTable, pager, swapTable } from "../components/table";
 import { h } from "../dom";
 import {
   EM_DASH,
@@ -187,17 +187,13 @@ export class TrialsTab implements ExperimentTab {
   private filterBox(key: string, label: string, kind: "range" | "values"): HTMLInputElement {
     let box = this.filterBoxes.get(key);
     if (!box) {
-      const input = h("input", {
-        type: "search",
-        class: "column-filter",
-        "data-testid": `trials-filter-${key}`,
-        "data-filter-kind": kind,
-        "aria-label": `Filter ${label}${kind === "range" ? " (min..max)" : " (values, comma-separated)"}`,
+      box = columnFilter({
+        testId: `trials-filter-${key}`,
+        label: `Filter ${label}${kind === "range" ? " (min..max)" : " (values, comma-separated)"}`,
         placeholder: kind === "range" ? "min..max" : "a, b",
-        autocomplete: "off",
-        onchange: () => this.applyFilter(key, kind, input.value),
+        onChange: (text) => this.applyFilter(key, kind, text),
+        attrs: { "data-filter-kind": kind },
       });
-      box = input;
       this.filterBoxes.set(key, box);
       this.syncFilterBox(key, box);
     }
