@@ -3,7 +3,7 @@
 // a percentage in its box; a duration is seconds there and `90s`, `10m`, `1h 30m` or `2d` in
 // its box; ids, best metrics and start dates (ISO 8601) are the same in both.
 
-import { type Bounds, parseRanges, withRange } from "./trial-filters";
+import { parseRanges, typedBounds, withRange } from "./trial-filters";
 
 export type ExperimentRangeColumn = "id" | "progress" | "best_validation" | "duration" | "created_at";
 
@@ -74,9 +74,6 @@ export function experimentRangeText(ranges: readonly string[], column: Experimen
 /** `ranges` with `column`'s bounds set from its box's `text` (`low..high`; one value: exactly
  * it; empty: no filter on the column). */
 export function withExperimentRange(ranges: readonly string[], column: ExperimentRangeColumn, text: string): string[] {
-  const trimmed = text.trim();
-  const dots = trimmed.indexOf("..");
-  const typed: Bounds =
-    dots < 0 ? { low: trimmed, high: trimmed } : { low: trimmed.slice(0, dots), high: trimmed.slice(dots + 2) };
+  const typed = typedBounds(text);
   return withRange(ranges, column, { low: toApi(column, typed.low), high: toApi(column, typed.high) }, "first");
 }

@@ -28,6 +28,14 @@ export function parseRanges(ranges: readonly string[], split: "first" | "last" =
   return out;
 }
 
+/** The bounds a filter box's text gives: `low..high` (either end may be empty), or one value
+ * for exactly it. */
+export function typedBounds(text: string): Bounds {
+  const trimmed = text.trim();
+  const dots = trimmed.indexOf("..");
+  return dots < 0 ? { low: trimmed, high: trimmed } : { low: trimmed.slice(0, dots), high: trimmed.slice(dots + 2) };
+}
+
 /** `ranges` with `column`'s bounds replaced (left out when both ends are empty). */
 export function withRange(
   ranges: readonly string[],

@@ -185,11 +185,7 @@ def _sort_key(session: Session, sort: ExperimentSort) -> ColumnElement[Any]:
         elements = _label_elements(dialect)
         return select(func.min(elements.c.value)).select_from(elements).scalar_subquery()
     if sort == "duration":
-        now = literal(utcnow(), UTCDateTime())
-        ended = func.coalesce(Experiment.ended_at, now)
-        if dialect == "postgresql":
-            return ended - Experiment.created_at
-        return func.julianday(ended) - func.julianday(Experiment.created_at)
+        return _duration_seconds(dialect)
     key: ColumnElement[Any] = getattr(Experiment, sort)
     return key
 
@@ -197,13 +193,18 @@ def _sort_key(session: Session, sort: ExperimentSort) -> ColumnElement[Any]:
 def _range_value(session: Session, column: ExperimentRangeColumn) -> ColumnElement[Any]:
     """What a range of ``column`` bounds, in its units (seconds for ``duration``)."""
     if column == "duration":
-        now = literal(utcnow(), UTCDateTime())
-        ended = func.coalesce(Experiment.ended_at, now)
-        if session.get_bind().dialect.name == "postgresql":
-            return func.extract("epoch", ended - Experiment.created_at)
-        return (func.julianday(ended) - func.julianday(Experiment.created_at)) * 86_400.0
+        return _duration_seconds(session.get_bind().dialect.name)
     value: ColumnElement[Any] = getattr(Experiment, column)
     return value
+
+
+def _duration_seconds(dialect: str) -> ColumnElement[Any]:
+    """An experiment's duration in seconds: its end, or now while it has none, minus its
+    creation."""
+    ended = func.coalesce(Experiment.ended_at, literal(utcnow(), UTCDateTime()))
+    if dialect == "postgresql":
+        return func.extract("epoch", ended - Experiment.created_at)
+    return (func.julianday(ended) - func.julianday(Experiment.created_at)) * 86_400.0
 
 
 def _label_elements(dialect: str) -> Any:

@@ -352,20 +352,20 @@ def latest_validations(session: Session, trial_ids: list[int]) -> dict[int, dict
     """The metrics of each of these trials' validation with the most batches, by trial id
     (trials that never validated are left out): one index lookup per trial, so it costs
     what the trials asked for, not what their experiment holds."""
+    latest = (
+        select(_metrics.c.id)
+        .where(
+            _metrics.c.trial_id == _trials.c.id,
+            _metrics.c.kind == MetricKind.VALIDATION,
+        )
+        .order_by(_metrics.c.total_batches.desc())
+        .limit(1)
+        .correlate(_trials)
+        .scalar_subquery()
+    )
     found: dict[int, dict[str, Any]] = {}
     for start in range(0, len(trial_ids), LATEST_VALIDATIONS_CHUNK):
         chunk = trial_ids[start : start + LATEST_VALIDATIONS_CHUNK]
-        latest = (
-            select(_metrics.c.id)
-            .where(
-                _metrics.c.trial_id == _trials.c.id,
-                _metrics.c.kind == MetricKind.VALIDATION,
-            )
-            .order_by(_metrics.c.total_batches.desc())
-            .limit(1)
-            .correlate(_trials)
-            .scalar_subquery()
-        )
         row_ids = select(latest).where(_trials.c.id.in_(chunk))
         query = select(_metrics.c.trial_id, sql_cast(_metrics.c.metrics, Text)).where(
             _metrics.c.id.in_(row_ids)

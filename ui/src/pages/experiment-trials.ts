@@ -30,6 +30,7 @@ import {
   parseRanges,
   parseValues,
   splitValues,
+  typedBounds,
   withRange,
   withValues,
 } from "../trial-filters";
@@ -205,12 +206,7 @@ export class TrialsTab implements ExperimentTab {
       setQuery({ value: withValues(this.state.values, key, splitValues(text)), page: null });
       return;
     }
-    const trimmed = text.trim();
-    const dots = trimmed.indexOf("..");
-    // A single number filters to exactly it.
-    const bounds =
-      dots < 0 ? { low: trimmed, high: trimmed } : { low: trimmed.slice(0, dots), high: trimmed.slice(dots + 2) };
-    setQuery({ range: withRange(this.state.ranges, key, bounds), page: null });
+    setQuery({ range: withRange(this.state.ranges, key, typedBounds(text)), page: null });
   }
 
   private syncFilterBoxes(): void {
