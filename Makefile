@@ -15,7 +15,7 @@ ESTIMATOR_PYTHON ?= $(shell command -v python3.11)
 ESTIMATOR_VENV := .venv-estimator
 ESTIMATOR_INSTALLED := $(ESTIMATOR_VENV)/.installed
 
-.PHONY: demo demo-stop test lint typecheck audit postgres clean ui .venv-estimator azurite
+.PHONY: demo demo-stop test lint typecheck audit postgres clean ui .venv-estimator azurite docs docs-serve api-types
 
 # Root runs apt-get itself; anyone else through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -28,7 +28,7 @@ $(INSTALLED): pyproject.toml compat/determined/pyproject.toml
 		|| (echo "Set PYTHON=/path/to/python3.11 (or 3.12, 3.13)"; exit 1)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools
-	$(BIN)/python -m pip install --quiet -e '.[tf,dev,examples,ray]'
+	$(BIN)/python -m pip install --quiet -e '.[tf,dev,examples,ray,docs]'
 	$(BIN)/python -m pip install --quiet --no-deps -e compat/determined
 	# Keras 2 mode (TF_USE_LEGACY_KERAS=1): tf-keras without its dependencies, whose
 	# `tensorflow` would pull the GPU build next to tensorflow-cpu.
@@ -40,7 +40,7 @@ $(INSTALLED): pyproject.toml compat/determined/pyproject.toml
 ## NumPy 1.x (the estimator extra), PEDL itself (editable) and pytest. Made once; remade when
 ## pyproject.toml changes (--no-compile: Python compiles what a trial imports, on first use,
 ## rather than all of TensorFlow up front: ~40% less CPU to make it). Point an experiment at it with
-## PEDL_TRIAL_PYTHON=$(CURDIR)/.venv-estimator/bin/python (see README, EstimatorTrial).
+## PEDL_TRIAL_PYTHON=$(CURDIR)/.venv-estimator/bin/python (see docs/estimator-trial.md).
 .venv-estimator: $(ESTIMATOR_INSTALLED)
 
 $(ESTIMATOR_INSTALLED): pyproject.toml
@@ -66,7 +66,19 @@ demo-stop:
 	else echo "The demo master (pid $$(cat "$$pidfile")) was not running"; fi; \
 	rm -f "$$pidfile"
 
-## test: lint, type-check, and run the whole test suite (PostgreSQL is started if needed); the
+## docs: the documentation site (mkdocs.yml, docs/) built strictly into site/: a broken link or
+## anchor, a reference that does not resolve, a config field or master setting without a
+## description, any warning fails it. The references are generated from the code at build time.
+## docs-serve: the same, served at http://127.0.0.1:8000 and rebuilt on every change.
+export NO_MKDOCS_2_WARNING := 1
+docs: $(INSTALLED)
+	$(BIN)/mkdocs build --strict
+
+docs-serve: $(INSTALLED)
+	$(BIN)/mkdocs serve --strict
+
+## test: lint, type-check, build the documentation site (make docs), and run the whole test suite
+## (PostgreSQL is started if needed; tests/docs reads the site make docs built); the
 ## EstimatorTrial tests that need tf.estimator in the test process run in .venv-estimator.
 ## The suite runs in TEST_WORKERS pytest-xdist processes (default 2, the CI machine's cores;
 ## most tests wait on subprocesses that import TensorFlow); TEST_WORKERS=0 runs it in one.
@@ -77,9 +89,9 @@ demo-stop:
 ## Keras 2 mode (TF_USE_LEGACY_KERAS=1: tf-keras as tf.keras).
 TEST_WORKERS ?= 2
 SERIAL_TESTS = $(shell grep -rl --include='test_*.py' 'pytest.mark.serial' tests)
-test: lint typecheck audit postgres ui azurite $(CHROMIUM) $(ESTIMATOR_INSTALLED)
+test: lint typecheck audit docs postgres ui azurite $(CHROMIUM) $(ESTIMATOR_INSTALLED)
 	cd ui && npm test
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not serial" --durations=15
+	PEDL_DOCS_SITE=site $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not serial" --durations=15
 	TF_USE_LEGACY_KERAS=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "keras2 and not serial" tests/keras tests/frameworks
 	$(if $(SERIAL_TESTS),$(BIN)/pytest -m serial $(SERIAL_TESTS))
 	$(ESTIMATOR_VENV)/bin/pytest tests/estimator
@@ -100,6 +112,14 @@ $(UI_BUILT): $(UI_SOURCES)
 		npm ci --no-audit --no-fund; \
 	fi; \
 	npm run build; cd ..; touch $@
+
+## api-types: the web UI's API types from the master's code: ui/openapi.json (the OpenAPI
+## document, scripts/openapi_dump.py), then ui/src/api-types.ts from it (`npm run api-types`,
+## openapi-typescript as package-lock.json pins it). Run after changing the REST API and commit
+## both; tests/ui/test_api_types.py fails while either is out of date.
+api-types: $(INSTALLED)
+	$(BIN)/python scripts/openapi_dump.py
+	cd ui && ([ -d node_modules/openapi-typescript ] || npm ci --no-audit --no-fund) && npm run api-types
 
 # The browser tests drive Debian's Chromium (headless) with Playwright.
 $(CHROMIUM):
@@ -135,4 +155,4 @@ postgres:
 	scripts/ensure-postgres.sh
 
 clean:
-	rm -rf $(VENV) $(ESTIMATOR_VENV) pedl-local .pedl-demo .pytest_cache .mypy_cache .ruff_cache pedl/master/ui_dist ui/node_modules .azurite
+	rm -rf $(VENV) $(ESTIMATOR_VENV) site pedl-local .pedl-demo .pytest_cache .mypy_cache .ruff_cache pedl/master/ui_dist ui/node_modules .azurite

@@ -65,12 +65,12 @@ def main() -> None:
 
             def pedl(row: dict[str, Any] = row) -> None:
                 row["save_s"] = timed(controller._checkpoint)
-                storage_id = recorder.checkpoints[-1]
+                storage_id = recorder.checkpoints[-1][0]
                 row["restore_s"] = timed(lambda: controller._restore(storage_id))
                 row["bytes"] = sum(list_resources(storage / storage_id).values())
 
             def raw(row: dict[str, Any] = row) -> None:
-                source = storage / recorder.checkpoints[-1]
+                source = storage / recorder.checkpoints[-1][0]
                 there, back = Path(tmp) / "there", Path(tmp) / "back"
                 row["copy_s"] = timed(lambda: shutil.copytree(source, there))
                 row["copy_back_s"] = timed(lambda: shutil.copytree(there, back))
@@ -81,7 +81,7 @@ def main() -> None:
                 step()  # raw copies the latest checkpoint: this or the previous rep's
             row["ratio"] = (row["save_s"] + row["restore_s"]) / (row["copy_s"] + row["copy_back_s"])
             rows.append(row)
-            for stale in recorder.checkpoints[:-1]:
+            for stale, _ in recorder.checkpoints[:-1]:
                 shutil.rmtree(storage / stale, ignore_errors=True)
     if args.out:
         with open(args.out, "a") as f:

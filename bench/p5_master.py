@@ -28,8 +28,8 @@ from typing import Any
 import httpx
 import psycopg
 
-from pedl.master.db import Database
-from pedl.master.db import trials as trials_repo
+from pedl.db import Database
+from pedl.db import trials as trials_repo
 
 PG_ADMIN_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test connect_timeout=5"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -146,6 +146,9 @@ class MasterProcess:
             "PEDL_PORT": str(self.port),
             "PEDL_DB_URL": self.db_url,
             "PEDL_CPU_SLOTS": str(self.cpu_slots),
+            # The benchmarks' experiments start no trial process: as root, the default
+            # trial_user (nobody) would refuse them for a Python under /root.
+            "PEDL_TRIAL_USER": "",
         }
         env.pop("PEDL_CONFIG_FILE", None)
         # The master creates (or resets) its administrator with this password; the
@@ -160,7 +163,7 @@ class MasterProcess:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 240  # a loaded machine migrates a database slowly
         with httpx.Client(base_url=self.url, timeout=5) as http:
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
@@ -279,4 +282,17 @@ def loadavg() -> float:
 
 
 def machine() -> dict[str, Any]:
-    return {"nproc": os.cpu_count(), "python": sys.version.split()[0]}
+    """The machine and the code measured: cores, Python, the commit (``+`` if the tree has
+    changes)."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(
+            ["git", "describe", "--always", "--dirty=+"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    return {"nproc": os.cpu_count(), "python": sys.version.split()[0], "commit": commit}

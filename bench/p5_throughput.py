@@ -11,6 +11,16 @@ socket. rows/s = rows acknowledged / wall time from the first send to the last a
 warm-up round per repetition is not counted. Each repetition prints one JSON line; the last
 line is the summary (median and range over repetitions). Every run checks that the database
 holds exactly the rows that were acknowledged.
+
+Beside each repetition, in the same run and on the same database (the master idle), the
+master's own database layer alone: one thread calls ``pedl.db.metrics.upsert_metrics`` with
+the same bodies already parsed into rows (``--threads`` times ``--requests`` bodies, one
+transaction each, on the trials' next batches), rows/s over its wall time (``db_rows_per_s``).
+The summary gives the ratio master ÷ database layer (issue 38's goal: ≥ 0.9, both ≥ 100,000
+rows/s), and, since wall time on a shared machine mostly measures the other load, the same
+per CPU second (``rows_per_cpu_s``: the master's process, or this one's for the database
+layer, plus every PostgreSQL process's CPU; with PostgreSQL, other users of the server are
+counted too).
 """
 
 from __future__ import annotations
@@ -26,6 +36,12 @@ from typing import Any
 
 import httpx
 import p5_master
+
+from pedl.db import Database
+from pedl.db import metrics as metrics_repo
+from pedl.db.metrics import MetricRow
+from pedl.master.api._schemas import MetricsBatch
+from pedl.master.api.trials import metric_rows
 
 
 def post_all(url: str, trial_id: int, token: str, bodies: list[bytes], errors: list[str]) -> None:
@@ -70,6 +86,7 @@ def run_round(
         thread.join()
     wall = time.perf_counter() - start
     master_cpu = p5_master.cpu_seconds(master.pid) - cpu_before
+    postgres_cpu = p5_master.postgres_cpu_seconds() - pg_before
     if errors:
         raise RuntimeError(f"{len(errors)} failed requests, first: {errors[0]}")
     rows = batch * requests * len(trials)
@@ -79,8 +96,38 @@ def run_round(
         "rows_per_s": round(rows / wall),
         "master_cpu_cores": round(master_cpu / wall, 2),
         "rows_per_master_cpu_s": round(rows / master_cpu),
-        "postgres_cpu_cores": round((p5_master.postgres_cpu_seconds() - pg_before) / wall, 2),
+        "postgres_cpu_cores": round(postgres_cpu / wall, 2),
+        "rows_per_cpu_s": round(rows / (master_cpu + postgres_cpu)),
         "client_cpu_cores": round((time.process_time() - client_before) / wall, 2),
+        "loadavg_1m_before": load,
+    }
+
+
+def run_db_layer(
+    database: Database, trials: list[tuple[int, str]], batch: int, requests: int, first_batch: int
+) -> dict[str, Any]:
+    """The database layer alone, in this process's one thread: each trial's ``requests``
+    bodies of ``batch`` rows (as the master parses them, before the clock) through
+    ``upsert_metrics``, one transaction per body, the trials taking turns."""
+    bodies: list[tuple[int, list[MetricRow]]] = []
+    for r in range(requests):
+        for trial_id, _ in trials:
+            body = p5_master.rows_body(first_batch + r * batch, batch, seed=trial_id)
+            bodies.append((trial_id, metric_rows(MetricsBatch.model_validate_json(body))))
+    load = p5_master.loadavg()
+    pg_before = p5_master.postgres_cpu_seconds()
+    cpu_before = time.process_time()
+    start = time.perf_counter()
+    for trial_id, rows in bodies:
+        with database.session(write=True, serialize=True) as session:
+            metrics_repo.upsert_metrics(session, trial_id, rows)
+    wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu_before + p5_master.postgres_cpu_seconds() - pg_before
+    rows_written = batch * len(bodies)
+    return {
+        "rows": rows_written,
+        "rows_per_s": round(rows_written / wall),
+        "rows_per_cpu_s": round(rows_written / cpu),
         "loadavg_1m_before": load,
     }
 
@@ -107,13 +154,30 @@ def main() -> None:
             run_round(master, trials, args.batch, 5, next_batch)  # warm-up
             next_batch += 5 * args.batch
             acknowledged = 5 * args.batch * args.threads
+            database = Database(backend.url)
             for rep in range(args.reps):
                 result = run_round(master, trials, args.batch, args.requests, next_batch)
                 next_batch += args.requests * args.batch
                 acknowledged += result["rows"]
-                result.update(rep=rep, backend=args.backend, batch=args.batch, threads=args.threads)
+                db = run_db_layer(database, trials, args.batch, args.requests, next_batch)
+                next_batch += args.requests * args.batch
+                acknowledged += db["rows"]
+                result.update(
+                    rep=rep,
+                    backend=args.backend,
+                    batch=args.batch,
+                    threads=args.threads,
+                    db_rows_per_s=db["rows_per_s"],
+                    db_loadavg_1m_before=db["loadavg_1m_before"],
+                    master_over_db=round(result["rows_per_s"] / db["rows_per_s"], 3),
+                    db_rows_per_cpu_s=db["rows_per_cpu_s"],
+                    master_over_db_per_cpu=round(
+                        result["rows_per_cpu_s"] / db["rows_per_cpu_s"], 3
+                    ),
+                )
                 print(json.dumps(result), flush=True)
                 results.append(result)
+            database.dispose()
             stored = p5_master.count_metric_rows(backend.url)
             if stored != acknowledged:
                 raise RuntimeError(f"{acknowledged} rows acknowledged but {stored} stored")
@@ -131,6 +195,16 @@ def main() -> None:
         "rows_per_s_median": statistics.median(rates),
         "rows_per_s_min": min(rates),
         "rows_per_s_max": max(rates),
+        "db_rows_per_s_median": statistics.median(r["db_rows_per_s"] for r in results),
+        "master_over_db_median": statistics.median(r["master_over_db"] for r in results),
+        "master_over_db_min": min(r["master_over_db"] for r in results),
+        "rows_per_cpu_s_median": statistics.median(r["rows_per_cpu_s"] for r in results),
+        "db_rows_per_cpu_s_median": statistics.median(r["db_rows_per_cpu_s"] for r in results),
+        "master_over_db_per_cpu_median": statistics.median(
+            r["master_over_db_per_cpu"] for r in results
+        ),
+        "loadavg_1m_min": min(r["loadavg_1m_before"] for r in results),
+        "loadavg_1m_max": max(r["loadavg_1m_before"] for r in results),
         "master_cpu_cores_median": statistics.median(r["master_cpu_cores"] for r in results),
         "rows_per_master_cpu_s_median": statistics.median(
             r["rows_per_master_cpu_s"] for r in results

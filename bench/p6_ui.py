@@ -82,12 +82,12 @@ from playwright.sync_api import Browser, sync_playwright
 from sqlalchemy import insert, update
 
 from pedl.config import parse_config
-from pedl.engine import ExperimentState, MetricKind, TrialState
+from pedl.db import Database, Experiment, Metric, Trial, TrialLog
+from pedl.db import experiments as experiments_repo
+from pedl.db.search_history import ATTEMPT_EXITED, ATTEMPT_STARTED, MASTER_STREAM
 from pedl.master.api._session_cookie import CSRF_COOKIE, SESSION_COOKIE, csrf_token
 from pedl.master.api._web_ui import UI_DIST
-from pedl.master.db import Database, Experiment, Metric, Trial, TrialLog
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db.search_history import ATTEMPT_EXITED, ATTEMPT_STARTED, MASTER_STREAM
+from pedl.vocabulary import ExperimentState, MetricKind, TrialState
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-dev-shm-usage"]

@@ -1,7 +1,7 @@
 """Run a benchmark trial through PEDL's TFKerasTrialController with in-process stand-ins.
 
-Mirrors ``pedl/local/_smoke.py``: a ``core.Context`` with a ``SharedFSStorage``, a recorder
-for metrics and checkpoints, and a searcher session that hands out one length. The recorder
+Mirrors ``pedl/local/_smoke.py``: a ``core.Context`` with a ``SharedFSStorage`` and a trial
+backend (the recorder) that keeps checkpoints and hands out one length. The recorder
 timestamps every training-metrics report, i.e. every chunk boundary, which is how the
 throughput benchmark times PEDL without adding a callback to its ``fit``.
 """
@@ -12,7 +12,6 @@ import random
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import bench_trials
 
@@ -25,46 +24,30 @@ CODE_DIR = Path(bench_trials.__file__).parent
 SEED = 1
 
 
-class Session:
-    """Searcher stand-in: one operation to ``length`` batches."""
-
-    def __init__(self, length: int) -> None:
-        self._lengths = [length]
-
-    def next_length(self) -> int | None:
-        return self._lengths[0] if self._lengths else None
-
-    def complete(self, length: int, searcher_metric: float) -> None:
-        self._lengths.clear()
-
-
-class Recorder:
-    """Metrics writer and checkpoint registry.
+class Recorder(core.MemoryBackend):
+    """The in-memory trial backend (one searcher operation, to the length
+    :func:`make_controller` gives), timing every chunk boundary.
 
     ``boundary_times[b]`` / ``boundary_cpu_times[b]``: wall clock / this process's CPU time
     when batch b (a chunk boundary) ended.
     """
 
     def __init__(self) -> None:
+        super().__init__()
         self.boundary_times: dict[int, float] = {}
         self.boundary_cpu_times: dict[int, float] = {}
-        self.checkpoints: list[str] = []
 
     def write_metrics(
-        self, kind: core.MetricKind, total_batches: int, metrics: Mapping[str, float]
+        self,
+        kind: core.MetricKind,
+        total_batches: int,
+        metrics: Mapping[str, float],
+        total_epochs: float | None = None,
     ) -> None:
-        if kind == "training":
+        if kind == core.MetricKind.TRAINING:
             self.boundary_times[total_batches] = time.perf_counter()
             self.boundary_cpu_times[total_batches] = time.process_time()
-
-    def register_checkpoint(
-        self,
-        storage_id: str,
-        total_batches: int,
-        metadata: Mapping[str, Any],
-        resources: Mapping[str, int],
-    ) -> None:
-        self.checkpoints.append(storage_id)
+        super().write_metrics(kind, total_batches, metrics, total_epochs)
 
 
 def make_controller(
@@ -102,11 +85,6 @@ def make_controller(
         code_dir=CODE_DIR,
         latest_checkpoint=latest_checkpoint,
     )
-    context = core.build_context(
-        info,
-        metrics=recorder,
-        checkpoints=recorder,
-        storage=SharedFSStorage(storage_dir),
-        searcher=Session(batches),
-    )
+    recorder.lengths = [batches]
+    context = core.build_context(info, backend=recorder, storage=SharedFSStorage(storage_dir))
     return TFKerasTrialController(bench_trials.BenchTrial, context)

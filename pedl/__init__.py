@@ -4,8 +4,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pedl._trial import Trial, TrialController
-    from pedl.engine import InvalidHP, TrialOutcome
     from pedl.script import get_hyperparameter
+    from pedl.vocabulary import InvalidHP, TrialOutcome
 
 __version__ = "0.1.0"
 
@@ -28,9 +28,9 @@ def __getattr__(name: str) -> Any:
 
         return getattr(_trial, name)
     if name in ("InvalidHP", "TrialOutcome"):
-        from pedl import engine
+        from pedl import vocabulary
 
-        return getattr(engine, name)
+        return getattr(vocabulary, name)
     if name == "get_hyperparameter":
         from pedl.script import get_hyperparameter
 

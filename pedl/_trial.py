@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Protocol
 
-from pedl.engine import TrialOutcome
+from pedl.vocabulary import TrialOutcome
 
 
 class TrialController(Protocol):

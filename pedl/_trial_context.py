@@ -4,9 +4,12 @@ and ``EstimatorTrialContext`` (TensorFlow 2.15) extend it with their wrappers.""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pedl import core
+
+if TYPE_CHECKING:
+    from pedl.config import Length
 
 
 class TrialContext:
@@ -62,6 +65,13 @@ class TrialContext:
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise ValueError(f"global_batch_size must be a positive integer, got {value!r}")
         return value
+
+    def length_to_batches(self, length: Length) -> int:
+        """A searcher length in batches: its value, or its records or epochs divided by the
+        global batch size (epochs with ``records_per_epoch``)."""
+        if length.unit == "batches":
+            return length.value
+        return length.to_batches(self.get_global_batch_size(), self._info.config.records_per_epoch)
 
     def get_per_slot_batch_size(self) -> int:
         """The batch size each slot trains with: global_batch_size / number of slots."""

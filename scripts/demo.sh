@@ -15,7 +15,11 @@ LOG=$DEMO_HOME/master.log
 PIDFILE=$DEMO_HOME/master.pid
 # The demo master's admin password: made once, kept (mode 0600) for the next runs.
 PASSFILE=$DEMO_HOME/admin-password
-mkdir -p "$DEMO_HOME"
+# The demo master's home (its database, its log, the admin password) is its user's only; a
+# master refuses a database others can read, as an earlier demo's may be: made private here.
+(umask 077 && mkdir -p "$DEMO_HOME")
+chmod 700 "$DEMO_HOME"
+chmod 600 "$DEMO_HOME"/pedl.db* "$DEMO_HOME"/master.log 2>/dev/null || true
 if [ ! -s "$PASSFILE" ]; then
   (umask 077 && "$PY" -c "import secrets; print(secrets.token_urlsafe(12))" >"$PASSFILE")
 fi
@@ -24,14 +28,18 @@ ADMIN_PASSWORD=$(cat "$PASSFILE")
 export PEDL_USER=${PEDL_USER:-admin}
 export PEDL_PASSWORD=${PEDL_PASSWORD:-$ADMIN_PASSWORD}
 
-# A root master runs its trials as an unprivileged user (trial_user, default nobody; README,
-# Security). Where that user cannot run this checkout's Python (pyenv's under /root, say), the
+# A root master runs its trials as an unprivileged user (trial_user, default nobody;
+# docs/security.md). Where that user cannot run this checkout's Python (pyenv's under /root, say), the
 # demo's trials could not start: the demo then runs them as root and says so.
+# The master refuses an experiment whose trials that user could not start (422), so:
 if [ "$(id -u)" = 0 ] && [ -z "${PEDL_TRIAL_USER+set}" ]; then
   if ! runuser -u nobody -- "$PWD/$PY" -c pass >/dev/null 2>&1; then
     echo "Running as root, and the trial user 'nobody' cannot run $(readlink -f "$PY"):"
-    echo "  the demo's trials run as root (PEDL_TRIAL_USER=''). See README, Security: Trials' OS user."
+    echo "  the demo's trials run as root (PEDL_TRIAL_USER=''). See docs/security.md (trials' OS user)."
     export PEDL_TRIAL_USER=
+  elif [ -z "${PEDL_CHECKPOINT_DIR:-}" ]; then
+    # The home is private (0700): nobody's checkpoints go beside it, where it can reach them.
+    export PEDL_CHECKPOINT_DIR=$DEMO_HOME-checkpoints
   fi
 fi
 
@@ -78,6 +86,7 @@ if healthy; then
   if [ -f "$PIDFILE" ]; then MASTER_PID=$(cat "$PIDFILE"); fi
 else
   echo "Starting a master at $URL (home: $DEMO_HOME, database: SQLite)"
+  (umask 077 && : >>"$LOG")  # the master's log: private, like its home
   PEDL_ADMIN_PASSWORD=$ADMIN_PASSWORD nohup "$PEDL" master --home "$DEMO_HOME" --port "$PORT" >"$LOG" 2>&1 &
   MASTER_PID=$!
   STARTED_HERE=1

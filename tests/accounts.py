@@ -7,6 +7,8 @@ SDK's saved tokens in a temporary ``PEDL_CONFIG_DIR`` (never the user's own).
 
 import httpx
 
+from tests.waits import scaled
+
 ADMIN = "admin"
 ADMIN_PASSWORD = "pedl-test-admin-password"
 
@@ -18,7 +20,7 @@ def auth_headers(
     response = httpx.post(
         f"{master_url}/api/v1/auth/login",
         json={"username": username, "password": password},
-        timeout=30,
+        timeout=scaled(30),
     )
     assert response.status_code == 200, response.text
     return {"Authorization": f"Bearer {response.json()['token']}"}

@@ -19,6 +19,8 @@ import pytest
 
 from tests.accounts import ADMIN, ADMIN_PASSWORD
 from tests.diagnostics import event_loop_tasks, port_sockets, thread_stacks
+from tests.waits import ENV as WAIT_SCALE_ENV
+from tests.waits import SCALE as WAIT_SCALE
 
 _config_dir = ""
 
@@ -45,9 +47,15 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(autouse=True)
 def _test_environment() -> None:
     """Set the variables again before every test: a master served in the test process takes
-    its secrets out of the process's environment when it starts (see README, Security), so the
+    its secrets out of the process's environment when it starts (see docs/security.md), so the
     order tests run in (pytest-xdist's included) must not decide what the next test sees."""
     _set_test_environment()
+
+
+def pytest_report_header() -> str:
+    """The factor the tests' waits are scaled by (see :mod:`tests.waits`): imported here,
+    in the session's own process, so pytest-xdist's workers inherit it."""
+    return f"waits scaled by {WAIT_SCALE:g} ({WAIT_SCALE_ENV} to set it)"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pedl.engine import CheckpointState, MetricKind
-from pedl.master.db import Database, Trial
-from pedl.master.db import checkpoints as checkpoints_repo
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import metrics as metrics_repo
-from pedl.master.db import trials as trials_repo
+from pedl.db import Database, Trial
+from pedl.db import checkpoints as checkpoints_repo
+from pedl.db import experiments as experiments_repo
+from pedl.db import metrics as metrics_repo
+from pedl.db import trials as trials_repo
+from pedl.vocabulary import CheckpointState, MetricKind
 
 
 def _database(directory: Path) -> Database:
@@ -37,6 +37,19 @@ def metric_rows(
         with database.session() as session:
             rows = metrics_repo.list_metrics(session, trial_id, kind=kind)
             return [(str(r.kind), r.total_batches, dict(r.metrics)) for r in rows]
+    finally:
+        database.dispose()
+
+
+def metric_epochs(
+    directory: Path, trial_id: int, kind: MetricKind
+) -> list[tuple[int, float | None]]:
+    """``(total_batches, total_epochs)`` of a trial's ``kind`` rows, by batches."""
+    database = _database(directory)
+    try:
+        with database.session() as session:
+            rows = metrics_repo.list_metrics(session, trial_id, kind=kind)
+            return [(r.total_batches, r.total_epochs) for r in rows]
     finally:
         database.dispose()
 

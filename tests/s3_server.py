@@ -23,10 +23,11 @@ import boto3
 import pytest
 
 from tests.master.e2e import free_port
+from tests.waits import scaled
 
 ACCESS_KEY = "pedl-test-access"
 SECRET_KEY = "pedl-test-secret"
-START_SECONDS = 60
+START_SECONDS = scaled(60)
 
 AWS_ENV = {
     "AWS_ACCESS_KEY_ID": ACCESS_KEY,
@@ -77,7 +78,7 @@ def wait_until_listening(process: subprocess.Popen[bytes], port: int, name: str)
                 return
         except OSError:
             time.sleep(0.1)
-    raise RuntimeError(f"{name} did not listen on port {port} within {START_SECONDS} s")
+    raise RuntimeError(f"{name} did not listen on port {port} within {START_SECONDS:.0f} s")
 
 
 def stop(process: subprocess.Popen[bytes], grace: float = 5) -> None:
@@ -89,7 +90,7 @@ def stop(process: subprocess.Popen[bytes], grace: float = 5) -> None:
         process.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         process.kill()
-        process.wait(timeout=30)
+        process.wait(timeout=scaled(30))
 
 
 @pytest.fixture(scope="session")

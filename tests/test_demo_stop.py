@@ -8,6 +8,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+from tests.waits import scaled
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -18,7 +20,7 @@ def _demo_stop(home: Path) -> subprocess.CompletedProcess[str]:
         env={**os.environ, "PEDL_DEMO_HOME": str(home)},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         check=False,
     )
 
@@ -30,7 +32,7 @@ def test_demo_stop_stops_the_master_of_pedl_demo_home(tmp_path: Path) -> None:
         stopped = _demo_stop(tmp_path)
         assert stopped.returncode == 0, stopped.stderr
         assert f"Stopped the demo master (pid {master.pid})" in stopped.stdout
-        assert master.wait(timeout=30) == -signal.SIGTERM
+        assert master.wait(timeout=scaled(30)) == -signal.SIGTERM
         assert not (tmp_path / "master.pid").exists()
     finally:
         master.kill()

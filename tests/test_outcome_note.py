@@ -11,7 +11,13 @@ from rich.console import Console
 
 from pedl.cli._tables import trial_table, trials_table
 from pedl.client import Session, Trial
-from pedl.engine import OUTCOME_WORDS, TrialOutcome, TrialState, outcome_note, state_with_outcome
+from pedl.vocabulary import (
+    OUTCOME_WORDS,
+    TrialOutcome,
+    TrialState,
+    outcome_note,
+    state_with_outcome,
+)
 
 
 @given(

@@ -1,3 +1,4 @@
+/// <reference types="vitest/config" />
 import { defineConfig } from "vite";
 
 // `npm run dev` serves the UI with hot reload and sends /api to a running master
@@ -14,5 +15,10 @@ export default defineConfig({
   },
   server: {
     proxy: { "/api": { target: master, changeOrigin: true } },
+  },
+  test: {
+    // An upper bound for a test's own work, not a goal: a busy machine (CI's two cores
+    // shared with other jobs) runs the property tests several times slower than an idle one.
+    testTimeout: 60_000,
   },
 });

@@ -9,6 +9,7 @@ import keras
 from pedl.keras import TFKerasTrial, TFKerasTrialContext
 
 from . import data
+from .params_metric import ParameterCount
 
 
 class DigitsTrial(TFKerasTrial):
@@ -39,7 +40,7 @@ class DigitsTrial(TFKerasTrial):
         model.compile(
             optimizer=optimizer,
             loss="sparse_categorical_crossentropy",
-            metrics=["accuracy"],
+            metrics=["accuracy", ParameterCount(model.count_params())],
         )
         return model
 

@@ -18,6 +18,8 @@ ALIASES: dict[str, str] = {
     "s": "slot",
     "j": "job",
     "tpl": "template",
+    "w": "workspace",
+    "p": "project",
     "ls": "list",
     "lt": "list-trials",
     "lc": "list-checkpoints",

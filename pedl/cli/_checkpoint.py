@@ -8,6 +8,7 @@ import click
 
 from pedl.cli._aliases import AliasGroup
 from pedl.cli._context import console, current_client, json_option, print_json
+from pedl.cli._display import format_size, print_metadata
 from pedl.cli._tables import checkpoint_table
 from pedl.client import PEDLError
 
@@ -30,8 +31,11 @@ def describe(uuid: str, as_json: bool) -> None:
         return
     out = console()
     out.print(checkpoint_table(c))
+    print_metadata(out, c.metadata)
+    if c.resources:
+        out.print("files:")
     for path, size in sorted(c.resources.items()):
-        out.print(f"  {size:>12}  {path}")
+        out.print(f"  {format_size(size):>10}  {path}", markup=False, highlight=False)
 
 
 @checkpoint.command("download")
@@ -43,11 +47,50 @@ def describe(uuid: str, as_json: bool) -> None:
     default=None,
     help="Where the files go; default checkpoints/<uuid>.",
 )
-def download(uuid: str, output_dir: Path | None) -> None:
+@click.option(
+    "--mode",
+    type=click.Choice(["direct", "master", "auto"]),
+    default="auto",
+    show_default=True,
+    help="direct: from the checkpoint storage (a path readable here); master: through the "
+    "master; auto: direct where it can, else through the master.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Only print the path to the checkpoint.")
+def download(uuid: str, output_dir: Path | None, mode: str, quiet: bool) -> None:
     """Download a checkpoint's files."""
     c = current_client().get_checkpoint(uuid)
-    path = c.download(output_dir)
+    path = c.download(output_dir, mode=mode)
+    if quiet:
+        click.echo(str(path))
+        return
     console().print(f"Checkpoint {c.uuid} -> {path}")
+
+
+@checkpoint.command("rm")
+@click.argument("uuids")
+@click.option(
+    "--glob",
+    "globs",
+    multiple=True,
+    help="Remove the files matching it (repeatable; `*` matches `/` too); none: nothing is "
+    "removed and the checkpoint's files are read again from storage.",
+)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+def remove_files(uuids: str, globs: tuple[str, ...], yes: bool) -> None:
+    """Remove files from checkpoints in storage (UUIDS comma-separated), as ``det
+    checkpoint rm``; a checkpoint left with no file is DELETED."""
+    wanted = [u.strip() for u in uuids.split(",") if u.strip()]
+    if globs and not yes:
+        click.confirm(
+            "All files matching the globs will be deleted from these checkpoints in storage. "
+            "Proceed?",
+            abort=True,
+        )
+    client = current_client()
+    for uuid in wanted:
+        c = client.get_checkpoint(uuid)
+        c.remove_files(list(globs))
+        click.echo(f"Checkpoint {c.uuid}: {len(c.resources)} file(s) left ({c.state})")
 
 
 @checkpoint.command("delete")

@@ -1,19 +1,14 @@
-"""Terminal output of local mode: a progress bar per trial, a summary table."""
+"""Numbers, hyperparameters and metrics as the CLI's tables and progress lines show them."""
 
 from __future__ import annotations
 
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-
-from pedl.config import flatten_hparams
-from pedl.engine import state_with_outcome
-from pedl.local import ExperimentSummary, LocalTrial
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SIGNIFICANT_DIGITS = 4
 NUMBER_WIDTH = 11
@@ -40,9 +35,22 @@ def format_number(value: Any) -> str:
         return str(value)
 
 
+def format_size(size: int) -> str:
+    """Bytes in binary units, as the web UI shows them too: ``512 B``, ``1.5 KiB``,
+    ``12.3 MiB``, ``1.2 GiB`` (GiB the largest)."""
+    amount = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if amount < 1024 or unit == "GiB":
+            return f"{amount:.0f} {unit}" if unit == "B" else f"{amount:.1f} {unit}"
+        amount /= 1024
+    return f"{size} B"
+
+
 def hparams_text(hparams: Mapping[str, Any]) -> str:
     """Hyperparameters as ``name=value`` pairs, nested groups dotted, values by
     :func:`format_number`, sorted by name."""
+    from pedl.config import flatten_hparams  # the config's models: only where trials show
+
     flat = flatten_hparams(hparams)
     return " ".join(f"{k}={format_number(flat[k])}" for k in sorted(flat)) or "-"
 
@@ -54,71 +62,46 @@ def metrics_text(metrics: Mapping[str, Any] | None) -> str:
     return " ".join(f"{k}={format_number(v)}" for k, v in sorted(metrics.items()))
 
 
-class RichTrialDisplay:
-    """Shows each running trial as a live progress bar with its latest metrics."""
-
-    def __init__(self, console: Console) -> None:
-        self._console = console
-        self._progress = Progress(
-            TextColumn("[bold]trial {task.fields[trial_id]}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("batches"),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[metrics]}"),
-            console=console,
-            transient=False,
-        )
-        self._tasks: dict[int, Any] = {}
-        self._metrics: dict[int, dict[str, float]] = {}
-
-    def __enter__(self) -> RichTrialDisplay:
-        self._progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
-
-    def trial_started(self, trial: LocalTrial, target_batches: int | None) -> None:
-        if trial.id in self._tasks:
-            self._progress.update(self._tasks[trial.id], total=target_batches)
-            return
-        self._metrics[trial.id] = {}
-        self._tasks[trial.id] = self._progress.add_task(
-            "", total=target_batches, trial_id=trial.id, metrics=hparams_text(trial.hparams)
-        )
-
-    def trial_progress(self, trial_id: int, batches: int, metrics: Mapping[str, float]) -> None:
-        task = self._tasks.get(trial_id)
-        if task is None:
-            return
-        self._metrics[trial_id].update(metrics)
-        shown = metrics_text(self._metrics[trial_id])
-        self._progress.update(task, completed=batches, metrics=shown)
-
-    def trial_finished(self, trial: LocalTrial) -> None:
-        task = self._tasks.get(trial.id)
-        if task is not None and trial.state == "COMPLETED":
-            total = self._progress.tasks[task].total
-            if total is not None:
-                self._progress.update(task, completed=total)
+METADATA_VALUE_WIDTH = 80
+"""The most characters of one metadata value a describe prints (``--json``: all of it)."""
 
 
-def summary_table(summary: ExperimentSummary) -> Table:
-    best = summary.best_trial
-    table = Table(title=f"Experiment {summary.directory} — {summary.state}")
-    table.add_column("trial", justify="right")
-    table.add_column("state")
-    table.add_column("hyperparameters")
-    table.add_column(f"best {summary.metric}", justify="right")
-    table.add_column("checkpoint")
-    for t in summary.trials:
-        mark = " *" if best is not None and t.trial_id == best.trial_id else ""
-        table.add_row(
-            f"{t.trial_id}{mark}",
-            state_with_outcome(t.state, t.outcome),
-            hparams_text(t.hparams),
-            format_number(t.best_metric),
-            t.best_checkpoint_location or "-",
-        )
-    return table
+def metadata_lines(
+    metadata: Mapping[str, Any], *, indent: int = 2, width: int = METADATA_VALUE_WIDTH
+) -> list[str]:
+    """A checkpoint's or model's metadata as ``key: value`` lines, keys sorted, an object's
+    keys indented under it, each value by :func:`format_number` (lists and the like as JSON)
+    cut to ``width`` characters with how long it was (``... (3,012 characters)``)."""
+    lines: list[str] = []
+
+    def walk(mapping: Mapping[str, Any], depth: int) -> None:
+        pad = " " * (indent * depth)
+        for key in sorted(mapping, key=str):
+            value = mapping[key]
+            if isinstance(value, Mapping) and value:
+                lines.append(f"{pad}{key}:")
+                walk(value, depth + 1)
+                continue
+            text = " ".join(format_number(value).split())  # one line, whatever it holds
+            if len(text) > width:
+                text = f"{text[:width]}... ({len(text):,} characters)"
+            lines.append(f"{pad}{key}: {text}")
+
+    walk(metadata, 1)
+    return lines
+
+
+def print_metadata(console: Console, metadata: Mapping[str, Any]) -> None:
+    """``metadata:`` and :func:`metadata_lines` (``metadata: -`` when there is none)."""
+    if not metadata:
+        console.print("metadata: -", markup=False, highlight=False)
+        return
+    console.print("metadata:", markup=False, highlight=False)
+    for line in metadata_lines(metadata):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def print_warnings(console: Console, messages: list[str]) -> None:
+    """A config's warnings, one yellow line each."""
+    for message in messages:
+        console.print(f"warning: {message}", style="yellow", markup=False, highlight=False)

@@ -1,6 +1,6 @@
 """``det``'s experiment verbs in ``pedl experiment``: delete, archive, unarchive, label,
-set (name, description, max-slots, priority, weight, gc-policy), logs, config,
-download-model-def, continue."""
+set (name, description, max-slots, priority, weight, gc-policy, log-retention), logs, config,
+download-model-def, continue, delete-tb-files."""
 
 from __future__ import annotations
 
@@ -11,11 +11,9 @@ import click
 import yaml
 
 from pedl.cli._aliases import AliasGroup
-from pedl.cli._context import console, current_client
+from pedl.cli._context import console, current_client, det_output
 from pedl.cli._experiment import EXPERIMENT_ID, experiment
 from pedl.cli._logs import log_options, print_logs
-from pedl.config import ConfigError
-from pedl.config._overrides import overridden_document
 
 
 @experiment.command("delete")
@@ -83,7 +81,7 @@ def remove_label(experiment_id: int, label_text: str) -> None:
 
 @experiment.group("set", cls=AliasGroup)
 def set_group() -> None:
-    """Change an experiment's name, description, scheduling or checkpoint retention."""
+    """Change an experiment's name, description, scheduling, checkpoint or log retention."""
 
 
 @set_group.command("description")
@@ -259,6 +257,10 @@ def continue_experiment(
     (errored, canceled) again from their latest checkpoints as the same trials, and creates
     the trials it never created; refused for a search that completed with every trial
     completed."""
+    # The config package (pydantic models: ~0.3 s of CPU) loads only for the verb that needs it.
+    from pedl.config import ConfigError
+    from pedl.config._overrides import overridden_document
+
     source: str | dict[str, Any] = (
         config_file.read_text(encoding="utf-8") if config_file is not None else {}
     )
@@ -276,3 +278,52 @@ def continue_experiment(
         if trials:
             for line in trials[0].logs(follow=True):
                 click.echo(line.message)
+
+
+MAX_LOG_RETENTION_DAYS = 32_767
+"""det's largest ``--days``."""
+
+
+@set_group.command("log-retention")
+@EXPERIMENT_ID
+@click.option(
+    "--days",
+    "days",
+    default=None,
+    metavar="DAYS",
+    help="Days to keep its trials' logs after it ends (-1 to 32767; -1: forever).",
+)
+@click.option("--forever", is_flag=True, help="Keep its trials' logs forever.")
+def set_log_retention(experiment_id: int, days: str | None, forever: bool) -> None:
+    """Set how long the experiment's trial logs are kept after it ends (`log-retention-days`);
+    the master deletes them then (at once when that time has passed)."""
+    if days is not None and forever:
+        raise click.UsageError("argument --forever: not allowed with argument --days")
+    count = None if days is None else _none_or_int(days)
+    if not forever and count is None:
+        raise click.ClickException(
+            "Please provide an argument to set log retention. --days sets the number of days to"
+            " retain logs from the end time of the task, eg. `det e set log-retention 1 --days 50`."
+            " --forever retains logs indefinitely, eg.`det e set log-retention 1 --forever`."
+        )
+    if count is not None and not -1 <= count <= MAX_LOG_RETENTION_DAYS:
+        raise click.ClickException(
+            "Please provide a valid value for --days. The allowed range is between -1 and "
+            f"{MAX_LOG_RETENTION_DAYS} days."
+        )
+    current_client().get_experiment(experiment_id).set_log_retention(-1 if forever else count)
+    if not det_output():  # det prints nothing
+        kept = "forever" if forever or count == -1 else f"{count} days after it ends"
+        console().print(f"Logs of experiment {experiment_id} are kept {kept}", markup=False)
+
+
+@experiment.command("delete-tb-files")
+@EXPERIMENT_ID
+def delete_tb_files(experiment_id: int) -> None:
+    """Delete the TensorBoard files of the experiment's trials from its checkpoint storage
+    (its checkpoints, metrics and logs stay)."""
+    left = current_client().get_experiment(experiment_id).delete_tensorboard_files()
+    for line in left:
+        console(stderr=True).print(f"Not removed from storage: {line}", markup=False)
+    if not det_output():  # det prints nothing
+        console().print(f"Deleted the TensorBoard files of experiment {experiment_id}")

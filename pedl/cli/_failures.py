@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pedl.client import Experiment, Trial
-from pedl.engine import ExperimentState, TrialOutcome
+from pedl.vocabulary import ExperimentState, TrialOutcome
 
 
 def trial_failure_lines(trials: Iterable[Trial]) -> list[str]:

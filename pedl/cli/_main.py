@@ -10,59 +10,113 @@ from typing import Any
 import click
 
 import pedl
-from pedl.cli import (
-    _experiment_manage,  # noqa: F401  (adds det's verbs to `experiment`)
-    _trial_download,  # noqa: F401  (adds `trial download`)
-)
 from pedl.cli._aliases import ALIASES, AliasGroup
-from pedl.cli._checkpoint import checkpoint
-from pedl.cli._cluster import MASTER_VIEWS, agent, job, master_views, slot
 from pedl.cli._context import CliContext
-from pedl.cli._experiment import experiment
-from pedl.cli._model import model
-from pedl.cli._template import template
-from pedl.cli._tensorboard import tensorboard
-from pedl.cli._trial import trial
-from pedl.cli._user import user
 from pedl.client import DET_MASTER_ENV, MASTER_ENV, PEDLError
 
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    # name: (module, attribute, help as `pedl --help` lists it)
+    "agent": (
+        "pedl.cli._cluster",
+        "agent",
+        "Inspect the agents (a PEDL master is its own one agent).",
+    ),
+    "checkpoint": (
+        "pedl.cli._checkpoint",
+        "checkpoint",
+        "Inspect, download and delete checkpoints.",
+    ),
+    # _experiment_manage adds det's verbs to `experiment`, _trial_download `trial download`.
+    "experiment": ("pedl.cli._experiment_manage", "experiment", "Create and manage experiments."),
+    "job": ("pedl.cli._cluster", "job", "Inspect the job queue (running and queued trials)."),
+    "master": (
+        "pedl.cli._master",
+        "master",
+        "Run the master (`pedl master info`: show the one at --master).",
+    ),
+    "model": (
+        "pedl.cli._model",
+        "model",
+        "Name trained checkpoints in the model registry (alone: list the models).",
+    ),
+    "slot": ("pedl.cli._cluster", "slot", "Inspect the master's slots."),
+    "template": (
+        "pedl.cli._template",
+        "template",
+        "Manage config templates (merged under an experiment's config with "
+        "`pedl experiment create --template NAME`).",
+    ),
+    "tensorboard": (
+        "pedl.cli._tensorboard",
+        "tensorboard",
+        "Start, list and stop TensorBoards (served by the master, behind its sign-in).",
+    ),
+    "trial": ("pedl.cli._trial_download", "trial", "Inspect trials on the master."),
+    "workspace": (
+        "pedl.cli._workspace",
+        "workspace",
+        "Manage workspaces (each holds projects, which hold experiments).",
+    ),
+    "project": (
+        "pedl.cli._project",
+        "project",
+        "Manage projects (each in a workspace, each holding experiments).",
+    ),
+    "user": (
+        "pedl.cli._user",
+        "user",
+        "Sign in and out; manage accounts (create, list, deactivate: administrators).",
+    ),
+}
+"""The ``pedl`` command's groups, each imported only when it runs (click's lazy-group
+pattern): ``pedl --help`` imports none, ``pedl experiment list`` the SDK and the tables but
+not the server stack, which only ``pedl master`` (and a local run) loads."""
 
-class _PedlGroup(AliasGroup):
-    """Turns SDK errors into a one-paragraph message and exit status 1 (no traceback).
+MASTER_VIEWS = ("pedl.cli._cluster", "master_views")
+"""``pedl master VIEW`` (det's ``info``, ``config``, ``logs``): a group of their own."""
 
-    Commands in ``LAZY_COMMANDS`` are imported only when run (click's lazy-group pattern):
-    ``pedl master`` pulls in the whole server stack, which no other command needs.
-    """
 
-    LAZY_COMMANDS = {
-        "master": (
-            "pedl.cli._master",
-            "master",
-            "Run the master (`pedl master info`: show the one at --master).",
-        )
-    }
+def load_command(module: str, attribute: str) -> click.Command:
+    """The click command ``attribute`` of ``module``, importing the module."""
+    command: click.Command = getattr(importlib.import_module(module), attribute)
+    return command
+
+
+def short_help(help_text: str) -> str:
+    """``help_text`` as ``pedl --help`` lists a command with that help."""
+    return click.Command(None, help=help_text).get_short_help_str()
+
+
+class PedlGroup(AliasGroup):
+    """Loads its commands when they run (:data:`COMMANDS`); turns SDK errors into a
+    one-paragraph message and exit status 1 (no traceback)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted([*super().list_commands(ctx), *self.LAZY_COMMANDS])
+        return sorted([*super().list_commands(ctx), *COMMANDS])
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        name = name if name in self.LAZY_COMMANDS or name not in ALIASES else ALIASES[name]
-        if name in self.LAZY_COMMANDS:
-            module, attribute, _ = self.LAZY_COMMANDS[name]
-            command: click.Command = getattr(importlib.import_module(module), attribute)
-            return command
+        name = name if name in COMMANDS or name not in ALIASES else ALIASES[name]
+        if name in COMMANDS:
+            module, attribute, _ = COMMANDS[name]
+            return load_command(module, attribute)
         return super().get_command(ctx, name)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
         # `pedl master info` (det's): the views; `pedl master [OPTIONS]`: run a master.
-        if len(args) > 1 and args[0] == "master" and args[1] in MASTER_VIEWS:
-            return "master", master_views, args[1:]
+        if len(args) > 1 and args[0] == "master":
+            views = load_command(*MASTER_VIEWS)
+            if isinstance(views, click.Group) and args[1] in views.commands:
+                return "master", views, args[1:]
         return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, help_text) for name, (_, _, help_text) in self.LAZY_COMMANDS.items()]
+        # Shortened as click shortens a loaded command's help (but for `master`'s, whole).
+        rows = [
+            (name, help_text if name == "master" else short_help(help_text))
+            for name, (_, _, help_text) in COMMANDS.items()
+        ]
         for name, command in self.commands.items():
             rows.append((name, command.get_short_help_str()))
         with formatter.section("Commands"):
@@ -79,7 +133,7 @@ class _PedlGroup(AliasGroup):
                 obj.close()
 
 
-@click.group(cls=_PedlGroup)
+@click.group(cls=PedlGroup)
 @click.version_option(pedl.__version__, prog_name="pedl")
 @click.option("-v", "--verbose", is_flag=True, help="Log more.")
 @click.option(
@@ -93,27 +147,22 @@ class _PedlGroup(AliasGroup):
 @click.pass_context
 def cli(ctx: click.Context, verbose: bool, master: str | None) -> None:
     """PEDL: hyperparameter search and exact-resume training for TensorFlow and Keras."""
+    configure_logging(verbose)
+    ctx.obj = CliContext(master)
+
+
+def configure_logging(verbose: bool) -> None:
+    """The CLI's log: INFO (DEBUG with ``verbose``), without the HTTP clients' request lines."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if not verbose:
-        for chatty in ("httpx", "httpcore"):  # one line per request
+        # httpx, httpcore: one line per request; alembic's plugins: one line each when a local
+        # run imports the database layer (a master's or local run's own log says the rest).
+        for chatty in ("httpx", "httpcore", "alembic.runtime.plugins"):
             logging.getLogger(chatty).setLevel(logging.WARNING)
-    ctx.obj = CliContext(master)
-
-
-cli.add_command(experiment)
-cli.add_command(trial)
-cli.add_command(checkpoint)
-cli.add_command(model)
-cli.add_command(user)
-cli.add_command(template)
-cli.add_command(tensorboard)
-cli.add_command(job)
-cli.add_command(slot)
-cli.add_command(agent)
 
 
 @cli.command("version")

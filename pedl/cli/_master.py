@@ -1,16 +1,17 @@
-"""``pedl master``: run the master (REST API and orchestrator) in this process."""
+"""``pedl master``: run the master (REST API and orchestrator) in this process.
+
+The server stack (FastAPI, uvicorn, SQLAlchemy, Alembic) is imported when the command runs,
+not when ``pedl master --help`` shows its options."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from pydantic import ValidationError
-from sqlalchemy import make_url
 
-from pedl.master import MasterSettings, serve
-from pedl.master._serve import NO_AUTH_WARNING, ListenError
+if TYPE_CHECKING:
+    from pedl.master import MasterSettings
 
 
 @click.command("master")
@@ -90,6 +91,12 @@ def master(
 ) -> None:
     """Run the PEDL master. Flags beat PEDL_* environment variables, which beat the config
     file, which beats the defaults."""
+    from sqlalchemy import make_url
+
+    from pedl.master import serve
+    from pedl.master._private import ExposedFilesError
+    from pedl.master._serve import NO_AUTH_WARNING, ListenError
+
     given: dict[str, Any] = {
         "host": host,
         "port": port,
@@ -111,7 +118,7 @@ def master(
         click.secho(f"WARNING: {NO_AUTH_WARNING}", fg="yellow", err=True)
     try:
         serve(settings)
-    except ListenError as err:  # one line, no traceback: the usual case is a second master
+    except (ListenError, ExposedFilesError) as err:  # one line, no traceback
         click.echo(f"pedl master: {err}", err=True)
         raise click.exceptions.Exit(1) from err
 
@@ -119,6 +126,10 @@ def master(
 def master_settings(**flags: Any) -> MasterSettings:
     """:class:`MasterSettings` from the flags that were given (``None`` = not given); a bad
     setting is a :class:`click.ClickException` naming it."""
+    from pydantic import ValidationError
+
+    from pedl.master import MasterSettings
+
     given = {key: value for key, value in flags.items() if value is not None}
     try:
         return MasterSettings(**given)

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 from rich.table import Table
 
+from pedl.cli import _det_tables as det_tables
 from pedl.cli._aliases import AliasGroup
-from pedl.cli._context import console, current_client, json_option, print_json
-from pedl.cli._tables import checkpoint_table
+from pedl.cli._context import (
+    console,
+    csv_option,
+    current_client,
+    det_output,
+    json_option,
+    print_det_table,
+    print_json,
+)
+from pedl.cli._display import print_metadata
+from pedl.cli._tables import UUID_WIDTH, checkpoint_table
 from pedl.client import Model, ModelSortBy, ModelVersion, OrderBy
 
 MODEL_NAME = click.argument("name")
@@ -20,10 +28,11 @@ def _labels(values: tuple[str, ...]) -> list[str]:
     return [label.strip() for value in values for label in value.split(",") if label.strip()]
 
 
-def model_table(models: list[Model]) -> Table:
-    table = Table()
-    for column in ("ID", "Name", "Versions", "Labels", "Owner", "Updated", "Description"):
-        table.add_column(column)
+def model_table(models: list[Model], title: str = "Models") -> Table:
+    """The models, one row each (headers lowercase, as the experiment tables')."""
+    table = Table(title=title)
+    for column in ("id", "name", "versions", "labels", "owner", "updated", "description"):
+        table.add_column(column, justify="right" if column in ("id", "versions") else "left")
     for m in models:
         table.add_row(
             str(m.model_id),
@@ -38,10 +47,15 @@ def model_table(models: list[Model]) -> Table:
 
 
 def version_table(versions: list[ModelVersion]) -> Table:
-    table = Table()
-    for column in ("Version", "Checkpoint", "State", "Experiment", "Trial", "Batches", "By"):
-        table.add_column(column)
-    table.add_column("Registered")
+    """A model's versions, one row each (headers lowercase, as the experiment tables')."""
+    table = Table(title="Versions")
+    table.add_column("version", justify="right")
+    table.add_column("checkpoint", no_wrap=True, min_width=UUID_WIDTH)
+    table.add_column("state")
+    for column in ("experiment", "trial", "batches"):
+        table.add_column(column, justify="right")
+    table.add_column("by")
+    table.add_column("registered")
     for v in versions:
         c = v.checkpoint
         table.add_row(
@@ -90,7 +104,8 @@ def create(name: str, description: str, labels: tuple[str, ...], as_json: bool) 
 )
 @click.option("--order-by", type=click.Choice(["asc", "desc"]), default="asc", show_default=True)
 @json_option
-def list_models(sort_by: str, order_by: str, as_json: bool) -> None:
+@csv_option
+def list_models(sort_by: str, order_by: str, as_json: bool, as_csv: bool) -> None:
     """List the models."""
     models = current_client().get_models(
         sort_by=ModelSortBy[sort_by.upper()],
@@ -98,6 +113,9 @@ def list_models(sort_by: str, order_by: str, as_json: bool) -> None:
     )
     if as_json:
         print_json([m.to_json() for m in models])
+        return
+    if as_csv or det_output():
+        print_det_table(det_tables.models(models), as_csv)
         return
     console().print(model_table(models))
 
@@ -116,9 +134,9 @@ def describe(name: str, number: int, as_json: bool) -> None:
         print_json({**found.to_json(), "latest_version": latest and latest.to_json()})
         return
     out = console()
-    out.print(model_table([found]))
+    out.print(model_table([found], f"Model {found.name}"))
     if found.metadata:
-        out.print(f"metadata: {json.dumps(found.metadata, sort_keys=True)}")
+        print_metadata(out, found.metadata)
     if latest is None:
         out.print(
             "No versions yet: pedl model register-version NAME CHECKPOINT_UUID"
@@ -128,6 +146,7 @@ def describe(name: str, number: int, as_json: bool) -> None:
         return
     out.print(f"Version {latest.model_version}")
     out.print(checkpoint_table(latest.checkpoint))
+    print_metadata(out, latest.checkpoint.metadata)
 
 
 @model.command("list-versions")

@@ -4,6 +4,9 @@ when the output is a pipe or a file, where rich draws the bar once, at the end).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
@@ -41,12 +44,13 @@ class ExperimentProgress:
         """Refresh from an experiment just reloaded (fetches its trials)."""
         trials = experiment.list_trials()
         done = sum(t.state in TERMINAL_TRIAL_STATES for t in trials)
+        total = max(planned_trials(experiment.config) or 0, len(trials))
         metric = experiment.searcher_metric or "metric"
         for trial in sorted(trials, key=lambda t: t.id):
             if trial.state in TERMINAL_TRIAL_STATES and trial.id not in self._finished:
                 self._finished.add(trial.id)
                 self._progress.console.print(
-                    _finished_line(trial, metric, done, len(trials)), highlight=False
+                    _finished_line(trial, metric, done, total), highlight=False
                 )
         running = sum(t.state in RUNNING_STATES for t in trials)
         queued = len(trials) - done - running
@@ -68,6 +72,24 @@ class ExperimentProgress:
             trials=trials_text,
             best=best,
         )
+
+
+def planned_trials(config: Mapping[str, Any]) -> int | None:
+    """How many trials the experiment's search makes in all: ``max_trials`` (random, ASHA,
+    ...), 1 for ``single``, the grid's points for ``grid``; None when unknown (a custom
+    searcher)."""
+    searcher = config.get("searcher") or {}
+    if searcher.get("name") == "single":
+        return 1
+    if searcher.get("name") == "grid":
+        from pedl.config import grid_size  # the config's models: only for a grid
+
+        try:
+            return grid_size(config.get("hyperparameters") or {})
+        except ValueError:
+            return None
+    planned = searcher.get("max_trials")
+    return planned if isinstance(planned, int) else None
 
 
 def _finished_line(trial: Trial, metric: str, done: int, total: int) -> str:

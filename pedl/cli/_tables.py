@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 
 from rich.table import Table
 
-from pedl.cli._display import format_number, hparams_text, metrics_text
+from pedl.cli._display import format_number, format_size, hparams_text, metrics_text
 from pedl.client import Checkpoint, Experiment, Trial
-from pedl.engine import state_with_outcome
+from pedl.vocabulary import state_with_outcome
 
 UUID_WIDTH = 36
 
@@ -24,25 +23,31 @@ def _uuid_column(table: Table, header: str) -> None:
     table.add_column(header, no_wrap=True, min_width=UUID_WIDTH)
 
 
-def _size(size: int) -> str:
-    amount = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if amount < 1024 or unit == "GiB":
-            return f"{amount:.0f} {unit}" if unit == "B" else f"{amount:.1f} {unit}"
-        amount /= 1024
-    return f"{size} B"
-
-
-def experiments_table(experiments: Sequence[Experiment]) -> Table:
+def experiments_table(experiments: Sequence[Experiment], *, show_project: bool = False) -> Table:
+    """The experiments; ``show_project``: their workspaces and projects first."""
     table = Table(title="Experiments")
-    columns = ("id", "name", "state", "progress", "searcher metric", "best", "owner", "created")
+    columns: tuple[str, ...] = (
+        "id",
+        "name",
+        "state",
+        "progress",
+        "searcher metric",
+        "best",
+        "owner",
+        "created",
+    )
+    if show_project:
+        columns = ("workspace", "project", *columns)
     for column in columns:
         numeric = column in ("id", "progress", "best")
         table.add_column(column, justify="right" if numeric else "left")
     for e in experiments:
         metric = "-" if e.searcher_metric is None else e.searcher_metric
         direction = "min" if e.smaller_is_better else "max"
+        record = e.to_dict()
+        where = [str(record.get(k, "")) for k in ("workspace_name", "project_name")]
         table.add_row(
+            *(where if show_project else []),
             str(e.id),
             e.name or "-",
             e.state,
@@ -135,13 +140,14 @@ def checkpoints_table(checkpoints: Sequence[Checkpoint], title: str = "Checkpoin
             str(c.trial_id),
             str(c.total_batches),
             c.state,
-            _size(c.size),
+            format_size(c.size),
             metrics_text(c.validation_metrics),
         )
     return table
 
 
 def checkpoint_table(c: Checkpoint) -> Table:
+    """One checkpoint's fields (its metadata apart: :func:`pedl.cli._display.print_metadata`)."""
     table = Table(title=f"Checkpoint {c.uuid}", show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value")
@@ -150,9 +156,8 @@ def checkpoint_table(c: Checkpoint) -> Table:
         "trial": str(c.trial_id),
         "batches": str(c.total_batches),
         "state": c.state,
-        "size": f"{_size(c.size)} in {len(c.resources)} files",
+        "size": f"{format_size(c.size)} in {len(c.resources)} files",
         "validation metrics": metrics_text(c.validation_metrics),
-        "metadata": json.dumps(c.metadata, sort_keys=True) if c.metadata else "-",
         "created": _when(c.created_at),
     }
     for key, value in rows.items():

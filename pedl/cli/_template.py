@@ -7,8 +7,18 @@ from pathlib import Path
 import click
 import yaml
 
+from pedl.cli import _det_tables as det_tables
 from pedl.cli._aliases import AliasGroup
-from pedl.cli._context import console, current_client, json_option, print_json
+from pedl.cli._context import (
+    console,
+    csv_option,
+    current_client,
+    det_output,
+    json_option,
+    print_det_table,
+    print_json,
+)
+from pedl.cli._presto import grid
 
 NAME = click.argument("name")
 CONFIG_FILE = click.argument(
@@ -25,11 +35,19 @@ def template() -> None:
 @template.command("list")
 @click.option("-d", "--details", is_flag=True, help="Also print each template's config.")
 @json_option
-def list_templates(details: bool, as_json: bool) -> None:
+@csv_option
+def list_templates(details: bool, as_json: bool, as_csv: bool) -> None:
     """List the templates on the master."""
     templates = current_client().list_templates()
     if as_json:
         print_json(templates)
+        return
+    if as_csv or det_output():
+        table = det_tables.templates(templates, details=details)
+        if details and not as_csv:  # det's render_objects(TemplateAll, ..., table_fmt="grid")
+            click.echo(grid(*table))
+        else:
+            print_det_table(table, as_csv)
         return
     for name, config in templates.items():
         click.echo(name)

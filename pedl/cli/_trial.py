@@ -9,13 +9,23 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from pedl.cli import _det_tables as det_tables
 from pedl.cli._aliases import AliasGroup
-from pedl.cli._context import console, current_client, json_option, print_json
+from pedl.cli._context import (
+    console,
+    csv_option,
+    current_client,
+    det_output,
+    json_option,
+    print_det_table,
+    print_json,
+)
 from pedl.cli._display import metrics_text
 from pedl.cli._failures import trial_failure_lines
 from pedl.cli._logs import log_options, print_logs
 from pedl.cli._tables import checkpoints_table, trial_table
-from pedl.client import SystemSample, TrialWorker
+from pedl.cli._trial_bundle import support_bundle
+from pedl.client import MetricRow, SystemSample, TrialWorker
 
 TRIAL_ID = click.argument("trial_id", type=click.IntRange(min=1))
 
@@ -35,11 +45,35 @@ def trial() -> None:
     help="Also summarize its CPU, memory, disk, network and GPU use (per worker).",
 )
 @json_option
-def describe(trial_id: int, show_metrics: bool, show_system: bool, as_json: bool) -> None:
+@csv_option
+@click.option(
+    "--metrics-summary",
+    "show_summary",
+    is_flag=True,
+    help="det's: then its metrics' summary (count, last, max, min, sum per metric) as JSON.",
+)
+def describe(
+    trial_id: int,
+    show_metrics: bool,
+    show_system: bool,
+    as_json: bool,
+    as_csv: bool,
+    show_summary: bool,
+) -> None:
     """Show a trial, its worker processes, its checkpoints and (with --metrics) its
     metrics, (with --system-metrics) its system metrics."""
     t = current_client().get_trial(trial_id)
     checkpoints = t.list_checkpoints()
+    if (as_csv or show_summary or det_output()) and not as_json:
+        every_row = t.metrics()
+        summary = det_tables.summary_metrics(every_row)
+        print_det_table(det_tables.trial_summary(t, summary), as_csv)
+        click.echo("\nWorkloads:")
+        workloads = det_tables.trial_workloads(every_row, checkpoints, metrics=show_metrics)
+        print_det_table(workloads, as_csv)
+        if show_summary:
+            print_json(summary)
+        return
     workers = t.workers()
     rows = t.metrics() if show_metrics else []
     system = list(t.iter_system_metrics()) if show_system else []
@@ -59,13 +93,30 @@ def describe(trial_id: int, show_metrics: bool, show_system: bool, as_json: bool
     out.print(trial_table(t))
     for line in trial_failure_lines([t]):
         out.print(f"[red]{escape(line)}[/red]")
+    if t.lineage is not None:
+        out.print("Lineage: " + escape(t.lineage.describe()[0]))
+        for line in t.lineage.describe()[1:]:
+            out.print(f"  {escape(line)}")
     if workers:
         out.print(workers_table(workers, t.id))
     out.print(checkpoints_table(checkpoints, f"Checkpoints of trial {t.id}"))
-    for row in rows:
-        out.print(f"{row.kind:<10} {row.total_batches:>8}  {metrics_text(row.metrics)}")
+    if show_metrics:
+        out.print(metrics_table(rows, t.id))
     if show_system:
         out.print(system_metrics_table(system, t.id))
+
+
+def metrics_table(rows: Sequence[MetricRow], trial_id: int) -> Table:
+    """Every metric row the trial reported: kind, batches, the metrics as ``name=value``."""
+    table = Table(title=f"Metrics of trial {trial_id}")
+    table.add_column("kind")
+    table.add_column("batches", justify="right")
+    table.add_column("metrics")
+    for row in rows:
+        table.add_row(row.kind, str(row.total_batches), escape(metrics_text(row.metrics)))
+    if not rows:
+        table.caption = "No metrics were reported yet."
+    return table
 
 
 def system_metrics_table(samples: Sequence[SystemSample], trial_id: int) -> Table:
@@ -73,12 +124,12 @@ def system_metrics_table(samples: Sequence[SystemSample], trial_id: int) -> Tabl
     (bytes in MiB, rates in MiB/s)."""
     table = Table(title=f"System metrics of trial {trial_id}")
     for column, justify in (
-        ("Rank", "right"),
-        ("Metric", "left"),
-        ("Mean", "right"),
-        ("Peak", "right"),
-        ("Latest", "right"),
-        ("Samples", "right"),
+        ("rank", "right"),
+        ("metric", "left"),
+        ("mean", "right"),
+        ("peak", "right"),
+        ("latest", "right"),
+        ("samples", "right"),
     ):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     if not samples:
@@ -115,24 +166,15 @@ def _system_unit(name: str) -> tuple[str, float]:
 @trial.command("logs")
 @TRIAL_ID
 @log_options
-@click.option(
-    "--rank",
-    "only_rank",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Only the lines of this worker (rank; 0: the chief) of a multi-worker trial.",
-)
-def logs(trial_id: int, only_rank: int | None, **options: Any) -> None:
+def logs(trial_id: int, **options: Any) -> None:
     """Print a trial's log lines (all, or as the options select)."""
-    if only_rank is not None:
-        options["ranks"] = (*options.get("ranks", ()), only_rank)
     print_logs(current_client().get_trial(trial_id), **options)
 
 
 def workers_table(workers: Sequence[TrialWorker], trial_id: int) -> Table:
     """The trial's worker processes: rank, pid, state (with the exit), heartbeat age."""
     table = Table(title=f"Workers of trial {trial_id}")
-    for column in ("Rank", "PID", "State", "Heartbeat"):
+    for column in ("rank", "PID", "State", "Heartbeat"):
         table.add_column(column)
     for w in workers:
         state = w.state if w.exit is None else f"{w.state} ({w.exit})"
@@ -149,3 +191,6 @@ def kill(trial_id: int) -> None:
     t = current_client().get_trial(trial_id)
     t.kill()
     console().print(f"Trial {t.id}: {t.state}")
+
+
+trial.add_command(support_bundle)

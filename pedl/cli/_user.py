@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 from rich.table import Table
 
+from pedl.cli import _det_tables as det_tables
 from pedl.cli._aliases import AliasGroup
-from pedl.cli._context import console, current_client, json_option, print_json
+from pedl.cli._context import (
+    console,
+    csv_option,
+    current_client,
+    det_output,
+    json_option,
+    print_det_table,
+    print_json,
+)
 from pedl.client import PASSWORD_ENV, User, env_credentials
 
 USERNAME = click.argument("username")
@@ -32,7 +43,14 @@ def login(username: str | None) -> None:
 
 
 @user.command("logout")
-def logout() -> None:
+@click.option(
+    "--all",
+    "-a",
+    "everyone",
+    is_flag=True,
+    help="det's: sign out of every saved session of this master (PEDL keeps one).",
+)
+def logout(everyone: bool) -> None:
     """Sign out: the saved token stops working and is forgotten."""
     client = current_client()
     client.logout()
@@ -47,17 +65,28 @@ def whoami(as_json: bool) -> None:
     if as_json:
         print_json(_record(me))
         return
+    if det_output():
+        click.echo(f"You are logged in as user '{me.username}'")
+        return
     role = " (administrator)" if me.admin else ""
     console().print(f"{me.username}{role}")
 
 
 @user.command("list")
+@click.option(
+    "--all", "-a", "everyone", is_flag=True, help="det's: deactivated accounts too (det's list)."
+)
 @json_option
-def list_users(as_json: bool) -> None:
-    """List every account (administrators only)."""
-    users = current_client().list_users()
+@csv_option
+def list_users(everyone: bool, as_json: bool, as_csv: bool) -> None:
+    """List every account (administrators only); ``det user list`` the active ones unless
+    --all, as det does."""
+    users = current_client().list_users(None if everyone or not det_output() else True)
     if as_json:
         print_json([_record(u) for u in users])
+        return
+    if as_csv or det_output():
+        print_det_table(det_tables.users(users), as_csv)
         return
     table = Table(title="Users")
     for column in ("username", "admin", "active", "created"):
@@ -71,10 +100,17 @@ def list_users(as_json: bool) -> None:
 @user.command("create")
 @USERNAME
 @click.option("--admin", is_flag=True, help="Make the account an administrator.")
-def create(username: str, admin: bool) -> None:
-    """Create an account (administrators only; asks for its password)."""
-    password = click.prompt(f"Password for {username}", hide_input=True, confirmation_prompt=True)
-    created = current_client().create_user(username, password, admin=admin)
+@click.option("--password", default=None, help="Its password (asked for, twice, when left out).")
+@click.option(
+    "--remote", is_flag=True, hidden=True, help="det's SSO accounts: refused (PEDL has none)."
+)
+def create(username: str, admin: bool, password: str | None, remote: bool) -> None:
+    """Create an account (administrators only; asks for its password unless --password)."""
+    if password is None and not remote:
+        password = click.prompt(
+            f"Password for {username}", hide_input=True, confirmation_prompt=True
+        )
+    created = current_client().create_user(username, admin=admin, password=password, remote=remote)
     role = "administrator" if created.admin else "user"
     console().print(f"Created {role} [bold]{created.username}[/bold]")
 
@@ -114,8 +150,65 @@ def activate(username: str) -> None:
     console().print(f"Activated [bold]{username}[/bold]")
 
 
+@user.command("rename")
+@click.argument("target_user")
+@click.argument("new_username")
+def rename(target_user: str, new_username: str) -> None:
+    """Rename an account, and the owner of all it owns (administrators only)."""
+    current_client().get_user_by_name(target_user).rename(new_username)
+    console().print(f"Renamed [bold]{target_user}[/bold] to [bold]{new_username}[/bold]")
+
+
+def _bool_choice(name: str, help_text: str) -> Any:
+    return click.option(
+        name, type=click.Choice(["true", "false"], case_sensitive=False), help=help_text
+    )
+
+
+@user.command("edit")
+@click.argument("target_user")
+@click.option("--username", "new_username", default=None, help="A new username.")
+@_bool_choice("--active", "Activate (true) or deactivate (false) it.")
+@_bool_choice("--admin", "Grant (true) or take away (false) the administrator role.")
+@click.option("--display-name", default=None, help="det's: refused (PEDL keeps none).")
+@_bool_choice("--remote", "det's SSO flag: refused when true (PEDL has no remote accounts).")
+def edit(
+    target_user: str,
+    new_username: str | None,
+    active: str | None,
+    admin: str | None,
+    display_name: str | None,
+    remote: str | None,
+) -> None:
+    """Change an account's username, active flag or administrator role (administrators
+    only), as ``det user edit``; prints the fields changed."""
+    if remote == "true":
+        raise click.BadParameter("PEDL has no remote (SSO) accounts", param_hint="--remote")
+    changes: dict[str, Any] = {}
+    names = []
+    if display_name is not None:
+        changes["display_name"] = display_name
+        names.append("Display Name")
+    if active is not None:
+        changes["active"] = active == "true"
+        names.append("Active")
+    if new_username is not None:
+        changes["username"] = new_username
+        names.append("Username")
+    if admin is not None:
+        changes["admin"] = admin == "true"
+        names.append("Admin")
+    if not changes:
+        raise click.UsageError("No field provided. Use 'det user edit -h' for usage.")
+    client = current_client()
+    client.get_user_by_name(target_user)  # 404 names the user
+    client.session.patch(f"/users/{target_user}", json=changes)
+    click.echo("Changes made to the following fields: " + ", ".join(names))
+
+
 def _record(u: User) -> dict[str, object]:
     return {
+        "user_id": u.user_id,
         "username": u.username,
         "admin": u.admin,
         "active": u.active,

@@ -5,74 +5,107 @@ Module-level functions use a default client whose master is ``$PEDL_MASTER`` (de
 same methods to any master, signed in from ``PEDL_USER``/``PEDL_PASSWORD`` or with the token
 ``pedl user login`` saved (:class:`TokenStore`). Every failed request raises
 :class:`PEDLError` carrying the master's message, the offending field and every issue.
-Nothing here imports TensorFlow.
+Nothing here imports TensorFlow, and a name's module is imported when the name is first used
+(``from pedl.client import PEDLError`` loads no HTTP client): the ``pedl`` command, which
+reads a few of these names before it knows what it will run, stays light.
 """
 
-from pedl.client._checkpoint import Checkpoint
-from pedl.client._client import (
-    Client,
-    ConfigSource,
-    ExperimentSortBy,
-    OrderBy,
-    create_experiment,
-    create_model,
-    default_client,
-    get_checkpoint,
-    get_experiment,
-    get_model,
-    get_model_by_id,
-    get_models,
-    get_trial,
-    iter_trials_metrics,
-    list_experiments,
-    list_models,
-    set_master,
-    stream_trials_training_metrics,
-    stream_trials_validation_metrics,
-)
-from pedl.client._errors import (
-    ErrorIssue,
-    MasterUnreachableError,
-    NotFoundError,
-    NotSignedInError,
-    PEDLError,
-)
-from pedl.client._experiment import TERMINAL_EXPERIMENT_STATES, Experiment
-from pedl.client._model import Model, ModelSortBy, ModelVersion
-from pedl.client._session import DEFAULT_MASTER, DET_MASTER_ENV, MASTER_ENV, Session, master_url
-from pedl.client._templates import merge_template
-from pedl.client._tensorboard import (
-    TensorBoard,
-    get_tensorboard,
-    list_tensorboards,
-    start_tensorboard,
-    stop_tensorboard,
-)
-from pedl.client._tokens import (
-    CONFIG_DIR_ENV,
-    DET_PASSWORD_ENV,
-    DET_USER_ENV,
-    PASSWORD_ENV,
-    USER_ENV,
-    SavedToken,
-    TokenStore,
-    config_dir,
-    env_credentials,
-)
-from pedl.client._trial import (
-    TERMINAL_TRIAL_STATES,
-    LogLevel,
-    LogLine,
-    MetricRow,
-    SystemSample,
-    TrainingMetrics,
-    Trial,
-    TrialMetrics,
-    TrialWorker,
-    ValidationMetrics,
-)
-from pedl.client._user import User
-from pedl.engine import CheckpointState, ExperimentState, TrialState
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pedl.client._address import DEFAULT_MASTER, DET_MASTER_ENV, MASTER_ENV, master_url
+    from pedl.client._checkpoint import Checkpoint, CheckpointTrainingMetadata, DownloadMode
+    from pedl.client._client import (
+        Client,
+        ConfigSource,
+        Determined,
+        create_experiment,
+        create_model,
+        create_user,
+        create_workspace,
+        default_client,
+        delete_workspace,
+        get_checkpoint,
+        get_experiment,
+        get_model,
+        get_model_by_id,
+        get_model_labels,
+        get_models,
+        get_session_username,
+        get_trial,
+        get_user_by_id,
+        get_user_by_name,
+        get_workspace,
+        iter_trials_metrics,
+        list_experiments,
+        list_models,
+        list_users,
+        list_workspaces,
+        logout,
+        set_master,
+        stream_trials_metrics,
+        stream_trials_training_metrics,
+        stream_trials_validation_metrics,
+        whoami,
+    )
+    from pedl.client._errors import (
+        ErrorIssue,
+        MasterUnreachableError,
+        NotFoundError,
+        NotSignedInError,
+        PEDLError,
+    )
+    from pedl.client._experiment import TERMINAL_EXPERIMENT_STATES, Experiment
+    from pedl.client._lineage import TrialLineage
+    from pedl.client._model import Model, ModelSortBy, ModelVersion
+    from pedl.client._ordering import (
+        CheckpointOrderBy,
+        CheckpointSortBy,
+        ExperimentOrderBy,
+        ExperimentSortBy,
+        ModelOrderBy,
+        OrderBy,
+        TrialOrderBy,
+        TrialSortBy,
+    )
+    from pedl.client._pareto import ParetoPoint
+    from pedl.client._session import Session
+    from pedl.client._templates import merge_template
+    from pedl.client._tensorboard import (
+        TensorBoard,
+        get_tensorboard,
+        list_tensorboards,
+        start_tensorboard,
+        stop_tensorboard,
+        tensorboard_logs,
+    )
+    from pedl.client._tokens import (
+        CONFIG_DIR_ENV,
+        DET_PASSWORD_ENV,
+        DET_USER_ENV,
+        PASSWORD_ENV,
+        USER_ENV,
+        SavedToken,
+        TokenStore,
+        config_dir,
+        env_credentials,
+    )
+    from pedl.client._trial import (
+        TERMINAL_TRIAL_STATES,
+        LogLevel,
+        LogLine,
+        MetricRow,
+        SystemSample,
+        TrainingMetrics,
+        Trial,
+        TrialMetrics,
+        TrialWorker,
+        ValidationMetrics,
+    )
+    from pedl.client._user import User
+    from pedl.client._workspace import Project, Workspace
+    from pedl.vocabulary import CheckpointState, ExperimentState, TrialState
 
 __all__ = [
     "CONFIG_DIR_ENV",
@@ -86,11 +119,17 @@ __all__ = [
     "TERMINAL_TRIAL_STATES",
     "USER_ENV",
     "Checkpoint",
+    "CheckpointOrderBy",
+    "CheckpointSortBy",
     "CheckpointState",
+    "CheckpointTrainingMetadata",
     "Client",
     "ConfigSource",
+    "Determined",
+    "DownloadMode",
     "ErrorIssue",
     "Experiment",
+    "ExperimentOrderBy",
     "ExperimentSortBy",
     "ExperimentState",
     "LogLevel",
@@ -98,12 +137,15 @@ __all__ = [
     "MasterUnreachableError",
     "MetricRow",
     "Model",
+    "ModelOrderBy",
     "ModelSortBy",
     "ModelVersion",
     "NotFoundError",
     "NotSignedInError",
     "OrderBy",
     "PEDLError",
+    "ParetoPoint",
+    "Project",
     "SavedToken",
     "Session",
     "SystemSample",
@@ -111,32 +153,158 @@ __all__ = [
     "TokenStore",
     "TrainingMetrics",
     "Trial",
+    "TrialLineage",
     "TrialMetrics",
+    "TrialOrderBy",
+    "TrialSortBy",
     "TrialState",
     "TrialWorker",
     "User",
     "ValidationMetrics",
+    "Workspace",
     "config_dir",
     "create_experiment",
     "create_model",
+    "create_user",
+    "create_workspace",
     "default_client",
+    "delete_workspace",
     "env_credentials",
     "get_checkpoint",
     "get_experiment",
     "get_model",
     "get_model_by_id",
+    "get_model_labels",
     "get_models",
+    "get_session_username",
     "get_tensorboard",
     "get_trial",
+    "get_user_by_id",
+    "get_user_by_name",
+    "get_workspace",
     "iter_trials_metrics",
     "list_experiments",
     "list_models",
     "list_tensorboards",
+    "list_users",
+    "list_workspaces",
+    "logout",
     "master_url",
     "merge_template",
     "set_master",
     "start_tensorboard",
     "stop_tensorboard",
+    "stream_trials_metrics",
     "stream_trials_training_metrics",
     "stream_trials_validation_metrics",
+    "tensorboard_logs",
+    "whoami",
 ]
+
+_MODULES: dict[str, str] = {
+    "DEFAULT_MASTER": "pedl.client._address",
+    "DET_MASTER_ENV": "pedl.client._address",
+    "MASTER_ENV": "pedl.client._address",
+    "master_url": "pedl.client._address",
+    "Checkpoint": "pedl.client._checkpoint",
+    "Client": "pedl.client._client",
+    "ConfigSource": "pedl.client._client",
+    "create_experiment": "pedl.client._client",
+    "create_model": "pedl.client._client",
+    "default_client": "pedl.client._client",
+    "get_checkpoint": "pedl.client._client",
+    "get_experiment": "pedl.client._client",
+    "get_model": "pedl.client._client",
+    "get_model_by_id": "pedl.client._client",
+    "get_models": "pedl.client._client",
+    "get_trial": "pedl.client._client",
+    "iter_trials_metrics": "pedl.client._client",
+    "list_experiments": "pedl.client._client",
+    "list_models": "pedl.client._client",
+    "set_master": "pedl.client._client",
+    "stream_trials_training_metrics": "pedl.client._client",
+    "stream_trials_validation_metrics": "pedl.client._client",
+    "ErrorIssue": "pedl.client._errors",
+    "MasterUnreachableError": "pedl.client._errors",
+    "NotFoundError": "pedl.client._errors",
+    "NotSignedInError": "pedl.client._errors",
+    "PEDLError": "pedl.client._errors",
+    "Experiment": "pedl.client._experiment",
+    "TERMINAL_EXPERIMENT_STATES": "pedl.client._experiment",
+    "Model": "pedl.client._model",
+    "ModelSortBy": "pedl.client._model",
+    "ModelVersion": "pedl.client._model",
+    "Session": "pedl.client._session",
+    "merge_template": "pedl.client._templates",
+    "TensorBoard": "pedl.client._tensorboard",
+    "get_tensorboard": "pedl.client._tensorboard",
+    "list_tensorboards": "pedl.client._tensorboard",
+    "start_tensorboard": "pedl.client._tensorboard",
+    "stop_tensorboard": "pedl.client._tensorboard",
+    "tensorboard_logs": "pedl.client._tensorboard",
+    "CONFIG_DIR_ENV": "pedl.client._tokens",
+    "DET_PASSWORD_ENV": "pedl.client._tokens",
+    "DET_USER_ENV": "pedl.client._tokens",
+    "PASSWORD_ENV": "pedl.client._tokens",
+    "SavedToken": "pedl.client._tokens",
+    "TokenStore": "pedl.client._tokens",
+    "USER_ENV": "pedl.client._tokens",
+    "config_dir": "pedl.client._tokens",
+    "env_credentials": "pedl.client._tokens",
+    "LogLevel": "pedl.client._trial",
+    "LogLine": "pedl.client._trial",
+    "MetricRow": "pedl.client._trial",
+    "SystemSample": "pedl.client._trial",
+    "TERMINAL_TRIAL_STATES": "pedl.client._trial",
+    "TrainingMetrics": "pedl.client._trial",
+    "Trial": "pedl.client._trial",
+    "TrialLineage": "pedl.client._lineage",
+    "ParetoPoint": "pedl.client._pareto",
+    "TrialMetrics": "pedl.client._trial",
+    "TrialWorker": "pedl.client._trial",
+    "ValidationMetrics": "pedl.client._trial",
+    "User": "pedl.client._user",
+    "Project": "pedl.client._workspace",
+    "Workspace": "pedl.client._workspace",
+    "create_workspace": "pedl.client._client",
+    "delete_workspace": "pedl.client._client",
+    "get_workspace": "pedl.client._client",
+    "list_workspaces": "pedl.client._client",
+    "CheckpointState": "pedl.vocabulary",
+    "ExperimentState": "pedl.vocabulary",
+    "TrialState": "pedl.vocabulary",
+    "Determined": "pedl.client._client",
+    "create_user": "pedl.client._client",
+    "get_model_labels": "pedl.client._client",
+    "get_session_username": "pedl.client._client",
+    "get_user_by_id": "pedl.client._client",
+    "get_user_by_name": "pedl.client._client",
+    "list_users": "pedl.client._client",
+    "logout": "pedl.client._client",
+    "stream_trials_metrics": "pedl.client._client",
+    "whoami": "pedl.client._client",
+    "CheckpointTrainingMetadata": "pedl.client._checkpoint",
+    "DownloadMode": "pedl.client._checkpoint",
+    "CheckpointOrderBy": "pedl.client._ordering",
+    "CheckpointSortBy": "pedl.client._ordering",
+    "ExperimentOrderBy": "pedl.client._ordering",
+    "ExperimentSortBy": "pedl.client._ordering",
+    "ModelOrderBy": "pedl.client._ordering",
+    "OrderBy": "pedl.client._ordering",
+    "TrialOrderBy": "pedl.client._ordering",
+    "TrialSortBy": "pedl.client._ordering",
+}
+"""Where each public name is defined, imported when first used."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pedl.client' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -9,7 +9,9 @@ import os
 import shutil
 import tarfile
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,13 +19,34 @@ from pydantic import BaseModel, ConfigDict
 
 from pedl.client._errors import NotFoundError, PEDLError
 from pedl.client._session import Session
-from pedl.config import ConfigError, DirectoryStorageConfig, SharedFSStorageConfig, parse_config
-from pedl.storage import SharedFSStorage, make_storage
 
 if TYPE_CHECKING:
     from pedl.client._trial import TrialMetrics
 
 CHUNK_BYTES = 1024 * 1024
+
+
+class DownloadMode(StrEnum):
+    """How :meth:`Checkpoint.download` reads the files (Determined's ``DownloadMode``):
+    ``DIRECT`` from the checkpoint storage (a path readable here), ``MASTER`` through the
+    master, ``AUTO`` directly where it can, else through the master."""
+
+    DIRECT = "direct"
+    MASTER = "master"
+    AUTO = "auto"
+
+
+@dataclass
+class CheckpointTrainingMetadata:
+    """What trained a checkpoint (Determined's ``CheckpointTrainingMetadata``): its
+    experiment's config and id, its trial's id and hyperparameters, and the validation
+    metrics reported at its batch (``{"avgMetrics": {...}}``; ``{}`` when none)."""
+
+    experiment_config: dict[str, Any]
+    experiment_id: int
+    trial_id: int
+    hparams: dict[str, Any]
+    validation_metrics: dict[str, Any]
 
 
 class _CheckpointFields(BaseModel):
@@ -67,6 +90,30 @@ class Checkpoint:
         self.size = fields.size
         self.created_at = fields.created_at
         self.validation_metrics = fields.validation_metrics
+        self.report_time = fields.created_at.isoformat().replace("+00:00", "Z")
+        """When it was reported (Determined's ``report_time``: RFC 3339 text)."""
+        self._training: CheckpointTrainingMetadata | None = None
+
+    @property
+    def training(self) -> CheckpointTrainingMetadata | None:
+        """Its experiment's config and id, its trial's id and hyperparameters and its
+        validation metrics, as Determined's ``Checkpoint.training`` (fetched once); ``None``
+        once its experiment is deleted (a model version kept it)."""
+        if self._training is None:
+            try:
+                experiment = self._session.get(f"/experiments/{self.experiment_id}")
+                trial = self._session.get(f"/trials/{self.trial_id}")
+            except NotFoundError:
+                return None
+            metrics = self.validation_metrics
+            self._training = CheckpointTrainingMetadata(
+                experiment_config=dict(experiment["config"]),
+                experiment_id=self.experiment_id,
+                trial_id=self.trial_id,
+                hparams=dict(trial["hparams"]),
+                validation_metrics={"avgMetrics": dict(metrics)} if metrics else {},
+            )
+        return self._training
 
     def __repr__(self) -> str:
         return f"Checkpoint(uuid={self.uuid!r}, trial_id={self.trial_id}, state={self.state!r})"
@@ -130,9 +177,29 @@ class Checkpoint:
         body = self._session.get(f"/checkpoints/{self.uuid}/files")
         return {str(path): int(size) for path, size in body["files"].items()}
 
-    def download(self, path: str | os.PathLike[str] | None = None, *, local: bool = True) -> Path:
+    def remove_files(self, globs: Iterable[str]) -> None:
+        """Remove the checkpoint's files matching any of ``globs`` (``fnmatch`` patterns on
+        their paths, ``*`` matching ``/`` too, as Determined's) from storage; the master
+        updates its ``resources`` (and marks it DELETED when no file is left). No globs:
+        nothing is removed, the resources are read again from storage. The experiment's
+        owner or an administrator; refused (:class:`PEDLError` 409, with the reason) for a
+        checkpoint a model version holds or a running trial's latest."""
+        record = self._session.post(
+            f"/checkpoints/{self.uuid}/remove-files", json={"globs": list(globs)}
+        )
+        self._load(record)
+
+    def download(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        mode: DownloadMode | str = DownloadMode.AUTO,
+        *,
+        local: bool = True,
+    ) -> Path:
         """Copy the checkpoint's files into directory ``path`` (default ``checkpoints/<uuid>``)
-        and return it.
+        and return it. ``mode`` (a :class:`DownloadMode`) as Determined's: ``DIRECT`` only
+        from a storage path readable here (:class:`PEDLError` otherwise), ``MASTER`` through
+        the master, ``AUTO`` (``local=False``: as ``MASTER``) as follows.
 
         The directory is created if needed; files already there with the same names are
         replaced, others are left alone. When ``local`` is true and the experiment's
@@ -142,9 +209,17 @@ class Checkpoint:
         (``GET /checkpoints/{uuid}/archive``). Raises :class:`PEDLError` when the master has
         no such checkpoint or its files are gone from storage.
         """
+        how = DownloadMode(mode)
         target = Path("checkpoints", self.uuid) if path is None else Path(path)
+        direct = how is DownloadMode.DIRECT or (how is DownloadMode.AUTO and local)
+        source = self._local_directory() if direct else None
+        if how is DownloadMode.DIRECT and source is None:
+            raise PEDLError(
+                f"checkpoint {self.uuid}: its storage is not a path readable here; download it "
+                "through the master (mode MASTER or AUTO)",
+                field="mode",
+            )
         target.mkdir(parents=True, exist_ok=True)
-        source = self._local_directory() if local else None
         if source is not None:
             shutil.copytree(source, target, dirs_exist_ok=True)
             return target
@@ -157,6 +232,15 @@ class Checkpoint:
             body = self._session.get(f"/experiments/{self.experiment_id}")
         except NotFoundError:  # deleted: a model version kept the checkpoint
             return None
+        # The config's models and the storage backends: only where files are read here.
+        from pedl.config import (
+            ConfigError,
+            DirectoryStorageConfig,
+            SharedFSStorageConfig,
+            parse_config,
+        )
+        from pedl.storage import SharedFSStorage, make_storage
+
         try:
             config = parse_config(body["config"]).checkpoint_storage
         except (ConfigError, ValueError):

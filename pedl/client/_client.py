@@ -8,58 +8,27 @@ import os
 import threading
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from pedl import model_def
+from pedl.client import _workspace
 from pedl.client._checkpoint import Checkpoint
 from pedl.client._errors import ErrorIssue, PEDLError
 from pedl.client._experiment import Experiment
 from pedl.client._model import Model, ModelSortBy, model_path
+from pedl.client._ordering import ExperimentSortBy, OrderBy
 from pedl.client._session import Session
-from pedl.client._templates import merge_template
 from pedl.client._trial import Trial, TrialMetrics, iter_metrics_of
 from pedl.client._user import User
-from pedl.config import ConfigError, ConfigWarning, parse_config
-from pedl.config._overrides import overridden_document
+from pedl.client._workspace import Workspace
+
+CREATE_TIMEOUT = 600.0
+"""Seconds an experiment's creation may take: the upload, and for a config that leaves its
+searcher to a KerasTuner script, the master running the script up to ``tuner.search``."""
 
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any]
 """An experiment config: a file path, YAML text, or a mapping."""
-
-
-class ExperimentSortBy(StrEnum):
-    """What :func:`list_experiments` sorts by (Determined's names PEDL can sort by)."""
-
-    ID = "ID"
-    NAME = "NAME"
-    STATE = "STATE"
-    PROGRESS = "PROGRESS"
-    START_TIME = "START_TIME"
-    END_TIME = "END_TIME"
-    SEARCHER_METRIC_VAL = "SEARCHER_METRIC_VAL"
-
-    @property
-    def column(self) -> str:
-        """The API's ``sort`` column."""
-        return {
-            "START_TIME": "created_at",
-            "END_TIME": "ended_at",
-            "SEARCHER_METRIC_VAL": "best_validation",
-        }.get(self.value, self.value.lower())
-
-
-class OrderBy(StrEnum):
-    """Ascending or descending (Determined's ``OrderBy``; ``ASCENDING``/``DESCENDING`` too)."""
-
-    ASC = "ASC"
-    DESC = "DESC"
-    ASCENDING = "ASC"
-    DESCENDING = "DESC"
-
-    @property
-    def ascending(self) -> bool:
-        return self is OrderBy.ASC
 
 
 def _config_document(config: ConfigSource, overrides: Sequence[str]) -> str | dict[str, Any]:
@@ -85,8 +54,23 @@ def _config_document(config: ConfigSource, overrides: Sequence[str]) -> str | di
         source = config
     if not overrides:
         return source
+    # The config's models, only where a config is read (a list or a describe never does).
+    from pedl.config import ConfigError, parse_config
+    from pedl.config._overrides import overridden_document
+    from pedl.tuner import wants_implied_searcher
+
     try:
-        parse_config(source, name=name, overrides=overrides)
+        try:
+            parse_config(source, name=name, overrides=overrides)
+        except ConfigError as whole:
+            # A searcher left to a KerasTuner script: the master fills it in, then checks.
+            # Otherwise every problem the config has is said (not only a bad override's).
+            try:
+                left = overridden_document(source, overrides)
+            except ConfigError:
+                raise whole from None
+            if not (isinstance(left, dict) and wants_implied_searcher(left)):
+                raise
         document: dict[str, Any] = overridden_document(source, overrides)
     except ConfigError as err:
         issues = [
@@ -109,6 +93,9 @@ def _config_mapping(config: ConfigSource) -> dict[str, Any]:
     source = _config_document(config, ())
     if isinstance(source, dict):
         return source
+    from pedl.config import ConfigError
+    from pedl.config._overrides import overridden_document
+
     try:
         document = overridden_document(source, ())
     except ConfigError as err:
@@ -122,10 +109,48 @@ class Client:
     """The SDK bound to one master (``master``, else ``$PEDL_MASTER``, else
     ``http://127.0.0.1:8080``), signed in as :class:`Session` says (``PEDL_USER`` and
     ``PEDL_PASSWORD``, or the token ``pedl user login`` saved). Every method raises
-    :class:`PEDLError` on failure (:class:`NotSignedInError` when not signed in)."""
+    :class:`PEDLError` on failure (:class:`NotSignedInError` when not signed in).
 
-    def __init__(self, master: str | None = None, *, session: Session | None = None) -> None:
+    ``Client(master, user, password)`` is Determined's ``Determined(master, user,
+    password)``: with ``user`` and ``password`` it signs in as that user at once (saving the
+    token); with ``user`` alone it uses the token saved for that user on this master, else
+    signs in with the password of the environment (``PEDL_PASSWORD``/``DET_PASS``) when its
+    user is ``user``, else raises :class:`NotSignedInError` saying how to sign in."""
+
+    def __init__(
+        self,
+        master: str | None = None,
+        user: str | None = None,
+        password: str | None = None,
+        *,
+        session: Session | None = None,
+    ) -> None:
         self.session = session if session is not None else Session(master)
+        if user is not None:
+            try:
+                self._sign_in_as(user, password)
+            except BaseException:
+                if session is None:
+                    self.session.close()
+                raise
+
+    def _sign_in_as(self, user: str, password: str | None) -> None:
+        """Sign in as ``user`` (see the class's docstring)."""
+        from pedl.client._errors import NotSignedInError
+        from pedl.client._tokens import env_credentials
+
+        if password is None:
+            saved = self.session.tokens.get(self.session.master)
+            if saved is not None and saved.username == user:
+                return
+            env_user, env_password = env_credentials()
+            if env_user != user or not env_password:
+                raise NotSignedInError(
+                    f"no saved session of {user!r} for {self.session.master}: give the "
+                    f"password, or sign in with `pedl user login {user}`"
+                )
+            password = env_password
+        self.session.login(user, password)
 
     @property
     def master(self) -> str:
@@ -150,12 +175,16 @@ class Client:
         overrides: Sequence[str] = (),
         activate: bool = True,
         template: str | None = None,
+        project_id: int | None = None,
     ) -> Experiment:
         """Submit an experiment: ``config`` (a file path, YAML text or a mapping) with
         ``overrides`` (``"dotted.key=value"``) applied, and the model definition packaged
         from ``model_dir`` (honouring ``.pedlignore``). It starts ACTIVE, or PAUSED when
-        ``activate`` is false. With ``template``, that template (stored on the master) is
-        merged under the config first, as Determined merges them (:func:`merge_template`).
+        ``activate`` is false. With ``template``, the master merges that template (as it
+        stores it, its secrets included, which it shows masked) under the config first, as
+        Determined merges them (:func:`pedl.client.merge_template`); :class:`NotFoundError` if none.
+        With ``project_id``, it goes into that project (else into the project its config's
+        ``workspace`` and ``project`` name, else into ``Uncategorized``).
 
         An invalid config raises :class:`PEDLError` whose ``issues`` name every bad field
         (``config.<path>``, with its YAML line); so does a config PEDL cannot run (e.g.
@@ -169,8 +198,10 @@ class Client:
         fields it sets that PEDL ignores) are issued as :class:`pedl.config.ConfigWarning`
         with :func:`warnings.warn`, and kept in ``experiment.to_dict()["warnings"]``.
         """
-        if template is not None:
-            config = merge_template(_config_mapping(config), self.get_template(template))
+        # Packaging and the config's models: only where an experiment is made.
+        from pedl import model_def
+        from pedl.config import ConfigWarning
+
         document = _config_document(config, overrides)
         limits = self.session.get("/master")["limits"]["model_definition"]
         archive = model_def.package(
@@ -184,13 +215,19 @@ class Client:
             config_part = ("config.yaml", document.encode("utf-8"), "application/yaml")
         else:
             config_part = ("config.json", json.dumps(document).encode("utf-8"), "application/json")
+        fields = {"activate": "true" if activate else "false"}
+        if template is not None:
+            fields["template"] = template
+        if project_id is not None:
+            fields["project_id"] = str(int(project_id))
         record = self.session.post_form(
             "/experiments",
-            fields={"activate": "true" if activate else "false"},
+            fields=fields,
             files={
                 "config": config_part,
                 "model_definition": ("model_definition.tar.gz", archive, "application/gzip"),
             },
+            timeout=CREATE_TIMEOUT,
         )
         experiment = Experiment(self.session, record)
         for message in record.get("warnings") or ():
@@ -198,11 +235,12 @@ class Client:
         return experiment
 
     def list_templates(self) -> dict[str, dict[str, Any]]:
-        """Every template on the master: name -> its config mapping."""
+        """Every template on the master: name -> its config mapping (secrets masked)."""
         return {t["name"]: t["config"] for t in self.session.get("/templates")}
 
     def get_template(self, name: str) -> dict[str, Any]:
-        """The config mapping of the template ``name`` (:class:`NotFoundError` if none)."""
+        """The config mapping of the template ``name``, its secrets masked as an experiment's
+        config's are (:class:`NotFoundError` if none)."""
         config: dict[str, Any] = self.session.get(f"/templates/{name}")["config"]
         return config
 
@@ -230,15 +268,19 @@ class Client:
         users: Sequence[str] | None = None,
         states: Sequence[str] = (),
         name: str | None = None,
+        project_id: int | None = None,
         *,
         archived: bool | None = False,
     ) -> list[Experiment]:
         """Experiments, newest first (``sort_by`` an :class:`ExperimentSortBy`, ``order_by``
         an :class:`OrderBy`, as Determined's ``list_experiments`` takes them), only those
         with ids ``experiment_ids``, with every one of ``labels``, owned by one of ``users``,
-        in one of ``states``, whose name contains ``name`` (any case). Archived experiments
-        are left out unless ``archived`` is ``None`` (all) or ``True`` (only those)."""
+        in one of ``states``, whose name contains ``name`` (any case), in the project
+        ``project_id``. Archived experiments are left out unless ``archived`` is ``None``
+        (all) or ``True`` (only those)."""
         params: dict[str, Any] = {}
+        if project_id is not None:
+            params["project_id"] = int(project_id)
         if states:
             params["state"] = [str(state).upper() for state in states]
         if labels:
@@ -339,6 +381,18 @@ class Client:
         """:meth:`get_models` under its older name."""
         return self.get_models(*args, **kwargs)
 
+    def get_model_labels(self) -> list[str]:
+        """Every label used on a model, the most used first (ties by name)."""
+        counts: dict[str, int] = {}
+        for model in self.get_models():
+            for label in dict.fromkeys(model.labels):
+                counts[label] = counts.get(label, 0) + 1
+        return sorted(counts, key=lambda label: (-counts[label], label))
+
+    def stream_trials_metrics(self, trial_ids: Sequence[int], group: str) -> Iterator[TrialMetrics]:
+        """:meth:`iter_trials_metrics` under Determined's deprecated name."""
+        return self.iter_trials_metrics(trial_ids, group)
+
     def login(self, username: str, password: str) -> User:
         """Sign in as ``username``; the token is saved for this master (see :class:`Session`)
         and used by this client from now on. :class:`NotSignedInError` for a wrong username
@@ -350,18 +404,69 @@ class Client:
         """Sign out: the session's token stops working and is no longer saved."""
         self.session.logout()
 
+    def create_workspace(self, name: str) -> Workspace:
+        """A new workspace called ``name`` (:class:`PEDLError` if one is so named)."""
+        return _workspace.create_workspace(self.session, name)
+
+    def get_workspace(self, name: str) -> Workspace:
+        """The workspace called ``name`` (:class:`NotFoundError` if none)."""
+        return _workspace.get_workspace(self.session, name)
+
+    def list_workspaces(self) -> list[Workspace]:
+        """Every workspace, by id."""
+        return _workspace.list_workspaces(self.session)
+
+    def delete_workspace(self, name: str) -> None:
+        """Delete the workspace called ``name`` and its projects (refused while they hold
+        experiments; the default workspace never)."""
+        _workspace.delete_workspace(self.session, name)
+
     def whoami(self) -> User:
         """The signed-in user."""
-        return User.from_dict(self.session.get("/me"))
+        return User.from_dict(self.session.get("/me"), self.session)
 
-    def list_users(self) -> list[User]:
-        """Every account (administrators only)."""
-        return [User.from_dict(record) for record in self.session.get("/users")]
+    def list_users(self, active: bool | None = None) -> list[User]:
+        """Every account (administrators only), by username; with ``active``, only the
+        active (``True``) or the deactivated (``False``) ones."""
+        users = [User.from_dict(record, self.session) for record in self.session.get("/users")]
+        return [u for u in users if active is None or u.active == active]
 
-    def create_user(self, username: str, password: str, *, admin: bool = False) -> User:
-        """Create an account (administrators only)."""
-        body = {"username": username, "password": password, "admin": admin}
-        return User.from_dict(self.session.post("/users", json=body))
+    def create_user(
+        self,
+        username: str,
+        admin: bool | str = False,
+        password: str | None = None,
+        remote: bool = False,
+    ) -> User:
+        """Create an account (administrators only), as Determined's ``create_user``.
+        ``remote`` is refused (PEDL signs in with passwords only); a ``str`` in ``admin``'s
+        place is the password (PEDL's older ``create_user(username, password)``)."""
+        if isinstance(admin, str):
+            if password is not None:
+                raise TypeError("create_user() got the password twice")
+            password, admin = admin, False
+        if remote:
+            raise PEDLError(
+                "PEDL has no remote (SSO) accounts: give the account a password",
+                field="remote",
+            )
+        if not password:
+            raise PEDLError("a new account needs a password", field="password")
+        body = {"username": username, "password": password, "admin": bool(admin)}
+        return User.from_dict(self.session.post("/users", json=body), self.session)
+
+    def get_user_by_id(self, user_id: int) -> User:
+        """The account with this id (:class:`NotFoundError` if none)."""
+        return User.from_dict(self.session.get(f"/users/by-id/{int(user_id)}"), self.session)
+
+    def get_user_by_name(self, user_name: str) -> User:
+        """The account named ``user_name`` (:class:`NotFoundError` if none)."""
+        path = f"/users/{quote(user_name, safe='')}"
+        return User.from_dict(self.session.get(path), self.session)
+
+    def get_session_username(self) -> str:
+        """The signed-in user's username."""
+        return self.whoami().username
 
     def change_password(
         self, password: str, *, username: str | None = None, old_password: str | None = None
@@ -376,11 +481,11 @@ class Client:
 
     def deactivate_user(self, username: str) -> User:
         """Deactivate an account (administrators only): no more signing in, sessions end."""
-        return User.from_dict(self.session.post(f"/users/{username}/deactivate"))
+        return User.from_dict(self.session.post(f"/users/{username}/deactivate"), self.session)
 
     def activate_user(self, username: str) -> User:
         """Let a deactivated account sign in again (administrators only)."""
-        return User.from_dict(self.session.post(f"/users/{username}/activate"))
+        return User.from_dict(self.session.post(f"/users/{username}/activate"), self.session)
 
 
 _default_lock = threading.Lock()
@@ -413,10 +518,16 @@ def create_experiment(
     overrides: Sequence[str] = (),
     activate: bool = True,
     template: str | None = None,
+    project_id: int | None = None,
 ) -> Experiment:
     """:meth:`Client.create_experiment` on the default client."""
     return default_client().create_experiment(
-        config, model_dir, overrides=overrides, activate=activate, template=template
+        config,
+        model_dir,
+        overrides=overrides,
+        activate=activate,
+        template=template,
+        project_id=project_id,
     )
 
 
@@ -433,12 +544,21 @@ def list_experiments(
     users: Sequence[str] | None = None,
     states: Sequence[str] = (),
     name: str | None = None,
+    project_id: int | None = None,
     *,
     archived: bool | None = False,
 ) -> list[Experiment]:
     """:meth:`Client.list_experiments` on the default client."""
     return default_client().list_experiments(
-        sort_by, order_by, experiment_ids, labels, users, states, name, archived=archived
+        sort_by,
+        order_by,
+        experiment_ids,
+        labels,
+        users,
+        states,
+        name,
+        project_id,
+        archived=archived,
     )
 
 
@@ -496,3 +616,74 @@ def get_models(*args: Any, **kwargs: Any) -> list[Model]:
 def list_models(*args: Any, **kwargs: Any) -> list[Model]:
     """:meth:`Client.list_models` on the default client."""
     return default_client().list_models(*args, **kwargs)
+
+
+Determined = Client
+"""Determined's name of :class:`Client`: ``Determined(master, user, password)``."""
+
+
+def whoami() -> User:
+    """:meth:`Client.whoami` on the default client."""
+    return default_client().whoami()
+
+
+def logout() -> None:
+    """Sign the default client out (:meth:`Client.logout`)."""
+    default_client().logout()
+
+
+def list_users(active: bool | None = None) -> list[User]:
+    """:meth:`Client.list_users` on the default client."""
+    return default_client().list_users(active)
+
+
+def create_user(
+    username: str, admin: bool | str = False, password: str | None = None, remote: bool = False
+) -> User:
+    """:meth:`Client.create_user` on the default client."""
+    return default_client().create_user(username, admin, password, remote)
+
+
+def get_user_by_id(user_id: int) -> User:
+    """:meth:`Client.get_user_by_id` on the default client."""
+    return default_client().get_user_by_id(user_id)
+
+
+def get_user_by_name(user_name: str) -> User:
+    """:meth:`Client.get_user_by_name` on the default client."""
+    return default_client().get_user_by_name(user_name)
+
+
+def get_session_username() -> str:
+    """:meth:`Client.get_session_username` on the default client."""
+    return default_client().get_session_username()
+
+
+def stream_trials_metrics(trial_ids: Sequence[int], group: str) -> Iterator[TrialMetrics]:
+    """:meth:`Client.stream_trials_metrics` on the default client."""
+    return default_client().stream_trials_metrics(trial_ids, group)
+
+
+def get_model_labels() -> list[str]:
+    """:meth:`Client.get_model_labels` on the default client."""
+    return default_client().get_model_labels()
+
+
+def create_workspace(name: str) -> Workspace:
+    """:meth:`Client.create_workspace` on the default client."""
+    return default_client().create_workspace(name)
+
+
+def get_workspace(name: str) -> Workspace:
+    """:meth:`Client.get_workspace` on the default client."""
+    return default_client().get_workspace(name)
+
+
+def list_workspaces() -> list[Workspace]:
+    """:meth:`Client.list_workspaces` on the default client."""
+    return default_client().list_workspaces()
+
+
+def delete_workspace(name: str) -> None:
+    """:meth:`Client.delete_workspace` on the default client."""
+    default_client().delete_workspace(name)

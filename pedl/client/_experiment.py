@@ -6,7 +6,7 @@ import io
 import os
 import tarfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,9 +15,13 @@ from pydantic import BaseModel, ConfigDict
 
 from pedl.client._checkpoint import Checkpoint, best_checkpoints, resolve_sort
 from pedl.client._errors import PEDLError
+from pedl.client._ordering import CheckpointSortBy, OrderBy, TrialSortBy
+from pedl.client._pareto import ParetoPoint, points_of
+from pedl.client._project_lookup import project_by_names
 from pedl.client._session import Session
+from pedl.client._sorting import sort_checkpoints, sort_trials
 from pedl.client._trial import Trial
-from pedl.engine import ExperimentState
+from pedl.vocabulary import ExperimentState
 
 _MAX_PAGE = 1000
 """The largest page the master serves."""
@@ -41,6 +45,8 @@ class _ExperimentFields(BaseModel):
     created_at: datetime
     ended_at: datetime | None = None
     error: str | None = None
+    project_id: int = 1
+    workspace_id: int = 1
 
 
 class Experiment:
@@ -49,9 +55,9 @@ class Experiment:
     Attributes mirror the API's ``ExperimentPublic``: ``id``, ``name``, ``owner``, ``state``,
     ``progress`` (0..1), ``config`` (validated, defaults filled), ``searcher_metric``,
     ``smaller_is_better``, ``best_validation`` (the best searcher-metric value so far),
-    ``created_at``, ``ended_at``, and ``error`` (why it ended in
-    ``ERROR``: which trials failed how, or the searcher's error). The actions update ``state`` from
-    the master's answer.
+    ``created_at``, ``ended_at``, ``error`` (why it ended in
+    ``ERROR``: which trials failed how, or the searcher's error), ``project_id`` and
+    ``workspace_id``. The actions update ``state`` from the master's answer.
     """
 
     def __init__(self, session: Session, data: Mapping[str, Any]) -> None:
@@ -73,6 +79,10 @@ class Experiment:
         self.created_at = fields.created_at
         self.ended_at = fields.ended_at
         self.error = fields.error
+        self.project_id = fields.project_id
+        """The project it belongs to (1: ``Uncategorized``), as Determined's SDK names it."""
+        self.workspace_id = fields.workspace_id
+        """The workspace of its project."""
 
     def __repr__(self) -> str:
         return f"Experiment(id={self.id}, name={self.name!r}, state={self.state.value!r})"
@@ -85,6 +95,15 @@ class Experiment:
     def is_terminal(self) -> bool:
         """True once the experiment has ended (COMPLETED, CANCELED or ERROR)."""
         return self.state in TERMINAL_EXPERIMENT_STATES
+
+    def move_to_project(self, workspace_name: str, project_name: str) -> None:
+        """Move the experiment into the project ``project_name`` of the workspace
+        ``workspace_name`` (its owner or an administrator; :class:`NotFoundError` if either
+        is missing; :class:`PEDLError` if that project or workspace is archived). Updates
+        ``project_id`` and ``workspace_id``."""
+        project = project_by_names(self._session, workspace_name, project_name)
+        body = {"destination_project_id": project["id"]}
+        self._update(self._session.post(f"/experiments/{self.id}/move", json=body))
 
     def reload(self) -> Experiment:
         """Fetch the experiment's current record from the master; returns ``self``."""
@@ -152,6 +171,12 @@ class Experiment:
         return None if description is None else str(description)
 
     @property
+    def notes(self) -> str | None:
+        """The experiment's notes (Determined's ``Experiment.notes``; see :meth:`set_notes`)."""
+        notes = self._record.get("notes")
+        return None if notes is None else str(notes)
+
+    @property
     def archived(self) -> bool:
         """Whether the experiment is archived (hidden from lists unless asked for)."""
         return bool(self._record.get("archived", False))
@@ -163,6 +188,32 @@ class Experiment:
     def set_description(self, description: str) -> None:
         """Set the experiment's description."""
         self._patch({"description": description})
+
+    def set_notes(self, notes: str) -> None:
+        """Set (overwrite) the experiment's notes: at most 100,000 characters (its owner or
+        an administrator)."""
+        self._patch({"notes": notes})
+
+    @property
+    def log_retention_days(self) -> int | None:
+        """Days its trials' logs are kept after it ends (-1 or ``None``: forever)."""
+        days = self._record.get("log_retention_days")
+        return None if days is None else int(days)
+
+    def set_log_retention(self, days: int | None) -> None:
+        """Keep its trials' logs ``days`` days (0 to 32,767) after it ends, then the master
+        deletes them (``det experiment set log-retention``); -1 or ``None``: forever. Days that
+        have already passed since it ended delete them now."""
+        self._patch({"log_retention_days": days})
+
+    def delete_tensorboard_files(self) -> list[str]:
+        """Delete the TensorBoard event files its trials uploaded to its checkpoint storage
+        (Determined's ``delete_tensorboard_files``; :class:`PEDLError` 409 before it ends).
+        Returns what stayed in storage and why, one line each (empty: all gone)."""
+        answer = self._session.delete(f"/experiments/{self.id}/tensorboard-files")
+        if isinstance(answer, dict):
+            return [str(line) for line in answer.get("files_not_removed", [])]
+        return []
 
     def add_label(self, label: str) -> None:
         """Add ``label`` to the experiment's labels (nothing if it has it)."""
@@ -249,9 +300,23 @@ class Experiment:
         return []
 
     def download_code(self, output_dir: str | os.PathLike[str] | None = None) -> str:
+        """Save the experiment's model definition, the ``.tar.gz`` exactly as submitted, as
+        ``exp-<id>_model_def.tar.gz`` in ``output_dir`` (created if needed; default: the
+        current directory), replacing a file of that name; its path. As Determined's
+        ``download_code``; :meth:`extract_code` unpacks it instead."""
+        name = f"exp-{self.id}_model_def.tar.gz"
+        if output_dir:
+            directory = Path(output_dir).expanduser()
+            directory.mkdir(parents=True, exist_ok=True)
+            target = directory / name
+        else:
+            target = Path(name)
+        target.write_bytes(self.model_definition())
+        return str(target)
+
+    def extract_code(self, output_dir: str | os.PathLike[str] | None = None) -> str:
         """Extract the experiment's model definition into ``output_dir`` (default
-        ``./exp-<id>_model_def``; it must not exist yet) and return its path, as
-        Determined's ``download_code`` does."""
+        ``./exp-<id>_model_def``; it must not exist yet) and return its path."""
         target = Path(output_dir if output_dir is not None else f"exp-{self.id}_model_def")
         if target.exists():
             raise PEDLError(f"{target} already exists: choose another output directory")
@@ -276,24 +341,73 @@ class Experiment:
                 raise PEDLError(f"experiment {self.id} ended ({self.state}) without a trial")
             time.sleep(interval)
 
-    def list_trials(self, *, states: tuple[str, ...] = ()) -> list[Trial]:
-        """The experiment's trials in creation order; only those in ``states`` when given."""
-        params = {"state": list(states)} if states else None
-        items = self._session.get_all(f"/experiments/{self.id}/trials", params=params)
-        return [Trial(self._session, item) for item in items]
+    def list_trials(
+        self,
+        sort_by: TrialSortBy | str = TrialSortBy.ID,
+        order_by: OrderBy | str = OrderBy.ASCENDING,
+        *,
+        states: tuple[str, ...] = (),
+    ) -> list[Trial]:
+        """The experiment's trials, by ``sort_by`` (a :class:`TrialSortBy`; default: id, the
+        order they were created in) in ``order_by``'s order; only those in ``states`` when
+        given. Trials without a value to sort by (no validation yet, still running) come
+        last either way."""
+        return list(self.iter_trials(sort_by, order_by, states=states))
 
-    def list_checkpoints(self, *, states: tuple[str, ...] = ()) -> list[Checkpoint]:
-        """The checkpoints of all the experiment's trials, oldest first; only those in
-        ``states`` when given."""
-        params = {"state": list(states)} if states else None
-        items = self._session.get_all(f"/experiments/{self.id}/checkpoints", params=params)
-        return [Checkpoint(self._session, item) for item in items]
+    def iter_trials(
+        self,
+        sort_by: TrialSortBy | str = TrialSortBy.ID,
+        order_by: OrderBy | str = OrderBy.ASCENDING,
+        limit: int | None = None,
+        *,
+        states: tuple[str, ...] = (),
+    ) -> Iterator[Trial]:
+        """:meth:`list_trials` as an iterator; ``limit`` is the page size (as Determined's:
+        every trial comes either way)."""
+        params: dict[str, Any] = {"state": list(states)} if states else {}
+        page = min(max(int(limit), 1), _MAX_PAGE) if limit else _MAX_PAGE
+        items = self._session.get_all(
+            f"/experiments/{self.id}/trials", params=params or None, page_size=page
+        )
+        trials = [Trial(self._session, item) for item in items]
+        yield from sort_trials(trials, TrialSortBy(sort_by), OrderBy(order_by), self._record)
+
+    def get_trials(
+        self,
+        sort_by: TrialSortBy | str = TrialSortBy.ID,
+        order_by: OrderBy | str = OrderBy.ASCENDING,
+    ) -> list[Trial]:
+        """:meth:`list_trials` under Determined's deprecated name."""
+        return self.list_trials(sort_by, order_by)
+
+    def list_checkpoints(
+        self,
+        sort_by: str | CheckpointSortBy | None = None,
+        order_by: OrderBy | str | None = None,
+        max_results: int | None = None,
+        *,
+        states: tuple[str, ...] = (),
+    ) -> list[Checkpoint]:
+        """The checkpoints of all the experiment's trials.
+
+        With none of Determined's arguments: every checkpoint, oldest first; only those in
+        ``states`` when given. With them, as Determined's ``list_checkpoints``: only the
+        COMPLETED checkpoints, sorted by ``sort_by`` (a :class:`CheckpointSortBy`, or a
+        validation metric's name) in ``order_by``'s order, both given or neither (then by
+        the searcher's metric, best first), at most ``max_results``."""
+        if sort_by is None and order_by is None and max_results is None:
+            params = {"state": list(states)} if states else None
+            items = self._session.get_all(f"/experiments/{self.id}/checkpoints", params=params)
+            return [Checkpoint(self._session, item) for item in items]
+        completed = self.list_checkpoints(states=("COMPLETED",))
+        return sort_checkpoints(completed, sort_by, order_by, max_results, self._record)
 
     def top_n_checkpoints(
-        self, n: int, *, sort_by: str | None = None, smaller_is_better: bool | None = None
+        self, limit: int, sort_by: str | None = None, smaller_is_better: bool | None = None
     ) -> list[Checkpoint]:
-        """Up to ``n`` best completed checkpoints of the experiment by validation metric
+        """Up to ``limit`` best completed checkpoints of the experiment by validation metric
         ``sort_by``, best first (defaults as in :meth:`top_checkpoint`)."""
+        n = limit
         metric, smaller = resolve_sort(
             {"searcher_metric": self.searcher_metric, "smaller_is_better": self.smaller_is_better},
             sort_by,
@@ -313,6 +427,19 @@ class Experiment:
             ranked = [Checkpoint(self._session, item) for item in items]
             return best_checkpoints(ranked, metric, smaller, n)
         return best_checkpoints(self.list_checkpoints(), metric, smaller, n)
+
+    def pareto_front(self) -> list[ParetoPoint]:
+        """The best trials of a multi-objective search (``searcher.metrics``): the Pareto
+        front of the trials' latest validations, trials no other one dominates, by trial id
+        (each with its objectives' values, hyperparameters and checkpoint). With one
+        objective, the trials with its best value."""
+        body = self._session.get(f"/experiments/{self.id}/pareto", params={"front_only": True})
+        return points_of(body)
+
+    def pareto_points(self) -> list[ParetoPoint]:
+        """Every trial as a point of the objective space, with its front's ``rank`` (0: on
+        the front), best fronts first (:meth:`pareto_front` keeps rank 0)."""
+        return points_of(self._session.get(f"/experiments/{self.id}/pareto"))
 
     def top_checkpoint(
         self, *, sort_by: str | None = None, smaller_is_better: bool | None = None

@@ -3,15 +3,18 @@ and :class:`ModelVersion` (one registered checkpoint of it)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from pedl.client._checkpoint import Checkpoint
 from pedl.client._errors import NotFoundError
 from pedl.client._session import Session
+
+if TYPE_CHECKING:
+    from pedl.client._trial import TrialMetrics
 
 
 class ModelSortBy(StrEnum):
@@ -41,6 +44,10 @@ class ModelVersion:
 
     def __init__(self, session: Session, record: Mapping[str, Any]) -> None:
         self._session = session
+        self._load(record)
+
+    def _load(self, record: Mapping[str, Any]) -> None:
+        session = self._session
         self._record = dict(record)
         self.id = int(record["id"])
         self.model_id = int(record["model_id"])
@@ -65,6 +72,35 @@ class ModelVersion:
     def to_json(self) -> dict[str, Any]:
         """The API's JSON record as last fetched."""
         return dict(self._record)
+
+    @property
+    def _path(self) -> str:
+        return f"{model_path(self.model_id)}/versions/{self.model_version}"
+
+    def reload(self) -> None:
+        """Fetch the version again."""
+        self._load(self._session.get(self._path))
+
+    def _patch(self, **changes: Any) -> None:
+        self._load(self._session.patch(self._path, json=changes))
+
+    def set_name(self, name: str) -> None:
+        """Set the version's name (who registered it, the model's creator or an
+        administrator)."""
+        self._patch(name=name)
+
+    def set_notes(self, notes: str) -> None:
+        """Replace the version's notes."""
+        self._patch(notes=notes)
+
+    def iter_metrics(self, group: str | None = None) -> Iterator[TrialMetrics]:
+        """The metrics of the trials that started from this version's checkpoint, of
+        ``group`` (``None``: training and validation): :meth:`Checkpoint.get_metrics`."""
+        return self.checkpoint.get_metrics(group)
+
+    def get_metrics(self, group: str | None = None) -> Iterator[TrialMetrics]:
+        """:meth:`iter_metrics` under Determined's deprecated name."""
+        return self.iter_metrics(group)
 
     def delete(self) -> None:
         """Delete this version (its checkpoint stays); who registered it, the model's

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -11,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from pedl.client._address import MASTER_ENV, master_url
 from pedl.client._errors import (
     ErrorIssue,
     MasterUnreachableError,
@@ -20,32 +20,9 @@ from pedl.client._errors import (
 )
 from pedl.client._tokens import PASSWORD_ENV, USER_ENV, SavedToken, TokenStore, env_credentials
 
-DEFAULT_MASTER = "http://127.0.0.1:8080"
-"""The master used when neither an address nor ``PEDL_MASTER`` is given."""
-
-MASTER_ENV = "PEDL_MASTER"
-"""The environment variable naming the master's address."""
-
-DET_MASTER_ENV = "DET_MASTER"
-"""Determined's name for it, read when ``PEDL_MASTER`` is not set."""
-
 API_PREFIX = "/api/v1"
 
 Params = Mapping[str, Any]
-
-
-def master_url(master: str | None = None) -> str:
-    """The master's base URL: ``master``, else ``$PEDL_MASTER``, else ``$DET_MASTER``, else
-    :data:`DEFAULT_MASTER`.
-
-    ``host:port`` without a scheme means ``http://host:port``; a trailing ``/`` is dropped.
-    """
-    address = (
-        master or os.environ.get(MASTER_ENV) or os.environ.get(DET_MASTER_ENV) or DEFAULT_MASTER
-    ).strip()
-    if "://" not in address:
-        address = "http://" + address
-    return address.rstrip("/")
 
 
 class Session:
@@ -153,10 +130,13 @@ class Session:
         *,
         fields: Mapping[str, str],
         files: Mapping[str, tuple[str, bytes, str]],
+        timeout: float | None = None,
     ) -> Any:
         """``POST path`` as ``multipart/form-data``: ``fields`` as text fields, ``files`` as
-        file parts (``(filename, content, content type)``); the decoded JSON answer."""
-        return self._request("POST", path, data=dict(fields), files=dict(files))
+        file parts (``(filename, content, content type)``); the decoded JSON answer.
+        ``timeout``: seconds to wait for it (default the session's)."""
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        return self._request("POST", path, data=dict(fields), files=dict(files), **extra)
 
     def get_all(
         self, path: str, *, params: Params | None = None, page_size: int = 1000

@@ -69,6 +69,17 @@ def get_tensorboard(tensorboard_id: str, *, client: Client | None = None) -> Ten
     return _board(client, client.session.get(f"/tensorboards/{tensorboard_id}"))
 
 
+def tensorboard_logs(
+    tensorboard_id: str, *, tail: int | None = None, client: Client | None = None
+) -> list[str]:
+    """A TensorBoard's own output, oldest first: the latest lines the master kept of it (the
+    last ``tail`` of them)."""
+    client = client or default_client()
+    params = {"tail": tail} if tail else None
+    lines: list[str] = client.session.get(f"/tensorboards/{tensorboard_id}/logs", params=params)
+    return lines
+
+
 def list_tensorboards(*, client: Client | None = None) -> list[TensorBoard]:
     """The TensorBoards the master runs (and those that failed), oldest first."""
     client = client or default_client()

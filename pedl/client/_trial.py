@@ -13,8 +13,17 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from pedl.client._checkpoint import Checkpoint, best_checkpoints, resolve_sort
+from pedl.client._lineage import lineage_of
+from pedl.client._ordering import CheckpointSortBy, OrderBy
 from pedl.client._session import Session
-from pedl.engine import TrialError, TrialOutcome, TrialState, outcome_note
+from pedl.client._sorting import sort_checkpoints
+from pedl.vocabulary import (
+    TrialError,
+    TrialOutcome,
+    TrialState,
+    decode_metric_value,
+    outcome_note,
+)
 
 MAX_LOG_PAGE = 10_000
 """The most lines the master returns for one ``GET /trials/{id}/logs``."""
@@ -22,13 +31,9 @@ MAX_LOG_PAGE = 10_000
 TERMINAL_TRIAL_STATES = frozenset(s for s in TrialState if s.is_terminal)
 """Trial states nothing ever leaves."""
 
-_NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
-
 
 def _metric_value(value: Any) -> Any:
-    if isinstance(value, str) and value in _NON_FINITE:
-        return _NON_FINITE[value]
-    return value
+    return decode_metric_value(value)
 
 
 class LogLine(BaseModel):
@@ -123,9 +128,10 @@ class Trial:
     Attributes mirror the API's ``TrialPublic``: ``id``, ``experiment_id``, ``hparams``,
     ``seed``, ``state``, ``restarts``, ``total_batches``, ``latest_checkpoint_uuid``,
     ``best_checkpoint_uuid``, ``best_validation``, ``created_at``, ``ended_at``; ``outcome``
-    (how its latest run ended: :class:`pedl.engine.TrialOutcome`) and ``error`` (why it
-    errored: :class:`pedl.engine.TrialError`, with type, message, user-code location and
-    traceback), both ``None`` until a run ends.
+    (how its latest run ended: :class:`pedl.vocabulary.TrialOutcome`) and ``error`` (why it
+    errored: :class:`pedl.vocabulary.TrialError`, with type, message, user-code location and
+    traceback), both ``None`` until a run ends; ``parent_trial_id`` and ``lineage``
+    (:class:`TrialLineage`: the trial it copies in a ``pbt`` search), ``None`` otherwise.
     """
 
     def __init__(self, session: Session, data: Mapping[str, Any]) -> None:
@@ -150,6 +156,10 @@ class Trial:
         self.error = TrialError.from_dict(fields.error) if fields.error else None
         self.created_at = fields.created_at
         self.ended_at = fields.ended_at
+        self.lineage = lineage_of(data)
+        """How this trial copies another in a ``pbt`` search (:class:`TrialLineage`), or
+        ``None``."""
+        self.parent_trial_id = self.lineage.parent_trial_id if self.lineage else None
 
     @property
     def outcome_note(self) -> str | None:
@@ -416,11 +426,26 @@ class Trial:
                 cursor = rows[-1].total_batches
         return rows
 
-    def list_checkpoints(self, *, states: tuple[str, ...] = ()) -> list[Checkpoint]:
-        """The trial's checkpoints, oldest first; only those in ``states`` when given."""
+    def list_checkpoints(
+        self,
+        sort_by: str | CheckpointSortBy | None = None,
+        order_by: OrderBy | str | None = None,
+        max_results: int | None = None,
+        *,
+        states: tuple[str, ...] = (),
+    ) -> list[Checkpoint]:
+        """The trial's checkpoints: with none of Determined's arguments, oldest first (only
+        those in ``states`` when given); with them, as Determined's ``list_checkpoints``:
+        by ``sort_by`` (a :class:`CheckpointSortBy` or a validation metric's name) in
+        ``order_by``'s order, both or neither (then by the searcher's metric, best first), at
+        most ``max_results``."""
         params = {"state": list(states)} if states else None
         items = self._session.get_all(f"/trials/{self.id}/checkpoints", params=params)
-        return [Checkpoint(self._session, item) for item in items]
+        checkpoints = [Checkpoint(self._session, item) for item in items]
+        if sort_by is None and order_by is None and max_results is None:
+            return checkpoints
+        experiment = self._session.get(f"/experiments/{self.experiment_id}")
+        return sort_checkpoints(checkpoints, sort_by, order_by, max_results, experiment)
 
     def top_checkpoint(
         self, *, sort_by: str | None = None, smaller_is_better: bool | None = None

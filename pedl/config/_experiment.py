@@ -44,9 +44,10 @@ class ExperimentConfig(ConfigModel):
     Legacy names are translated when parsing (``batches_per_step`` becomes
     ``scheduling_unit``, ``searcher.max_steps`` becomes ``searcher.max_length``); the model
     itself only has the canonical names. Determined keys that PEDL does not use
-    (``bind_mounts``, ``optimizations``, ``profiling``, ``workspace``, ``project``, ...)
-    are accepted and kept as given so that Determined configs load; ``unused_fields``
-    lists those a config sets.
+    (``bind_mounts``, ``optimizations``, ``profiling``, ...) are accepted and kept as given
+    so that Determined configs load; ``unused_fields`` lists those a config sets.
+    ``workspace`` and ``project`` are acted upon by the master (the experiment goes into
+    that project).
 
     Build one with ``parse_config``/``load_config``, which report all problems at once
     with YAML line numbers; direct ``model_validate`` works too but raises pydantic's
@@ -80,8 +81,6 @@ class ExperimentConfig(ConfigModel):
             "bind_mounts",
             "optimizations",
             "profiling",
-            "workspace",
-            "project",
             "debug",
             "internal",
             "data_layer",
@@ -98,8 +97,11 @@ class ExperimentConfig(ConfigModel):
     bind_mounts: list[Any] = Field(default_factory=list)
     optimizations: dict[str, Any] = Field(default_factory=dict)
     profiling: dict[str, Any] = Field(default_factory=dict)
-    workspace: str | None = None
-    project: str | None = None
+    workspace: str | None = Field(default=None, min_length=1, max_length=128)
+    """With ``project``: the workspace whose project the experiment goes into (the master
+    looks both up by name; ``pedl experiment create --project_id`` wins over them)."""
+    project: str | None = Field(default=None, min_length=1, max_length=128)
+    """With ``workspace``: the name of the project the experiment goes into."""
     debug: bool = False
     internal: dict[str, Any] | None = None
     data_layer: dict[str, Any] | None = None

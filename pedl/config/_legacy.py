@@ -17,7 +17,6 @@ REMOVED_SEARCHERS: dict[str, str] = {
     "sync_halving": (
         "Determined's removed 'sync_halving' searcher (now 'async_halving') is not supported"
     ),
-    "pbt": "Determined's 'pbt' searcher is not supported",
 }
 """Searcher names Determined no longer has -> what to tell the user (the config's
 runnability check adds the names PEDL can run)."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -91,6 +92,61 @@ _MIN_INT = -(2**63)
 _MAX_INT = 2**63 - 1
 
 
+class LongInteger(int):
+    """Stands for an integer literal with more digits than Python converts from text
+    (``sys.get_int_max_str_digits()``, 4,300 by default), which no field can hold: its value
+    is out of every field's range (``±2**64``), and it keeps how many digits the literal had,
+    so that :func:`value_problems` refuses it naming its field, as it does a shorter integer
+    out of range. Made by :func:`parse_integer`, never converted from the text."""
+
+    digits: int
+
+    def __new__(cls, negative: bool, digits: int) -> LongInteger:
+        value = super().__new__(cls, -(2**64) if negative else 2**64)
+        value.digits = digits
+        return value
+
+    def __reduce__(self) -> tuple[type[LongInteger], tuple[bool, int]]:
+        return (LongInteger, (self < 0, self.digits))  # copied and pickled as itself
+
+
+def parse_integer(text: str) -> int:
+    """``int(text)``, or a :class:`LongInteger` for a literal with more digits than Python
+    converts (where ``int`` raises ``ValueError``): what the JSON and YAML parsers of configs
+    read integers with (``json.loads(..., parse_int=parse_integer)``)."""
+    try:
+        return int(text)
+    except ValueError:
+        digits = sum(char.isdigit() for char in text)
+        if digits <= sys.get_int_max_str_digits():
+            raise
+        return LongInteger(text.lstrip().startswith("-"), digits)
+
+
+def _integer_text(value: int) -> str:
+    """An integer out of 64 bits as a message names it: ``integer 1.18e+21``, or by its
+    number of digits when no float holds it (formatting it as one would overflow)."""
+    if not isinstance(value, LongInteger):
+        try:
+            return f"integer {value:.3g}"
+        except OverflowError:
+            pass
+    digits = value.digits if isinstance(value, LongInteger) else _digits(value)
+    return f"{'a negative' if value < 0 else 'an'} integer of {digits:,} digits"
+
+
+def _digits(value: int) -> int:
+    """How many decimal digits ``value`` has, without converting it to text (which Python
+    refuses past ``sys.get_int_max_str_digits()`` digits)."""
+    magnitude = abs(value)
+    digits = max(1, int(magnitude.bit_length() * math.log10(2)))
+    while digits > 1 and 10 ** (digits - 1) > magnitude:
+        digits -= 1
+    while 10**digits <= magnitude:
+        digits += 1
+    return digits
+
+
 def _surrogate(text: str) -> bool:
     return any("\ud800" <= char <= "\udfff" for char in text)
 
@@ -110,7 +166,7 @@ def _scalar_problem(value: Any) -> str | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int) and not _MIN_INT <= value <= _MAX_INT:
-        return f"integer {value:.3g} is out of range (a 64-bit integer, at most 2**63-1)"
+        return f"{_integer_text(value)} is out of range (a 64-bit integer, at most 2**63-1)"
     if isinstance(value, float) and not math.isfinite(value):
         return f"{value} is not allowed: numbers must be finite"
     return None

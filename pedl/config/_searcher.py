@@ -17,7 +17,9 @@ SEARCHER_NAMES: tuple[str, ...] = (
     "adaptive_asha",
     "async_halving",
     "tpe",
+    "nsga2",
     "gp",
+    "pbt",
     "custom",
 )
 
@@ -37,6 +39,20 @@ def unitless_length(value: Any) -> Any:
     return value
 
 
+MULTI_OBJECTIVE_SEARCHERS: tuple[str, ...] = ("grid", "random", "adaptive_asha", "tpe", "nsga2")
+"""The searchers that take several objectives in ``searcher.metrics``."""
+
+MAX_OBJECTIVES = 8
+"""The most objectives ``searcher.metrics`` may list."""
+
+
+class SearcherObjective(ConfigModel):
+    """One objective of ``searcher.metrics``: a validation metric and its direction."""
+
+    name: str = Field(min_length=1, max_length=MAX_METRIC_NAME)
+    smaller_is_better: bool = True
+
+
 def _positive(length: Length | None) -> Length | None:
     if length is not None and length.value <= 0:
         raise config_error(f"must be greater than 0, got {length.value} {length.unit}")
@@ -53,8 +69,68 @@ class _SearcherBase(ConfigModel):
 
     metric: str = Field(min_length=1, max_length=MAX_METRIC_NAME)
     smaller_is_better: bool = True
+    metrics: list[SearcherObjective] | None = Field(
+        default=None, min_length=1, max_length=MAX_OBJECTIVES
+    )
+    """Multi-objective search: the objectives, each a validation metric with its direction
+    (``grid``, ``random``, ``adaptive_asha``, ``tpe`` and ``nsga2``). ``metric`` and
+    ``smaller_is_better`` are then the first one's (they may be left out)."""
     source_trial_id: int | None = Field(default=None, ge=1)
     source_checkpoint_uuid: str | None = Field(default=None, pattern=r"^[0-9a-fA-F-]{1,36}$")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _metric_from_metrics(cls, data: Any) -> Any:
+        """``metrics`` without ``metric``: the first objective is the searcher metric."""
+        if not isinstance(data, dict):
+            return data
+        objectives = data.get("metrics")
+        if isinstance(objectives, list) and objectives and isinstance(objectives[0], dict):
+            first = objectives[0]
+            data = dict(data)
+            if data.get("metric") is None and isinstance(first.get("name"), str):
+                data["metric"] = first["name"]
+            if data.get("smaller_is_better") is None and "smaller_is_better" in first:
+                data["smaller_is_better"] = first["smaller_is_better"]
+        return data
+
+    @model_validator(mode="after")
+    def _objectives_agree(self) -> _SearcherBase:
+        if self.metrics is None:
+            return self
+        names = [o.name for o in self.metrics]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise config_error(f"lists {', '.join(repeated)} more than once", at="metrics")
+        first = self.metrics[0]
+        if (self.metric, self.smaller_is_better) != (first.name, first.smaller_is_better):
+            raise config_error(
+                f"metric {self.metric!r} (smaller_is_better: {self.smaller_is_better}) is not "
+                f"the first of searcher.metrics ({first.name!r}, smaller_is_better: "
+                f"{first.smaller_is_better}); leave metric and smaller_is_better out, or make "
+                "them the first objective's",
+                at="metric",
+            )
+        name = getattr(self, "name", "")
+        if len(self.metrics) > 1 and name not in MULTI_OBJECTIVE_SEARCHERS:
+            raise config_error(
+                f"the {name} searcher optimises one metric; several objectives are searched "
+                f"by {', '.join(MULTI_OBJECTIVE_SEARCHERS)} (or give one metric)",
+                at="metrics",
+            )
+        return self
+
+    @property
+    def objectives(self) -> list[SearcherObjective]:
+        """The objectives: ``metrics``, or the one ``metric`` with ``smaller_is_better``."""
+        if self.metrics is not None:
+            return list(self.metrics)
+        return [SearcherObjective(name=self.metric, smaller_is_better=self.smaller_is_better)]
+
+    @property
+    def multi_objective(self) -> bool:
+        """Whether the search has several objectives (``metrics`` lists more than one)."""
+        return self.metrics is not None and len(self.metrics) > 1
 
 
 class _LengthSearcher(_SearcherBase):
@@ -210,10 +286,78 @@ class TPESearcherConfig(_BayesianSearcherConfig):
     name: Literal["tpe"]
 
 
+class NSGA2SearcherConfig(_BayesianSearcherConfig):
+    """``nsga2``: multi-objective search with Optuna's NSGA-II sampler (a genetic algorithm
+    over generations of ``population_size`` trials; ``n_startup_trials`` is not used)."""
+
+    name: Literal["nsga2"]
+    population_size: int = Field(default=50, ge=2, le=MAX_TRIALS)
+
+
 class GPSearcherConfig(_BayesianSearcherConfig):
     """``gp``: Bayesian search with Optuna's Gaussian-process sampler."""
 
     name: Literal["gp"]
+
+
+class PBTReplaceFunction(ConfigModel):
+    """``pbt``'s ``replace_function``: each round the worst ``truncate_fraction`` of the
+    population is closed and as many copies of the best take their places."""
+
+    truncate_fraction: float = Field(ge=0, le=0.5)
+
+
+class PBTExploreFunction(ConfigModel):
+    """``pbt``'s ``explore_function``: a copy's hyperparameter is drawn afresh with
+    probability ``resample_probability``, else multiplied by ``1 - perturb_factor`` or
+    ``1 + perturb_factor`` (even odds; numbers only, clamped to the range)."""
+
+    resample_probability: float = Field(ge=0, le=1)
+    perturb_factor: float = Field(ge=0, le=1)
+
+
+class PBTSearcherConfig(_SearcherBase):
+    """``pbt``: population-based training (Determined's ``pbt``; see
+    :class:`pedl.searcher.PBTSearch`): ``population_size`` trials train
+    ``length_per_round`` per round for ``num_rounds`` rounds; after each round but the last
+    the worst ``replace_function.truncate_fraction`` are replaced by copies of the best,
+    warm-started from their checkpoints with explored hyperparameters."""
+
+    name: Literal["pbt"]
+    population_size: int = Field(ge=1, le=MAX_TRIALS)
+    num_rounds: int = Field(ge=1, le=MAX_TRIALS)
+    length_per_round: Length
+    replace_function: PBTReplaceFunction
+    explore_function: PBTExploreFunction
+
+    @field_validator("length_per_round", mode="before")
+    @classmethod
+    def _integer_form(cls, value: Any) -> Any:
+        return unitless_length(value)
+
+    @field_validator("length_per_round")
+    @classmethod
+    def _length_positive(cls, value: Length) -> Length:
+        _positive(value)
+        return value
+
+    @model_validator(mode="after")
+    def _total_fits(self) -> PBTSearcherConfig:
+        total = self.length_per_round.value * self.num_rounds
+        if total > MAX_LENGTH:
+            raise config_error(
+                f"num_rounds * length_per_round is {total:,}, more than the longest length "
+                f"{MAX_LENGTH:,}",
+                at="length_per_round",
+            )
+        return self
+
+    @property
+    def max_length(self) -> Length:
+        """The longest any trial trains: ``num_rounds * length_per_round`` (a trial of the
+        first population that survives every round)."""
+        length = self.length_per_round
+        return Length.model_validate({length.unit: length.value * self.num_rounds})
 
 
 class CustomSearcherConfig(_SearcherBase):
@@ -243,7 +387,9 @@ SearcherConfig = Annotated[
     | Annotated[AdaptiveASHASearcherConfig, Tag("searcher:adaptive_asha")]
     | Annotated[AsyncHalvingSearcherConfig, Tag("searcher:async_halving")]
     | Annotated[TPESearcherConfig, Tag("searcher:tpe")]
+    | Annotated[NSGA2SearcherConfig, Tag("searcher:nsga2")]
     | Annotated[GPSearcherConfig, Tag("searcher:gp")]
+    | Annotated[PBTSearcherConfig, Tag("searcher:pbt")]
     | Annotated[CustomSearcherConfig, Tag("searcher:custom")],
     Discriminator(tag_of("searcher", "name")),
 ]

@@ -8,7 +8,12 @@ from typing import Any
 import yaml
 
 from pedl.config._issues import ConfigError, ConfigIssue, PathElement, format_path
-from pedl.config._limits import MAX_CONFIG_DEPTH, MAX_CONFIG_NODES, text_problem
+from pedl.config._limits import (
+    MAX_CONFIG_DEPTH,
+    MAX_CONFIG_NODES,
+    parse_integer,
+    text_problem,
+)
 
 LineTable = dict[tuple[PathElement, ...], int]
 """Maps a config path (tuple of keys and indices) to the 1-based line where it appears."""
@@ -32,7 +37,9 @@ class ConfigLoader(yaml.SafeLoader):
     "billion laughs" is refused after a few hundred nodes, and nothing grows); at most
     ``MAX_CONFIG_DEPTH`` levels, aliases expanded; no alias inside its own anchor (a recursive
     structure); no scalar with a NUL character or a lone UTF-16 surrogate (escapes such as
-    ``"\\0"`` and ``"\\udcff"`` produce them).
+    ``"\\0"`` and ``"\\udcff"`` produce them). An integer with more digits than Python
+    converts from text is read as a :class:`~._limits.LongInteger` (refused, naming its
+    field, with the other integers out of range), not raised as a ``ValueError``.
     """
 
     def __init__(self, stream: str) -> None:
@@ -92,6 +99,16 @@ class ConfigLoader(yaml.SafeLoader):
         self._depth -= 1
         return node
 
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    try:
+        value: int = yaml.SafeLoader.construct_yaml_int(loader, node)
+    except ValueError:  # too many digits to convert (else parse_integer raises it again)
+        return parse_integer(str(loader.construct_scalar(node)))
+    return value
+
+
+ConfigLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 # Checked after SafeLoader's own resolvers, so it only decides what they leave a string.
 _YAML12_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pedl.config import ExperimentConfig
-from pedl.core._checkpoint import CheckpointContext, CheckpointRegistry
+from pedl.core._backend import TrialBackend
+from pedl.core._checkpoint import CheckpointContext
 from pedl.core._distributed import DistributedContext
 from pedl.core._preempt import PreemptContext
-from pedl.core._searcher import SearcherContext, SearcherSession
-from pedl.core._train import MetricsWriter, TrainContext
+from pedl.core._searcher import SearcherContext
+from pedl.core._train import TrainContext
 from pedl.storage import StorageManager
 
 
@@ -37,8 +37,9 @@ class TrialInfo:
 class Context:
     """Everything a controller needs from the platform, one part per concern.
 
-    The cluster builds it with REST-backed parts; local mode and tests build it with
-    in-process stand-ins. Controllers must not reach around it.
+    Its parts stand on one :class:`~pedl.core.TrialBackend` (REST to the master on the
+    cluster, in-process in local mode, in memory in tests). Controllers must not reach
+    around it.
     """
 
     info: TrialInfo
@@ -52,17 +53,15 @@ class Context:
 def build_context(
     info: TrialInfo,
     *,
-    metrics: MetricsWriter,
-    checkpoints: CheckpointRegistry,
+    backend: TrialBackend,
     storage: StorageManager,
-    searcher: SearcherSession,
-    should_preempt: Callable[[], bool] = lambda: False,
     distributed: DistributedContext | None = None,
 ) -> Context:
-    """The one factory of core contexts: the backends in, the parts out.
+    """The one factory of core contexts: a trial backend and a storage in, the parts out.
 
-    Local mode passes in-process stand-ins, the trial process REST clients, tests small
-    recorders; every part is then the same class, so controllers cannot tell them apart.
+    The trial process passes its REST backend, local mode its in-process one, tests a
+    :class:`~pedl.core.MemoryBackend`; every part is then the same class, so controllers
+    cannot tell them apart.
 
     With a ``distributed`` context of several workers the parts know the rank: only the
     chief reports metrics, stores checkpoints and completes searcher operations; the
@@ -72,8 +71,8 @@ def build_context(
     return Context(
         info=info,
         distributed=distributed,
-        train=TrainContext(metrics, is_chief=distributed.is_chief),
-        checkpoint=CheckpointContext(storage, checkpoints, distributed),
-        searcher=SearcherContext(searcher, info.config.searcher_unit, distributed),
-        preempt=PreemptContext(should_preempt, distributed),
+        train=TrainContext(backend, is_chief=distributed.is_chief),
+        checkpoint=CheckpointContext(storage, backend, distributed),
+        searcher=SearcherContext(backend, info.config.searcher_unit, distributed),
+        preempt=PreemptContext(backend.should_preempt, distributed),
     )

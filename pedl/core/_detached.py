@@ -9,15 +9,20 @@ from typing import Any
 
 from pedl.config import ExperimentConfig, parse_config
 from pedl.core._context import Context, TrialInfo, build_context
-from pedl.engine import MetricKind
 from pedl.storage import SharedFSStorage
+from pedl.vocabulary import MetricKind
 
 
-class _Discard:
-    """Metrics and checkpoint records that go nowhere; a searcher with no work."""
+class DetachedBackend:
+    """The trial backend of no experiment: metrics and checkpoint records go nowhere, the
+    searcher has no work, nothing asks the trial to stop."""
 
     def write_metrics(
-        self, kind: MetricKind, total_batches: int, metrics: Mapping[str, float]
+        self,
+        kind: MetricKind,
+        total_batches: int,
+        metrics: Mapping[str, float],
+        total_epochs: float | None = None,
     ) -> None:
         pass
 
@@ -36,6 +41,9 @@ class _Discard:
     def complete(self, length: int, searcher_metric: float) -> None:
         pass
 
+    def should_preempt(self) -> bool:
+        return False
+
 
 def detached_context(
     config: ExperimentConfig | Mapping[str, Any],
@@ -49,7 +57,6 @@ def detached_context(
     """A context whose reports are discarded and whose searcher has no operations."""
     if not isinstance(config, ExperimentConfig):
         config = parse_config(dict(config))
-    discard = _Discard()
     info = TrialInfo(
         trial_id=trial_id,
         experiment_id=experiment_id,
@@ -59,6 +66,4 @@ def detached_context(
         code_dir=code_dir,
     )
     storage = SharedFSStorage(Path(tempfile.gettempdir()) / "pedl-detached-checkpoints")
-    return build_context(
-        info, metrics=discard, checkpoints=discard, storage=storage, searcher=discard
-    )
+    return build_context(info, backend=DetachedBackend(), storage=storage)

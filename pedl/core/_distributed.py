@@ -24,7 +24,6 @@ The transport is ZeroMQ (see :mod:`pedl.core._zmq_transport`); objects travel pi
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -38,7 +37,7 @@ import zmq
 from pedl.core._zmq_transport import DistributedError, Hub, Spoke
 
 if TYPE_CHECKING:
-    import tensorflow as tf
+    pass
 
 DEFAULT_PUB_PORT = 12360
 DEFAULT_PULL_PORT = 12376
@@ -304,35 +303,6 @@ class DistributedContext:
             chief_ip=_chief_ip(chief_ip, env),
         )
 
-    @classmethod
-    def from_tf_config(cls) -> tuple[DistributedContext, tf.distribute.Strategy]:
-        """A context and the ``tf.distribute`` strategy to build the model in, from the
-        ``TF_CONFIG`` environment variable (Determined 0.38's ``from_tf_config()``).
-
-        Several workers in ``TF_CONFIG``: each worker is a machine of its own (rank and
-        cross rank are its task index; the chief is worker 0) and the strategy is
-        ``MultiWorkerMirroredStrategy``. Otherwise a single-process context, with a
-        ``MirroredStrategy`` when several GPUs are visible, else TensorFlow's default
-        strategy. Only ``worker`` tasks are supported. Imports TensorFlow. Inside a PEDL trial
-        (a script model definition) it returns the trial's context and strategy
-        (:func:`pedl.script.from_tf_config`).
-        """
-        import tensorflow as tf  # only this constructor needs TensorFlow
-
-        from pedl.core._init import active_context
-
-        if active_context() is not None:
-            # Inside a PEDL trial (a script): the trial's context and strategy.
-            from pedl.script._tf_config import from_tf_config
-
-            return from_tf_config()
-        ranks = tf_config_ranks(os.environ.get("TF_CONFIG"))
-        if ranks is not None:
-            return cls(**ranks), tf.distribute.MultiWorkerMirroredStrategy()
-        gpus = len(tf.config.list_physical_devices("GPU"))
-        strategy = tf.distribute.MirroredStrategy() if gpus > 1 else tf.distribute.get_strategy()
-        return cls.single(), strategy
-
     # Rank information.
 
     def get_rank(self) -> int:
@@ -585,31 +555,3 @@ def _allgather_in(group: _Group, stuff: Any) -> list[Any]:
     group.send(stuff)
     everything: list[Any] = group.recv()
     return everything
-
-
-def tf_config_ranks(tf_config: str | None) -> dict[str, Any] | None:
-    """The :class:`DistributedContext` arguments of a multi-worker ``TF_CONFIG`` (a JSON
-    string), or None when it names fewer than two workers (or is unset)."""
-    if not tf_config:
-        return None
-    config = json.loads(tf_config)
-    task_type = config["task"]["type"]
-    if task_type != "worker":
-        raise RuntimeError(
-            "DistributedContext.from_tf_config() supports the default strategy, "
-            "MirroredStrategy and MultiWorkerMirroredStrategy only, but TF_CONFIG has "
-            f"task type {task_type!r}: {tf_config}"
-        )
-    workers = config["cluster"]["worker"]
-    if len(workers) < 2:
-        return None
-    index = int(config["task"]["index"])
-    return {
-        "rank": index,
-        "size": len(workers),
-        "local_rank": 0,
-        "local_size": 1,
-        "cross_rank": index,
-        "cross_size": len(workers),
-        "chief_ip": workers[0].rsplit(":", 1)[0].strip("[]"),
-    }

@@ -46,7 +46,7 @@ def use_context(context: Context) -> Iterator[Context]:
 def active_context() -> Context | None:
     """The context of the trial this process runs (inside :func:`use_context`); in a process
     that a trial's script started, the trial's context over its link
-    (:func:`pedl.core.linked_context`); else None."""
+    (:func:`pedl.core._link.linked_context`); else None."""
     if _active is not None:
         return _active
     return linked_context()

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pedl.core._backend_link import LinkBackend
 from pedl.core._checkpoint import CheckpointContext
 from pedl.core._context import Context, TrialInfo
 from pedl.core._distributed import DistributedContext
@@ -40,18 +41,6 @@ def connect(environ: Mapping[str, str]) -> LinkClient | None:
     return LinkClient.connect(
         environ, address_env=LINK_ENV, key_env=KEY_ENV, peer="the trial's process"
     )
-
-
-class _Session:
-    def __init__(self, link: LinkClient) -> None:
-        self._link = link
-
-    def next_length(self) -> int | None:
-        length: int | None = self._link.call("next_length")
-        return length
-
-    def complete(self, length: int, searcher_metric: float) -> None:
-        self._link.call("complete", length, float(searcher_metric))
 
 
 class _Forwarding:
@@ -161,11 +150,12 @@ def linked_context(
             _joined = (link, info, ranks)
         link, info, ranks = _joined
     dist = distributed if distributed is not None else DistributedContext(**ranks)
+    backend = LinkBackend(link)  # its searcher and preemption calls (reports go by the parts)
     return Context(
         info=info,
         distributed=dist,
         train=_Train(link, is_chief=dist.is_chief),
         checkpoint=_Checkpoint(link, is_chief=dist.is_chief),
-        searcher=SearcherContext(_Session(link), info.config.searcher_unit, dist),
-        preempt=_Preempt(lambda: bool(link.call("preempt")), dist),
+        searcher=SearcherContext(backend, info.config.searcher_unit, dist),
+        preempt=_Preempt(backend.should_preempt, dist),
     )

@@ -44,6 +44,13 @@ class SearcherOperation:
     def completed(self) -> bool:
         return self._completed
 
+    def report_progress(self, length: float) -> None:
+        """Determined's progress report within the operation (``length`` trained so far):
+        accepted and not needed, as PEDL counts a trial's progress from its metrics
+        reports. ``RuntimeError`` after :meth:`report_completed`, as Determined's."""
+        if self._completed and length != self.length:
+            raise RuntimeError("op.report_progress() after op.report_completed()")
+
     def report_completed(self, searcher_metric: float) -> None:
         if self._completed:
             raise RuntimeError(f"operation to {self.length} {self.unit} was already completed")

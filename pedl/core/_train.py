@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Protocol
 
-from pedl.engine import MetricKind
+from pedl.vocabulary import MetricKind
 
 
 class MetricsWriter(Protocol):
@@ -13,11 +14,17 @@ class MetricsWriter(Protocol):
 
     Contract: a write is keyed by ``(kind, total_batches)`` for this trial and is idempotent:
     writing the same key again (as a trial does when it replays batches after a resume)
-    replaces the earlier row, it never adds a second one.
+    replaces the earlier row, it never adds a second one. ``total_epochs`` (the epochs of
+    training data those batches are, where the training code knows: a script's ``fit``) is
+    kept with the row; None where it is not known.
     """
 
     def write_metrics(
-        self, kind: MetricKind, total_batches: int, metrics: Mapping[str, float]
+        self,
+        kind: MetricKind,
+        total_batches: int,
+        metrics: Mapping[str, float],
+        total_epochs: float | None = None,
     ) -> None: ...
 
 
@@ -30,19 +37,31 @@ class TrainContext:
 
     def report_training_metrics(self, steps_completed: int, metrics: Mapping[str, float]) -> None:
         """Report metrics averaged over the batches since the previous report."""
-        self._report(MetricKind.TRAINING, steps_completed, metrics)
+        self.report(MetricKind.TRAINING, steps_completed, metrics)
 
     def report_validation_metrics(self, steps_completed: int, metrics: Mapping[str, float]) -> None:
         """Report the metrics of a validation run after ``steps_completed`` batches."""
-        self._report(MetricKind.VALIDATION, steps_completed, metrics)
+        self.report(MetricKind.VALIDATION, steps_completed, metrics)
 
-    def _report(self, kind: MetricKind, steps_completed: int, metrics: Mapping[str, float]) -> None:
+    def report(
+        self,
+        kind: MetricKind,
+        steps_completed: int,
+        metrics: Mapping[str, float],
+        *,
+        total_epochs: float | None = None,
+    ) -> None:
+        """Report a ``kind`` row after ``steps_completed`` batches; ``total_epochs`` is the
+        epochs of training data those batches are, where the training code knows it (a
+        script's ``fit`` counts its data's epochs), so the row can be drawn over epochs."""
         if not self._is_chief:
             return
         if steps_completed < 0:
             raise ValueError(f"steps_completed must be >= 0, got {steps_completed}")
+        if total_epochs is not None and not (math.isfinite(total_epochs) and total_epochs >= 0):
+            raise ValueError(f"total_epochs must be finite and >= 0, got {total_epochs}")
         clean = {str(k): _to_float(k, v) for k, v in metrics.items()}
-        self._writer.write_metrics(kind, steps_completed, clean)
+        self._writer.write_metrics(kind, steps_completed, clean, total_epochs)
 
 
 def _to_float(name: str, value: object) -> float:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pedl.engine._outcomes import TrialError, TrialOutcome
-from pedl.engine._states import ExperimentState, TrialState
+from pedl.vocabulary._outcomes import TrialError, TrialOutcome
+from pedl.vocabulary._states import ExperimentState, TrialState
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,13 @@ class CreateTrial:
     warm_start: str | None = None
     """The checkpoint whose weights the trial starts from (``Create.checkpoint``, else
     ``searcher.source_checkpoint_uuid``), or ``None``."""
+    parent_trial_id: int | None = None
+    """A copy's lineage (population-based training): the trial it copies, whose checkpoint
+    ``warm_start`` is, at ``parent_batches``."""
+    parent_batches: int | None = None
+    changed_hparams: dict[str, Any] | None = field(default=None, hash=False)
+    """The hyperparameters that differ from the parent's (dotted names):
+    ``{name: {"from": parent's, "to": the copy's}}``."""
 
 
 @dataclass(frozen=True)

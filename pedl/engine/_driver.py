@@ -40,7 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pedl.config import ExperimentConfig, Length
+from pedl.config import ExperimentConfig, Length, flatten_hparams
 from pedl.engine._actions import (
     Action,
     AppendSearcherEvent,
@@ -52,8 +52,6 @@ from pedl.engine._actions import (
     SetProgress,
     SetTrialState,
 )
-from pedl.engine._outcomes import TrialError, TrialOutcome
-from pedl.engine._states import ExperimentState, TrialState
 from pedl.searcher import (
     CloseTrial,
     ExitedReason,
@@ -66,6 +64,8 @@ from pedl.searcher import (
     make_search_method,
 )
 from pedl.storage import CheckpointSummary, checkpoints_to_delete
+from pedl.vocabulary._outcomes import TrialError, TrialOutcome
+from pedl.vocabulary._states import ExperimentState, TrialState
 
 OperationStatus = Literal["train", "closed", "wait"]
 
@@ -96,6 +96,8 @@ class TrialRecord:
     """The searcher metric of the trial's latest validation (the largest batch count), if
     it reported one: what a continued search hears of a COMPLETED trial. A store may leave it
     out for a trial whose ``trial_created`` event the searcher log holds (never carried)."""
+    warm_start: str | None = None
+    """The checkpoint the trial starts from (kept until the trial has one of its own)."""
 
 
 @dataclass
@@ -125,6 +127,7 @@ class _Trial:
     carried: bool = False
     """A trial from before a continuation whose request id this searcher log has not
     created yet: the searcher hears of it only when it creates that request id."""
+    warm_start: str | None = None
 
 
 _EXIT_REASONS = {
@@ -163,6 +166,10 @@ class ExperimentDriver:
         self._checkpoints = {c.storage_id: c for c in checkpoints}
         self._shutdown: Shutdown | None = None
         self._progress: float | None = None
+        self._copy_notes: dict[int, str] = {}
+        self._copies: dict[int, NewTrial] = {}
+        """Copies of trials (population-based training) waiting for their parent's
+        checkpoint at the length they copy, by request id."""
         self._restored = bool(events)
         for record in trials:
             trial = _Trial(
@@ -176,6 +183,7 @@ class ExperimentDriver:
                 latest_checkpoint_batches=record.latest_checkpoint_batches,
                 outcome=record.outcome,
                 validation_metric=record.validation_metric,
+                warm_start=record.warm_start,
                 carried=True,  # until this log's trial_created event for it (``_replay``)
             )
             self._trials[record.request_id] = trial
@@ -223,6 +231,9 @@ class ExperimentDriver:
             trial = self._trials[request_id]
             trial.trial_id = trial_id
             self._request_of[trial_id] = request_id
+            note = self._copy_notes.pop(request_id, None)
+            if note:
+                self._emit(LogTrial(trial_id, note))
 
         if not self.state.is_terminal:
             return self._run(created)
@@ -279,8 +290,19 @@ class ExperimentDriver:
 
         return self._run(started)
 
-    def validation_reported(self, trial_id: int, length: int, metric: float) -> list[Action]:
-        """The trial trained to ``length`` and validated; the searcher hears it once."""
+    def validation_reported(
+        self,
+        trial_id: int,
+        length: int,
+        metric: float,
+        metrics: Mapping[str, Any] | None = None,
+    ) -> list[Action]:
+        """The trial trained to ``length`` and validated; the searcher hears it once.
+
+        ``metrics``: the validation's metrics (the shell reads the trial's latest stored
+        validation). A multi-objective search (``searcher.metrics`` lists several) hears
+        one value per objective: ``metric`` for the first, the others from ``metrics``
+        (missing ones as missing: the searcher ranks them worst)."""
 
         def reported() -> None:
             trial = self._trial(trial_id)
@@ -288,7 +310,11 @@ class ExperimentDriver:
             if trial.exit_reason or trial.searcher_closed or length <= trial.validated:
                 return
             trial.validated = length
-            self._handle(self._runner.on_validation_completed(trial.request_id, metric, length))
+            self._handle(
+                self._runner.on_validation_completed(
+                    trial.request_id, metric, length, self._objectives(metric, metrics)
+                )
+            )
 
         return self._run(reported)
 
@@ -300,6 +326,7 @@ class ExperimentDriver:
             trial = self._trial(checkpoint.trial_id)
             trial.latest_checkpoint = checkpoint.storage_id
             trial.latest_checkpoint_batches = checkpoint.total_batches
+            self._create_copies()
 
         return self._run(completed)
 
@@ -346,6 +373,8 @@ class ExperimentDriver:
         trial = self._trials.get(self._request_of.get(trial_id, -1))
         if trial is None or not trial.running:
             return OperationAnswer("closed")
+        if self._copy_waits_on(trial):
+            return OperationAnswer("wait")  # it checkpoints here as it stops
         ahead = [length for length in trial.issued if length > trial.process_done]
         if ahead:
             return OperationAnswer("train", ahead[0])
@@ -438,6 +467,10 @@ class ExperimentDriver:
             op = queue.pop(0)
             if isinstance(op, NewTrial):
                 trial = self._trials.get(op.request_id)
+                if trial is None and op.parent_request_id is not None:
+                    self._copies[op.request_id] = op
+                    self._create_copies()
+                    continue
                 if trial is None:
                     self._trials[op.request_id] = _Trial(
                         op.request_id, dict(op.hparams), op.trial_seed
@@ -458,6 +491,72 @@ class ExperimentDriver:
             elif isinstance(op, Shutdown):
                 self._shutdown = op
 
+    def _create_copies(self) -> None:
+        """Create each waiting copy whose parent's checkpoint at the copied length exists
+        (or whose parent ended without storing one: it starts from the parent's latest
+        checkpoint at or before that length, and says so in its log)."""
+        for request_id, op in sorted(self._copies.items()):
+            if request_id not in self._copies:
+                continue
+            assert op.parent_request_id is not None and op.parent_length is not None
+            parent = self._trials[op.parent_request_id]
+            batches = self._to_batches(op.parent_length, parent.hparams)
+            mine = sorted(
+                (c for c in self._checkpoints.values() if c.trial_id == parent.trial_id),
+                key=lambda c: c.total_batches,
+            )
+            exact = [c for c in mine if batches is None or c.total_batches == batches]
+            if exact:
+                source: CheckpointSummary | None = exact[-1]
+                note = None
+            elif parent.state.is_live or parent.running:
+                continue  # it stores that checkpoint when it stops there (next_operation)
+            else:
+                earlier = [c for c in mine if batches is None or c.total_batches <= batches]
+                source = earlier[-1] if earlier else None
+                note = (
+                    f"trial {parent.trial_id} ended without a checkpoint at the copied length "
+                    f"{op.parent_length}: "
+                    + (
+                        f"starting from its checkpoint {source.storage_id} at batch "
+                        f"{source.total_batches}"
+                        if source
+                        else "starting from scratch"
+                    )
+                )
+            del self._copies[request_id]
+            before = flatten_hparams(parent.hparams)
+            changed = {
+                name: {"from": before.get(name), "to": value}
+                for name, value in flatten_hparams(op.hparams).items()
+                if before.get(name) != value
+            }
+            if note:
+                self._copy_notes[request_id] = note
+            warm_start = source.storage_id if source else None
+            self._trials[request_id] = _Trial(
+                request_id, dict(op.hparams), op.trial_seed, warm_start=warm_start
+            )
+            self._emit(
+                CreateTrial(
+                    request_id,
+                    dict(op.hparams),
+                    op.trial_seed,
+                    warm_start,
+                    parent_trial_id=parent.trial_id,
+                    parent_batches=source.total_batches if source else None,
+                    changed_hparams=changed,
+                )
+            )
+            self._handle(self._runner.on_trial_created(request_id))
+
+    def _copy_waits_on(self, trial: _Trial) -> bool:
+        """Whether a copy waits for ``trial``'s checkpoint at the length it has reached."""
+        return any(
+            op.parent_request_id == trial.request_id and op.parent_length == trial.process_done
+            for op in self._copies.values()
+        )
+
     def _answer_from_record(self, trial: _Trial) -> list[TrialOperation]:
         """Tell the searcher, which has just created the carried trial again, how it ended
         before the continuation (it does not run again): a trial that trained to the end
@@ -475,18 +574,36 @@ class ExperimentDriver:
         if reason is not None:
             trial.exit_reason = reason
             ops.extend(self._runner.on_trial_exited_early(trial.request_id, reason))
-        elif asked and trial.validation_metric is not None:
+        elif asked and (metric := trial.validation_metric) is not None:
             length = max(asked)
             self._issue(trial, length)
             trial.validated = length
             ops.extend(
                 self._runner.on_validation_completed(
-                    trial.request_id, trial.validation_metric, length
+                    trial.request_id, metric, length, self._objectives(metric, None)
                 )
             )
         trial.searcher_closed = True
         ops.extend(self._runner.on_trial_closed(trial.request_id))
         return ops
+
+    def _objectives(
+        self, metric: float, metrics: Mapping[str, Any] | None
+    ) -> list[float | None] | None:
+        """The objective values the searcher hears with a validation: ``None`` (only the
+        searcher metric) unless ``searcher.metrics`` lists several objectives."""
+        searcher = self.config.searcher
+        if not searcher.multi_objective:
+            return None
+        found = metrics or {}
+        values: list[float | None] = [metric]
+        for objective in searcher.objectives[1:]:
+            value = found.get(objective.name)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                values.append(float(value))
+            else:
+                values.append(None)
+        return values
 
     def _issue(self, trial: _Trial, length: int) -> None:
         if length not in trial.issued:
@@ -605,6 +722,8 @@ class ExperimentDriver:
         it is done; report progress."""
         if self.state.is_terminal:
             return
+        if self._copies:
+            self._create_copies()
         for trial in list(self._live()):
             if trial.running or trial.trial_id is None:
                 continue
@@ -667,9 +786,9 @@ class ExperimentDriver:
     def _collect_garbage(self) -> None:
         storage = self.config.checkpoint_storage
         keep = [
-            t.latest_checkpoint
+            t.latest_checkpoint or t.warm_start
             for t in self._trials.values()
-            if t.state.is_live and t.latest_checkpoint
+            if t.state.is_live and (t.latest_checkpoint or t.warm_start)
         ]
         doomed = checkpoints_to_delete(
             self._checkpoints.values(),
@@ -678,6 +797,7 @@ class ExperimentDriver:
             save_trial_best=storage.save_trial_best,
             save_experiment_best=storage.save_experiment_best,
             keep=[k for k in keep if k],
+            directions=[o.smaller_is_better for o in self.config.searcher.objectives],
         )
         if doomed:
             for storage_id in doomed:

@@ -8,8 +8,8 @@ from typing import Any, Protocol
 
 from pedl.engine._actions import Action
 from pedl.engine._driver import TrialRecord
-from pedl.engine._states import ExperimentState
 from pedl.storage import CheckpointSummary
+from pedl.vocabulary._states import ExperimentState
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,12 @@ class ExperimentStore(Protocol):
       checkpoints with their searcher metric.
     - :meth:`mark_checkpoints_deleted` is called after the files are gone; those checkpoints
       are no longer loaded.
+    - Deleting checkpoints (:func:`delete_checkpoints`, the one order every shell follows):
+      :meth:`claim_checkpoints_for_deletion` marks DELETED, in one transaction, those of the
+      given checkpoints that no model version holds and returns them (a registered checkpoint
+      is never touched; registering needs a COMPLETED checkpoint, so one claimed cannot be
+      registered meanwhile); :meth:`release_checkpoints` makes claimed ones whose files could
+      not be removed COMPLETED again, listed and loaded as before.
     - Safe to call from several threads; calls for one experiment come from one thread at a
       time.
     """
@@ -47,3 +53,7 @@ class ExperimentStore(Protocol):
     def apply(self, experiment_id: int, actions: Sequence[Action]) -> list[tuple[int, int]]: ...
 
     def mark_checkpoints_deleted(self, storage_ids: Sequence[str]) -> None: ...
+
+    def claim_checkpoints_for_deletion(self, storage_ids: Sequence[str]) -> list[str]: ...
+
+    def release_checkpoints(self, storage_ids: Sequence[str]) -> None: ...

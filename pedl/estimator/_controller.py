@@ -20,12 +20,10 @@ import json
 import logging
 import os
 import pickle
-import platform
 import random
 import re
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,16 +32,16 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import tensorflow as tf
 
-import pedl
 from pedl import core, model_def
-from pedl._schedule import Operations, checkpoint_due, next_boundary, validation_due
-from pedl._searcher_metric import record_searcher_metric
-from pedl.config import Length, mask_config
-from pedl.engine import TrialOutcome
+from pedl._checkpoint_metadata import checkpoint_metadata, read_checkpoint_metadata
+from pedl._chunk_loop import ChunkLoop
+from pedl._trial_error import TrialError
+from pedl.config import Length
 from pedl.estimator import _model_dir
 from pedl.estimator._context import EstimatorTrialContext, ServingInputReceiverFn
 from pedl.estimator._requirements import tf_estimator
 from pedl.estimator._run_hook import RunHook
+from pedl.vocabulary import TrialOutcome
 
 if TYPE_CHECKING:
     from pedl.estimator._trial import EstimatorTrial
@@ -66,10 +64,6 @@ _RESERVED = frozenset(
     }
 )
 _EXPORT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-
-
-class TrialError(RuntimeError):
-    """The trial cannot go on; the message says why in the user's terms."""
 
 
 @dataclass
@@ -161,11 +155,15 @@ class EstimatorTrialController:
         self.model_dir = self._workdir / "model"
         self.model_dir.mkdir()
         self.estimator: Any = None
-        self.progress = _Progress()
-        self._operations = Operations(iter(()), self._to_batches)
-        self._next_boundary = 0
-        self._outcome: TrialOutcome | None = None
-        self._last_validation_metrics: dict[str, float] = {}
+        self._loop = ChunkLoop(
+            context,
+            _Progress(),
+            self._to_batches,
+            validate=self._validate,
+            checkpoint=self._checkpoint,
+            stop_requested=self.context.get_stop_requested,
+            logger=logger,
+        )
         self._chunk_sums: dict[str, float] = {}
         self._chunk_batches = 0
         self._session: Any = None
@@ -184,6 +182,11 @@ class EstimatorTrialController:
             raise TrialError("the model definition has no Trial class")
         factory = cast("Callable[[EstimatorTrialContext], EstimatorTrial]", trial_class)
         return cls(factory, context)
+
+    @property
+    def progress(self) -> _Progress:
+        """The counters (batches trained, the latest validation and checkpoint, ...)."""
+        return self._loop.progress
 
     # Set-up ------------------------------------------------------------------------------
 
@@ -206,11 +209,7 @@ class EstimatorTrialController:
         )
 
     def _to_batches(self, length: Length) -> int:
-        if length.unit == "batches":
-            return length.value
-        return length.to_batches(
-            self.context.get_global_batch_size(), self._config.records_per_epoch
-        )
+        return self.context.length_to_batches(length)
 
     # Running -----------------------------------------------------------------------------
 
@@ -223,23 +222,22 @@ class EstimatorTrialController:
             elif self._info.warm_start_checkpoint:
                 warm_start = self._warm_start(self._info.warm_start_checkpoint)
             self.estimator = self._make_estimator(warm_start)
-            self._operations = Operations(self._core.searcher.operations(), self._to_batches)
+            self._loop.start()
             self.estimator.train(
                 input_fn=_positioned_input_fn(self._train_input_fn, self.progress.batches),
                 hooks=[*self._train_hooks, _ControlHook(self)],
             )
-            if self._outcome is None:
+            if self._loop.outcome is None:
                 # Training ended without PEDL asking (a hook of the model_fn's stopped it): the
                 # trial stopped itself.
                 self.context.set_stop_requested(True)
-                self._advance()
+                self._loop.advance()
         finally:
             self._session = None
             for hook in self._run_hooks:
                 hook.on_trial_close()
             shutil.rmtree(self._workdir, ignore_errors=True)
-        assert self._outcome is not None
-        return self._outcome
+        return self._loop.result()
 
     # Called by the control hook, inside estimator.train ----------------------------------
 
@@ -251,10 +249,7 @@ class EstimatorTrialController:
         # A restored model directory holds the state at this batch already.
         restored = _model_dir.latest_prefix(self.model_dir) is not None
         self._saved_batches = self.progress.batches if restored else None
-        p = self.progress
-        if self._config.perform_initial_validation and p.batches == 0 and p.last_validation < 0:
-            self._validate()
-        return self._advance()
+        return self._loop.begin()
 
     def on_batch_end(self, summaries: Mapping[str, float], stop_asked: bool) -> bool:
         """One batch trained (``summaries``: its scalar summaries; ``stop_asked``: a training
@@ -268,50 +263,18 @@ class EstimatorTrialController:
         self._chunk_batches += 1
         if stop_asked:
             self.context.set_stop_requested(True)
-        if p.batches < self._next_boundary and not self.context.get_stop_requested():
+        if not self._loop.at_boundary() and not self.context.get_stop_requested():
             return True
         self._report_training()
-        self._after_chunk()
-        return self._advance()
+        self._loop.end_chunk()
+        return self._loop.advance()
 
     def on_session_end(self) -> None:
         """Training ended: the model directory gets the latest state."""
         self._save_model()
         self._session = None
 
-    # The schedule ------------------------------------------------------------------------
-
-    def _advance(self) -> bool:
-        """At a boundary: finish due operations and decide whether to train on (towards
-        ``self._next_boundary``); False after setting the outcome when the run should end."""
-        p = self.progress
-        if not self._operations.finish_due(p, self._validate):
-            return self._stop(TrialOutcome.COMPLETED)
-        if self.context.get_stop_requested():
-            return self._stop(TrialOutcome.STOPPED_EARLY)
-        if self._core.preempt.should_preempt():
-            return self._stop(TrialOutcome.PREEMPTED)
-        self._next_boundary = self._compute_next_boundary()
-        return True
-
-    def _stop(self, outcome: TrialOutcome) -> bool:
-        p = self.progress
-        if outcome is TrialOutcome.STOPPED_EARLY and p.last_validation != p.batches:
-            self._validate()
-        if p.last_checkpoint != p.batches:
-            self._checkpoint()
-        self._outcome = outcome
-        return False
-
-    def _compute_next_boundary(self) -> int:
-        p = self.progress
-        return next_boundary(
-            p,
-            self._config,
-            self._to_batches,
-            chunk_start=p.batches,
-            op_target=self._operations.target,
-        )
+    # A chunk's end -----------------------------------------------------------------------
 
     def _report_training(self) -> None:
         """Report the chunk's training metrics: each scalar summary's mean over its batches
@@ -325,13 +288,6 @@ class EstimatorTrialController:
         self._core.train.report_training_metrics(p.batches, metrics)
         shown = " ".join(f"{k}={v:.4g}" for k, v in metrics.items())
         logger.info("trained to batch %d: %s", p.batches, shown)
-
-    def _after_chunk(self) -> None:
-        p = self.progress
-        if validation_due(p, self._config, self._to_batches):
-            self._validate()
-        if checkpoint_due(p, self._config, self._to_batches):
-            self._checkpoint()
 
     def _save_model(self) -> None:
         """Save the training session's variables to the model directory (where ``evaluate``
@@ -347,43 +303,28 @@ class EstimatorTrialController:
     # Validation --------------------------------------------------------------------------
 
     def _validate(self) -> None:
-        p = self.progress
         self._save_model()
         spec = self._eval_spec
         results = self.estimator.evaluate(
             input_fn=spec.input_fn, steps=spec.steps, hooks=list(spec.hooks), name=spec.name
         )
-        metrics = _scalar_metrics(results)
-        shown = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items())
-        logger.info("validation at batch %d: %s", p.batches, shown or "no metrics")
-        self._core.train.report_validation_metrics(p.batches, metrics)
-        self._last_validation_metrics = metrics
-        p.last_validation = p.batches
-        if record_searcher_metric(p, self._config, metrics, choices="them", error=TrialError):
-            self._checkpoint()
+        self._loop.record_validation(_scalar_metrics(results))
 
     # Checkpoints -------------------------------------------------------------------------
 
     def _checkpoint(self) -> None:
+        """Write a checkpoint of the state at ``progress.batches`` (the chunk loop's)."""
         p = self.progress
         self._save_model()
-        p.last_checkpoint = p.batches
-        metadata: dict[str, Any] = {
-            "format": CHECKPOINT_FORMAT,
-            "framework": FRAMEWORK,
-            "pedl_version": pedl.__version__,
-            "tensorflow_version": tf.__version__,
-            "python_version": platform.python_version(),
-            "steps_completed": p.batches,
-            "global_step": self.global_step,
-            "trial_id": self._info.trial_id,
-            "experiment_id": self._info.experiment_id,
-            "hparams": self._info.hparams,
-            "trial_seed": self._info.trial_seed,
-            "experiment_config": mask_config(self._config.as_dict()),
-            "validation_metrics": self._last_validation_metrics,
-            "time": time.time(),
-        }
+        metadata = checkpoint_metadata(
+            self._core,
+            checkpoint_format=CHECKPOINT_FORMAT,
+            framework=FRAMEWORK,
+            versions={"tensorflow_version": tf.__version__},
+            batches=p.batches,
+            validation_metrics=self._loop.last_validation_metrics,
+            global_step=self.global_step,
+        )
         with self._core.checkpoint.store_path(metadata) as (path, _storage_id):
             metadata["model_checkpoint"] = _model_dir.copy_latest(self.model_dir, path)
             saved_models = {}
@@ -399,25 +340,25 @@ class EstimatorTrialController:
                 hook.on_checkpoint_end(str(path))
 
     def _read_checkpoint(self, storage_id: str, path: Path, what: str) -> dict[str, Any]:
-        metadata: dict[str, Any] = json.loads((path / core.METADATA_FILE).read_text())
-        if metadata.get("format") != CHECKPOINT_FORMAT:
-            raise TrialError(
-                f"{what} {storage_id} has format {metadata.get('format')!r}; EstimatorTrial "
-                f"reads {CHECKPOINT_FORMAT!r}"
-            )
-        return metadata
+        return read_checkpoint_metadata(
+            path,
+            storage_id,
+            checkpoint_format=CHECKPOINT_FORMAT,
+            what=what,
+            reader="EstimatorTrial",
+        )
 
     def _restore(self, storage_id: str) -> None:
         with self._core.checkpoint.restore_path(storage_id) as path:
             metadata = self._read_checkpoint(storage_id, path, "checkpoint")
             _model_dir.copy_latest(path, self.model_dir)
             state = json.loads((path / STATE_FILE).read_text())
-            self.progress = _Progress(**state["progress"])
+            self._loop.progress = _Progress(**state["progress"])
             with open(path / RNG_FILE, "rb") as f:
                 rng = pickle.load(f)
             random.setstate(rng["random"])
             np.random.set_state(rng["numpy"])
-            self._last_validation_metrics = metadata.get("validation_metrics", {})
+            self._loop.last_validation_metrics = metadata.get("validation_metrics", {})
             self.global_step = metadata.get("global_step")
             for hook in self._run_hooks:
                 hook.on_checkpoint_load(str(path))

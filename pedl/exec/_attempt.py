@@ -1,5 +1,5 @@
 """One attempt at a trial: load the model definition, build its controller, run it, and say
-how it ended (a :class:`~pedl.engine.TrialOutcome`, with a :class:`~pedl.engine.TrialError`
+how it ended (a :class:`~pedl.vocabulary.TrialOutcome`, with a :class:`~pedl.vocabulary.TrialError`
 when it errored).
 
 Shared by the trial process (which reports the result to the master) and local mode (which
@@ -16,8 +16,9 @@ from typing import Any, Literal
 
 from pedl import core, model_def
 from pedl._keras2_hint import keras2_only_api
-from pedl.engine import InvalidHP, TrialError, TrialOutcome, user_location
+from pedl.exec._master_client import MasterError
 from pedl.script import trial_class_of
+from pedl.vocabulary import InvalidHP, TrialError, TrialOutcome, user_location
 
 Stage = Literal["load", "build", "train"]
 """Where an attempt ended: loading the model definition, building the controller (the
@@ -61,7 +62,7 @@ def run_attempt(
       package, no Trial class) is described by its underlying error; a missing framework
       (TensorFlow, Keras) says what to install.
 
-    :class:`pedl.core.MasterError` (the master is gone or revoked this process),
+    :class:`pedl.exec.MasterError` (the master is gone or revoked this process),
     ``KeyboardInterrupt`` and ``SystemExit`` propagate.
     """
     code_dir = Path(code_dir)
@@ -86,7 +87,7 @@ def run_attempt(
         controller = controller_class.from_definition(definition, context)
         stage = "train"
         outcome = TrialOutcome(controller.run())
-    except core.MasterError:
+    except MasterError:
         raise
     except Exception as error:
         progressed = bool(getattr(controller, "progressed", False))

@@ -23,12 +23,14 @@ from typing import Any
 
 from pedl import core, model_def
 from pedl.config import parse_config
-from pedl.engine import TrialOutcome
 from pedl.exec._attempt import AttemptResult, classify_failure, run_attempt
 from pedl.exec._event_uploads import EventUploads
 from pedl.exec._exit_codes import EXIT_ERROR, EXIT_MASTER_GONE, EXIT_MODEL_DEF_ERROR, EXIT_OK
 from pedl.exec._heartbeat import start_heartbeat
+from pedl.exec._master_client import MasterClient, MasterError
 from pedl.exec._private import make_undumpable, process_alive, take_token
+from pedl.exec._report_sender import ReportSender
+from pedl.exec._rest import RestBackend
 from pedl.exec._system_metrics import (
     SEND_PATIENCE_S,
     Sample,
@@ -36,6 +38,7 @@ from pedl.exec._system_metrics import (
     start_sampling,
 )
 from pedl.storage import make_storage
+from pedl.vocabulary import TrialOutcome
 
 logger = logging.getLogger("pedl.exec")
 
@@ -122,26 +125,26 @@ def serve_trial(token: str | None = None) -> int:
     a warm worker calls it once per trial. Returns the exit status :func:`run_trial`
     documents.
 
-    The trial's reports go through a :class:`~pedl.core.ReportSender`, so training goes on
+    The trial's reports go through a :class:`~pedl.ReportSender`, so training goes on
     while the master cannot be reached; they are all sent before the exit report (a trial
     that cannot send them within the client's patience ends with :data:`EXIT_MASTER_GONE`).
     """
     try:
-        client = core.MasterClient.from_env(token=token)
-    except (core.MasterError, ValueError) as err:
+        client = MasterClient.from_env(token=token)
+    except (MasterError, ValueError) as err:
         print(f"pedl trial: {err}", file=sys.stderr)
         return EXIT_MASTER_GONE
     workdir = make_workdir(client.trial_id)
-    sender = core.ReportSender(client)
+    sender = ReportSender(client)
     system = start_system_metrics(client)
     try:
         return _run(client, sender, workdir, system)
-    except core.MasterError:
+    except MasterError:
         traceback.print_exc()
         return EXIT_MASTER_GONE
     except BaseException:
         # Stopped by SystemExit or KeyboardInterrupt: what was reported before still counts.
-        with contextlib.suppress(core.MasterError):
+        with contextlib.suppress(MasterError):
             sender.flush()
         raise
     finally:
@@ -152,7 +155,7 @@ def serve_trial(token: str | None = None) -> int:
         client.close()
 
 
-def start_system_metrics(client: core.MasterClient) -> SystemMetricsReporter | None:
+def start_system_metrics(client: MasterClient) -> SystemMetricsReporter | None:
     """Start sampling this process's system metrics (see :mod:`pedl.exec._system_metrics`)
     for the trial, reported as this process's rank (``PEDL_RANK``, default 0); ``None`` when
     ``PEDL_SYSTEM_METRICS_INTERVAL`` is 0 or wrong (said in the trial's log)."""
@@ -196,8 +199,8 @@ def remove_stale_workdirs(root: Path) -> list[Path]:
 
 
 def _run(
-    client: core.MasterClient,
-    sender: core.ReportSender,
+    client: MasterClient,
+    sender: ReportSender,
     workdir: Path,
     system: SystemMetricsReporter | None = None,
 ) -> int:
@@ -208,7 +211,7 @@ def _run(
         archive = client.get_bytes(f"/experiments/{experiment_id}/model_definition")
         model_def.extract(archive, code_dir)
         config = parse_config(start["config"])
-    except core.MasterError:
+    except MasterError:
         raise
     except Exception as err:
         return _finish(
@@ -241,11 +244,8 @@ def _run(
         )
         return core.build_context(
             info,
-            metrics=core.RestMetricsWriter(sender, client.trial_path),
-            checkpoints=core.RestCheckpointRegistry(sender, client.trial_path),
+            backend=RestBackend(client, sender),
             storage=make_storage(config.checkpoint_storage),
-            searcher=core.RestSearcherSession(client, sender),
-            should_preempt=core.RestPreemption(client, sender).should_preempt,
             distributed=distributed,
         )
 
@@ -276,8 +276,8 @@ def trial_distributed_context(environ: Mapping[str, str] | None = None) -> core.
 
 
 def _finish(
-    client: core.MasterClient,
-    sender: core.ReportSender,
+    client: MasterClient,
+    sender: ReportSender,
     result: AttemptResult,
     *,
     is_chief: bool = True,
@@ -307,7 +307,7 @@ def _finish(
         return EXIT_OK if result.outcome is not TrialOutcome.ERRORED else EXIT_ERROR
     try:
         client.post(f"{client.trial_path}/exit", body)
-    except core.MasterError as err:
+    except MasterError as err:
         if err.status is None or err.status == 401:
             raise
         # The master refused the report (e.g. an older master): it still sees the exit code.

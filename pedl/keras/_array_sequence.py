@@ -2,9 +2,10 @@
 
 ``ArrayLikeAdapter(x, y, batch_size, sample_weights=None, drop_leftovers=False)`` is
 Determined's (0.12 on) and ``InMemorySequence(data, labels, batch_size, sample_weight=None,
-drop_leftovers=False)`` its 2020 name with the first era's argument names. Both batch arrays,
-lists of arrays or dicts of arrays, in order; PEDL shuffles the order of the batches (not
-their content) unless ``configure_fit(shuffle=False)``, as ``fit`` does with a Sequence.
+drop_leftovers=False)`` its 2020 name with the first era's argument names. Both batch arrays
+(NumPy, or pandas ``DataFrame``/``Series``), lists of arrays or dicts of arrays, in order;
+PEDL shuffles the order of the batches (not their content) unless
+``configure_fit(shuffle=False)``, as ``fit`` does with a Sequence.
 """
 
 from __future__ import annotations
@@ -17,6 +18,20 @@ import numpy as np
 from pedl.keras._keras import PyDataset
 
 
+def _arrays(data: Any) -> Any:
+    """``data`` with pandas ``DataFrame``s and ``Series`` (anything with ``to_numpy``, as the
+    2020-era examples read their CSV files) as NumPy arrays, inside lists and dicts too."""
+    if isinstance(data, np.ndarray):
+        return data
+    if hasattr(data, "to_numpy"):
+        return np.asarray(data.to_numpy())
+    if isinstance(data, list | tuple):
+        return [_arrays(part) for part in data]
+    if isinstance(data, dict):
+        return {name: _arrays(part) for name, part in data.items()}
+    return data
+
+
 def _length(data: Any, what: str) -> int:
     if isinstance(data, np.ndarray):
         return len(data)
@@ -26,7 +41,8 @@ def _length(data: Any, what: str) -> int:
         lengths = {len(a) for a in data.values()}
     else:
         raise TypeError(
-            f"{what} must be a NumPy array, a list of arrays or a dict of arrays, got "
+            f"{what} must be a NumPy array or pandas DataFrame or Series, a list of them or a "
+            f"dict of them, got "
             f"{type(data).__name__}"
         )
     if len(lengths) != 1:
@@ -63,6 +79,9 @@ class ArrayLikeAdapter(PyDataset):
         drop_leftovers: bool = False,
     ) -> None:
         super().__init__()
+        x, y = _arrays(x), _arrays(y)
+        if sample_weights is not None:
+            sample_weights = _arrays(sample_weights)
         n = _length(x, "x")
         if _length(y, "y") != n:
             raise ValueError(f"x has {n} records but y has {_length(y, 'y')}")

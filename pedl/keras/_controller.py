@@ -12,10 +12,13 @@ With several workers (the core context's ``distributed`` of size > 1) each worke
 the model under a ``MultiWorkerMirroredStrategy`` (:mod:`pedl.keras._strategy`) and, since
 Keras 3's ``fit`` fails under it, the controller runs its own loop of ``strategy.run`` of
 the compiled model's ``train_step`` on this worker's share of each global batch, with the
-same platform callback events. Validation runs ``test_step`` on this worker's share of the
-validation data and reads the metrics summed over all workers (Keras keeps metric state in
-sum-on-read variables, so each record counts once). The chief takes every decision and
-writes the checkpoint; every worker restores it.
+same platform callback events. PEDL adds no collective to a step beyond the gradients':
+each worker keeps its own step's logs, averaged over the workers (one packed collective)
+only where they are read, at chunk boundaries, or after every step when the user's
+callbacks or per-batch metrics read them. Validation runs ``test_step`` on this worker's
+share of the validation data and reads the metrics summed over all workers (Keras keeps
+metric state in sum-on-read variables, so each record counts once). The chief takes every
+decision and writes the checkpoint; every worker restores it.
 """
 
 from __future__ import annotations
@@ -26,23 +29,21 @@ import json
 import logging
 import os
 import pickle
-import platform
 import tempfile
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import tensorflow as tf
 
-import pedl
 from pedl import core, model_def
+from pedl._checkpoint_metadata import checkpoint_metadata, read_checkpoint_metadata
+from pedl._chunk_loop import ChunkLoop
 from pedl._keras2_hint import positional_metrics
-from pedl._schedule import Operations, checkpoint_due, next_boundary, validation_due
-from pedl._searcher_metric import record_searcher_metric
 from pedl._trial import TrialOutcome
-from pedl.config import Length, mask_config
+from pedl._trial_error import TrialError
+from pedl.config import Length
 from pedl.keras import _keras, _state
 from pedl.keras._build import build_variables
 from pedl.keras._context import TFKerasTrialContext
@@ -68,10 +69,6 @@ _STATE_DIR = "state"
 _TRIAL_STATE = "trial_state.json"
 _CALLBACK_STATE = "callbacks.pkl"
 _ENDLESS = 2**62
-
-
-class TrialError(RuntimeError):
-    """The trial cannot go on; the message says why in the user's terms."""
 
 
 @dataclass
@@ -175,6 +172,8 @@ class TFKerasTrialController:
         )
         self.user_callbacks = list(self.trial.keras_callbacks())
         self._pedl_callbacks = [cb for cb in self.user_callbacks if isinstance(cb, Callback)]
+        self._callback_states: list[Any] = []
+        """The PEDL callbacks' states from the checkpoint resumed, loaded once they began."""
         tensorboard_dir = self._info.extra.get("tensorboard_dir") or (
             Path(tempfile.gettempdir()) / "pedl-tensorboard" / f"trial_{self._info.trial_id}"
         )
@@ -190,11 +189,16 @@ class TFKerasTrialController:
         ``on_train_batch_end`` hold that batch's own metrics, and a chunk's training metrics
         are the mean of its batches' (PEDL 0.x's step callbacks see one dict per batch)."""
         self._batch_metrics: list[dict[str, float]] = []
-        self.progress = _Progress()
-        self._operations = Operations(iter(()), self._to_batches)
-        self._next_boundary = 0
-        self._outcome: TrialOutcome | None = None
-        self._last_validation_metrics: dict[str, float] = {}
+        self._loop = ChunkLoop(
+            context,
+            _Progress(),
+            self._to_batches,
+            validate=self._validate,
+            checkpoint=self._checkpoint,
+            stop_requested=self.stop_requested,
+            on_stop=self._stop_fit,
+            logger=logger,
+        )
         self._test_step: Any = None
         self._reset_function: Any = None
 
@@ -206,6 +210,11 @@ class TFKerasTrialController:
         if trial_class is None:
             raise TrialError("the model definition has no Trial class")
         return cls(cast("Callable[[TFKerasTrialContext], TFKerasTrial]", trial_class), context)
+
+    @property
+    def progress(self) -> _Progress:
+        """The counters (batches trained, the latest validation and checkpoint, ...)."""
+        return self._loop.progress
 
     # Set-up ------------------------------------------------------------------------------
 
@@ -249,11 +258,7 @@ class TFKerasTrialController:
         return self.train_data.batches_per_pass
 
     def _to_batches(self, length: Length) -> int:
-        if length.unit == "batches":
-            return length.value
-        return length.to_batches(
-            self.context.get_global_batch_size(), self._config.records_per_epoch
-        )
+        return self.context.length_to_batches(length)
 
     # Running -----------------------------------------------------------------------------
 
@@ -267,31 +272,30 @@ class TFKerasTrialController:
             self._restore(self._info.latest_checkpoint)
         elif self._info.warm_start_checkpoint:
             self._warm_start(self._info.warm_start_checkpoint)
-        self._operations = Operations(self._core.searcher.operations(), self._to_batches)
+        self._loop.start()
+        # A resumed trial's callbacks begin, then get their checkpointed state (Determined's
+        # order: on_train_begin may reset what load_state then restores).
         self.callbacks.on_train_begin()
+        if self._callback_states:
+            for cb, cb_state in zip(self._pedl_callbacks, self._callback_states, strict=True):
+                cb.load_state(cb_state)
         try:
-            if (
-                self._config.perform_initial_validation
-                and self.progress.batches == 0
-                and self.progress.last_validation < 0
-            ):
-                self._validate()
-            if self._advance() and self.strategy is not None:
-                self._train_on_workers()
-            elif self._outcome is None:
-                self.model.fit(
-                    x=self.train_data.fit_input(self.progress.batches),
-                    epochs=1,
-                    steps_per_epoch=_ENDLESS,
-                    verbose=0,
-                    shuffle=False,
-                    class_weight=self._fit_config.class_weight,
-                    callbacks=[_PlatformCallback(self)],
-                )
+            if self._loop.begin():
+                if self.strategy is not None:
+                    self._train_on_workers()
+                else:
+                    self.model.fit(
+                        x=self.train_data.fit_input(self.progress.batches),
+                        epochs=1,
+                        steps_per_epoch=_ENDLESS,
+                        verbose=0,
+                        shuffle=False,
+                        class_weight=self._fit_config.class_weight,
+                        callbacks=[_PlatformCallback(self)],
+                    )
         finally:
             self.callbacks.on_train_end()
-        assert self._outcome is not None
-        return self._outcome
+        return self._loop.result()
 
     def _train_on_workers(self) -> None:
         """``fit`` on several workers: this worker's batches through ``strategy.run`` of the
@@ -310,23 +314,25 @@ class TFKerasTrialController:
         batches = itertools.chain([first], batches)
 
         # Traced once, for any batch size (the short batch of a pass would trace it again:
-        # seconds, in the middle of training).
+        # seconds, in the middle of training). It returns this worker's own logs: no
+        # collective beyond the gradients' in a step.
         @tf.function(input_signature=[_batch_spec(first)])
-        def train_step(batch: Any) -> dict[str, tf.Tensor]:
-            logs = strategy.run(model.train_step, args=(batch,))
-            return {
-                k: strategy.reduce(tf.distribute.ReduceOp.MEAN, v, axis=None)
-                for k, v in logs.items()
-            }
+        def train_step(batch: Any) -> Any:
+            return strategy.run(model.train_step, args=(batch,))
 
+        reduce_logs = _LogsReducer(strategy)
+        # Only the user's callbacks and per-batch metrics read every step's logs; otherwise
+        # they are read at chunk boundaries only, where every worker reads them.
+        every_step = self.per_batch_metrics or bool(self.user_callbacks)
         callback = _PlatformCallback(self)
         callback.set_model(model)
         model.stop_training = False
         self.reset_metrics()
         while not model.stop_training:
             callback.on_train_batch_begin(0)
-            logs = train_step(next(batches))
-            callback.on_train_batch_end(0, {k: float(v) for k, v in logs.items()})
+            own = train_step(next(batches))
+            logs = reduce_logs(own) if every_step else _BoundaryLogs(own, reduce_logs)
+            callback.on_train_batch_end(0, logs)
 
     def reset_metrics(self) -> None:
         """``model.reset_metrics()``; on several workers as one TensorFlow function (its
@@ -338,22 +344,6 @@ class TFKerasTrialController:
             self._reset_function = tf.function(self.model.reset_metrics)
         self._reset_function()
 
-    def _advance(self) -> bool:
-        """At a boundary: finish due operations and decide whether to keep training.
-
-        Returns True to train on towards ``self._next_boundary``; False after setting the
-        outcome (and checkpointing as needed) when the process should stop.
-        """
-        p = self.progress
-        if not self._operations.finish_due(p, self._validate):
-            return self._stop(TrialOutcome.COMPLETED)
-        if self.stop_requested():
-            return self._stop(TrialOutcome.STOPPED_EARLY)
-        if self._core.preempt.should_preempt():
-            return self._stop(TrialOutcome.PREEMPTED)
-        self._next_boundary = self._compute_next_boundary()
-        return True
-
     def stop_requested(self) -> bool:
         """Whether the trial's code asked to stop: ``model.stop_training`` (a Keras callback)
         or ``context.set_stop_requested(True)``."""
@@ -364,32 +354,14 @@ class TFKerasTrialController:
             return bool(self._dist.broadcast(requested if self._dist.is_chief else None))
         return requested
 
-    def _stop(self, outcome: TrialOutcome) -> bool:
-        """Validate (when stopping early) and checkpoint as due, and end with ``outcome``; the
-        engine tells the searcher from the reported outcome."""
-        p = self.progress
-        if outcome is TrialOutcome.STOPPED_EARLY and p.last_validation != p.batches:
-            self._validate()
-        if p.last_checkpoint != p.batches:
-            self._checkpoint()
-        self._outcome = outcome
+    def _stop_fit(self) -> None:
+        """The trial ends: ``fit`` (or the loop on several workers) stops."""
         self.model.stop_training = True
-        return False
-
-    def _compute_next_boundary(self) -> int:
-        p = self.progress
-        return next_boundary(
-            p,
-            self._config,
-            self._to_batches,
-            chunk_start=p.chunk_start,
-            op_target=self._operations.target,
-        )
 
     def on_chunk_begin(self) -> None:
         for cb in self._pedl_callbacks:
             cb.on_train_workload_begin(
-                self.progress.batches, self._next_boundary - self.progress.batches, {}
+                self.progress.batches, self._loop.next_boundary - self.progress.batches, {}
             )
 
     def on_chunk_end(self, logs: dict[str, Any]) -> bool:
@@ -407,11 +379,8 @@ class TFKerasTrialController:
             shown = " ".join(f"{k}={v:.4g}" for k, v in metrics.items())
             logger.info("trained %d-%d batches: %s", p.chunk_start, p.batches, shown)
         p.chunk_start = p.batches
-        if validation_due(p, self._config, self._to_batches):
-            self._validate()
-        if checkpoint_due(p, self._config, self._to_batches):
-            self._checkpoint()
-        keep_going = self._advance()
+        self._loop.end_chunk()
+        keep_going = self._loop.advance()
         self.reset_metrics()
         return keep_going
 
@@ -422,7 +391,6 @@ class TFKerasTrialController:
     # Validation --------------------------------------------------------------------------
 
     def _validate(self) -> None:
-        p = self.progress
         if self.strategy is not None:
             logs = self._evaluate_on_workers()
         else:
@@ -433,14 +401,7 @@ class TFKerasTrialController:
                 return_dict=True,
                 verbose=0,
             )
-        metrics = {f"val_{k}": float(v) for k, v in logs.items()}
-        shown = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items())
-        logger.info("validation at batch %d: %s", p.batches, shown or "no metrics")
-        self._core.train.report_validation_metrics(p.batches, metrics)
-        self._last_validation_metrics = metrics
-        p.last_validation = p.batches
-        if record_searcher_metric(p, self._config, metrics, choices="them", error=TrialError):
-            self._checkpoint()
+        self._loop.record_validation({f"val_{k}": float(v) for k, v in logs.items()})
 
     def _evaluate_on_workers(self) -> dict[str, Any]:
         """``evaluate`` on several workers: ``test_step`` on this worker's share of the
@@ -520,8 +481,8 @@ class TFKerasTrialController:
     # Checkpoints -------------------------------------------------------------------------
 
     def _checkpoint(self) -> None:
+        """Write a checkpoint of the state at ``progress.batches`` (the chunk loop's)."""
         p = self.progress
-        p.last_checkpoint = p.batches
         worker_generators = None
         if self.strategy is not None and _keras.LEGACY:
             worker_generators = self._dist.gather(_state.local_generator_states(self.model))
@@ -530,26 +491,22 @@ class TFKerasTrialController:
             # pure function of the global batch count); the chief writes the checkpoint,
             # with every worker's copy of Keras 2's random generators (gathered above).
             return
-        metadata = {
-            "format": CHECKPOINT_FORMAT,
-            "framework": FRAMEWORK,
-            "pedl_version": pedl.__version__,
-            "tensorflow_version": tf.__version__,
-            "keras_version": _keras.KERAS_VERSION,
-            "python_version": platform.python_version(),
-            "steps_completed": p.batches,
-            "trial_id": self._info.trial_id,
-            "experiment_id": self._info.experiment_id,
-            "hparams": self._info.hparams,
-            "trial_seed": self._info.trial_seed,
-            "experiment_config": mask_config(self._config.as_dict()),
-            "validation_metrics": self._last_validation_metrics,
-            "time": time.time(),
-        }
+        metadata = checkpoint_metadata(
+            self._core,
+            checkpoint_format=CHECKPOINT_FORMAT,
+            framework=FRAMEWORK,
+            versions={
+                "tensorflow_version": tf.__version__,
+                "keras_version": _keras.KERAS_VERSION,
+            },
+            batches=p.batches,
+            validation_metrics=self._loop.last_validation_metrics,
+        )
         with self._core.checkpoint.store_path(metadata) as (path, _storage_id):
             state_dir = path / _STATE_DIR
             state_dir.mkdir()
             _state.save_variables(_state.model_variables(self.model), state_dir)
+            _state.save_lookup_tables(self.model, state_dir)
             _state.save_rng(state_dir)
             if worker_generators is not None:
                 _state.save_worker_generators(worker_generators, state_dir)
@@ -564,21 +521,23 @@ class TFKerasTrialController:
 
     def _restore(self, storage_id: str) -> None:
         with self._core.checkpoint.restore_path(storage_id) as path:
-            metadata = json.loads((path / core.METADATA_FILE).read_text())
-            if metadata.get("format") != CHECKPOINT_FORMAT:
-                raise TrialError(
-                    f"checkpoint {storage_id} has format {metadata.get('format')!r}; this "
-                    f"version of PEDL reads {CHECKPOINT_FORMAT!r}"
-                )
+            metadata = read_checkpoint_metadata(
+                path,
+                storage_id,
+                checkpoint_format=CHECKPOINT_FORMAT,
+                what="checkpoint",
+                reader="this version of PEDL",
+            )
             mismatch = _keras.mode_mismatch(metadata.get("keras_version"))
             if mismatch is not None:
                 raise TrialError(f"checkpoint {storage_id}: {mismatch}")
             state_dir = path / _STATE_DIR
             _state.restore_variables(_state.model_variables(self.model), state_dir)
+            _state.restore_lookup_tables(self.model, state_dir)
             _state.restore_worker_generators(self.model, state_dir, self._dist.rank)
             _state.restore_rng(state_dir)
             trial_state = json.loads((state_dir / _TRIAL_STATE).read_text())
-            self.progress = _Progress(**trial_state["progress"])
+            self._loop.progress = _Progress(**trial_state["progress"])
             self.train_data.restore(state_dir, trial_state["data"])
             with open(state_dir / _CALLBACK_STATE, "rb") as f:
                 callback_states = pickle.load(f)
@@ -587,24 +546,26 @@ class TFKerasTrialController:
                     f"the checkpoint has the state of {len(callback_states)} PEDL callbacks but "
                     f"keras_callbacks() returned {len(self._pedl_callbacks)}"
                 )
-            for cb, cb_state in zip(self._pedl_callbacks, callback_states, strict=True):
-                cb.load_state(cb_state)
-            self._last_validation_metrics = metadata.get("validation_metrics", {})
+            # Loaded after on_train_begin (see run), as Determined does.
+            self._callback_states = callback_states
+            self._loop.last_validation_metrics = metadata.get("validation_metrics", {})
         logger.info("resumed from checkpoint %s at batch %d", storage_id, self.progress.batches)
 
     def _warm_start(self, storage_id: str) -> None:
         """Start from another trial's checkpoint: its weights only, counters from 0."""
         with self._core.checkpoint.restore_path(storage_id) as path:
-            metadata = json.loads((path / core.METADATA_FILE).read_text())
-            if metadata.get("format") != CHECKPOINT_FORMAT:
-                raise TrialError(
-                    f"the warm-start checkpoint {storage_id} has format "
-                    f"{metadata.get('format')!r}; this version of PEDL reads {CHECKPOINT_FORMAT!r}"
-                )
+            metadata = read_checkpoint_metadata(
+                path,
+                storage_id,
+                checkpoint_format=CHECKPOINT_FORMAT,
+                what="the warm-start checkpoint",
+                reader="this version of PEDL",
+            )
             mismatch = _keras.mode_mismatch(metadata.get("keras_version"))
             if mismatch is not None:
                 raise TrialError(f"the warm-start checkpoint {storage_id}: {mismatch}")
             _state.restore_weights(self.model.weights, path / _STATE_DIR)
+            _state.restore_lookup_tables(self.model, path / _STATE_DIR)
         logger.info("warm start: weights from checkpoint %s", storage_id)
 
 
@@ -656,7 +617,7 @@ class _PlatformCallback(keras.callbacks.Callback):
                 index %= self._bpe
             self._user.on_train_batch_begin(index)
 
-    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+    def on_train_batch_end(self, batch: int, logs: Mapping[str, Any] | None = None) -> None:
         c = self._c
         p = c.progress
         p.batches += 1
@@ -675,10 +636,82 @@ class _PlatformCallback(keras.callbacks.Callback):
         # Only a callback can ask to stop between boundaries: without one, several workers
         # skip asking the chief (a broadcast) after every batch.
         may_stop = self._has_user_callbacks or c.strategy is None
-        if p.batches == c._next_boundary or (may_stop and c.stop_requested()):
+        if c._loop.at_boundary() or (may_stop and c.stop_requested()):
             self._chunk_open = False
             if not c.on_chunk_end(dict(logs or {})):
                 self.model.stop_training = True
+
+
+class _LogsReducer:
+    """Each worker's logs of a step (the values of its own ``train_step``) averaged over the
+    workers, as floats: ONE collective for all of them (one per dtype), each value the mean
+    that a ``strategy.reduce(MEAN)`` of it alone gives. Every worker must call it at the
+    same step."""
+
+    def __init__(self, strategy: tf.distribute.Strategy) -> None:
+        self._strategy = strategy
+        self._function: Any = None
+
+    def __call__(self, own: Any) -> dict[str, float]:
+        if not own:
+            return {}
+        if self._function is None:
+            self._function = tf.function(self._reduce)
+        means = self._function(own)
+        return {k: float(means[k]) for k in own}
+
+    def _reduce(self, own: Any) -> dict[str, tf.Tensor]:
+        strategy = self._strategy
+        mean = tf.distribute.ReduceOp.MEAN
+        groups: list[list[str]] = []  # the names packed together: one dtype, known shapes
+        shapes: dict[str, tf.TensorShape] = {}
+
+        def pack(logs: dict[str, Any]) -> tuple[list[tf.Tensor], dict[str, tf.Tensor]]:
+            by_dtype: dict[tf.DType, list[str]] = {}
+            alone = {}
+            for k, v in logs.items():
+                v = tf.convert_to_tensor(v)
+                if v.shape.is_fully_defined():
+                    shapes[k] = v.shape
+                    by_dtype.setdefault(v.dtype, []).append(k)
+                else:
+                    alone[k] = v
+            groups[:] = by_dtype.values()
+            packed = [tf.concat([tf.reshape(logs[k], [-1]) for k in g], 0) for g in groups]
+            return packed, alone
+
+        packed, alone = strategy.run(pack, args=(own,))
+        out = {k: strategy.reduce(mean, v, axis=None) for k, v in alone.items()}
+        for group, vector in zip(groups, packed, strict=True):
+            means = strategy.reduce(mean, vector, axis=None)
+            parts = tf.split(means, [shapes[k].num_elements() for k in group])
+            out.update({k: tf.reshape(p, shapes[k]) for k, p in zip(group, parts, strict=True)})
+        return {k: out[k] for k in own}
+
+
+class _BoundaryLogs(Mapping[str, float]):
+    """A step's logs, reduced over the workers only when read (:class:`_LogsReducer`): the
+    platform callback reads them at chunk boundaries only, where every worker reads them,
+    so that the other steps need no collective of their own."""
+
+    def __init__(self, own: Any, reduce: _LogsReducer) -> None:
+        self._own = own
+        self._reduce = reduce
+        self._values: dict[str, float] | None = None
+
+    def _read(self) -> dict[str, float]:
+        if self._values is None:
+            self._values = self._reduce(self._own)
+        return self._values
+
+    def __getitem__(self, key: str) -> float:
+        return self._read()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._own)
+
+    def __len__(self) -> int:
+        return len(self._own)
 
 
 def _batch_spec(batch: Any) -> Any:

@@ -76,6 +76,7 @@ def load_model_from_checkpoint_path(
         use_checkpointable_rng()
         model = _rebuild(checkpoint, metadata)
         _state.restore_variables(_state.model_variables(model), checkpoint / _STATE_DIR)
+        _state.restore_lookup_tables(model, checkpoint / _STATE_DIR)
         return model
     if load_data:
         if load_data.get("trial_type", "TFKerasTrial") != "TFKerasTrial":

@@ -29,6 +29,7 @@ from pedl.keras._keras import (
 VARIABLES_FILE = "variables.bin"
 VARIABLES_INDEX = "variables.json"
 RNG_FILE = "rng.pkl"
+LOOKUP_TABLES_FILE = "lookup_tables.pkl"
 WORKER_GENERATORS_FILE = "worker_generators.pkl"
 
 
@@ -36,9 +37,18 @@ class CheckpointMismatchError(ValueError):
     """The checkpoint's variables do not match the model being restored."""
 
 
+def _is_lookup_table(weight: Any) -> bool:
+    """A Keras 2 lookup layer's table (``TextVectorization``, ``StringLookup``: tf-keras's
+    ``TrackableWeightHandler``) among a model's weights: tensors got and set as a whole,
+    strings among them, not a variable."""
+    return not hasattr(weight, "assign") and hasattr(weight, "get_tensors")
+
+
 def model_variables(model: keras.Model) -> list[Any]:
-    """All model state (weights, non-trainable state, seed-generator state) and optimizer state."""
-    variables = list(model.variables) + seed_generator_states(model)
+    """All model state (weights, non-trainable state, seed-generator state) and optimizer
+    state, but for lookup tables (see :func:`save_lookup_tables`)."""
+    variables = [v for v in model.variables if not _is_lookup_table(v)]
+    variables += seed_generator_states(model)
     if model.optimizer is not None:
         variables += optimizer_variables(model.optimizer)
     return variables
@@ -95,10 +105,43 @@ def restore_variables(variables: Sequence[Any], directory: Path) -> None:
         variable_value(variable).assign(raw.view(np.dtype(entry["dtype"])).reshape(shape))
 
 
+def lookup_tables(model: keras.Model) -> list[Any]:
+    """The model's Keras 2 lookup tables (a vocabulary: keys and values), in order."""
+    return [w for w in model.weights if _is_lookup_table(w)]
+
+
+def save_lookup_tables(model: keras.Model, directory: Path) -> None:
+    """Write the tensors of the model's lookup tables (none: no file)."""
+    tables = lookup_tables(model)
+    if tables:
+        with open(directory / LOOKUP_TABLES_FILE, "wb") as f:
+            pickle.dump(
+                [[np.asarray(t.numpy()) for t in table.get_tensors()] for table in tables], f
+            )
+
+
+def restore_lookup_tables(model: keras.Model, directory: Path) -> None:
+    """Set the model's lookup tables to the checkpoint's."""
+    tables = lookup_tables(model)
+    path = directory / LOOKUP_TABLES_FILE
+    saved: list[list[np.ndarray]] = []
+    if path.exists():
+        with open(path, "rb") as f:
+            saved = pickle.load(f)
+    if len(saved) != len(tables):
+        raise CheckpointMismatchError(
+            f"the checkpoint holds {len(saved)} lookup tables (vocabularies) but the model has "
+            f"{len(tables)}: was the model definition changed?"
+        )
+    for table, tensors in zip(tables, saved, strict=True):
+        table.set_weights(tensors)
+
+
 def restore_weights(weights: Sequence[Any], directory: Path) -> None:
     """Load ``weights`` (a model's ``weights``) from a checkpoint's variables, matched by
     path: a warm start takes the weights and leaves the optimizer, the seed generators and
     the counters as they are."""
+    weights = [w for w in weights if not _is_lookup_table(w)]
     index = json.loads((directory / VARIABLES_INDEX).read_text())
     by_path: dict[str, dict[str, Any]] = {}
     for entry in index:

@@ -34,9 +34,10 @@ def multi_worker_strategy(
 ) -> tf.distribute.MultiWorkerMirroredStrategy:
     """This process's ``MultiWorkerMirroredStrategy`` (made once per process).
 
-    Its collectives use the ring implementation, gradients packed (``_BYTES_PER_PACK``),
-    with the distributed context's timeout (``PEDL_DIST_TIMEOUT``, 30 minutes by default), so
-    that a collective stuck on a dead or
+    Where this worker has one core, TensorFlow runs on one thread
+    (:func:`_one_thread_where_one_core`). Its collectives use the ring implementation,
+    gradients packed (``_BYTES_PER_PACK``), with the distributed context's timeout
+    (``PEDL_DIST_TIMEOUT``, 30 minutes by default), so that a collective stuck on a dead or
     stopped peer errors out instead of waiting forever. ``TF_CONFIG`` must name as many
     workers as the trial has, with this worker's rank as its task index.
     """
@@ -63,6 +64,7 @@ def multi_worker_strategy(
             f"TF_CONFIG names {len(workers)} workers and task index {index}, but this is rank "
             f"{distributed.rank} of {distributed.size} (PEDL_RANK, PEDL_SIZE)"
         )
+    _one_thread_where_one_core(distributed)
     options = tf.distribute.experimental.CommunicationOptions(
         timeout_seconds=distributed.timeout,
         bytes_per_pack=_BYTES_PER_PACK,
@@ -71,6 +73,24 @@ def multi_worker_strategy(
     _strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     _made_for = raw
     return _strategy
+
+
+def _one_thread_where_one_core(distributed: core.DistributedContext) -> None:
+    """Run TensorFlow's ops on one thread (intra- and inter-op) where this worker has one
+    core or less: the cores this process may use, shared among the workers of this host
+    (``local_size``); more threads would only take turns with the other workers' on the same
+    cores. ``TF_NUM_INTRAOP_THREADS`` or ``TF_NUM_INTEROP_THREADS`` in the environment
+    decide instead."""
+    if "TF_NUM_INTRAOP_THREADS" in os.environ or "TF_NUM_INTEROP_THREADS" in os.environ:
+        return
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if (cores or 1) // max(distributed.local_size, 1) > 1:
+        return
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    except RuntimeError:  # TensorFlow already started (a script's own ops): as it is
+        pass
 
 
 def current_strategy() -> tf.distribute.MultiWorkerMirroredStrategy | None:

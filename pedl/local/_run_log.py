@@ -3,12 +3,13 @@
 :class:`RunLog` is what ``pedl experiment create --local`` and ``pedl experiment resume`` run
 in: every log record (INFO and up; DEBUG with ``-v``) goes to ``experiment.log`` in the run's
 directory, the Alembic migrations and the engine's notes included, and so do TensorFlow's
-C++ start-up lines (absl, oneDNN, CPU instructions: ``is_tf_noise`` of the master's trials),
-which TensorFlow writes on file descriptor 2 and which are taken off it here. The terminal
-keeps warnings and errors, but for records logged with :data:`FILE_ONLY` (a failed trial's
-traceback, which the summary points to), and everything else written on stderr. With
-``-v`` (the root logger at DEBUG) the terminal shows every record, as before. Without
-:meth:`RunLog.open` (``--test``, which keeps no record) what the file would hold is dropped.
+C++ start-up lines (absl, oneDNN, CPU instructions: :func:`pedl._tf_noise.is_tf_noise`, as
+for the master's trials), which TensorFlow writes on file descriptor 2 and which are taken
+off it here. The terminal keeps warnings and errors, but for records logged with
+:data:`FILE_ONLY` (a failed trial's traceback, which the summary points to), and everything
+else written on stderr. With ``-v`` (the root logger at DEBUG) the terminal shows every
+record, as before. Without :meth:`RunLog.open` (``--test``, which keeps no record) what the
+file would hold is dropped.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from logging.handlers import MemoryHandler
 from pathlib import Path
 from types import TracebackType
 
-from pedl.master.rm._local import is_tf_noise
+from pedl._tf_noise import is_tf_noise
 
 FILE_NAME = "experiment.log"
 

@@ -2,11 +2,12 @@
 
 Local mode is the engine (:class:`pedl.engine.ExperimentDriver`) with an in-process launcher:
 trials run one after another, through the same :func:`pedl.exec.run_attempt`, controllers
-and core context as on the cluster, with local stand-ins for the context parts. The record
-is the master's schema on a SQLite file in the run's directory (``experiment.db``), written
-through the same store as the master's, so ``pedl master --db-url sqlite:///DIR/experiment.db``
-can open a local run. A killed run resumes with ``pedl experiment resume DIR``: the engine is
-rebuilt from that record and every unfinished trial continues from its latest checkpoint.
+and core context as on the cluster, the context on local mode's trial backend
+(:class:`LocalBackend`). The record is the master's schema on a SQLite file in the run's
+directory (``experiment.db``), written through the same store as the master's, so
+``pedl master --db-url sqlite:///DIR/experiment.db`` can open a local run. A killed run
+resumes with ``pedl experiment resume DIR``: the engine is rebuilt from that record and
+every unfinished trial continues from its latest checkpoint.
 """
 
 from __future__ import annotations
@@ -27,47 +28,53 @@ from typing import Any, Protocol
 import yaml
 
 from pedl import core, model_def
-from pedl.config import ConfigError, ConfigIssue, ExperimentConfig, load_config, parse_config
+from pedl._tf_noise import is_tf_noise
+from pedl.config import ConfigError, ConfigIssue, ExperimentConfig, parse_config
+from pedl.db import Database, MetricRow, SQLExperimentStore
+from pedl.db import checkpoints as checkpoints_repo
+from pedl.db import experiments as experiments_repo
+from pedl.db import metrics as metrics_repo
+from pedl.db import system_metrics as system_repo
+from pedl.db import trials as trials_repo
+from pedl.db.system_metrics import SystemSample
 from pedl.engine import (
     Action,
     DeleteCheckpoints,
     ExperimentDriver,
-    ExperimentState,
     LogTrial,
+    delete_checkpoints,
+    with_default_storage,
+)
+from pedl.exec import (
+    HEARTBEAT_TIMEOUT_SECONDS,
+    AttemptResult,
+    Gang,
+    Sample,
+    SystemMetricsReporter,
+    gang_environments,
+    pick_ports,
+    run_attempt,
+    start_sampling,
+)
+from pedl.local._chief_link import ChiefLink
+from pedl.local._config import load_run_config
+from pedl.local._run_log import FILE_ONLY
+from pedl.local._worker import TRIAL_ENV, trial_description
+from pedl.searcher import RemoteSearchMethod, unavailable_reason
+from pedl.storage import (
+    CheckpointSummary,
+    SharedFSStorage,
+    checkpoint_objectives,
+    make_storage,
+    storage_unavailable_reason,
+)
+from pedl.vocabulary import (
+    ExperimentState,
     MetricKind,
     TrialError,
     TrialOutcome,
     TrialState,
     searcher_metric_of,
-    with_default_storage,
-)
-from pedl.exec import (
-    AttemptResult,
-    Sample,
-    SystemMetricsReporter,
-    run_attempt,
-    start_sampling,
-)
-from pedl.local._chief_link import ChiefLink
-from pedl.local._run_log import FILE_ONLY
-from pedl.local._worker import TRIAL_ENV, trial_description
-from pedl.master.db import Database, MetricRow, SQLExperimentStore
-from pedl.master.db import checkpoints as checkpoints_repo
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import metrics as metrics_repo
-from pedl.master.db import system_metrics as system_repo
-from pedl.master.db import trials as trials_repo
-from pedl.master.db.system_metrics import SystemSample
-from pedl.master.rm import Gang, gang_environments, pick_ports
-from pedl.master.rm._gang import HEARTBEAT_TIMEOUT_SECONDS
-from pedl.master.rm._local import is_tf_noise
-from pedl.searcher import RemoteSearchMethod, unavailable_reason
-from pedl.storage import (
-    CheckpointSummary,
-    SharedFSStorage,
-    collect_torn_uploads,
-    make_storage,
-    storage_unavailable_reason,
 )
 
 logger = logging.getLogger("pedl.local")
@@ -161,7 +168,9 @@ class LocalExperiment:
                 f"{CONFIG_FILE} and {STORE_FILE}); local runs are made by "
                 "`pedl experiment create --local` under pedl-local/exp-N"
             )
-        self.code_dir = self.directory / CODE_DIR
+        # Absolute: a trial changes into its code directory (a script's run, a checkpoint
+        # packing the code), where a relative run directory (pedl-local) leads nowhere.
+        self.code_dir = (self.directory / CODE_DIR).resolve()
         self.display: TrialDisplay = display or _NoDisplay()
         self.database = Database(f"sqlite:///{(self.directory / STORE_FILE).resolve()}")
         self.database.upgrade()
@@ -207,7 +216,7 @@ class LocalExperiment:
         display: TrialDisplay | None = None,
     ) -> LocalExperiment:
         """Validate the config and model directory and lay out a new experiment directory."""
-        config = load_config(config_path, overrides)
+        config = load_run_config(config_path, model_dir, overrides)
         archive = model_def.package(Path(model_dir))
         output = Path(output_dir)
         output.mkdir(parents=True, exist_ok=True)
@@ -315,7 +324,7 @@ class LocalExperiment:
     ) -> AttemptResult:
         """Run a trial of ``slots_per_trial: size`` as ``size`` fresh ``python -m
         pedl.local.worker`` processes, the chief (rank 0) among them, started by the master's
-        launcher (:class:`pedl.master.rm.Gang`, with the same environments), their output on
+        launcher (:class:`pedl.exec.Gang`, with the same environments), their output on
         stderr prefixed with their rank. The chief's calls that need the run's record (metric
         reports, checkpoint registration, searcher, preemption checks) and its attempt's
         result come over a :class:`ChiefLink` served by a thread of this process. A worker
@@ -325,19 +334,7 @@ class LocalExperiment:
         envs = gang_environments(size, pick_ports(size))
         description = trial_description(self._info(trial_id), self.config.as_dict())
         base = {**os.environ, "PYTHONUNBUFFERED": "1", "PEDL_MASTER_PID": str(os.getpid())}
-        recorder = _Recorder(self, trial_id)
-        session = _DriverSession(self, trial_id)
-        link = ChiefLink(
-            {
-                "write_metrics": recorder.write_metrics,
-                "register_checkpoint": recorder.register_checkpoint,
-                "next_length": session.next_length,
-                "complete": session.complete,
-                "should_preempt": lambda: (
-                    preemption.requested() or self.driver.should_preempt(trial_id)
-                ),
-            }
-        )
+        link = ChiefLink(self.backend(trial_id, preemption))
         gang = Gang(
             heartbeat_timeout=_heartbeat_timeout(),
             on_output=_rank_printer(),
@@ -393,16 +390,16 @@ class LocalExperiment:
             extra={"tensorboard_dir": str(self.directory / "tensorboard" / f"trial_{trial_id}")},
         )
 
+    def backend(
+        self, trial_id: int, preemption: core.SignalPreemption | None = None
+    ) -> LocalBackend:
+        """Trial ``trial_id``'s backend on this run's record (``preemption``: the run's
+        SIGINT/SIGTERM)."""
+        return LocalBackend(self, trial_id, preemption)
+
     def _context(self, trial_id: int, preemption: core.SignalPreemption) -> core.Context:
-        recorder = _Recorder(self, trial_id)
-        info = self._info(trial_id)
         return core.build_context(
-            info,
-            metrics=recorder,
-            checkpoints=recorder,
-            storage=self.storage,
-            searcher=_DriverSession(self, trial_id),
-            should_preempt=lambda: preemption.requested() or self.driver.should_preempt(trial_id),
+            self._info(trial_id), backend=self.backend(trial_id, preemption), storage=self.storage
         )
 
     def _apply(self, actions: Sequence[Action]) -> None:
@@ -410,18 +407,7 @@ class LocalExperiment:
         created = self.store.apply(self.experiment_id, actions)
         for action in actions:
             if isinstance(action, DeleteCheckpoints):
-                for storage_id in action.storage_ids:
-                    try:
-                        self.storage.delete(storage_id)
-                    except Exception as err:  # the run goes on; the files are named
-                        logger.warning(
-                            "checkpoint %s: its files were not removed (%s: %s)",
-                            storage_id,
-                            type(err).__name__,
-                            err,
-                        )
-                self.store.mark_checkpoints_deleted(action.storage_ids)
-                collect_torn_uploads(self.storage)  # what killed uploads left behind
+                delete_checkpoints(self.store, self.storage, action.storage_ids)
             elif isinstance(action, LogTrial):
                 logger.info("trial %d: %s", action.trial_id, action.message)
         for request_id, trial_id in created:
@@ -472,17 +458,35 @@ class LocalExperiment:
         self.database.dispose()
 
 
-class _Recorder:
-    """The local stand-in for the train and checkpoint parts: writes to the record."""
+class LocalBackend:
+    """Local mode's :class:`pedl.core.TrialBackend` of one trial: reports and checkpoints go
+    to the run's record (with the engine told of each checkpoint and completed length), the
+    searcher's answers are the engine's, in process, and the trial is asked to stop by a
+    SIGINT/SIGTERM (``preemption``) or by the engine."""
 
-    def __init__(self, experiment: LocalExperiment, trial_id: int) -> None:
+    def __init__(
+        self,
+        experiment: LocalExperiment,
+        trial_id: int,
+        preemption: core.SignalPreemption | None = None,
+    ) -> None:
         self._experiment = experiment
         self._trial_id = trial_id
+        self._preemption = preemption
 
     def write_metrics(
-        self, kind: MetricKind, total_batches: int, metrics: Mapping[str, float]
+        self,
+        kind: MetricKind,
+        total_batches: int,
+        metrics: Mapping[str, float],
+        total_epochs: float | None = None,
     ) -> None:
-        row = MetricRow(kind=MetricKind(kind), total_batches=total_batches, metrics=dict(metrics))
+        row = MetricRow(
+            kind=MetricKind(kind),
+            total_batches=total_batches,
+            metrics=dict(metrics),
+            total_epochs=total_epochs,
+        )
         with self._experiment.database.session(write=True, serialize=True) as session:
             metrics_repo.upsert_metrics(session, self._trial_id, [row])
             if kind == MetricKind.VALIDATION:
@@ -511,16 +515,11 @@ class _Recorder:
             trial_id=self._trial_id,
             total_batches=total_batches,
             metric=searcher_metric_of(metadata, experiment.config.searcher.metric),
+            objectives=checkpoint_objectives(
+                metadata, [o.name for o in experiment.config.searcher.objectives]
+            ),
         )
         experiment._apply(experiment.driver.checkpoint_completed(summary))
-
-
-class _DriverSession:
-    """The local stand-in for the searcher part: the engine's answers, in process."""
-
-    def __init__(self, experiment: LocalExperiment, trial_id: int) -> None:
-        self._experiment = experiment
-        self._trial_id = trial_id
 
     def next_length(self) -> int | None:
         answer = self._experiment.driver.next_operation(self._trial_id)
@@ -529,10 +528,25 @@ class _DriverSession:
         return answer.length if answer.status == "train" else None
 
     def complete(self, length: int, searcher_metric: float) -> None:
+        """Raises ValueError for a length past the largest the searcher asked of the trial,
+        as the master refuses it (409)."""
         experiment = self._experiment
+        asked = experiment.driver.target_length(self._trial_id)
+        if asked is not None and length > asked:
+            raise ValueError(f"trial {self._trial_id} was asked to train to {asked}, not {length}")
+        metrics = None
+        if experiment.config.searcher.multi_objective:  # the objectives: the latest validation's
+            with experiment.database.session() as session:
+                found = trials_repo.latest_validations(session, [self._trial_id])
+                metrics = found.get(self._trial_id)
         experiment._apply(
-            experiment.driver.validation_reported(self._trial_id, length, searcher_metric)
+            experiment.driver.validation_reported(self._trial_id, length, searcher_metric, metrics)
         )
+
+    def should_preempt(self) -> bool:
+        if self._preemption is not None and self._preemption.requested():
+            return True
+        return self._experiment.driver.should_preempt(self._trial_id)
 
 
 def _check_runnable_here(config: ExperimentConfig, source: str) -> None:

@@ -2,12 +2,18 @@
 
 It trains one short chunk, validates, checkpoints, then restores that checkpoint in a fresh
 controller and trains one more batch, and says in plain words which step failed.
+
+A script that checkpoints on its own schedule (a Core API loop saving every few steps) stores
+nothing in the short chunk; it is run again from the start with its full length until its
+first checkpoint, then asked to stop (``preempt.should_preempt()``), as Determined's searcher
+stops a trial; after :data:`FIRST_CHECKPOINT_SECONDS` it is asked to stop anyway.
 """
 
 from __future__ import annotations
 
 import random
 import tempfile
+import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,13 +27,18 @@ from pedl.config import (
     ExperimentConfig,
     Length,
     grid_hparams,
-    load_config,
     sample_hparams,
 )
+from pedl.config._searcher import OPEN_LENGTH
+from pedl.local._config import load_run_config
 from pedl.script import trial_class_of
 from pedl.storage import SharedFSStorage
 
 TRAIN_BATCHES = 2
+
+FIRST_CHECKPOINT_SECONDS = 300.0
+"""How long a script that stored no checkpoint in the short chunk may train, run again, before
+it is asked to stop (it stops at its next ``should_preempt()``)."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +54,7 @@ def smoke_test(
     """Run the checks; stop at the first failing step. Never raises for user errors."""
     steps: list[SmokeStep] = []
     try:
-        config = load_config(config_path, overrides)
+        config = load_run_config(config_path, model_dir, overrides)
     except (ConfigError, OSError) as e:
         return [SmokeStep("load the experiment config", False, str(e))]
     steps.append(SmokeStep("load the experiment config", True))
@@ -62,37 +73,44 @@ def smoke_test(
         test_config = _short_config(config)
         hparams = _first_hparams(config)
         storage = SharedFSStorage(Path(tmp) / "checkpoints")
-        records = core.MemoryRecorder()
-        first = core.FixedLengths([TRAIN_BATCHES])
+        records = core.MemoryBackend([TRAIN_BATCHES])
+        step = f"train {TRAIN_BATCHES} batches, validate and checkpoint"
         try:
-            _run(definition, test_config, hparams, code_dir, storage, records, first, None)
+            _run(definition, test_config, hparams, code_dir, storage, records, None)
+            if not records.checkpoints and definition.trial_class is None:
+                # A script checkpointing on its own schedule: again, until its first one.
+                step = "train until the script's first checkpoint"
+                definition = model_def.load(code_dir, config.entrypoint)
+                records = _until_first_checkpoint(config)
+                length = records.lengths[0]
+                long_config = _short_config(config, length)
+                _run(definition, long_config, hparams, code_dir, storage, records, None)
         except Exception as e:
-            steps.append(
-                SmokeStep(
-                    f"train {TRAIN_BATCHES} batches, validate and checkpoint", False, _explain(e)
-                )
-            )
+            steps.append(SmokeStep(step, False, _explain(e)))
             return steps
         if not records.checkpoints:
             steps.append(
                 SmokeStep(
-                    f"train {TRAIN_BATCHES} batches, validate and checkpoint",
+                    step,
                     False,
                     "the trial stored no checkpoint: a script must call model.fit(), or "
                     "checkpoint through the Core API (core_context.checkpoint.store_path)",
                 )
             )
             return steps
+        checkpointed = records.checkpoints[-1][1]
         steps.append(
             SmokeStep(
-                f"train {TRAIN_BATCHES} batches, validate and checkpoint",
+                step,
                 True,
-                f"{config.searcher.metric} = {first.completed[-1][1]:.4g}"
-                if first.completed
-                else "",
+                f"{config.searcher.metric} = {records.completed[-1][1]:.4g}"
+                if records.completed
+                else f"checkpoint at batch {checkpointed}",
             )
         )
-        second = core.FixedLengths([TRAIN_BATCHES + 1])
+        records.preempt = False
+        records.lengths = [checkpointed + 1]
+        test_config = _short_config(config, checkpointed + 1)
         try:
             definition = model_def.load(code_dir, config.entrypoint)
             _run(
@@ -102,7 +120,6 @@ def smoke_test(
                 code_dir,
                 storage,
                 records,
-                second,
                 records.checkpoints[-1][0],
             )
         except Exception as e:
@@ -118,8 +135,7 @@ def _run(
     hparams: dict[str, Any],
     code_dir: Path,
     storage: SharedFSStorage,
-    records: core.MemoryRecorder,
-    session: core.FixedLengths,
+    backend: core.MemoryBackend,
     latest_checkpoint: str | None,
 ) -> TrialOutcome:
     trial_class = trial_class_of(definition)
@@ -133,23 +149,33 @@ def _run(
         code_dir=code_dir,
         latest_checkpoint=latest_checkpoint,
     )
-    context = core.build_context(
-        info, metrics=records, checkpoints=records, storage=storage, searcher=session
-    )
+    context = core.build_context(info, backend=backend, storage=storage)
     controller = trial_class.trial_controller_class.from_definition(definition, context)
     outcome: TrialOutcome = controller.run()
     return outcome
 
 
-def _short_config(config: ExperimentConfig) -> ExperimentConfig:
+def _until_first_checkpoint(config: ExperimentConfig) -> core.MemoryBackend:
+    """A searcher handing out the config's length in batches (else an open one, the
+    script deciding), that asks the trial to stop once it stored a checkpoint or after
+    :data:`FIRST_CHECKPOINT_SECONDS`."""
+    length = config.searcher.max_length
+    batches = length.value if length is not None and length.unit == "batches" else OPEN_LENGTH
+    deadline = time.monotonic() + FIRST_CHECKPOINT_SECONDS
+    records = core.MemoryBackend([batches])
+    records.preempt = lambda: bool(records.checkpoints) or time.monotonic() > deadline
+    return records
+
+
+def _short_config(config: ExperimentConfig, batches: int = TRAIN_BATCHES) -> ExperimentConfig:
     never = Length(unit="batches", value=0)
     searcher = config.searcher.model_copy(
-        update={"max_length": Length(unit="batches", value=TRAIN_BATCHES)}
+        update={"max_length": Length(unit="batches", value=batches)}
     )
     return config.model_copy(
         update={
             "searcher": searcher,
-            "scheduling_unit": TRAIN_BATCHES,
+            "scheduling_unit": min(batches, TRAIN_BATCHES),
             "min_validation_period": never,
             "min_checkpoint_period": never,
             "perform_initial_validation": False,

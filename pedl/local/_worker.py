@@ -1,6 +1,6 @@
 """A worker of a local run's multi-worker trial: ``python -m pedl.local.worker``, one process
 per rank (the chief, rank 0, too: every attempt starts all N ranks fresh, as on a master,
-since TensorFlow sets a process's collectives up once), started by :class:`pedl.master.rm.Gang`.
+since TensorFlow sets a process's collectives up once), started by :class:`pedl.exec.Gang`.
 
 Each runs the attempt (:func:`pedl.exec.run_attempt`) on a context whose distributed part is
 the trial's (``DistributedContext.from_env()``); what it needs of the trial comes in
@@ -25,10 +25,10 @@ from typing import Any
 
 from pedl import core
 from pedl.config import parse_config
-from pedl.engine import MetricKind, TrialOutcome
 from pedl.exec import EXIT_ERROR, EXIT_OK, die_with_master, run_attempt, start_heartbeat
-from pedl.local._chief_link import LinkedParts
+from pedl.local._chief_link import ChiefBackend
 from pedl.storage import make_storage
+from pedl.vocabulary import MetricKind, TrialOutcome
 
 TRIAL_ENV = "PEDL_LOCAL_TRIAL"
 """The variable holding the trial's description (JSON) for a local run's worker."""
@@ -51,11 +51,17 @@ def trial_description(info: core.TrialInfo, config: Mapping[str, Any]) -> str:
     )
 
 
-class _ChiefOnly:
-    """The parts only the chief uses (the core parts do not call them on other ranks)."""
+class _NotChief:
+    """The backend of a rank other than the chief: the core parts call none of its reports or
+    searcher calls there (they take the chief's answers), so each raises; nothing asks such
+    a rank's platform to stop (the chief's answer is broadcast)."""
 
     def write_metrics(
-        self, kind: MetricKind, total_batches: int, metrics: Mapping[str, float]
+        self,
+        kind: MetricKind,
+        total_batches: int,
+        metrics: Mapping[str, float],
+        total_epochs: float | None = None,
     ) -> None:
         raise RuntimeError("only the chief of a local multi-worker trial reports metrics")
 
@@ -73,6 +79,9 @@ class _ChiefOnly:
 
     def complete(self, length: int, searcher_metric: float) -> None:
         raise RuntimeError("only the chief of a local multi-worker trial reports to the searcher")
+
+    def should_preempt(self) -> bool:
+        return False
 
 
 def run_local_worker() -> int:
@@ -96,8 +105,8 @@ def run_local_worker() -> int:
         warm_start_checkpoint=described["warm_start_checkpoint"],
         extra=dict(described["extra"]),
     )
-    link = LinkedParts.connect()  # the chief's line to the run's record; None elsewhere
-    parts: LinkedParts | _ChiefOnly = link if link is not None else _ChiefOnly()
+    link = ChiefBackend.connect()  # the chief's line to the run's record; None elsewhere
+    backend: core.TrialBackend = link if link is not None else _NotChief()
     distributed = core.DistributedContext.from_env()
     try:
         result = run_attempt(
@@ -105,11 +114,8 @@ def run_local_worker() -> int:
             config.entrypoint,
             lambda: core.build_context(
                 info,
-                metrics=parts,
-                checkpoints=parts,
+                backend=backend,
                 storage=make_storage(config.checkpoint_storage),
-                searcher=parts,
-                should_preempt=link.should_preempt if link is not None else lambda: False,
                 distributed=distributed,
             ),
         )

@@ -1,4 +1,4 @@
-"""The PEDL master: settings, persistence (:mod:`pedl.master.db`), lifecycle rules
+"""The PEDL master: settings, persistence (:mod:`pedl.db`), lifecycle rules
 (:mod:`pedl.engine`), the REST API (:mod:`pedl.master.api`), and the engine that runs
 experiments (:mod:`pedl.master.orchestrator`, :mod:`pedl.master.scheduler`,
 :mod:`pedl.master.rm`). :func:`serve` runs it all (``pedl master``).

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import sys
 
+from pedl.db import Database
+from pedl.db import users as users_repo
 from pedl.master._settings import MasterSettings
-from pedl.master.db import Database
-from pedl.master.db import users as users_repo
 
 logger = logging.getLogger("pedl.master")
 

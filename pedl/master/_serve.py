@@ -14,6 +14,7 @@ import uvicorn
 
 from pedl.master._accounts import ADMIN_PASSWORD_ENV, announce_password, prepare_accounts
 from pedl.master._master_log import MasterLog
+from pedl.master._private import prepare_home
 from pedl.master._reads import ReadProcesses
 from pedl.master._settings import MasterSettings
 from pedl.master._temp_dirs import remove_dead_owners_dirs
@@ -80,9 +81,12 @@ def serve(settings: MasterSettings) -> None:
     the trial processes are killed; they resume from their latest checkpoints next time.
     The temporary directories of masters that died without removing them go first
     (:func:`remove_dead_owners_dirs`). Raises :class:`ListenError` when the address cannot
-    be bound.
+    be bound, :class:`~pedl.master._private.ExposedFilesError` when its SQLite database can be
+    read or written by other users (its home and database are created private:
+    :func:`~pedl.master._private.prepare_home`).
     """
     _configure_process()
+    prepare_home(settings)
     master_log = MasterLog()  # from the first line on: `pedl master logs` shows the start
     master_log.attach()
     for path in remove_dead_owners_dirs():

@@ -232,12 +232,12 @@ class MasterSettings(BaseSettings):
         description="OS user that trial processes and warm workers run as when the master "
         "runs as root (no supplementary groups, a private HOME and TMPDIR, umask 077); it "
         "must reach the checkpoint storage directories. '' runs them as the master's own "
-        "user, as does a master that is not root (it says so at start). See README, Security.",
+        "user, as does a master that is not root (it says so at start). See docs/security.md.",
     )
     resource_manager: ResourceManagerSettings = Field(
         default_factory=ResourceManagerSettings,
         description="Where trial processes run: {type: local} (default) or {type: ray, "
-        "address: HOST:PORT} (see README, Scale-out on Ray). As an environment variable, "
+        "address: HOST:PORT} (see docs/ray.md). As an environment variable, "
         'JSON: PEDL_RESOURCE_MANAGER=\'{"type": "ray", "address": "HOST:PORT"}\'.',
     )
 

@@ -18,12 +18,14 @@ from typing import Any
 from pedl.script._cluster_info import ClusterInfo, TrialClusterInfo, get_cluster_info
 from pedl.script._controller import ScriptController
 from pedl.script._definition import trial_class_of
+from pedl.script._distributed import DistributedContext
 from pedl.script._hparams import get_hyperparameter
 from pedl.script._trial import ScriptTrial
 
 __all__ = [
     "ClusterInfo",
     "DeterminedCallback",
+    "DistributedContext",
     "ScriptController",
     "ScriptTrial",
     "TensorBoard",

@@ -8,7 +8,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from pedl import core
-from pedl.engine import TrialOutcome
+from pedl.vocabulary import TrialOutcome
 
 if TYPE_CHECKING:
     from pedl.model_def import ModelDefinition

@@ -47,8 +47,8 @@ from typing import Any
 from pedl import core
 from pedl.config import Length
 from pedl.core._searcher import SearcherOperation
-from pedl.engine import MetricKind, TrialOutcome
 from pedl.script._core_link import CoreLink
+from pedl.vocabulary import MetricKind, TrialOutcome
 
 logger = logging.getLogger("pedl.script")
 

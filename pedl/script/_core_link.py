@@ -1,12 +1,12 @@
 """The trial process's end of the core link (see :mod:`pedl.core._link`): serves a Core API
 script's context to the processes the script starts.
 
-:class:`CoreLink` is a :class:`pedl.core.LinkServer` (a Unix socket in a private directory, a
-random key, a thread per linked process, their calls run one at a time) over the script's
-:class:`~pedl.script._core_api.CoreApiRun`: reports go through its searcher bookkeeping,
-``should_preempt`` is answered as the chief's (the linked chief broadcasts it to its workers),
-a checkpoint's directory is one of this process's storage (the linked process writes its files
-there; they are stored and registered when its block ends). Only the calls named here are served.
+:class:`CoreLink` is a :class:`pedl.core._link_transport.LinkServer` (a Unix socket in a private
+directory, a random key, a thread per linked process, their calls run one at a time) over the
+script's :class:`~pedl.script._core_api.CoreApiRun`: reports go through its searcher bookkeeping,
+``should_preempt`` is answered as the chief's (the linked chief broadcasts it to its workers), a
+checkpoint's directory is one of this process's storage (the linked process writes its files there;
+they are stored and registered when its block ends). Only the calls named here are served.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pedl import core
+from pedl.core._link import KEY_ENV, LINK_ENV
+from pedl.core._link_transport import LinkServer
 
 if TYPE_CHECKING:
     from pedl.script._core_api import CoreApiRun
@@ -48,7 +50,7 @@ class CoreLink:
         self._run = run
         self._handles = itertools.count(1)
         self._open: dict[int, contextlib.ExitStack] = {}
-        self._server = core.LinkServer(
+        self._server = LinkServer(
             {
                 "info": self._info,
                 "train": lambda name, args, kwargs: self._part("train", _TRAIN_CALLS, name)(
@@ -59,12 +61,12 @@ class CoreLink:
                 )(*args, **kwargs),
                 "enter": self._enter,
                 "exit": self._exit,
-                "preempt": run.decide_preempt,
+                "should_preempt": run.decide_preempt,
                 "next_length": run.linked_next_length,
                 "complete": run.linked_complete,
             },
-            address_env=core.LINK_ENV,
-            key_env=core.LINK_KEY_ENV,
+            address_env=LINK_ENV,
+            key_env=KEY_ENV,
             name="pedl-core-link",
             logger=logger,
         )

@@ -3,12 +3,17 @@
 While the script runs, ``keras.Model.fit`` is replaced by :meth:`ScriptRun.fit`, which turns
 the call's model, data, validation data and callbacks into a TFKerasTrial and trains it with
 :class:`pedl.keras.TFKerasTrialController`: in chunks, with metrics, validations,
-checkpoints, preemption and exact resume, for the searcher's length (``epochs`` is not
-used then). Where the searcher has no length (``single``, ``grid`` or ``random`` without
-``max_length``, as Determined 0.38 allows) the call's own ``epochs`` (times
-``steps_per_epoch`` or the batches of one epoch) is the trial's length: the training code
-decides, and the trial ends when that length is trained. When the trial is preempted the rest
-of the script does not run.
+checkpoints, preemption and exact resume. Where the searcher has no length (``single``,
+``grid`` or ``random`` without ``max_length``, as Determined 0.38 allows) the call's own
+``epochs`` (times ``steps_per_epoch`` or the batches of one epoch) is its length: the training
+code decides, and the trial ends when the script does. Where it has one, a call trains up to
+it, or its own ``epochs`` first where it passes ``epochs=``. When the trial is preempted the
+rest of the script does not run.
+
+Each ``fit`` call of a script is a stage of the one trial (:mod:`pedl.script._stages`): the
+trial's batches, metrics and checkpoints count on across them, and a resumed trial replays
+the stages it finished (each call returns at once, the model, optimizer and random
+generators as that call left them, and its History) and resumes the stage of its checkpoint.
 """
 
 from __future__ import annotations
@@ -17,11 +22,14 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import json
 import logging
 import math
 import os
+import pickle
 import runpy
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,8 +38,8 @@ import tensorflow as tf
 
 from pedl import core, model_def
 from pedl.config import Length
-from pedl.engine import MetricKind, TrialOutcome
-from pedl.keras import TFKerasTrial, TFKerasTrialContext, TFKerasTrialController
+from pedl.keras import TFKerasTrial, TFKerasTrialContext, TFKerasTrialController, _state
+from pedl.keras._build import build_variables
 from pedl.keras._keras import (
     LEGACY,
     PyDataset,
@@ -41,10 +49,26 @@ from pedl.keras._keras import (
     map_structure,
     set_random_seed,
 )
+from pedl.keras.callbacks import Callback
 from pedl.script._callback import DeterminedCallback
 from pedl.script._core_api import CoreApiRun
+from pedl.script._keras_callbacks import KerasCallbacks, restore_ended
+from pedl.script._stages import (
+    EpochHistory,
+    SearcherLengths,
+    StageCheckpoints,
+    StageLengths,
+    read_state,
+    snapshot_dir,
+    write_state,
+)
+from pedl.tuner import trial_search
+from pedl.vocabulary import MetricKind, TrialOutcome
 
 logger = logging.getLogger("pedl.script")
+
+_CALLBACKS_FILE = "keras_callbacks.pkl"
+"""A finished stage's end state: its Keras callbacks' states (see _keras_callbacks)."""
 
 DEFAULT_BATCH_SIZE = 32
 """Keras' batch size when ``fit`` gets arrays and no ``batch_size``."""
@@ -77,6 +101,12 @@ class FitCall:
     determined: DeterminedCallback | None
     epochs: int = 1
     steps_per_epoch: int | None = None
+    validation_freq: int = 1
+    """Validate every this many epochs (Keras's ``validation_freq``)."""
+    epochs_given: bool = False
+    """Whether the call passed ``epochs``: where the searcher has a max_length, the call
+    trains its own length then (where an epoch's length is known), within what remains of the
+    searcher's."""
 
     def length_in_batches(self) -> int:
         """The batches this call trains in plain Keras: ``epochs`` times ``steps_per_epoch``
@@ -92,28 +122,19 @@ class FitCall:
         return self.epochs * per_epoch
 
 
-class _OwnLength:
-    """The searcher session of a trial whose script decides its length (the searcher has
-    none): one operation, to the ``fit`` call's length in batches, completed here (the
-    master's open-ended operation is left, and the trial ends as stopped by its code)."""
-
-    def __init__(self, batches: int) -> None:
-        self._batches = batches
-        self.completed = False
-
-    def next_length(self) -> int | None:
-        return None if self.completed else self._batches
-
-    def complete(self, length: int, searcher_metric: float) -> None:
-        self.completed = True
-
-
 class _FitTrial(TFKerasTrial):
-    """The TFKerasTrial a script's fit() call stands for."""
+    """The TFKerasTrial a script's fit() call stands for: the call's PEDL callbacks, and its
+    Keras callbacks behind ``keras_callbacks`` (:class:`KerasCallbacks`, None: not called)."""
 
-    def __init__(self, context: TFKerasTrialContext, call: FitCall) -> None:
+    def __init__(
+        self,
+        context: TFKerasTrialContext,
+        call: FitCall,
+        keras_callbacks: KerasCallbacks | None = None,
+    ) -> None:
         super().__init__(context)
         self._call = call
+        self._keras_callbacks = keras_callbacks
         context.configure_fit(**call.options)
 
     def build_model(self) -> keras.Model:
@@ -126,7 +147,10 @@ class _FitTrial(TFKerasTrial):
         return self._wrap(self._call.validation)
 
     def keras_callbacks(self) -> list[keras.callbacks.Callback]:
-        return list(self._call.callbacks)
+        own = [cb for cb in self._call.callbacks if isinstance(cb, Callback)]
+        if self._keras_callbacks:
+            own.append(self._keras_callbacks)
+        return own
 
     def _wrap(self, data: Any) -> Any:
         if isinstance(data, tf.data.Dataset):
@@ -135,7 +159,14 @@ class _FitTrial(TFKerasTrial):
 
 
 class _HistoryWriter:
-    """Forwards metrics to the trial's TrainContext and keeps them for fit()'s History.
+    """Forwards a stage's metrics to the trial's TrainContext, counted in the trial's batches
+    (the stage's own plus ``offset``, those of the earlier stages), and keeps them for fit()'s
+    History (:class:`~pedl.script._stages.EpochHistory`).
+
+    Each row carries the trial's epochs (``total_epochs``): those of the earlier stages
+    (``epoch_offset``) plus the stage's batches over its data's batches per epoch, so the
+    trial's curves can be drawn over epochs; None where an epoch's length is not known (an
+    endless dataset without ``steps_per_epoch``, in this stage or an earlier one).
 
     With a :class:`DeterminedCallback` in the call, the metrics are also reported under the
     names Determined 0.38's callback reports (``keras.callbacks.Callback.on_test_end``'s logs):
@@ -145,24 +176,45 @@ class _HistoryWriter:
     """
 
     def __init__(
-        self, train: core.TrainContext, *, determined: bool, batches_per_epoch: int | None
+        self,
+        train: core.TrainContext,
+        *,
+        determined: bool,
+        batches_per_epoch: int | None,
+        offset: int = 0,
+        epoch_offset: float | None = 0.0,
     ) -> None:
         self._train = train
         self._determined = determined
         self._batches_per_epoch = batches_per_epoch
-        self.history: dict[str, list[float]] = {}
+        self._offset = offset
+        self._epoch_offset = epoch_offset
+        self.history = EpochHistory(batches_per_epoch)
 
     def write_metrics(
-        self, kind: MetricKind, total_batches: int, metrics: Mapping[str, float]
+        self,
+        kind: MetricKind,
+        total_batches: int,
+        metrics: Mapping[str, float],
+        total_epochs: float | None = None,
     ) -> None:
-        for name, value in metrics.items():
-            self.history.setdefault(name, []).append(value)
+        if kind is MetricKind.VALIDATION:
+            self.history.validation(total_batches, metrics)
+        else:
+            self.history.training(total_batches, metrics)
+        epochs = _epochs(self._epoch_offset, total_batches, self._batches_per_epoch)
+        total_batches += self._offset
         if self._determined:
             metrics = determined_names(kind, total_batches, metrics, self._batches_per_epoch)
-        if kind is MetricKind.VALIDATION:
-            self._train.report_validation_metrics(total_batches, metrics)
-        else:
-            self._train.report_training_metrics(total_batches, metrics)
+        self._train.report(kind, total_batches, metrics, total_epochs=epochs)
+
+
+def _epochs(offset: float | None, batches: int, batches_per_epoch: int | None) -> float | None:
+    """``offset`` epochs and ``batches`` of ``batches_per_epoch``; None where either is not
+    known."""
+    if offset is None or not batches_per_epoch:
+        return None
+    return offset + batches / batches_per_epoch
 
 
 def determined_names(
@@ -195,6 +247,25 @@ class ScriptRun:
         self._outcome: TrialOutcome | None = None
         self._inside_fit = False
         self._core_api: CoreApiRun | None = None
+        self._stage = 0
+        """The number of fit calls so far: the index of the next stage."""
+        self._offset = 0
+        """The trial's batches trained by the stages before the current one."""
+        self._epoch_offset: float | None = 0.0
+        """The epochs (of each one's data) those stages trained; None where one's epoch
+        length is not known."""
+        self._stages: list[dict[str, Any]] = []
+        """Each finished stage's trained batches, History and whether its end state was kept."""
+        self._snapshots: dict[int, Path] = {}
+        """The end states of the finished stages (see pedl.script._stages), by index."""
+        self._resumed: dict[str, Any] | None = None
+        """The stages of the checkpoint the trial resumes from (None: none, or one of a
+        single-stage trial from before stages were recorded)."""
+        self._scratch: Path | None = None
+        self._resumed_batches = 0
+        """The batches of the checkpoint resumed from, where it records no stages."""
+        max_length = context.info.config.searcher_max_length
+        self._lengths = None if max_length is None else SearcherLengths(context.searcher.session)
 
     @property
     def progressed(self) -> bool:
@@ -203,7 +274,7 @@ class ScriptRun:
         return self._controller is not None and self._controller.progressed
 
     def execute(self) -> TrialOutcome:
-        """Run the entrypoint; return the outcome of its fit() call, or, for a script that
+        """Run the entrypoint; return the outcome of its fit() calls, or, for a script that
         trains without fit() (Determined's Core API), that of its run (see
         :class:`~pedl.script._core_api.CoreApiRun`, whose context ``core.init()`` yields)."""
         # The script builds its model before PEDL sees it: seed first, so that its initial
@@ -211,14 +282,23 @@ class ScriptRun:
         set_random_seed(self._context.info.trial_seed)
         announce_mode()
         core_api = self._core_api = CoreApiRun(self._context)
-        with core_api.serving(), core.use_context(core_api.context), self._fit_intercepted():
-            try:
-                self._run_entrypoint()
-            except _Preempted:
-                pass
-            except SystemExit as e:
-                if e.code not in (0, None):
-                    raise ScriptError(f"the script exited with status {e.code!r}") from e
+        with tempfile.TemporaryDirectory(prefix="pedl-script-") as scratch:
+            self._scratch = Path(scratch)
+            self._read_resumed()
+            info = self._context.info
+            with (
+                core_api.serving(),
+                core.use_context(core_api.context),
+                self._fit_intercepted(),
+                trial_search(info.config, info.hparams),  # a KerasTuner search's trial
+            ):
+                try:
+                    self._run_entrypoint()
+                except _Preempted:
+                    pass
+                except SystemExit as e:
+                    if e.code not in (0, None):
+                        raise ScriptError(f"the script exited with status {e.code!r}") from e
         if self._outcome is None:
             # No fit(): a script with its own training loop (Determined's Core API), or none.
             outcome = core_api.outcome()
@@ -228,7 +308,30 @@ class ScriptRun:
                     "Core API (core_context.train); the trial ends with it"
                 )
             return outcome
-        return self._outcome
+        if self._outcome is TrialOutcome.PREEMPTED:
+            return self._outcome
+        return self._final_outcome()
+
+    def _final_outcome(self) -> TrialOutcome:
+        """The trial's outcome once its script ended: COMPLETED where the searcher has no
+        more length for it, else STOPPED_EARLY (its code decided: the script's fits
+        trained their own lengths, or one stopped early)."""
+        dist = self._context.distributed
+        completed = self._lengths is not None and self._lengths.exhausted
+        if dist.size > 1:  # only the chief asked the searcher
+            completed = bool(dist.broadcast(completed if dist.is_chief else None))
+        return TrialOutcome.COMPLETED if completed else TrialOutcome.STOPPED_EARLY
+
+    def _read_resumed(self) -> None:
+        latest = self._context.info.latest_checkpoint
+        if latest is None:
+            return
+        assert self._scratch is not None
+        with self._context.checkpoint.restore_path(latest) as path:
+            self._resumed = read_state(path, self._scratch / "resumed")
+            if self._resumed is None:  # a one-stage trial's checkpoint from before stages
+                metadata = json.loads((path / core.METADATA_FILE).read_text())
+                self._resumed_batches = int(metadata.get("steps_completed", 0))
 
     def _run_entrypoint(self) -> None:
         function = self._definition.entrypoint_function
@@ -263,55 +366,206 @@ class ScriptRun:
             keras.Model.fit = original
 
     def fit(self, model: keras.Model, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The script's ``model.fit(*args, **kwargs)``: train it as this trial."""
-        if self._outcome is not None:
-            raise ScriptError(
-                "the script called model.fit() a second time; PEDL trains the first fit() call "
-                "of a script for the searcher's whole length (put further training in the same "
-                "call, or use a TFKerasTrial)"
-            )
+        """The script's ``model.fit(*args, **kwargs)``: train it as the next stage of this
+        trial (see :mod:`pedl.script._stages`)."""
+        index = self._stage
+        self._stage += 1
         call = parse_fit(model, args, kwargs, self._context.info.hparams)
+        resumed = self._resumed
+        if resumed is not None and index < resumed["stage"]:
+            return self._replay(index, call, resumed["stages"][index])
+        # The stage whose checkpoint the trial resumes from (the first, for one without
+        # stages) resumes there, after the script's own code before it (its recompile).
+        resumes_here = index == (0 if resumed is None else resumed["stage"])
+        latest = self._context.info.latest_checkpoint if resumes_here else None
         history_writer = _HistoryWriter(
             self._context.train,
             determined=call.determined is not None,
             batches_per_epoch=call.steps_per_epoch or call.batches_per_epoch,
+            offset=self._offset,
+            epoch_offset=self._epoch_offset,
         )
-        context = self._trial_context(call, history_writer)
-        own_length: _OwnLength | None = None
-        if self._context.info.config.searcher_max_length is None:
-            own_length = _OwnLength(call.length_in_batches())
+        if latest is not None and resumed is not None:
+            history_writer.history.load_state(resumed["history"])
+        elif latest is not None:
+            history_writer.history.start_at(self._resumed_batches)
+        context = self._stage_context(index, call, history_writer, latest)
+        if self._lengths is not None and not self._has_length_left():
             logger.info(
-                "searcher.max_length is not set: the trial trains for model.fit()'s own length "
-                "(%d batches)",
-                own_length.next_length(),
+                "model.fit() call %d: the searcher's length is trained; it returns at once",
+                index + 1,
             )
-            context = dataclasses.replace(
-                context, searcher=core.SearcherContext(own_length, "batches")
+            self._outcome = TrialOutcome.COMPLETED
+            self._stages.append({"batches": 0, "history": {}, "snapshot": False})
+            return _history(model, {})
+        per_epoch = call.steps_per_epoch or call.batches_per_epoch
+        period = context.info.config.min_validation_period
+        callbacks = KerasCallbacks(
+            [cb for cb in call.callbacks if not isinstance(cb, Callback)],
+            steps_per_epoch=per_epoch,
+            epochs=call.epochs,
+            verbose=call.options["verbose"],
+            validation_period=_to_batches(
+                period.unit, call, context.info.config.records_per_epoch, period.value
             )
+            if period.value
+            else 0,
+            history=history_writer.history,
+        )
         self._inside_fit = True
         try:
             self._controller = TFKerasTrialController(
-                lambda trial_context: _FitTrial(trial_context, call), context
+                lambda trial_context: _FitTrial(trial_context, call, callbacks), context
             )
-            self._outcome = self._controller.run()
+            try:
+                self._outcome = self._controller.run()
+            except BaseException:
+                callbacks.suspend()  # the trial restarts from its checkpoint, in a new run
+                raise
+            if self._outcome is TrialOutcome.PREEMPTED:
+                callbacks.suspend()
+            else:
+                callbacks.end()
         finally:
             self._inside_fit = False
-        if own_length is not None and own_length.completed:
-            # The master's operation has no end; the script's length is trained.
-            self._outcome = TrialOutcome.STOPPED_EARLY
         if self._outcome is TrialOutcome.PREEMPTED:
             raise _Preempted
-        history = keras.callbacks.History()
-        history.set_model(model)
-        history.history = history_writer.history
-        return history
+        batches = self._controller.progress.batches
+        history = history_writer.history.finish(batches)
+        self._snapshots[index] = self._save_end_state(index, model, callbacks)
+        self._stages.append({"batches": batches, "history": history, "snapshot": True})
+        self._count_on(call, batches)
+        return _history(model, history)
 
-    def _trial_context(self, call: FitCall, writer: _HistoryWriter) -> core.Context:
+    def _count_on(self, call: FitCall, batches: int) -> None:
+        """The next stage counts on after ``batches`` of ``call`` (a finished stage)."""
+        self._offset += batches
+        self._epoch_offset = _epochs(
+            self._epoch_offset, batches, call.steps_per_epoch or call.batches_per_epoch
+        )
+
+    def _has_length_left(self) -> bool:
+        """Whether the searcher has a length left to train (asked by the chief)."""
+        assert self._lengths is not None
+        dist = self._context.distributed
+        left = not dist.is_chief or self._lengths.target() is not None
+        if dist.size > 1:
+            left = bool(dist.broadcast(left if dist.is_chief else None))
+        return left
+
+    def _stage_context(
+        self, index: int, call: FitCall, writer: _HistoryWriter, latest: str | None
+    ) -> core.Context:
+        """The core context of stage ``index``: its own batches, the trial's counted on."""
+        context = self._trial_context(call, writer, latest, first=index == 0)
+        own: int | None = None
+        if self._lengths is None:
+            own = call.length_in_batches()
+            logger.info(
+                "searcher.max_length is not set: model.fit() call %d trains for its own length "
+                "(%d batches)",
+                index + 1,
+                own,
+            )
+        elif call.epochs_given and (call.steps_per_epoch or call.batches_per_epoch):
+            own = call.length_in_batches()
+        info = context.info
+        lengths = StageLengths(
+            self._lengths,
+            offset=self._offset,
+            own=own,
+            to_batches=functools.partial(
+                _to_batches, info.config.searcher_unit, call, info.config.records_per_epoch
+            ),
+        )
+        # Where the searcher decides (max_length), its lengths are the chief's, broadcast.
+        distributed = None if self._lengths is None else self._context.distributed
+        checkpoints = StageCheckpoints(
+            self._context.checkpoint,
+            stage=index,
+            offset=self._offset,
+            write_state=lambda path: write_state(
+                path,
+                stage=index,
+                offset=self._offset,
+                stages=self._stages,
+                snapshots=self._snapshots,
+                history=writer.history,
+            ),
+        )
+        return dataclasses.replace(
+            context,
+            searcher=core.SearcherContext(lengths, "batches", distributed),
+            checkpoint=checkpoints,
+        )
+
+    def _replay(self, index: int, call: FitCall, stage: dict[str, Any]) -> Any:
+        """A fit call of a stage the trial finished before it resumed: the model (with its
+        optimizer) and the random generators get the state they had when it returned, and
+        it returns the History it returned then."""
+        logger.info(
+            "model.fit() call %d: trained before the trial resumed (%d batches); its end state "
+            "restored",
+            index + 1,
+            stage["batches"],
+        )
+        if stage["snapshot"]:
+            assert self._scratch is not None
+            directory = self._scratch / "resumed" / snapshot_dir(index)
+            writer = _HistoryWriter(self._context.train, determined=False, batches_per_epoch=None)
+            context = self._trial_context(call, writer, None, first=False)
+            self._inside_fit = True
+            try:
+                controller = TFKerasTrialController(
+                    lambda trial_context: _FitTrial(trial_context, call), context
+                )
+                scope = (
+                    controller.strategy.scope()
+                    if controller.strategy is not None
+                    else contextlib.nullcontext()
+                )
+                with scope:
+                    build_variables(controller.model, controller.train_data.first_batch())
+                _state.restore_variables(_state.model_variables(controller.model), directory)
+                _state.restore_lookup_tables(controller.model, directory)
+                _state.restore_rng(directory)
+            finally:
+                self._inside_fit = False
+            ended = directory / _CALLBACKS_FILE
+            if ended.exists():
+                with open(ended, "rb") as f:
+                    states = pickle.load(f)
+                restore_ended([cb for cb in call.callbacks if not isinstance(cb, Callback)], states)
+            self._snapshots[index] = directory
+        self._stages.append(stage)
+        self._count_on(call, stage["batches"])
+        return _history(call.model, stage["history"])
+
+    def _save_end_state(self, index: int, model: keras.Model, callbacks: KerasCallbacks) -> Path:
+        """Keep the state the script sees when stage ``index``'s fit returns (its Keras
+        callbacks' too), for the checkpoints of the later stages."""
+        assert self._scratch is not None
+        directory = self._scratch / "ended" / snapshot_dir(index)
+        directory.mkdir(parents=True)
+        _state.save_variables(_state.model_variables(model), directory)
+        _state.save_lookup_tables(model, directory)
+        _state.save_rng(directory)
+        with open(directory / _CALLBACKS_FILE, "wb") as f:
+            pickle.dump(callbacks.callback_states(), f)
+        return directory
+
+    def _trial_context(
+        self, call: FitCall, writer: _HistoryWriter, latest: str | None, *, first: bool
+    ) -> core.Context:
         """The trial's context as the TFKerasTrial of ``call`` needs it: the fit's batch size
-        as ``global_batch_size``, DeterminedCallback's options applied, metrics recorded."""
+        as ``global_batch_size``, DeterminedCallback's options applied, metrics recorded,
+        ``latest`` the checkpoint to resume from. Only the first stage warm-starts and
+        validates first (``perform_initial_validation``)."""
         info = self._context.info
         config = info.config
-        warm_start = info.warm_start_checkpoint
+        warm_start = info.warm_start_checkpoint if first else None
+        if not first and config.perform_initial_validation:
+            config = config.model_copy(update={"perform_initial_validation": False})
         determined = call.determined
         if determined is not None:
             if (
@@ -323,7 +577,7 @@ class ScriptRun:
                     unit="batches", value=determined.checkpoint_epochs * call.batches_per_epoch
                 )
                 config = config.model_copy(update={"min_checkpoint_period": period})
-            if determined.checkpoint and info.latest_checkpoint is None and warm_start is None:
+            if determined.checkpoint and first and latest is None and warm_start is None:
                 warm_start = determined.checkpoint
             metric = config.searcher.metric
             if not metric.startswith("val_"):
@@ -331,14 +585,42 @@ class ScriptRun:
                 # _HistoryWriter); the controller names them val_*.
                 searcher = config.searcher.model_copy(update={"metric": f"val_{metric}"})
                 config = config.model_copy(update={"searcher": searcher})
+        per_epoch = call.steps_per_epoch or call.batches_per_epoch
+        if config.min_validation_period.value == 0 and per_epoch:
+            # Keras validates every validation_freq epochs (each epoch by default), and so
+            # does the trial where its config sets no validation period of its own.
+            period = Length(unit="batches", value=call.validation_freq * per_epoch)
+            config = config.model_copy(update={"min_validation_period": period})
         info = dataclasses.replace(
             info,
             hparams={**info.hparams, "global_batch_size": call.batch_size},
             config=config,
+            latest_checkpoint=latest,
             warm_start_checkpoint=warm_start,
         )
         train = core.TrainContext(writer, is_chief=self._context.distributed.is_chief)
         return dataclasses.replace(self._context, info=info, train=train)
+
+
+def _history(model: keras.Model, metrics: Mapping[str, list[float]]) -> Any:
+    """A Keras ``History`` of ``metrics`` (one value per epoch), as fit returns it."""
+    history = keras.callbacks.History()
+    history.set_model(model)
+    history.history = {name: list(values) for name, values in metrics.items()}
+    history.epoch = list(range(max((len(v) for v in metrics.values()), default=0)))
+    return history
+
+
+def _to_batches(unit: str, call: FitCall, records_per_epoch: int, length: int) -> int:
+    """A searcher length (in ``unit``) in batches of the stage's batch size; epochs of the
+    call's data where the config gives no ``records_per_epoch``."""
+    if unit == "epochs" and records_per_epoch <= 0:
+        per_epoch = call.steps_per_epoch or call.batches_per_epoch
+        if per_epoch:
+            return length * per_epoch
+    return Length(unit=unit, value=length).to_batches(  # type: ignore[arg-type]
+        call.batch_size, records_per_epoch
+    )
 
 
 def parse_fit(
@@ -349,6 +631,7 @@ def parse_fit(
         bound = _FIT_SIGNATURE.bind(model, *args, **kwargs)
     except TypeError as e:
         raise ScriptError(f"model.fit() was called with arguments Keras does not take: {e}") from e
+    given = set(bound.arguments)
     bound.apply_defaults()
     a = bound.arguments
     x, y, sample_weight = a["x"], a["y"], a["sample_weight"]
@@ -375,18 +658,16 @@ def parse_fit(
     else:
         training = (x, y) if sample_weight is None else (x, y, sample_weight)
     batch_size = _batch_size(a["batch_size"], x, hparams)
-    ignored = [
-        f"{name}={a[name]!r}"
-        for name, default in (("epochs", 1), ("initial_epoch", 0), ("steps_per_epoch", None))
-        if a[name] != default
-    ]
+    epochs_given = "epochs" in given
+    ignored = [f"{name}={a[name]!r}" for name in ("initial_epoch",) if a[name] != 0]
     if ignored:
-        logger.info(
-            "model.fit(%s): not used when the searcher has a max_length; PEDL trains for it",
-            ", ".join(ignored),
-        )
-    epochs, steps = a["epochs"], a["steps_per_epoch"]
-    for name, value in (("epochs", epochs), ("steps_per_epoch", steps)):
+        logger.info("model.fit(%s): not used; PEDL counts the trial's batches", ", ".join(ignored))
+    epochs, steps, frequency = a["epochs"], a["steps_per_epoch"], a["validation_freq"]
+    for name, value in (
+        ("epochs", epochs),
+        ("steps_per_epoch", steps),
+        ("validation_freq", frequency),
+    ):
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, int) or value < 1
         ):
@@ -408,6 +689,8 @@ def parse_fit(
         determined=determined[0] if determined else None,
         epochs=epochs,
         steps_per_epoch=steps,
+        validation_freq=frequency,
+        epochs_given=epochs_given,
     )
 
 

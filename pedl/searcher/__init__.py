@@ -2,6 +2,16 @@
 interface (:class:`SearchMethod`, :class:`SearcherState`, the operations), and the runner
 that drives one behind an event log."""
 
+from pedl._pareto import (
+    dominates,
+    front_ranks,
+    hypervolume,
+    hypervolume_contributions,
+    non_dominated_sort,
+    pareto_front,
+    pareto_order,
+    reference_point,
+)
 from pedl.searcher._adaptive_asha import AdaptiveASHASearch, plan_brackets
 from pedl.searcher._asha import ASHABracket, AsyncHalvingSearch, HalvingSearch, rung_lengths
 from pedl.searcher._bayes import gp_from_config, missing_optuna_requirements, tpe_from_config
@@ -15,10 +25,13 @@ from pedl.searcher._operations import (
     Operation,
     Progress,
     Shutdown,
+    TrialCheckpoint,
     ValidateAfter,
     operation_from_dict,
     operation_to_dict,
 )
+from pedl.searcher._pbt import PBTMember, PBTSearch
+from pedl.searcher._pbt_explore import explore_hparams
 from pedl.searcher._random import RandomSearch
 from pedl.searcher._remote import CustomSearcherError, RemoteSearchMethod
 from pedl.searcher._runner import (
@@ -51,6 +64,8 @@ __all__ = [
     "JSONStateSearchMethod",
     "NewTrial",
     "Operation",
+    "PBTMember",
+    "PBTSearch",
     "Progress",
     "RandomSearch",
     "RemoteSearchMethod",
@@ -61,15 +76,25 @@ __all__ = [
     "Shutdown",
     "SingleSearch",
     "TrainTrial",
+    "TrialCheckpoint",
     "TrialOperation",
     "TrialPoolSearch",
     "ValidateAfter",
+    "dominates",
+    "explore_hparams",
+    "front_ranks",
     "gp_from_config",
+    "hypervolume",
+    "hypervolume_contributions",
     "make_search_method",
     "missing_optuna_requirements",
+    "non_dominated_sort",
     "operation_from_dict",
     "operation_to_dict",
+    "pareto_front",
+    "pareto_order",
     "plan_brackets",
+    "reference_point",
     "rung_lengths",
     "tpe_from_config",
     "trial_seed_for",

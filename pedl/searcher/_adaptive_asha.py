@@ -124,7 +124,9 @@ def _split_concurrency(max_concurrent_trials: int, divisor: float, trials: list[
 
 class AdaptiveASHASearch(HalvingSearch):
     """Determined's ``adaptive_asha``: the brackets :func:`plan_brackets` chooses, run as one
-    search (see the rules of :mod:`pedl.searcher._asha` and of this module)."""
+    search (see the rules of :mod:`pedl.searcher._asha` and of this module). With
+    ``directions`` (each objective's ``smaller_is_better``, two or more), rungs are ranked
+    by Pareto rank, ties broken by hypervolume contribution (multi-objective ASHA)."""
 
     def __init__(
         self,
@@ -140,6 +142,7 @@ class AdaptiveASHASearch(HalvingSearch):
         smaller_is_better: bool = True,
         stop_once: bool = False,
         seed: int,
+        directions: Sequence[bool] = (),
     ) -> None:
         super().__init__(
             sample=sample,
@@ -156,4 +159,5 @@ class AdaptiveASHASearch(HalvingSearch):
             smaller_is_better=smaller_is_better,
             stop_once=stop_once,
             seed=seed,
+            directions=directions,
         )

@@ -14,6 +14,13 @@ early-stopping rate s sets its number of rungs):
   is false); ties go to the earlier report. A trial that exits early (errored, cancelled,
   stopped itself, or raised ``InvalidHP`` after it had reported) counts as the worst metric
   at the rung it was training toward, so it ranks below every real result.
+- **Several objectives** (``directions``: each objective's ``smaller_is_better``, as
+  multi-objective ASHA (Schmucker et al., "Multi-objective Asynchronous Successive
+  Halving", arXiv:2106.12639) ranks): a rung is ranked by Pareto front (non-dominated
+  sorting of the results' objective vectors), and within a front by hypervolume
+  contribution, larger first (:func:`~pedl.searcher.pareto_order`); equal contributions go
+  to the earlier report. A result missing an objective (NaN) ranks as the worst, like an
+  early exit. Promotion, stopping and closing then follow the same rules on that order.
 - **Promotion** (the default; the paper's ``get_job``). When a result arrives at rung k
   (not the top) and rung k then holds n results, every trial among the best
   ``floor(n / divisor)`` not yet promoted is promoted: it is asked to train on to ``r_{k+1}``
@@ -62,6 +69,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pedl._pareto import pareto_order
 from pedl.searcher._errors import SearcherError
 from pedl.searcher._exited_reason import ExitedReason
 from pedl.searcher._operations import Close, Create, Operation, Shutdown, ValidateAfter
@@ -114,6 +122,8 @@ class _Result:
     metric: float | None
     seq: int
     promoted: bool = False
+    values: list[float] | None = None
+    """Several objectives: each one's value, smaller better (``None``: the worst)."""
 
 
 @dataclass
@@ -130,6 +140,7 @@ class _Trial:
     """Promoted and waiting for a slot to be asked to train to :attr:`rung`."""
     validated: int = 0
     last_metric: float | None = None
+    last_values: list[float] | None = None
     exited: str | None = None
     replaced: bool = False
     """It raised InvalidHP before reporting and a new draw takes its place."""
@@ -162,6 +173,7 @@ class HalvingSearch(JSONStateSearchMethod):
         smaller_is_better: bool = True,
         stop_once: bool = False,
         seed: int,
+        directions: Sequence[bool] = (),
     ) -> None:
         if not brackets or not divisor > 1:
             raise SearcherError(
@@ -182,6 +194,7 @@ class HalvingSearch(JSONStateSearchMethod):
         self._divisor = float(divisor)
         self._smaller_is_better = smaller_is_better
         self._stop_once = stop_once
+        self._directions = [bool(d) for d in directions] if len(directions) > 1 else []
         self._rng = random.Random(seed)
         self._next_request_id = 1
         self._seq = 0
@@ -241,11 +254,44 @@ class HalvingSearch(JSONStateSearchMethod):
         lengths = self._brackets[trial.bracket].lengths
         if not trial.active or trial.exited or trial.closed or train_length < lengths[trial.rung]:
             return []  # not a rung result (e.g. a min_validation_period validation)
+        if self._directions:  # several objectives: only the first one was given
+            missing = (math.nan,) * (len(self._directions) - 1)
+            return self.on_validation_objectives(
+                searcher_state, request_id, (float(metric), *missing), train_length
+            )
         trial.active = False
         trial.validated = max(trial.validated, int(train_length))
         value = self._normalise(metric)
         trial.last_metric = value
         ops = self._report(trial, value)
+        return ops + self._after(trial.bracket)
+
+    def on_validation_objectives(
+        self,
+        searcher_state: SearcherState,
+        request_id: uuid.UUID,
+        objectives: tuple[float, ...],
+        train_length: int,
+    ) -> list[Operation]:
+        if not self._directions:
+            return self.on_validation_completed(
+                searcher_state, request_id, objectives[0], train_length
+            )
+        trial = self._trial(request_id)
+        lengths = self._brackets[trial.bracket].lengths
+        if not trial.active or trial.exited or trial.closed or train_length < lengths[trial.rung]:
+            return []
+        if len(objectives) != len(self._directions):
+            raise SearcherError(
+                f"Trial {request_id} reported {len(objectives)} objectives; the search has "
+                f"{len(self._directions)}."
+            )
+        trial.active = False
+        trial.validated = max(trial.validated, int(train_length))
+        values = self._normalise_all(objectives)
+        trial.last_metric = None if values is None else values[0]
+        trial.last_values = values
+        ops = self._report(trial, trial.last_metric, values)
         return ops + self._after(trial.bracket)
 
     def on_trial_exited_early(
@@ -303,6 +349,7 @@ class HalvingSearch(JSONStateSearchMethod):
             "kind": type(self).__name__,
             "brackets": [asdict(b) | {"lengths": list(b.lengths)} for b in self._brackets],
             "stop_once": self._stop_once,
+            "directions": list(self._directions),
             "rng": [version, list(internal), gauss_next],
             "next_request_id": self._next_request_id,
             "seq": self._seq,
@@ -316,11 +363,17 @@ class HalvingSearch(JSONStateSearchMethod):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         mine = self.state_dict()
-        expected = (mine["kind"], mine["brackets"], mine["stop_once"])
-        found = (state.get("kind"), state.get("brackets"), state.get("stop_once"))
+        expected = (mine["kind"], mine["brackets"], mine["stop_once"], mine["directions"])
+        found = (
+            state.get("kind"),
+            state.get("brackets"),
+            state.get("stop_once"),
+            state.get("directions", []),
+        )
         if found != expected:
             raise SearcherError(
-                f"Searcher state for (kind, brackets, stop_once)={found} cannot be loaded "
+                f"Searcher state for (kind, brackets, stop_once, directions)={found} cannot "
+                "be loaded "
                 f"into a searcher with {expected}."
             )
         try:
@@ -361,14 +414,33 @@ class HalvingSearch(JSONStateSearchMethod):
             return None
         return value if self._smaller_is_better else -value
 
-    def _report(self, trial: _Trial, value: float | None) -> list[Operation]:
+    def _normalise_all(self, objectives: Sequence[float]) -> list[float] | None:
+        """The objectives, smaller better; ``None`` (the worst) if one is missing."""
+        values = [float(v) for v in objectives]
+        if any(math.isnan(v) for v in values):
+            return None
+        return [v if smaller else -v for v, smaller in zip(values, self._directions, strict=True)]
+
+    def _sort(self, rung: list[_Result]) -> None:
+        """Order the rung best first: by metric, or by Pareto rank with several objectives."""
+        if not self._directions:
+            rung.sort(key=_rank)
+            return
+        rung.sort(key=lambda r: r.seq)
+        ranked = [r for r in rung if r.values is not None]
+        order = pareto_order([r.values for r in ranked if r.values is not None])
+        rung[:] = [ranked[i] for i in order] + [r for r in rung if r.values is None]
+
+    def _report(
+        self, trial: _Trial, value: float | None, values: list[float] | None = None
+    ) -> list[Operation]:
         """Record the trial's result at its rung; promote, continue or close what follows."""
         bracket = self._brackets[trial.bracket]
         rung = self._rungs(trial)[trial.rung]
-        result = _Result(trial.request_id, value, self._seq)
+        result = _Result(trial.request_id, value, self._seq, values=values)
         self._seq += 1
         rung.append(result)
-        rung.sort(key=_rank)
+        self._sort(rung)
         trial.reported = True
         if trial.rung == bracket.num_rungs - 1:
             return self._close(trial)
@@ -395,7 +467,7 @@ class HalvingSearch(JSONStateSearchMethod):
         if trial.exited or trial.closed:
             return self._report(trial, None)
         if trial.validated >= self._brackets[trial.bracket].lengths[trial.rung]:
-            return self._report(trial, trial.last_metric)
+            return self._report(trial, trial.last_metric, trial.last_values)
         trial.ready = True
         self._state[trial.bracket].ready.append(trial.request_id)
         return []

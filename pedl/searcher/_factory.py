@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import random
 from collections.abc import Callable
+from typing import Any
 
 from pedl.config import (
     MAX_GRID_POINTS,
@@ -14,6 +16,7 @@ from pedl.config import (
     ExperimentConfig,
     GridSearcherConfig,
     Length,
+    PBTSearcherConfig,
     RandomSearcherConfig,
     SingleSearcherConfig,
     grid_hparams,
@@ -22,9 +25,16 @@ from pedl.config import (
 )
 from pedl.searcher._adaptive_asha import AdaptiveASHASearch
 from pedl.searcher._asha import AsyncHalvingSearch
-from pedl.searcher._bayes import gp_from_config, missing_optuna_requirements, tpe_from_config
+from pedl.searcher._bayes import (
+    gp_from_config,
+    missing_optuna_requirements,
+    nsga2_from_config,
+    tpe_from_config,
+)
 from pedl.searcher._errors import SearcherError
 from pedl.searcher._grid import GridSearch
+from pedl.searcher._pbt import PBTSearch
+from pedl.searcher._pbt_explore import explore_hparams, validated_space
 from pedl.searcher._random import RandomSearch
 from pedl.searcher._search_method import SearchMethod
 from pedl.searcher._single import SingleSearch
@@ -116,6 +126,42 @@ def _adaptive_asha(config: ExperimentConfig) -> SearchMethod:
         smaller_is_better=searcher.smaller_is_better,
         stop_once=searcher.stop_once,
         seed=config.reproducibility.experiment_seed,
+        directions=_directions(config),
+    )
+
+
+def _directions(config: ExperimentConfig) -> list[bool]:
+    """Each objective's ``smaller_is_better`` when the search has several, else empty."""
+    searcher = config.searcher
+    if not searcher.multi_objective:
+        return []
+    return [o.smaller_is_better for o in searcher.objectives]
+
+
+def _pbt(config: ExperimentConfig) -> SearchMethod:
+    searcher = config.searcher
+    assert isinstance(searcher, PBTSearcherConfig)
+    space = validated_space(config.hyperparameters)
+    explore = searcher.explore_function
+
+    def explored(parent: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+        return explore_hparams(
+            space,
+            parent,
+            rng,
+            resample_probability=explore.resample_probability,
+            perturb_factor=explore.perturb_factor,
+        )
+
+    return PBTSearch(
+        sample=functools.partial(sample_hparams, config.hyperparameters),
+        explore=explored,
+        population_size=searcher.population_size,
+        num_rounds=searcher.num_rounds,
+        length_per_round=searcher.length_per_round.value,
+        truncate_fraction=searcher.replace_function.truncate_fraction,
+        smaller_is_better=searcher.smaller_is_better,
+        seed=config.reproducibility.experiment_seed,
     )
 
 
@@ -126,7 +172,9 @@ _BUILDERS: dict[str, Callable[[ExperimentConfig], SearchMethod]] = {
     "adaptive_asha": _adaptive_asha,
     "async_halving": _async_halving,
     "tpe": tpe_from_config,
+    "nsga2": nsga2_from_config,
     "gp": gp_from_config,
+    "pbt": _pbt,
 }
 
 CUSTOM = "custom"
@@ -145,8 +193,9 @@ def make_search_method(config: ExperimentConfig) -> SearchMethod:
     """Return a fresh searcher for ``config.searcher``, seeded with the experiment seed.
 
     Supports ``single`` (one trial, hyperparameters drawn like one random draw, as in
-    Determined), ``grid``, ``random``, ``adaptive_asha``, ``async_halving``, ``tpe`` and
-    ``gp`` (:data:`RUNNABLE_SEARCHERS`; the last two need Optuna). Lengths are
+    Determined), ``grid``, ``random``, ``adaptive_asha``, ``async_halving``, ``tpe``,
+    ``nsga2`` and ``gp`` (these three need Optuna) and ``pbt`` (:data:`RUNNABLE_SEARCHERS`).
+    Lengths are
     :attr:`ExperimentConfig.searcher_max_length` (``searcher.max_length``, or ASHA's
     ``max_time``), in the unit
     :attr:`ExperimentConfig.searcher_unit`. Other searcher names raise
@@ -170,6 +219,6 @@ def unavailable_reason(config: ExperimentConfig) -> str | None:
     """Why ``config``'s searcher cannot run in this Python environment (an optional
     dependency it needs is missing), or ``None``. Checked where the searcher will run: by the
     master when an experiment is created, and by local mode."""
-    if config.searcher.name in ("tpe", "gp"):
+    if config.searcher.name in ("tpe", "nsga2", "gp"):
         return missing_optuna_requirements(config.searcher.name)
     return None

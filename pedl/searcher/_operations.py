@@ -11,13 +11,26 @@ from pedl.searcher._errors import SearcherError
 
 
 @dataclass(frozen=True)
+class TrialCheckpoint:
+    """The checkpoint trial ``request_id`` holds at ``length`` (absolute, in the searcher's
+    unit), as a :class:`Create`'s ``checkpoint``: the new trial is a copy of that trial
+    (population-based training). The engine creates it once that checkpoint exists (a
+    trial that trained on past ``length`` without one is first asked to store it there),
+    and records the trial it copies and the hyperparameters that differ (its lineage)."""
+
+    request_id: uuid.UUID
+    length: int
+
+
+@dataclass(frozen=True)
 class Create:
     """Create a trial with these hyperparameters, known to the search method as
     ``request_id``.
 
     ``checkpoint``: start the trial from this checkpoint's weights (a warm start): a
     checkpoint's uuid, or any object with a ``uuid`` attribute (such as the SDK's
-    ``Checkpoint``, or Determined's). ``None``: from scratch.
+    ``Checkpoint``, or Determined's), or a :class:`TrialCheckpoint` (a copy of another
+    trial of the search). ``None``: from scratch.
     """
 
     request_id: uuid.UUID
@@ -26,10 +39,16 @@ class Create:
 
     @property
     def checkpoint_uuid(self) -> str | None:
-        """The uuid of :attr:`checkpoint` as a string, or ``None``."""
-        if self.checkpoint is None:
+        """The uuid of :attr:`checkpoint` as a string, or ``None`` (also for a
+        :class:`TrialCheckpoint`: see :attr:`parent`)."""
+        if self.checkpoint is None or isinstance(self.checkpoint, TrialCheckpoint):
             return None
         return str(getattr(self.checkpoint, "uuid", self.checkpoint))
+
+    @property
+    def parent(self) -> TrialCheckpoint | None:
+        """The trial this one copies, when :attr:`checkpoint` is a :class:`TrialCheckpoint`."""
+        return self.checkpoint if isinstance(self.checkpoint, TrialCheckpoint) else None
 
 
 @dataclass(frozen=True)
@@ -76,11 +95,16 @@ def operation_to_dict(op: Operation) -> dict[str, Any]:
     ``Create``'s checkpoint becomes its uuid)."""
     match op:
         case Create():
+            parent = op.parent
             return {
                 "type": "create",
                 "request_id": str(op.request_id),
                 "hparams": op.hparams,
-                "checkpoint": op.checkpoint_uuid,
+                "checkpoint": (
+                    op.checkpoint_uuid
+                    if parent is None
+                    else {"request_id": str(parent.request_id), "length": parent.length}
+                ),
             }
         case ValidateAfter():
             return {"type": "validate_after", "request_id": str(op.request_id), "length": op.length}
@@ -98,11 +122,12 @@ def operation_from_dict(record: dict[str, Any]) -> Operation:
     kind = record.get("type")
     try:
         if kind == "create":
-            return Create(
-                uuid.UUID(str(record["request_id"])),
-                dict(record["hparams"]),
-                record.get("checkpoint"),
-            )
+            checkpoint = record.get("checkpoint")
+            if isinstance(checkpoint, dict):
+                checkpoint = TrialCheckpoint(
+                    uuid.UUID(str(checkpoint["request_id"])), int(checkpoint["length"])
+                )
+            return Create(uuid.UUID(str(record["request_id"])), dict(record["hparams"]), checkpoint)
         if kind == "validate_after":
             return ValidateAfter(uuid.UUID(str(record["request_id"])), int(record["length"]))
         if kind == "close":

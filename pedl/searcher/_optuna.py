@@ -7,9 +7,9 @@ from __future__ import annotations
 import copy
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import optuna
 from optuna.trial import TrialState
@@ -21,8 +21,9 @@ from pedl.searcher._optuna_space import OptunaSpace
 from pedl.searcher._search_method import JSONStateSearchMethod, SearcherState
 from pedl.searcher._trial_pool import MAX_INVALID_REPLACEMENTS
 
-OPTUNA_SAMPLERS: tuple[str, ...] = ("tpe", "gp")
-"""The samplers :class:`OptunaSearch` runs: Optuna's ``TPESampler`` and ``GPSampler``."""
+OPTUNA_SAMPLERS: tuple[str, ...] = ("tpe", "gp", "nsga2")
+"""The samplers :class:`OptunaSearch` runs: Optuna's ``TPESampler``, ``GPSampler`` and
+``NSGAIISampler``."""
 
 _COMPLETE = "COMPLETE"
 _FAIL = "FAIL"
@@ -38,6 +39,7 @@ class _Trial:
     created: bool = False
     validated_length: int = 0
     last_metric: float | None = None
+    last_values: list[float] | None = None
     close_requested: bool = False
     exited: str | None = None
     closed: bool = False
@@ -45,6 +47,8 @@ class _Trial:
     result: str | None = None
     """What Optuna is told: ``COMPLETE`` (with ``value``) or ``FAIL``; set once."""
     value: float | None = None
+    values: list[float] | None = None
+    """Several objectives: what Optuna is told with ``COMPLETE``."""
     told: bool = False
 
 
@@ -53,8 +57,12 @@ class OptunaSearch(JSONStateSearchMethod):
     each trained to ``max_length`` and validated once.
 
     ``sampler``: ``"tpe"`` (``TPESampler(seed, n_startup_trials, multivariate=True,
-    constant_liar=True)``) or ``"gp"`` (``GPSampler(seed, n_startup_trials)``), in an
-    in-memory study that minimizes the metric (maximizes it if not ``smaller_is_better``).
+    constant_liar=True)``), ``"gp"`` (``GPSampler(seed, n_startup_trials)``) or ``"nsga2"``
+    (``NSGAIISampler(seed, population_size)``), in an in-memory study that minimizes the
+    metric (maximizes it if not ``smaller_is_better``). With ``directions`` (each
+    objective's ``smaller_is_better``, two or more: a multi-objective search) the study has
+    one direction per objective and is told each trial's objective vector; a trial missing
+    one (NaN) is told ``FAIL``.
     The first ``n_startup_trials`` draws are random; later ones are guided by the metrics
     told so far. ``space`` is the ``hyperparameters`` section, mapped by :class:`OptunaSpace`.
 
@@ -100,6 +108,8 @@ class OptunaSearch(JSONStateSearchMethod):
         max_concurrent_trials: int = 0,
         n_startup_trials: int = 10,
         smaller_is_better: bool = True,
+        directions: Sequence[bool] = (),
+        population_size: int = 50,
     ) -> None:
         if sampler not in OPTUNA_SAMPLERS:
             raise SearcherError(
@@ -120,6 +130,8 @@ class OptunaSearch(JSONStateSearchMethod):
         self._limit = max_concurrent_trials or max_trials
         self._n_startup_trials = n_startup_trials
         self._smaller_is_better = smaller_is_better
+        self._directions = [bool(d) for d in directions] if len(directions) > 1 else []
+        self._population_size = population_size
         self._study = self._new_study()
         self._trials: list[_Trial] = []
         self._calls: list[list[Any]] = []
@@ -147,16 +159,61 @@ class OptunaSearch(JSONStateSearchMethod):
         metric: float,
         train_length: int,
     ) -> list[Operation]:
+        if self._directions:  # several objectives: only the first one was given
+            missing = (math.nan,) * (len(self._directions) - 1)
+            return self.on_validation_objectives(
+                searcher_state, request_id, (float(metric), *missing), train_length
+            )
         trial = self._trial(request_id)
         metric = float(metric)
         if train_length >= trial.validated_length:
             trial.validated_length = train_length
             trial.last_metric = None if math.isnan(metric) else metric
+        return self._validated(trial, request_id, train_length)
+
+    def on_validation_objectives(
+        self,
+        searcher_state: SearcherState,
+        request_id: uuid.UUID,
+        objectives: tuple[float, ...],
+        train_length: int,
+    ) -> list[Operation]:
+        if not self._directions:
+            return self.on_validation_completed(
+                searcher_state, request_id, objectives[0], train_length
+            )
+        if len(objectives) != len(self._directions):
+            raise SearcherError(
+                f"Trial {request_id} reported {len(objectives)} objectives; the search has "
+                f"{len(self._directions)}."
+            )
+        trial = self._trial(request_id)
+        values = [float(v) for v in objectives]
+        if train_length >= trial.validated_length:
+            trial.validated_length = train_length
+            complete = not any(math.isnan(v) for v in values)
+            trial.last_values = values if complete else None
+            trial.last_metric = values[0] if complete else None
+        return self._validated(trial, request_id, train_length)
+
+    def _validated(
+        self, trial: _Trial, request_id: uuid.UUID, train_length: int
+    ) -> list[Operation]:
         if train_length < self._max_length or trial.result is not None or trial.released:
             return []
-        trial.result, trial.value = _outcome(trial.last_metric)
+        self._conclude(trial, stopped_itself=True)
         trial.close_requested = True
         return [Close(request_id)]
+
+    def _conclude(self, trial: _Trial, *, stopped_itself: bool) -> None:
+        """Set what Optuna is told of the trial: its latest result if it has one and
+        ``stopped_itself`` (it trained to the end or stopped itself), else ``FAIL``."""
+        if self._directions:
+            values = trial.last_values if stopped_itself else None
+            trial.result = _FAIL if values is None else _COMPLETE
+            trial.values = None if values is None else list(values)
+        else:
+            trial.result, trial.value = _outcome(trial.last_metric if stopped_itself else None)
 
     def on_trial_exited_early(
         self,
@@ -168,8 +225,7 @@ class OptunaSearch(JSONStateSearchMethod):
         reason = ExitedReason(exited_reason)
         trial.exited = reason.value
         if trial.result is None:
-            stopped_itself = reason == ExitedReason.USER_REQUESTED_STOP
-            trial.result, trial.value = _outcome(trial.last_metric if stopped_itself else None)
+            self._conclude(trial, stopped_itself=reason == ExitedReason.USER_REQUESTED_STOP)
         return self._release(trial)
 
     def on_trial_closed(
@@ -251,6 +307,8 @@ class OptunaSearch(JSONStateSearchMethod):
             "max_concurrent_trials": self._max_concurrent_trials,
             "n_startup_trials": self._n_startup_trials,
             "smaller_is_better": self._smaller_is_better,
+            **({"directions": list(self._directions)} if self._directions else {}),
+            **({"population_size": self._population_size} if self._sampler == "nsga2" else {}),
             "distributions": {
                 name: optuna.distributions.distribution_to_json(d)
                 for name, d in self._space.distributions.items()
@@ -267,15 +325,21 @@ class OptunaSearch(JSONStateSearchMethod):
                 multivariate=True,
                 constant_liar=True,
             )
+        elif self._sampler == "nsga2":
+            sampler = optuna.samplers.NSGAIISampler(
+                seed=self._seed, population_size=self._population_size
+            )
         else:
             sampler = optuna.samplers.GPSampler(
                 seed=self._seed,
                 n_startup_trials=self._n_startup_trials,
                 warn_independent_sampling=False,
             )
-        return optuna.create_study(
-            direction="minimize" if self._smaller_is_better else "maximize", sampler=sampler
-        )
+        if self._directions:
+            return optuna.create_study(
+                directions=[_direction(smaller) for smaller in self._directions], sampler=sampler
+            )
+        return optuna.create_study(direction=_direction(self._smaller_is_better), sampler=sampler)
 
     def _trial(self, request_id: uuid.UUID) -> _Trial:
         index = request_id.int - 1
@@ -293,7 +357,9 @@ class OptunaSearch(JSONStateSearchMethod):
     def _tell(self, trial: _Trial) -> None:
         if trial.result is None:
             raise SearcherError(f"Trial {trial.index + 1} is not over: Optuna cannot be told.")
-        if trial.result == _COMPLETE:
+        if trial.result == _COMPLETE and self._directions:
+            self._study.tell(trial.index, trial.values)
+        elif trial.result == _COMPLETE:
             self._study.tell(trial.index, trial.value)
         else:
             self._study.tell(trial.index, state=TrialState.FAIL)
@@ -352,6 +418,10 @@ class OptunaSearch(JSONStateSearchMethod):
 def _over(trial: _Trial) -> bool:
     """Whether the trial's result is known and not yet told."""
     return trial.result is not None and not trial.told
+
+
+def _direction(smaller_is_better: bool) -> Literal["minimize", "maximize"]:
+    return "minimize" if smaller_is_better else "maximize"
 
 
 def _outcome(metric: float | None) -> tuple[str, float | None]:

@@ -44,8 +44,10 @@ HOST_MODULE = "pedl.searcher._host"
 CALL_TIMEOUT = 60.0
 """Seconds the searcher process has to answer one call, by default."""
 
-START_TIMEOUT = 120.0
-"""Seconds it has to import the model definition and construct the method, by default."""
+START_TIMEOUT = float(os.environ.get("PEDL_SEARCHER_START_TIMEOUT") or 120.0)
+"""Seconds it has to import the model definition and construct the method, by default
+(``PEDL_SEARCHER_START_TIMEOUT`` in the master's or local mode's environment: a KerasTuner
+search's searcher imports TensorFlow and runs the script up to ``tuner.search``)."""
 
 _STOP_GRACE = 2.0
 _STDERR_TAIL = 20

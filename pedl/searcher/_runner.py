@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import random
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,10 @@ class NewTrial:
     trial_seed: int
     checkpoint: str | None = None
     """Warm start: the uuid of the checkpoint whose weights the trial starts from."""
+    parent_request_id: int | None = None
+    """A copy (:class:`~pedl.searcher.TrialCheckpoint`): the trial it copies, whose
+    checkpoint at ``parent_length`` it starts from."""
+    parent_length: int | None = None
 
 
 @dataclass(frozen=True)
@@ -197,17 +202,26 @@ class SearcherRunner:
         return self._handle({"kind": TRIAL_CREATED, "request_id": request_id})
 
     def on_validation_completed(
-        self, request_id: int, metric: float, length: int
+        self,
+        request_id: int,
+        metric: float,
+        length: int,
+        objectives: Sequence[float | None] | None = None,
     ) -> list[TrialOperation]:
-        """Log and handle: the trial validated at ``length`` with ``metric``."""
-        return self._handle(
-            {
-                "kind": VALIDATION_COMPLETED,
-                "request_id": request_id,
-                "metric": float(metric),
-                "length": int(length),
-            }
-        )
+        """Log and handle: the trial validated at ``length`` with ``metric``. A
+        multi-objective search also gives the ``objectives`` (one value per objective of
+        ``searcher.metrics``, ``None`` or NaN for a missing one): the event records them
+        (``null`` for a missing or non-finite one) and the method hears them
+        (:meth:`SearchMethod.on_validation_objectives`, NaN for those)."""
+        event: dict[str, Any] = {
+            "kind": VALIDATION_COMPLETED,
+            "request_id": request_id,
+            "metric": float(metric),
+            "length": int(length),
+        }
+        if objectives is not None:
+            event["objectives"] = [_finite_or_none(v) for v in objectives]
+        return self._handle(event)
 
     def on_trial_exited_early(self, request_id: int, reason: ExitedReason) -> list[TrialOperation]:
         """Log and handle: the trial stopped early for ``reason``."""
@@ -242,6 +256,12 @@ class SearcherRunner:
             case Create():
                 if op.request_id in self._ids:
                     raise SearcherError(f"Create for request id {op.request_id} came twice.")
+                parent = op.parent
+                parent_id = None
+                if parent is not None:
+                    parent_id = self._ids.get(parent.request_id)
+                    if parent_id is None:
+                        raise SearcherError(f"{op!r} copies a request id that no Create made.")
                 request_id = len(self._ids) + 1
                 self._ids[op.request_id] = request_id
                 self._uuids[request_id] = op.request_id
@@ -250,6 +270,8 @@ class SearcherRunner:
                     dict(op.hparams),
                     trial_seed_for(self._seed, request_id),
                     op.checkpoint_uuid,
+                    parent_id,
+                    None if parent is None else int(parent.length),
                 )
             case ValidateAfter():
                 return TrainTrial(self._id_of(op), int(op.length))
@@ -291,6 +313,10 @@ class SearcherRunner:
                     and op.length <= length
                 )
             )
+            objectives = record.get("objectives")
+            if objectives is not None:
+                values = tuple(math.nan if v is None else float(v) for v in objectives)
+                return method.on_validation_objectives(state, rid, values, length)
             return method.on_validation_completed(state, rid, record["metric"], length)
         if kind == TRIAL_EXITED_EARLY:
             self._exited.add(request_id)
@@ -341,6 +367,24 @@ class SearcherRunner:
                 event.get("metric"), int | float
             ):
                 raise SearcherError(f"Event {event!r} needs an int length and a float metric.")
+            objectives = event.get("objectives")
+            if objectives is not None and (
+                not isinstance(objectives, list)
+                or not objectives
+                or not all(v is None or isinstance(v, int | float) for v in objectives)
+            ):
+                raise SearcherError(f"Event {event!r} needs objectives as a list of numbers.")
 
     def _acknowledge(self, matches: Callable[[TrialOperation], bool]) -> None:
         self._outstanding = [op for op in self._outstanding if not matches(op)]
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    """An objective's value as an event records it: a finite float, else ``None``."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None

@@ -106,6 +106,20 @@ class SearchMethod(abc.ABC):
     ) -> list[Operation]:
         """The trial, trained to ``train_length``, validated with the searcher ``metric``."""
 
+    def on_validation_objectives(
+        self,
+        searcher_state: SearcherState,
+        request_id: uuid.UUID,
+        objectives: tuple[float, ...],
+        train_length: int,
+    ) -> list[Operation]:
+        """A multi-objective search (``searcher.metrics`` lists several): the trial, trained
+        to ``train_length``, validated with one value per objective, in the order of
+        ``searcher.metrics`` (NaN where the validation lacked one). Called instead of
+        :meth:`on_validation_completed`; by default it calls that with the first objective
+        (the searcher metric), so a single-objective method works unchanged."""
+        return self.on_validation_completed(searcher_state, request_id, objectives[0], train_length)
+
     @abc.abstractmethod
     def on_trial_closed(
         self, searcher_state: SearcherState, request_id: uuid.UUID

@@ -8,6 +8,7 @@ from pedl.storage._gcs import GCSStorage
 from pedl.storage._retention import (
     TORN_UPLOAD_GRACE_SECONDS,
     CheckpointSummary,
+    checkpoint_objectives,
     checkpoints_to_delete,
     collect_torn_uploads,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "SharedFSStorage",
     "StorageManager",
     "UnsupportedStorageError",
+    "checkpoint_objectives",
     "checkpoints_to_delete",
     "collect_torn_uploads",
     "delete_snapshots",

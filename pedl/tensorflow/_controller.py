@@ -23,9 +23,7 @@ import json
 import logging
 import os
 import pickle
-import platform
 import random
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import tensorflow as tf
 
-import pedl
 from pedl import core, model_def
-from pedl._schedule import Operations, checkpoint_due, next_boundary, validation_due
-from pedl._searcher_metric import record_searcher_metric
+from pedl._checkpoint_metadata import checkpoint_metadata, read_checkpoint_metadata
+from pedl._chunk_loop import ChunkLoop
+from pedl._trial_error import TrialError
 from pedl.callback import Callback
-from pedl.config import Length, mask_config
-from pedl.engine import TrialOutcome
+from pedl.config import Length
+from pedl.vocabulary import TrialOutcome
 
 if TYPE_CHECKING:
     from pedl.tensorflow._trial import TensorFlowTrial
@@ -54,10 +52,6 @@ MODEL_PREFIX = "model.ckpt"
 _STATE_DIR = "state"
 _TRIAL_STATE = "trial_state.json"
 _RNG_STATE = "rng.pkl"
-
-
-class TrialError(RuntimeError):
-    """The trial cannot go on; the message says why in the user's terms."""
 
 
 @dataclass
@@ -104,11 +98,15 @@ class TensorFlowTrialController:
             set_trial_id = getattr(cb, "set_trial_id", None)
             if callable(set_trial_id):
                 set_trial_id(self._info.trial_id)
-        self.progress = _Progress()
-        self._operations = Operations(iter(()), self._to_batches)
-        self._next_boundary = 0
-        self._outcome: TrialOutcome | None = None
-        self._last_validation_metrics: dict[str, float] = {}
+        self._loop = ChunkLoop(
+            context,
+            _Progress(),
+            self._to_batches,
+            validate=self._validate,
+            checkpoint=self._checkpoint,
+            metric_choices="validation_metrics()",
+            logger=logger,
+        )
         self.graph = tf.Graph()
         with self.graph.as_default():
             tf.compat.v1.set_random_seed(seed)
@@ -132,6 +130,11 @@ class TensorFlowTrialController:
             )
         trial_class: Any = definition.trial_class
         return cls(trial_class, definition.make_data_loaders, context)
+
+    @property
+    def progress(self) -> _Progress:
+        """The counters (batches trained, the latest validation and checkpoint, ...)."""
+        return self._loop.progress
 
     # Set-up ------------------------------------------------------------------------------
 
@@ -238,41 +241,14 @@ class TensorFlowTrialController:
             if p.batches == 0:
                 for cb in self.callbacks:
                     cb.on_trial_begin()
-            self._operations = Operations(self._core.searcher.operations(), self._to_batches)
-            if self._config.perform_initial_validation and p.batches == 0 and p.last_validation < 0:
-                self._validate()
-            while self._advance():
+            self._loop.start()
+            keep_going = self._loop.begin()
+            while keep_going:
                 self._train_chunk()
+                keep_going = self._loop.advance()
         finally:
             self.session.close()
-        assert self._outcome is not None
-        return self._outcome
-
-    def _advance(self) -> bool:
-        """At a boundary: finish due operations; True to train on to ``_next_boundary``."""
-        p = self.progress
-        if not self._operations.finish_due(p, self._validate):
-            return self._stop(TrialOutcome.COMPLETED)
-        if self._core.preempt.should_preempt():
-            return self._stop(TrialOutcome.PREEMPTED)
-        self._next_boundary = self._compute_next_boundary()
-        return True
-
-    def _stop(self, outcome: TrialOutcome) -> bool:
-        if self.progress.last_checkpoint != self.progress.batches:
-            self._checkpoint()
-        self._outcome = outcome
-        return False
-
-    def _compute_next_boundary(self) -> int:
-        p = self.progress
-        return next_boundary(
-            p,
-            self._config,
-            self._to_batches,
-            chunk_start=p.chunk_start,
-            op_target=self._operations.target,
-        )
+        return self._loop.result()
 
     def _train_chunk(self) -> None:
         p = self.progress
@@ -282,7 +258,7 @@ class TensorFlowTrialController:
         fetches = {"step": self._train_op, "metrics": self._train_fetches}
         feed = {self._handle: self._train_handle, self._is_training: True}
         per_batch: list[dict[str, float]] = []
-        while p.batches < self._next_boundary:
+        while not self._loop.at_boundary():
             try:
                 result = self.session.run(fetches, feed)
             except tf.errors.OutOfRangeError as e:
@@ -294,11 +270,8 @@ class TensorFlowTrialController:
         self._core.train.report_training_metrics(p.batches, metrics)
         for cb in self.callbacks:
             cb.on_train_step_end(p.steps, per_batch)
-        p.chunk_start = p.batches
-        if validation_due(p, self._config, self._to_batches):
-            self._validate()
-        if checkpoint_due(p, self._config, self._to_batches):
-            self._checkpoint()
+        p.chunk_start = p.batches  # the checkpoint's format keeps it
+        self._loop.end_chunk()
 
     # Validation --------------------------------------------------------------------------
 
@@ -318,38 +291,26 @@ class TensorFlowTrialController:
         if not per_batch:
             raise TrialError("the validation dataset of make_data_loaders() is empty")
         metrics = {name: float(np.mean([m[name] for m in per_batch])) for name in per_batch[0]}
-        shown = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items())
-        logger.info("validation at batch %d: %s", p.batches, shown or "no metrics")
-        self._core.train.report_validation_metrics(p.batches, metrics)
-        for cb in self.callbacks:
-            cb.on_validation_step_end(p.steps, dict(metrics))
-        self._last_validation_metrics = metrics
-        p.last_validation = p.batches
-        if record_searcher_metric(
-            p, self._config, metrics, choices="validation_metrics()", error=TrialError
-        ):
-            self._checkpoint()
+
+        def call_callbacks() -> None:
+            for cb in self.callbacks:
+                cb.on_validation_step_end(p.steps, dict(metrics))
+
+        self._loop.record_validation(metrics, after_report=call_callbacks)
 
     # Checkpoints -------------------------------------------------------------------------
 
     def _checkpoint(self) -> None:
+        """Write a checkpoint of the state at ``progress.batches`` (the chunk loop's)."""
         p = self.progress
-        p.last_checkpoint = p.batches
-        metadata = {
-            "format": CHECKPOINT_FORMAT,
-            "framework": FRAMEWORK,
-            "pedl_version": pedl.__version__,
-            "tensorflow_version": tf.__version__,
-            "python_version": platform.python_version(),
-            "steps_completed": p.batches,
-            "trial_id": self._info.trial_id,
-            "experiment_id": self._info.experiment_id,
-            "hparams": self._info.hparams,
-            "trial_seed": self._info.trial_seed,
-            "experiment_config": mask_config(self._config.as_dict()),
-            "validation_metrics": self._last_validation_metrics,
-            "time": time.time(),
-        }
+        metadata = checkpoint_metadata(
+            self._core,
+            checkpoint_format=CHECKPOINT_FORMAT,
+            framework=FRAMEWORK,
+            versions={"tensorflow_version": tf.__version__},
+            batches=p.batches,
+            validation_metrics=self._loop.last_validation_metrics,
+        )
         with self._core.checkpoint.store_path(metadata) as (path, _storage_id):
             (path / MODEL_DIR).mkdir()
             with self.graph.as_default():
@@ -367,13 +328,13 @@ class TensorFlowTrialController:
             model_def.copy_tree(self._info.code_dir, path / "code")
 
     def _read_metadata(self, path: Any, storage_id: str, what: str) -> dict[str, Any]:
-        metadata: dict[str, Any] = json.loads((path / core.METADATA_FILE).read_text())
-        if metadata.get("format") != CHECKPOINT_FORMAT:
-            raise TrialError(
-                f"{what} {storage_id} has format {metadata.get('format')!r}; a TensorFlowTrial "
-                f"reads {CHECKPOINT_FORMAT!r}"
-            )
-        return metadata
+        return read_checkpoint_metadata(
+            path,
+            storage_id,
+            checkpoint_format=CHECKPOINT_FORMAT,
+            what=what,
+            reader="a TensorFlowTrial",
+        )
 
     def _restore(self, storage_id: str) -> None:
         with self._core.checkpoint.restore_path(storage_id) as path:
@@ -382,12 +343,12 @@ class TensorFlowTrialController:
                 self._saver.restore(self.session, str(path / MODEL_DIR / MODEL_PREFIX))
             state_dir = path / _STATE_DIR
             trial_state = json.loads((state_dir / _TRIAL_STATE).read_text())
-            self.progress = _Progress(**trial_state["progress"])
+            self._loop.progress = _Progress(**trial_state["progress"])
             with open(state_dir / _RNG_STATE, "rb") as f:
                 rng = pickle.load(f)
             random.setstate(rng["python"])
             np.random.set_state(rng["numpy"])
-            self._last_validation_metrics = metadata.get("validation_metrics", {})
+            self._loop.last_validation_metrics = metadata.get("validation_metrics", {})
         logger.info("resumed from checkpoint %s at batch %d", storage_id, self.progress.batches)
 
     def _warm_start(self, storage_id: str) -> None:

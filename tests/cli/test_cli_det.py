@@ -15,11 +15,11 @@ from click.testing import CliRunner, Result
 import pedl
 from pedl.cli import cli
 from pedl.client import Client, NotFoundError, PEDLError, Session, TokenStore, merge_template
-from pedl.engine import ExperimentState, TrialState
+from pedl.db import logs as logs_repo
 from pedl.master import MasterSettings
 from pedl.master.api.master_config import shown_settings
-from pedl.master.db import logs as logs_repo
 from pedl.storage import EventFileUploader, SharedFSStorage
+from pedl.vocabulary import ExperimentState, TrialState
 from tests.accounts import ADMIN, ADMIN_PASSWORD
 from tests.client.helpers import LiveMaster, report, store_checkpoint, write_config, write_model_dir
 
@@ -385,7 +385,7 @@ def test_include_and_model_dir_optional(
     )
     assert result.exit_code == 0, result.output
     exp = client.list_experiments()[0]
-    code = Path(exp.download_code(tmp_path / "code"))
+    code = Path(exp.extract_code(tmp_path / "code"))
     assert (code / "model_def.py").is_file() and (code / "config.yaml").is_file()
     assert (code / "shared_utils" / "helpers.py").read_text() == "X = 1\n"
     assert (code / "vocab.txt").is_file()

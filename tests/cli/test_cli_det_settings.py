@@ -15,14 +15,15 @@ from click.testing import CliRunner
 
 from pedl.cli import cli
 from pedl.client import Client, PEDLError, Session, TokenStore
-from pedl.engine import CheckpointState, ExperimentState, TrialOutcome, TrialState
+from pedl.db import experiments as experiments_repo
+from pedl.db import logs as logs_repo
+from pedl.db import searcher as searcher_repo
+from pedl.db import trials as trials_repo
 from pedl.master._master_log import MasterLog
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import logs as logs_repo
-from pedl.master.db import searcher as searcher_repo
-from pedl.master.db import trials as trials_repo
+from pedl.vocabulary import CheckpointState, ExperimentState, TrialOutcome, TrialState
 from tests.cli.test_cli_det import Filled, fill, run
 from tests.client.helpers import LiveMaster, write_model_dir
+from tests.waits import scaled
 
 
 @pytest.fixture
@@ -66,7 +67,7 @@ def test_settings_api_limits(
         ({"checkpoint_storage": {"save_trial_best": -1}}, "save_trial_best"),
         ({"checkpoint_storage": {"save_trial_latest": 10**7}}, "save_trial_latest"),
     ):
-        answer = httpx.patch(url, json=body, headers=user_headers, timeout=30)
+        answer = httpx.patch(url, json=body, headers=user_headers, timeout=scaled(30))
         assert answer.status_code == 422 and field in answer.text, (body, answer.text)
 
 
@@ -238,10 +239,12 @@ def test_continue_refuses_a_completed_search_and_other_searchers(
         master, client, tmp_path / "done", GRID, ExperimentState.COMPLETED, [completed] * 3
     )
     url = f"{master.url}/api/v1/experiments/{done_id}/continue"
-    answer = httpx.post(url, json={}, headers=user_headers, timeout=30)
+    answer = httpx.post(url, json={}, headers=user_headers, timeout=scaled(30))
     assert answer.status_code == 409, answer.text
     assert "experiment has been completed, cannot continue this experiment" in answer.text
-    answer = httpx.post(url, json={"config": "max_restarts: 1"}, headers=user_headers, timeout=30)
+    answer = httpx.post(
+        url, json={"config": "max_restarts: 1"}, headers=user_headers, timeout=scaled(30)
+    )
     assert answer.status_code == 422 and "not single searcher" in answer.text, answer.text
     # COMPLETED with a trial that errored: it continues (that trial trains again).
     random = "{name: random, metric: val_loss, max_length: {batches: 100}, max_trials: 2}"
@@ -259,7 +262,7 @@ def test_continue_refuses_a_completed_search_and_other_searchers(
         f"{master.url}/api/v1/experiments/{asha_id}/continue",
         json={},
         headers=user_headers,
-        timeout=30,
+        timeout=scaled(30),
     )
     assert answer.status_code == 422, answer.text
     assert answer.json()["error"]["field"] == "searcher.name" and "'adaptive_asha'" in answer.text
@@ -312,7 +315,7 @@ def test_trial_log_filters_run_on_the_master(
     url = f"{master.url}/api/v1/trials/{filled.trial_id}/logs"
 
     def get(**params: Any) -> httpx.Response:
-        return httpx.get(url, params=params, headers=user_headers, timeout=30)
+        return httpx.get(url, params=params, headers=user_headers, timeout=scaled(30))
 
     assert [line["message"] for line in get(level="warning").json()] == ["careful now", "it broke"]
     assert [line["message"] for line in get(level="INFO", tail=2).json()] == [

@@ -13,8 +13,9 @@ from click.testing import CliRunner, Result
 
 from pedl.cli import cli
 from pedl.client import Client, Experiment
-from pedl.engine import ExperimentState, TrialState
+from pedl.vocabulary import ExperimentState, TrialState
 from tests.client.helpers import CONFIG_YAML, LiveMaster, report, store_checkpoint, unused_port
+from tests.waits import scaled
 
 
 def run(master: LiveMaster, *args: str) -> Result:
@@ -114,7 +115,7 @@ def test_create_follow_exits_1_when_not_completed(
     before = {e.id for e in client.list_experiments()}
 
     def stop_the_new_experiment() -> None:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + scaled(20)
         while time.monotonic() < deadline:
             new = [e for e in client.list_experiments() if e.id not in before]
             if new:

@@ -19,8 +19,9 @@ from pedl.cli import cli
 from pedl.cli._context import console
 from pedl.cli._display import NUMBER_WIDTH, format_number, hparams_text, metrics_text
 from pedl.client import Client
-from pedl.engine import ExperimentState, TrialState
+from pedl.vocabulary import ExperimentState, TrialState
 from tests.client.helpers import LiveMaster, report, store_checkpoint
+from tests.waits import scaled
 
 UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 # Neither a forced terminal nor NO_COLOR from the environment the tests run in; a narrow
@@ -87,7 +88,7 @@ def test_a_real_pipe(master: LiveMaster, filled: dict[str, Any]) -> None:
         [sys.executable, "-m", "pedl", "-m", master.url, "trial", "describe", str(filled["trial"])],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         env={**env, "COLUMNS": "30"},
     )
     assert result.returncode == 0, result.stderr

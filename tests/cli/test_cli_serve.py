@@ -15,9 +15,9 @@ import click
 import httpx
 import pytest
 
+from pedl._tf_noise import is_tf_noise
 from pedl.cli._master import master_settings
 from pedl.master.rm import LocalResourceManager, TrialLaunch
-from pedl.master.rm._local import is_tf_noise
 from tests.client.helpers import unused_port
 
 

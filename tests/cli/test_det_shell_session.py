@@ -1,6 +1,6 @@
-"""A shell session written for Determined's ``det`` runs with ``det`` replaced by ``pedl``
-and only ``DET_*`` variables set, against a real master process that trains a tiny model;
-and ``det experiment create``'s ``--test-mode`` and ``--follow-first-trial`` there."""
+"""A shell session written for Determined's ``det`` runs through ``det``, and with ``det``
+replaced by ``pedl``, only ``DET_*`` variables set, against a real master process that trains
+a tiny model; and ``det experiment create``'s ``--test-mode`` and ``--follow-first-trial`` there."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from pedl.cli import cli
 from tests.accounts import ADMIN, ADMIN_PASSWORD
 from tests.master.e2e import MODEL_DIR, MasterProcess
+from tests.waits import scaled
 
 CONFIG = """\
 name: det-habits
@@ -67,10 +68,32 @@ def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MasterProcess]:
         process.stop()
 
 
+DET_TABLES = r"""
+state=$(det e list | awk -F'|' -v id="$id" '$1 + 0 == id {gsub(/ /, "", $5); print $5}')
+test "$state" = COMPLETED
+det e list --csv | grep "^$id,admin,shell-session," >/dev/null
+test "$(det e lt "$id" --csv | sed -n 2p | cut -d, -f1)" = "$trial"
+det e lc "$id" | awk -F'|' 'NR > 2 && $5 ~ /-/ {n++} END {exit n < 1}'
+det t describe "$trial" | grep '^Workloads:$' >/dev/null
+"""
+"""det-only lines: its presto tables parsed with awk, its CSV with cut (after ``trial=``)."""
+
+
 def test_a_det_shell_session_runs_as_pedl(master: MasterProcess, tmp_path: Path) -> None:
-    (tmp_path / "config.yaml").write_text(CONFIG)
     script = re.sub(r"\bdet ", "pedl ", DET_SESSION)
     assert "det " not in script
+    _run_session(master, tmp_path, script)
+
+
+def test_a_det_shell_session_runs_as_typed(master: MasterProcess, tmp_path: Path) -> None:
+    """The same session through the ``det`` command itself, with det's tables parsed."""
+    marker = "det experiment label add"
+    script = DET_SESSION.replace(marker, DET_TABLES.strip() + "\n" + marker, 1)
+    _run_session(master, tmp_path, script)
+
+
+def _run_session(master: MasterProcess, tmp_path: Path, script: str) -> None:
+    (tmp_path / "config.yaml").write_text(CONFIG)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PEDL_MASTER", "PEDL_USER"))}
     env.pop("PEDL_PASSWORD", None)
     env.update(
@@ -87,7 +110,7 @@ def test_a_det_shell_session_runs_as_pedl(master: MasterProcess, tmp_path: Path)
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
     )
     assert done.returncode == 0 and "SESSION-OK" in done.stdout, (
         done.stdout + done.stderr + master.log()[-3000:]

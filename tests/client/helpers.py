@@ -9,12 +9,13 @@ from typing import Any
 
 import httpx
 
-from pedl.engine import ExperimentState, TrialState
+from pedl.db import Database
+from pedl.db import experiments as experiments_repo
+from pedl.db import trials as trials_repo
 from pedl.master import MasterSettings, create_app
-from pedl.master.db import Database
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import trials as trials_repo
+from pedl.vocabulary import ExperimentState, TrialState
 from tests.master.helpers import LiveServer
+from tests.waits import scaled
 
 CONFIG_YAML = """\
 name: sdk-test
@@ -70,7 +71,7 @@ class LiveMaster:
         return httpx.Client(
             base_url=self.url + "/api/v1",
             headers={"Authorization": f"Bearer {token}"},
-            timeout=30,
+            timeout=scaled(30),
         )
 
 

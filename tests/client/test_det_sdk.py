@@ -95,10 +95,10 @@ def test_edit_and_delete_an_experiment(client: Client, filled: Filled, tmp_path:
     exp.set_labels(["b"])
     again = client.get_experiment(exp.id)
     assert (again.name, again.description, again.labels) == ("sdk-named", "described", ["b"])
-    code = exp.download_code(tmp_path / "code")
+    code = exp.extract_code(tmp_path / "code")
     assert (Path(code) / "model_def.py").is_file()
     with pytest.raises(PEDLError, match="already exists"):
-        exp.download_code(tmp_path / "code")
+        exp.extract_code(tmp_path / "code")
     assert exp.await_first_trial().id == filled.trial_id
     state = exp.wait(interval=0.01)
     assert state is ExperimentState.COMPLETED and state == "COMPLETED"

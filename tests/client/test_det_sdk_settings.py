@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from pedl.client import Client, ExperimentState, PEDLError, Session
-from pedl.engine import CheckpointState
+from pedl.vocabulary import CheckpointState
 from tests.cli.test_cli_det import LOG_LINES, Filled, fill
 from tests.client.helpers import LiveMaster
 

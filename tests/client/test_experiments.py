@@ -14,8 +14,9 @@ import yaml
 
 import pedl.client
 from pedl.client import Client, Experiment, PEDLError
-from pedl.engine import ExperimentState
+from pedl.vocabulary import ExperimentState
 from tests.accounts import auth_headers
+from tests.waits import scaled
 
 from .helpers import LiveMaster
 
@@ -124,7 +125,7 @@ def test_wait_polls_until_terminal(
     thread = threading.Thread(target=finish)
     thread.start()
     try:
-        state = exp.wait(interval=0.05, timeout=20, on_poll=lambda e: seen.append(e.state))
+        state = exp.wait(interval=0.05, timeout=scaled(20), on_poll=lambda e: seen.append(e.state))
     finally:
         thread.join()
     assert state == "COMPLETED" and exp.is_terminal and exp.ended_at is not None

@@ -13,8 +13,8 @@ from click.testing import CliRunner, Result
 
 from pedl.cli import cli
 from pedl.client import Client, Experiment, PEDLError
-from pedl.engine import ExperimentState, TrialState
-from pedl.master.db import Trial
+from pedl.db import Trial
+from pedl.vocabulary import ExperimentState, TrialState
 
 from .helpers import LiveMaster, report, store_checkpoint
 
@@ -58,6 +58,9 @@ def test_model_cli_and_sdk(
     registered = _pedl(master, "model", "register-version", name, best)
     assert registered.exit_code == 0, registered.output
     assert f"as version 1 of model {name!r}" in registered.output
+    twice = _pedl(master, "model", "register-version", name, best)
+    assert twice.exit_code != 0, twice.output
+    assert f"already version 1 of model {name!r}" in twice.output, twice.output
     listed = _pedl(master, "model", "list")
     assert name in listed.output and "a, b" in listed.output
     assert name in _pedl(master, "m").output  # det's alias; alone, it lists

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pedl.client import Client, Experiment, PEDLError, Trial
-from pedl.engine import TrialState
+from pedl.vocabulary import TrialState
 
 from .helpers import LiveMaster, report, store_checkpoint
 

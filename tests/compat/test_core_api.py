@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pedl.engine import MetricKind
 from pedl.local import LocalExperiment
+from pedl.vocabulary import MetricKind
 from tests import local_record as record
 from tests.master.e2e import (
     MasterProcess,
@@ -28,6 +28,7 @@ from tests.master.e2e import (
     wait_for,
     wait_trial,
 )
+from tests.waits import scaled
 
 MODEL = Path(__file__).parent / "models" / "det038_core_api"
 
@@ -86,7 +87,7 @@ def test_single_paused_and_activated_mid_run_on_the_master(master: MasterProcess
     config = (MODEL / "const.yaml").read_text().replace("--steps 40", "--steps 60")
     config += "environment:\n  environment_variables: [PEDL_TEST_STEP_DELAY=0.05]\n"
     experiment_id = create_experiment(http, config, MODEL)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while not trials(http, experiment_id):
         assert time.monotonic() < deadline, master.log()[-3000:]
         time.sleep(0.1)
@@ -147,7 +148,7 @@ def test_adaptive_asha_paused_and_activated_mid_run_on_the_master(master: Master
     }, "the script is framework-free: no TensorFlow, no Keras"
     http = master.http
     experiment_id = create_experiment(http, (MODEL / "asha_paused.yaml").read_text(), MODEL)
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + scaled(180)
     while not any(t["state"] == "RUNNING" for t in trials(http, experiment_id)):
         assert time.monotonic() < deadline, master.log()[-3000:]
         time.sleep(0.1)

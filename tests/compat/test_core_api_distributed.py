@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pedl.engine import MetricKind
 from pedl.local import LocalExperiment
+from pedl.vocabulary import MetricKind
 from tests import local_record as record
 from tests.master.e2e import (
     MasterProcess,
@@ -29,6 +29,7 @@ from tests.master.e2e import (
     wait_for,
     wait_trial,
 )
+from tests.waits import scaled
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +60,7 @@ def test_two_slots_with_the_scripts_own_launcher_paused_and_activated(
     config = (MODEL / "distributed.yaml").read_text()
     config += "environment:\n  environment_variables: [PEDL_TEST_STEP_DELAY=0.05]\n"
     experiment_id = create_experiment(http, config, MODEL)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while not trials(http, experiment_id):
         assert time.monotonic() < deadline, master.log()[-3000:]
         time.sleep(0.1)

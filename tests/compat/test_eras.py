@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from pedl.config import load_config
-from pedl.engine import MetricKind
 from pedl.local import LocalExperiment, smoke_test
+from pedl.vocabulary import MetricKind
 from tests import local_record as record
 
 from . import reference

@@ -28,6 +28,7 @@ from tests.master.e2e import (
     wait_for,
     wait_trial,
 )
+from tests.waits import scaled
 
 MODEL = Path(__file__).parent / "models" / "det038_keras2"
 IMAGE = "determinedai/tensorflow-ngc-dev:0736b6d"
@@ -57,7 +58,7 @@ def test_a_determined_tensorflow_image_puts_a_script_or_trial_class_in_keras2_mo
 LOCAL_RUN = """
 import json, sys, tempfile
 from pathlib import Path
-from pedl.engine import MetricKind
+from pedl.vocabulary import MetricKind
 from pedl.local import LocalExperiment
 from tests import local_record as record
 model = Path(sys.argv[1])
@@ -82,7 +83,7 @@ def run_local(config: str) -> dict[str, object]:
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=scaled(300),
         cwd=ROOT,
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
@@ -122,7 +123,7 @@ def test_keras2_script_paused_and_activated_on_the_master(master: MasterProcess)
         "hyperparameters:", "  environment_variables: [PEDL_TEST_EPOCH_DELAY=0.3]\nhyperparameters:"
     )
     experiment_id = create_experiment(http, config, MODEL)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while not trials(http, experiment_id):
         assert time.monotonic() < deadline, master.log()[-3000:]
         time.sleep(0.1)

@@ -12,13 +12,14 @@ import determined as det
 import pytest
 
 from pedl import core
+from tests.waits import scaled
 
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
 
 
 def launch(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", *args], capture_output=True, text=True, env=ENV, timeout=60
+        [sys.executable, "-m", *args], capture_output=True, text=True, env=ENV, timeout=scaled(60)
     )
 
 

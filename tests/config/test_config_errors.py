@@ -49,8 +49,8 @@ CASES = [
         HEAD.replace("name: random", "name: randon"),
         "searcher.name",
         5,
-        "must be one of single, grid, random, adaptive_asha, async_halving, tpe, gp, custom; "
-        "got 'randon'; did you mean 'random'?",
+        "must be one of single, grid, random, adaptive_asha, async_halving, tpe, nsga2, gp, pbt, "
+        "custom; got 'randon'; did you mean 'random'?",
     ),
     (
         "searcher-without-name",
@@ -327,7 +327,8 @@ CASES = [
         HEAD.replace("name: random", "name: 3"),
         "searcher.name",
         5,
-        "must be one of single, grid, random, adaptive_asha, async_halving, tpe, gp, custom; got 3",
+        "must be one of single, grid, random, adaptive_asha, async_halving, tpe, nsga2, gp, "
+        "pbt, custom; got 3",
     ),
     (
         "max-restarts-negative",
@@ -556,7 +557,7 @@ def test_grid_over_the_point_limit() -> None:
 
 
 def test_unrunnable_problems_come_with_the_others() -> None:
-    text = HEAD.replace("name: random", "name: pbt") + "max_restarts: -1\n"
+    text = HEAD.replace("name: random", "name: sync_halving") + "max_restarts: -1\n"
     with pytest.raises(ConfigError) as info:
         parse_config(text, name="bad.yaml")
     assert [(i.path, i.line) for i in info.value.issues] == [
@@ -566,6 +567,6 @@ def test_unrunnable_problems_come_with_the_others() -> None:
 
 
 def test_unrunnable_searcher_set_by_override() -> None:
-    issue = only_issue(HEAD, overrides=("searcher.name=pbt",))
+    issue = only_issue(HEAD, overrides=("searcher.name=sync_halving",))
     assert issue.path == "searcher.name" and issue.line is None
-    assert "(set by override 'searcher.name=pbt')" in issue.message
+    assert "(set by override 'searcher.name=sync_halving')" in issue.message

@@ -68,12 +68,11 @@ EXPECTED = [
     "environment.pod_spec",
     "optimizations",
     "profiling",
-    "project",
     "resources.resource_pool",
     "resources.shm_size",
     "tensorboard_storage",
-    "workspace",
 ]
+"""``workspace`` and ``project`` are not among them: the master acts on them."""
 
 
 def test_determined_config_gets_one_warning_listing_each_ignored_field() -> None:

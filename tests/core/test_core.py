@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 from collections.abc import Mapping
@@ -33,11 +34,17 @@ def test_distributed_context_checks_its_ranks() -> None:
 class Writer:
     def __init__(self) -> None:
         self.rows: list[tuple[str, int, dict[str, float]]] = []
+        self.epochs: list[float | None] = []
 
     def write_metrics(
-        self, kind: core.MetricKind, total_batches: int, metrics: Mapping[str, float]
+        self,
+        kind: core.MetricKind,
+        total_batches: int,
+        metrics: Mapping[str, float],
+        total_epochs: float | None = None,
     ) -> None:
         self.rows.append((kind, total_batches, dict(metrics)))
+        self.epochs.append(total_epochs)
 
 
 def test_train_context_reports_numbers_from_the_chief_only() -> None:
@@ -49,6 +56,18 @@ def test_train_context_reports_numbers_from_the_chief_only() -> None:
         core.TrainContext(writer).report_validation_metrics(6, {"loss": "high"})
     with pytest.raises(ValueError, match="steps_completed must be >= 0"):
         core.TrainContext(writer).report_training_metrics(-1, {})
+
+
+def test_train_context_carries_the_epochs_of_a_row() -> None:
+    writer = Writer()
+    train = core.TrainContext(writer)
+    train.report(core.MetricKind.VALIDATION, 8, {"loss": 1.0}, total_epochs=2.0)
+    train.report_training_metrics(9, {"loss": 1.0})
+    assert writer.epochs == [2.0, None]
+    for bad in (-1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="total_epochs must be finite and >= 0"):
+            train.report(core.MetricKind.TRAINING, 10, {"loss": 1.0}, total_epochs=bad)
+    assert len(writer.rows) == 2
 
 
 class Session:
@@ -132,8 +151,8 @@ def test_signal_preemption_asks_to_stop_and_a_second_sigint_interrupts() -> None
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
 
 
-def test_memory_stand_ins_keep_what_a_trial_reports() -> None:
-    recorder = core.MemoryRecorder()
+def test_the_memory_backend_keeps_what_a_trial_reports() -> None:
+    recorder = core.MemoryBackend()
     recorder.write_metrics("training", 10, {"loss": 1.0})
     recorder.write_metrics("training", 10, {"loss": 0.5})
     recorder.write_metrics("validation", 10, {"val_loss": 0.7})
@@ -143,7 +162,7 @@ def test_memory_stand_ins_keep_what_a_trial_reports() -> None:
     recorder.register_checkpoint("abc", 10, {}, {})
     assert recorder.checkpoints == [("abc", 10)]
 
-    searcher = core.FixedLengths([5, 9])
+    searcher = core.MemoryBackend([5, 9])
     assert searcher.next_length() == 5
     with pytest.raises(ValueError, match="completed length 9, but the next one is"):
         searcher.complete(9, 0.1)

@@ -24,10 +24,11 @@ def trial_parts(arg: dict[str, Any], _ready: Any) -> dict[str, Any]:
     """One worker's walk through the core parts; what it saw and what reached its backends."""
     distributed = core.DistributedContext.from_env(arg["env"])
     rank = distributed.rank
-    recorder = core.MemoryRecorder()
-    # Each worker's own backends: only the chief's must be used.
-    session = core.FixedLengths([10, 20, 30] if rank == 0 else [99])
     answers = iter([False, True] if rank == 0 else [True, False])
+    # Each worker's own backend: only the chief's must be used.
+    recorder = core.MemoryBackend(
+        [10, 20, 30] if rank == 0 else [99], preempt=lambda: next(answers)
+    )
     info = core.TrialInfo(
         trial_id=1,
         experiment_id=1,
@@ -38,11 +39,8 @@ def trial_parts(arg: dict[str, Any], _ready: Any) -> dict[str, Any]:
     )
     context = core.build_context(
         info,
-        metrics=recorder,
-        checkpoints=recorder,
+        backend=recorder,
         storage=SharedFSStorage(Path(arg["dir"]) / "checkpoints"),
-        searcher=session,
-        should_preempt=lambda: next(answers),
         distributed=distributed,
     )
     lengths = []
@@ -69,7 +67,7 @@ def trial_parts(arg: dict[str, Any], _ready: Any) -> dict[str, Any]:
         "preempt": preempt,
         "writes": recorder.writes,
         "checkpoints": [b for _, b in recorder.checkpoints],
-        "completed": session.completed,
+        "completed": recorder.completed,
         "refused": refused,
     }
 

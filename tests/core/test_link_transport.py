@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from pedl.core import LinkClient, LinkError, LinkServer
+from pedl.core._link_transport import LinkClient, LinkError, LinkServer
+from tests.waits import scaled
 
 ADDRESS, KEY = "TEST_LINK", "TEST_LINK_KEY"
 LOGGER = logging.getLogger("tests.link")
@@ -131,7 +132,7 @@ def test_calls_from_several_processes_run_one_at_a_time() -> None:
     server = serve({"bump": bump})
     script = (
         "import os\n"
-        "from pedl.core import LinkClient\n"
+        "from pedl.core._link_transport import LinkClient\n"
         f"c = LinkClient.connect(os.environ, peer='p', address_env={ADDRESS!r}, "
         f"key_env={KEY!r})\n"
         "for _ in range(50): c.call('bump')\n"
@@ -141,7 +142,7 @@ def test_calls_from_several_processes_run_one_at_a_time() -> None:
             subprocess.Popen([sys.executable, "-c", script], env={**os.environ, **server.env})
             for _ in range(3)
         ]
-        assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+        assert [p.wait(timeout=scaled(120)) for p in procs] == [0, 0, 0]
     finally:
         server.close()
     assert counter[0] == 150 and not any(overlaps)

@@ -15,20 +15,16 @@ from pedl.engine import (
     CreateTrial,
     DeleteCheckpoints,
     ExperimentDriver,
-    ExperimentState,
     KillTrial,
     OperationAnswer,
     SetExperimentState,
     SetTrialState,
-    TrialError,
-    TrialOutcome,
     TrialRecord,
-    TrialState,
-    outcome_note,
 )
-from pedl.engine._outcome_note import WAITING_NOTE
 from pedl.searcher import Close, GridSearch, ValidateAfter
 from pedl.storage import CheckpointSummary
+from pedl.vocabulary import ExperimentState, TrialError, TrialOutcome, TrialState, outcome_note
+from pedl.vocabulary._outcome_note import WAITING_NOTE
 
 
 def config(searcher: dict[str, Any], *, max_restarts: int = 2, units: list[int] | None = None):

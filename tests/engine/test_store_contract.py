@@ -12,26 +12,32 @@ import yaml
 from sqlalchemy import func, select
 
 from pedl.config import parse_config
+from pedl.db import Database, SearcherEvent, SQLExperimentStore
+from pedl.db import checkpoints as checkpoints_repo
+from pedl.db import experiments as experiments_repo
+from pedl.db import metrics as metrics_repo
+from pedl.db import registry as registry_repo
+from pedl.db import trials as trials_repo
+from pedl.db.metrics import MetricRow
 from pedl.engine import (
     AppendSearcherEvent,
     CreateTrial,
     ExperimentDriver,
-    ExperimentState,
-    MetricKind,
     SetExperimentState,
     SetProgress,
     SetTrialState,
+    delete_checkpoints,
+)
+from pedl.local import LocalExperiment
+from pedl.storage import SharedFSStorage
+from pedl.vocabulary import (
+    CheckpointState,
+    ExperimentState,
+    MetricKind,
     TrialError,
     TrialOutcome,
     TrialState,
 )
-from pedl.local import LocalExperiment
-from pedl.master.db import Database, SearcherEvent, SQLExperimentStore
-from pedl.master.db import checkpoints as checkpoints_repo
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import metrics as metrics_repo
-from pedl.master.db import trials as trials_repo
-from pedl.master.db.metrics import MetricRow
 from tests.master.conftest import _create_pg_database, _drop_pg_database
 
 CONFIG: dict[str, Any] = {
@@ -242,3 +248,64 @@ def test_a_driver_rebuilt_from_the_store_answers_alike(store_db: tuple[Database,
         first: TrialState.COMPLETED,
         second: TrialState.ACTIVE,
     }
+
+
+class _Unremovable(SharedFSStorage):
+    """A real directory storage whose one checkpoint's files cannot be removed (a storage
+    error, as an unreachable bucket or a read-only mount gives)."""
+
+    def __init__(self, base: Path, stuck: str) -> None:
+        super().__init__(base)
+        self.stuck = stuck
+
+    def delete(self, storage_id: str) -> None:
+        if storage_id == self.stuck:
+            raise PermissionError(f"cannot remove {storage_id}")
+        super().delete(storage_id)
+
+
+def test_deleting_checkpoints_claims_removes_marks_and_keeps_what_stays(
+    store_db: tuple[Database, int], tmp_path: Path
+) -> None:
+    """The one deletion order (pedl.engine.delete_checkpoints, which local mode and the
+    master both run): a registered checkpoint is left alone, one whose files cannot be
+    removed stays listed (COMPLETED, loaded), the others are gone from storage and record."""
+    database, experiment_id = store_db
+    store = SQLExperimentStore(database)
+    ((_, trial_id),) = store.apply(experiment_id, [CreateTrial(1, {"units": 1}, 1)])
+    ids = [f"00000000-0000-0000-0000-00000000000{i}" for i in range(1, 5)]
+    gone, stuck, registered, untouched = ids
+    storage = _Unremovable(tmp_path / "checkpoints", stuck)
+    with database.session(write=True) as session:
+        for batches, storage_id in enumerate(ids, 1):
+            with storage.store_path(storage_id) as path:
+                (path / "weights").write_bytes(b"w")
+            checkpoints_repo.register_checkpoint(
+                session,
+                trial_id,
+                uuid=storage_id,
+                total_batches=batches,
+                metadata={"validation_metrics": {"loss": 1.0 / batches}},
+                resources={},
+            )
+        model = registry_repo.create_model(session, "kept", owner="test")
+        registry_repo.register_version(session, model, registered, owner="test", max_versions=9)
+
+    deleted = delete_checkpoints(store, storage, [gone, stuck, registered])
+
+    assert deleted == [gone]
+    assert not storage.path_of(gone).exists()
+    assert storage.path_of(stuck).is_dir() and storage.path_of(registered).is_dir()
+    loaded = store.load(experiment_id)
+    # The engine's view leaves out the registered one (never its to delete).
+    assert [c.storage_id for c in loaded.checkpoints] == [stuck, untouched]
+    with database.session() as session:
+        states = {c: checkpoints_repo.get_checkpoint(session, c).state for c in ids}
+    assert states == {
+        gone: CheckpointState.DELETED,
+        stuck: CheckpointState.COMPLETED,
+        registered: CheckpointState.COMPLETED,
+        untouched: CheckpointState.COMPLETED,
+    }
+    (trial,) = loaded.trials
+    assert trial.latest_checkpoint_batches == 4

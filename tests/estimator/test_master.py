@@ -5,6 +5,7 @@ uninterrupted experiment's."""
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import textwrap
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pedl import model_def
 from tests.master.e2e import (
     MasterProcess,
     create_experiment,
@@ -24,6 +26,7 @@ from tests.master.e2e import (
     wait_for,
     wait_trial,
 )
+from tests.waits import scaled
 
 from .conftest import EXAMPLE
 
@@ -72,7 +75,7 @@ def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MasterProcess]:
 
 
 def one_trial(master: MasterProcess, experiment_id: int) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while not (found := trials(master.http, experiment_id)):
         assert time.monotonic() < deadline, master.log()[-3000:]
         time.sleep(0.2)
@@ -132,13 +135,19 @@ def test_estimator_experiment_on_the_master_pauses_and_resumes_from_its_checkpoi
     assert f"resumed from checkpoint {stopped['latest_checkpoint_uuid']}" in text
 
 
-def test_a_trial_python_that_does_not_exist_errors_the_trial_saying_so(
+def test_a_trial_python_that_does_not_exist_is_refused_saying_so(
     master: MasterProcess, tmp_path: Path
 ) -> None:
+    """A master never accepts an experiment it cannot start: PEDL_TRIAL_PYTHON naming no
+    Python is a 422 naming the field and the path (it used to be accepted, its trial then
+    ending ERROR)."""
     missing = tmp_path / "no-such-venv" / "bin" / "python"
-    experiment_id = create_experiment(
-        master.http, CONFIG.format(name="missing", python=missing, sleep=0), EXAMPLE
+    archive = base64.b64encode(model_def.package(EXAMPLE)).decode()
+    config = CONFIG.format(name="missing", python=missing, sleep=0)
+    response = master.http.post(
+        "/experiments", json={"config": config, "model_definition": archive}
     )
-    trial = one_trial(master, experiment_id)
-    errored = wait_trial(master.http, trial["id"], lambda t: t["state"] == "ERROR", timeout=60)
-    assert f"PEDL_TRIAL_PYTHON={missing}" in json.dumps(errored), errored
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["field"] == "config.environment.environment_variables"
+    assert f"PEDL_TRIAL_PYTHON={missing}" in error["message"]

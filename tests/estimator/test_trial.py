@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import pedl._trial_error
 from pedl import core, model_def
 from pedl.config import parse_config
-from pedl.engine import MetricKind, TrialOutcome
 from pedl.estimator import (
     EstimatorTrialController,
     TrialError,
@@ -27,6 +27,7 @@ from pedl.estimator import (
 )
 from pedl.local import LocalExperiment, smoke_test
 from pedl.storage import SharedFSStorage
+from pedl.vocabulary import MetricKind, TrialOutcome
 
 from .conftest import EXAMPLE
 
@@ -51,7 +52,7 @@ CONFIG: dict[str, Any] = {
 class Run:
     outcome: TrialOutcome
     controller: EstimatorTrialController
-    records: core.MemoryRecorder
+    records: core.MemoryBackend
     storage: SharedFSStorage
 
 
@@ -67,7 +68,7 @@ def run_trial(
 ) -> Run:
     """Run the trial in this process until the searcher's ``length`` (or a preemption after
     ``preempt_after`` boundaries), on ``latest``'s storage and records when resuming."""
-    records = latest[0].records if latest else core.MemoryRecorder()
+    records = latest[0].records if latest else core.MemoryBackend()
     storage = latest[0].storage if latest else SharedFSStorage(tmp / "checkpoints")
     asked = 0
 
@@ -87,20 +88,15 @@ def run_trial(
         latest_checkpoint=latest[1] if latest else None,
         warm_start_checkpoint=warm_start,
     )
-    context = core.build_context(
-        info,
-        metrics=records,
-        checkpoints=records,
-        storage=storage,
-        searcher=core.FixedLengths([length]),
-        should_preempt=should_preempt,
-    )
+    records.lengths = [length]
+    records.preempt = should_preempt
+    context = core.build_context(info, backend=records, storage=storage)
     definition = model_def.load(model)
     controller = EstimatorTrialController.from_definition(definition, context)
     return Run(controller.run(), controller, records, storage)
 
 
-def rows(records: core.MemoryRecorder, kind: MetricKind) -> list[tuple[int, dict[str, float]]]:
+def rows(records: core.MemoryBackend, kind: MetricKind) -> list[tuple[int, dict[str, float]]]:
     return [(b, records.metrics[(kind, b)]) for b in records.batches(kind)]
 
 
@@ -320,6 +316,10 @@ def test_a_model_fn_that_leaves_the_global_step_still_trains_in_chunks(tmp_path:
     validation = rows(run.records, MetricKind.VALIDATION)
     assert [b for b, _ in validation] == [5, 10]
     assert validation[0][1]["loss"] != validation[1][1]["loss"]  # each saw its own state
+
+
+def test_an_estimator_trial_raises_the_trial_error_of_every_framework() -> None:
+    assert TrialError is pedl._trial_error.TrialError
 
 
 def test_a_serving_key_that_would_overwrite_the_checkpoint_is_refused(tmp_path: Path) -> None:

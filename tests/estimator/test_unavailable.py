@@ -7,16 +7,16 @@ from pathlib import Path
 
 from pedl import core
 from pedl.config import parse_config
-from pedl.engine import TrialOutcome
 from pedl.exec import run_attempt
 from pedl.storage import SharedFSStorage
+from pedl.vocabulary import TrialOutcome
 
 from .conftest import EXAMPLE
 
 
 def test_an_estimator_trial_without_tf_estimator_says_what_to_install(tmp_path: Path) -> None:
     config = parse_config((EXAMPLE / "const.yaml").read_text())
-    records = core.MemoryRecorder()
+    records = core.MemoryBackend([4])
 
     def build_context() -> core.Context:
         info = core.TrialInfo(
@@ -29,10 +29,8 @@ def test_an_estimator_trial_without_tf_estimator_says_what_to_install(tmp_path: 
         )
         return core.build_context(
             info,
-            metrics=records,
-            checkpoints=records,
+            backend=records,
             storage=SharedFSStorage(tmp_path),
-            searcher=core.FixedLengths([4]),
         )
 
     result = run_attempt(EXAMPLE, config.entrypoint, build_context)

@@ -12,7 +12,9 @@ from pedl.local import LocalExperiment, smoke_test
 EXAMPLE = Path(__file__).parents[2] / "examples" / "digits_keras"
 
 
-@pytest.mark.parametrize("name", ["const.yaml", "grid.yaml", "random.yaml", "adaptive.yaml"])
+@pytest.mark.parametrize(
+    "name", ["const.yaml", "grid.yaml", "random.yaml", "adaptive.yaml", "pbt.yaml", "pareto.yaml"]
+)
 def test_configs_load(name: str) -> None:
     config = load_config(EXAMPLE / name)
     assert config.searcher.metric == "val_accuracy"

@@ -24,9 +24,10 @@ from hypothesis import strategies as st
 
 from pedl import InvalidHP, core, model_def
 from pedl.config import parse_config
-from pedl.engine import TrialOutcome, user_location
-from pedl.exec import AttemptResult, classify_failure, run_attempt
+from pedl.exec import AttemptResult, MasterError, classify_failure, run_attempt
 from pedl.storage import SharedFSStorage
+from pedl.vocabulary import TrialOutcome, user_location
+from tests.waits import scaled
 
 FAILING_MODEL = Path(__file__).parent / "failing_model"
 REPO = Path(__file__).parents[2]
@@ -46,14 +47,13 @@ reproducibility: {experiment_seed: 1}
 
 
 class Platform:
-    """The in-memory platform side of one attempt: recorder, searcher, storage."""
+    """The in-memory platform side of one attempt: its backend (the recorder), storage."""
 
     def __init__(self, tmp_path: Path, code_dir: Path, hparams: dict[str, Any]) -> None:
         self.code_dir = code_dir
         self.hparams = {"global_batch_size": 16, **hparams}
-        self.recorder = core.MemoryRecorder()
-        self.searcher = core.FixedLengths([12])
-        self.session: core.SearcherSession = self.searcher
+        self.recorder = core.MemoryBackend([12])
+        self.backend: core.TrialBackend = self.recorder
         self.storage = SharedFSStorage(tmp_path / "checkpoints")
         self.contexts = 0
 
@@ -70,10 +70,8 @@ class Platform:
         )
         return core.build_context(
             info,
-            metrics=self.recorder,
-            checkpoints=self.recorder,
+            backend=self.backend,
             storage=self.storage,
-            searcher=self.session,
         )
 
     def attempt(self, entrypoint: str | None = None) -> AttemptResult:
@@ -111,7 +109,7 @@ def test_a_trial_that_trains_to_the_end_completes_and_logs_each_validation(
     with caplog.at_level(logging.INFO, logger="pedl.keras"):
         result = platform.attempt()
     assert result == AttemptResult(TrialOutcome.COMPLETED, None, "train")
-    assert platform.searcher.completed[0][0] == 12
+    assert platform.recorder.completed[0][0] == 12
     validations = platform.recorder.batches("validation")
     lines = [r for r in caplog.records if r.getMessage().startswith("validation at batch")]
     assert [r.levelno for r in lines] == [logging.INFO] * len(validations)
@@ -135,7 +133,7 @@ def test_a_stop_request_ends_the_trial_stopped_early_at_the_next_batch(tmp_path:
     assert platform.recorder.batches("validation") == [3]
     assert [batches for _, batches in platform.recorder.checkpoints] == [3]
     # The controller does not tell the searcher; the engine does, from the outcome.
-    assert (platform.searcher.completed, platform.searcher.lengths) == ([], [12])
+    assert (platform.recorder.completed, platform.recorder.lengths) == ([], [12])
 
 
 # Failures in the trial's code --------------------------------------------------------------
@@ -293,7 +291,7 @@ def test_a_missing_tensorflow_says_what_to_install(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=60,
+        timeout=scaled(60),
         check=True,
     )
     answer = json.loads(done.stdout)
@@ -309,20 +307,17 @@ def test_a_missing_tensorflow_says_what_to_install(tmp_path: Path) -> None:
 # What is not the trial's fault propagates --------------------------------------------------
 
 
-class MasterGone:
-    """A searcher session whose master stopped answering."""
+class MasterGone(core.MemoryBackend):
+    """A backend whose master stopped answering."""
 
     def next_length(self) -> int | None:
-        raise core.MasterError("the master has not answered for 1 s")
-
-    def complete(self, length: int, searcher_metric: float) -> None:
-        raise AssertionError("never reached")
+        raise MasterError("the master has not answered for 1 s")
 
 
 def test_a_master_error_is_not_the_trials_fault_and_propagates(tmp_path: Path) -> None:
     platform = failing_model(tmp_path)
-    platform.session = MasterGone()
-    with pytest.raises(core.MasterError, match="has not answered"):
+    platform.backend = MasterGone()
+    with pytest.raises(MasterError, match="has not answered"):
         platform.attempt()
 
 

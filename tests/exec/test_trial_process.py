@@ -13,6 +13,7 @@ import pytest
 from pedl.exec import EXIT_MASTER_GONE, EXIT_MODEL_DEF_ERROR, is_permanent_failure
 from pedl.exec._trial_process import make_workdir
 from tests.master.e2e import free_port
+from tests.waits import scaled
 
 
 def run_trial(env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -22,7 +23,7 @@ def run_trial(env: dict[str, str], timeout: float = 60) -> subprocess.CompletedP
         env={**base, **env},
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=scaled(timeout),
     )
 
 

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.waits import scaled
+
 SCRIPT = """
 import json, logging, os, subprocess, sys, threading, warnings
 import numpy as np
@@ -51,7 +53,7 @@ def clean_up_after(tmp_path: Path, what: str) -> dict[str, Any]:
         [sys.executable, "-c", SCRIPT, str(tmp_path), what],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         check=True,
     )
     out: dict[str, Any] = json.loads(result.stdout.splitlines()[-1])

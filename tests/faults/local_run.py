@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.waits import scaled
+
 MODEL_DIR = Path(__file__).parent / "resume_model"
 
 
@@ -30,5 +32,5 @@ def pedl(
         env=pedl_env(env),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
     )

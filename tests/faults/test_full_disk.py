@@ -25,6 +25,7 @@ import pytest
 
 from tests import local_record as record
 from tests.faults.local_run import MODEL_DIR, pedl, pedl_command, pedl_env
+from tests.waits import scaled
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +59,7 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
     mount.mkdir()
     command = ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES}", "tmpfs", str(mount)]
     try:
-        mounted = subprocess.run(command, capture_output=True, text=True, timeout=30)
+        mounted = subprocess.run(command, capture_output=True, text=True, timeout=scaled(30))
     except FileNotFoundError:
         pytest.skip("no mount command here: the full-disk test mounts a small tmpfs")
     if mounted.returncode != 0:
@@ -69,7 +70,7 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
     try:
         yield mount
     finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True, timeout=30)
+        subprocess.run(["umount", "-l", str(mount)], check=True, timeout=scaled(30))
 
 
 def used_bytes(directory: Path) -> int:
@@ -98,7 +99,7 @@ def outcome(experiment: Path, storage: Path) -> tuple[bytes, list[tuple[str, int
 
 def wait_for_restart(experiment: Path, run: subprocess.Popen[bytes]) -> Any:
     """The trial's record once its first attempt failed and the restart was decided."""
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + scaled(240)
     while time.monotonic() < deadline:
         assert run.poll() is None, "the run ended before its trial restarted"
         if (experiment / "experiment.db").is_file():
@@ -167,7 +168,7 @@ def test_a_full_disk_during_a_checkpoint_leaves_no_checkpoint_and_the_run_recove
 
         filler.unlink()
         gate.touch()
-        run.wait(timeout=240)
+        run.wait(timeout=scaled(240))
     finally:
         if run.poll() is None:
             run.kill()

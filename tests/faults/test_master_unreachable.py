@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from pedl.core import MasterClient, MasterError, ReportSender, RestPreemption
+from pedl.db import Database
+from pedl.exec import MasterClient, MasterError, ReportSender, RestBackend
 from pedl.master import MasterSettings, create_app
-from pedl.master.db import Database
 from tests.faults.proxy import Proxy
 from tests.master.e2e import (
     MasterProcess,
@@ -33,6 +33,7 @@ from tests.master.e2e import (
 )
 from tests.master.helpers import LiveServer, create_trial, sign_in
 from tests.master.helpers import create_experiment as create_api_experiment
+from tests.waits import scaled
 
 CONFIG = """
 name: {name}
@@ -77,7 +78,7 @@ class ApiMaster:
         )
         self.server.start()
         self.http = httpx.Client(
-            base_url=self.server.url + "/api/v1", timeout=30, headers=sign_in(self.database)
+            base_url=self.server.url + "/api/v1", timeout=scaled(30), headers=sign_in(self.database)
         )
         experiment = create_api_experiment(self.http)
         self.trial_id, self.token = create_trial(self.database, experiment["id"])
@@ -114,7 +115,7 @@ def test_reports_are_queued_while_dark_and_arrive_in_order(
 ) -> None:
     client = MasterClient(proxy.url, api_master.trial_id, api_master.token, give_up_after=60)
     sender = ReportSender(client)
-    preemption = RestPreemption(client, sender)
+    preemption = RestBackend(client, sender)
     try:
         sender.send(f"/trials/{api_master.trial_id}/metrics", row(1))
         sender.flush()
@@ -150,7 +151,7 @@ def test_settle_waits_for_a_reachable_master_only(api_master: ApiMaster, proxy: 
     try:
         for batches in (1, 2, 3):
             sender.send(path, row(batches))
-        assert sender.settle(timeout=30) is True
+        assert sender.settle(timeout=scaled(30)) is True
         # settle() returned: the master has them all, not just the queue.
         assert api_master.batches() == [1, 2, 3]
         proxy.go_dark()
@@ -164,7 +165,7 @@ def test_settle_waits_for_a_reachable_master_only(api_master: ApiMaster, proxy: 
         assert api_master.batches() == [1, 2, 3, 4]
         # Reachable again (the latest try succeeded), settle waits as before.
         sender.send(path, row(5))
-        assert sender.settle(timeout=30) is True
+        assert sender.settle(timeout=scaled(30)) is True
         assert api_master.batches() == [1, 2, 3, 4, 5]
     finally:
         sender.close()
@@ -206,7 +207,7 @@ def stored_batches(checkpoint_dir: Path, others: set[str]) -> int:
 
 
 def wait_until(what: str, predicate: Any, *, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting until {what}"
         time.sleep(0.05)
@@ -248,7 +249,7 @@ def test_a_trial_trains_on_while_the_master_is_unreachable_and_catches_up(
                 lambda: (
                     stored_batches(checkpoint_dir, calm_checkpoints) >= dark_at + TRAINED_WHILE_DARK
                 ),
-                timeout=60,
+                timeout=scaled(60),
             )
             arrived_while_dark = metric_rows(master.http, trial["id"])
             proxy.light_up()

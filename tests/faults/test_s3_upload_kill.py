@@ -28,6 +28,7 @@ from tests.faults.local_run import MODEL_DIR, pedl
 from tests.faults.proxy import Proxy
 from tests.faults.test_trial_sigkill import CONFIG, TOTAL_BATCHES
 from tests.s3_server import ACCESS_KEY, SECRET_KEY, S3Server
+from tests.waits import scaled
 
 KILL_IN_CHECKPOINT = 2  # the one at batch 24 (checkpoints fall at 12, 24, 36, 48)
 KILL_AT_FILE = 2  # when the request for its second file arrives
@@ -124,12 +125,12 @@ def test_sigkill_during_a_checkpoint_upload_to_s3_then_resume(
         undisturbed = start(tmp_path, "baseline", s3_config(bucket, "baseline", url, keys=True))
         killed = start(tmp_path, "torn", s3_config(bucket, "torn", proxy.url, keys=False))
         killer.pid = killed.pid
-        output, _ = undisturbed.communicate(timeout=300)
+        output, _ = undisturbed.communicate(timeout=scaled(300))
         assert undisturbed.returncode == 0, output
         # The summary says where the best checkpoint is: its S3 URL.
         (best,) = record.trials(tmp_path / "baseline" / "exp-1")
         assert f"checkpoint: s3://{bucket}/baseline/{best.best_checkpoint_uuid}/" in output
-        output, _ = killed.communicate(timeout=300)
+        output, _ = killed.communicate(timeout=scaled(300))
         assert killed.returncode == -signal.SIGKILL, f"not killed during an upload:\n{output}"
         torn = killer.killed_in
         assert torn is not None

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pedl.engine import MetricKind
 from pedl.local import LocalExperiment
+from pedl.vocabulary import MetricKind
 from tests import local_record as record
 
 LEGACY_MODEL = """

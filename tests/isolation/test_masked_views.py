@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from pedl.cli import cli
 from pedl.client import Client
-from pedl.master.db import experiments as experiments_repo
+from pedl.db import experiments as experiments_repo
 from tests.client.helpers import CONFIG_YAML, LiveMaster
 
 CONFIG = (

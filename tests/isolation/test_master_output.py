@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import scaled
+
 
 @pytest.mark.slow  # starts pedl master in a new process
 def test_the_start_up_line_names_the_database_without_its_password(tmp_path: Path) -> None:
@@ -23,7 +25,7 @@ def test_the_start_up_line_names_the_database_without_its_password(tmp_path: Pat
             env={**os.environ, "PEDL_HOME": str(tmp_path / "home")},
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=scaled(60),
         )
     assert result.returncode == 1, result
     assert "postgresql://postgres:***@127.0.0.1:5432/test" in result.stdout

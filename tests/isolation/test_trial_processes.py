@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from pedl.core import MasterClient
-from pedl.exec import TOKEN_FD_ENV, take_token, token_channel
+from pedl.exec import TOKEN_FD_ENV, MasterClient, take_token, token_channel
 from pedl.master.rm import LocalResourceManager, TrialLaunch, master_variables, trial_environment
 from tests.master.test_local_rm import Recorder
+from tests.waits import scaled
 
 FAKE_TRIAL = """#!/bin/bash
 read -r token <&"$PEDL_TRIAL_TOKEN_FD"
@@ -72,7 +72,7 @@ def test_the_token_comes_over_a_socket_and_no_master_secret_comes_at_all(
 ) -> None:
     manager, rec, _ = rm
     manager.start(TrialLaunch(1, "http://127.0.0.1:1", "token-of-trial-1", 1, {"OWN": "x"}))
-    assert rec.exits.get(timeout=30) == (1, 0)
+    assert rec.exits.get(timeout=scaled(30)) == (1, 0)
     lines = output(rec, 1)
     assert "token=token-of-trial-1" in lines
     text = "\n".join(lines)
@@ -91,7 +91,7 @@ def test_the_private_directory_goes_however_the_process_ends(
     manager.start(TrialLaunch(1, "http://x", "t1", 1))  # ends by itself
     for trial_id in (2, 3):
         manager.start(TrialLaunch(trial_id, "http://x", f"t{trial_id}", 1, {"FAKE_MODE": "sleep"}))
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + scaled(30)
     while not all(any(line.startswith("pid=") for line in output(rec, t)) for t in (2, 3)):
         assert time.monotonic() < deadline, rec.lines
         time.sleep(0.05)
@@ -101,7 +101,7 @@ def test_the_private_directory_goes_however_the_process_ends(
         assert value(rec, trial_id, "tmpdir").endswith("mode=700")
     manager.kill(2)  # the master kills it
     os.killpg(int(value(rec, 3, "pid")), signal.SIGKILL)  # e.g. the kernel's OOM killer
-    exits = {rec.exits.get(timeout=30) for _ in range(3)}
+    exits = {rec.exits.get(timeout=scaled(30)) for _ in range(3)}
     assert exits == {(1, 0), (2, -9), (3, -9)}
     assert [p for p in dirs.values() if p.exists()] == []
     assert list(temp_root.iterdir()) == []

@@ -30,6 +30,7 @@ from pedl.master import MasterSettings
 from pedl.master.rm import LocalResourceManager, TrialLaunch, TrialUser, trial_user_for
 from tests.master.e2e import MasterProcess, create_experiment, logs, trials, wait_for
 from tests.master.test_local_rm import Recorder
+from tests.waits import scaled
 
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0, reason="only root can run processes as another user (CI runs as root)"
@@ -185,7 +186,7 @@ def test_a_trial_process_runs_as_the_trial_user_and_its_checkpoints_are_sealed(
                 checkpoint_dir=str(storage),
             )
         )
-        assert rec.exits.get(timeout=30) == (1, 0), rec.lines
+        assert rec.exits.get(timeout=scaled(30)) == (1, 0), rec.lines
         seen = report(rec, 1)
         assert (seen["uid"], seen["gid"], seen["user"]) == (NOBODY.pw_uid, NOBODY.pw_gid, "nobody")
         assert seen["groups"] == [] and seen["umask"] == 0o077
@@ -300,7 +301,7 @@ def test_a_master_that_is_not_root_says_that_trials_run_as_its_user(
         env={"PATH": os.environ.get("PATH", ""), "HOME": str(open_dir)},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         check=False,
     )
     assert done.returncode == 0, done.stderr
@@ -418,7 +419,7 @@ def test_every_worker_of_a_multi_worker_trial_runs_as_the_trial_user(
     )
     try:
         manager.start(TrialLaunch(1, "http://127.0.0.1:1", "t1", 2, {}))
-        assert rec.exits.get(timeout=30) == (1, 0), rec.lines
+        assert rec.exits.get(timeout=scaled(30)) == (1, 0), rec.lines
         seen = [json.loads(line) for stream, line in rec.lines[1] if stream == "stdout"]
         assert sorted(s["rank"] for s in seen) == [0, 1], rec.lines
         assert all(s["uid"] == NOBODY.pw_uid for s in seen)

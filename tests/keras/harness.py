@@ -27,8 +27,9 @@ reproducibility: {experiment_seed: 1}
 @dataclass
 class Run:
     context: core.Context
-    recorder: core.MemoryRecorder
-    session: core.FixedLengths
+    recorder: core.MemoryBackend
+    session: core.MemoryBackend
+    """The recorder itself (the backend's searcher side), by the name the tests read."""
     storage: SharedFSStorage
 
 
@@ -41,7 +42,7 @@ def make_run(
     lengths: list[int] | None = None,
     latest_checkpoint: str | None = None,
     preempt: Callable[[], bool] = lambda: False,
-    recorder: core.MemoryRecorder | None = None,
+    recorder: core.MemoryBackend | None = None,
     distributed: core.DistributedContext | None = None,
 ) -> Run:
     cfg = parse_config(config, overrides=overrides)
@@ -59,21 +60,13 @@ def make_run(
         latest_checkpoint=latest_checkpoint,
         extra={"tensorboard_dir": str(tmp_path / "tensorboard")},
     )
-    recorder = recorder or core.MemoryRecorder()
-    session = core.FixedLengths(
-        list(lengths) if lengths is not None else [cfg.searcher.max_length.value]
-    )
+    recorder = recorder or core.MemoryBackend()
+    recorder.lengths = list(lengths) if lengths is not None else [cfg.searcher.max_length.value]
+    recorder.completed = []
+    recorder.preempt = preempt
     storage = SharedFSStorage(tmp_path / "checkpoints")
-    context = core.build_context(
-        info,
-        metrics=recorder,
-        checkpoints=recorder,
-        storage=storage,
-        searcher=session,
-        should_preempt=preempt,
-        distributed=distributed,
-    )
-    return Run(context, recorder, session, storage)
+    context = core.build_context(info, backend=recorder, storage=storage, distributed=distributed)
+    return Run(context, recorder, recorder, storage)
 
 
 def train(trial_class: Any, run: Run) -> Any:

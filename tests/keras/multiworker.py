@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pedl import core
+from tests.waits import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,7 +49,7 @@ def worker_environments(size: int, *, timeout: float = 120.0) -> list[dict[str, 
             local_size=size,
             pub_port=pub,
             pull_port=pull,
-            timeout=timeout,
+            timeout=scaled(timeout),  # a loaded machine's collectives wait longer
         )
         env = context.to_env()
         env["TF_CONFIG"] = json.dumps(
@@ -81,16 +82,20 @@ def run_workers(
     outputs = []
     try:
         for proc in procs:
-            out, _ = proc.communicate(timeout=timeout)
+            out, _ = proc.communicate(timeout=scaled(timeout))
             outputs.append(out.decode(errors="replace"))
     finally:
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    for rank, (proc, out) in enumerate(zip(procs, outputs, strict=True)):
-        if proc.returncode != 0:
-            raise AssertionError(f"worker {rank} exited {proc.returncode}:\n{out[-6000:]}")
+    failed = [
+        f"worker {rank} exited {proc.returncode}:\n{out[-6000:]}"
+        for rank, (proc, out) in enumerate(zip(procs, outputs, strict=True))
+        if proc.returncode != 0
+    ]
+    if failed:  # every failed worker's output: the first to fail is often not rank 0
+        raise AssertionError("\n\n".join(failed))
     results = []
     for rank in range(size):
         with open(directory / f"result-{rank}.pkl", "rb") as f:
@@ -181,8 +186,7 @@ def _run_model_definition(
 
     code_dir = Path(job["model_dir"])
     config = load_config(code_dir / job["config"])
-    recorder = core.MemoryRecorder()
-    session = core.FixedLengths([config.searcher.max_length.value])
+    recorder = core.MemoryBackend([config.searcher.max_length.value])
     contexts: list[core.Context] = []
 
     def build_context() -> core.Context:
@@ -196,10 +200,8 @@ def _run_model_definition(
         )
         context = core.build_context(
             info,
-            metrics=recorder,
-            checkpoints=recorder,
+            backend=recorder,
             storage=SharedFSStorage(directory / "checkpoints"),
-            searcher=session,
             distributed=distributed,
         )
         contexts.append(context)
@@ -217,7 +219,7 @@ def _run_model_definition(
         "metrics": recorder.metrics,
         "writes": recorder.writes,
         "checkpoints": recorder.checkpoints,
-        "completed": session.completed,
+        "completed": recorder.completed,
     }
     distributed.close()
     with open(directory / f"result-{distributed.rank}.pkl", "wb") as f:

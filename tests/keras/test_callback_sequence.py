@@ -147,3 +147,55 @@ def test_callbacks_see_one_long_fit_across_chunks_validations_and_a_resume(
     assert ends == first.recorder.batches("training") == [4, 6, 10, 12, 16, 18, 22]
     begins = [e[1] for e in workloads if e[0] == "workload_begin"]
     assert begins == [0, 4, 6, 10, 12, 16, 18]
+
+
+class StateLog(Callback):
+    """Determined's callback-order fixture: the log is the state, and load_state replaces it
+    with the checkpoint's and notes it (an on_train_begin before load_state is forgotten, as
+    in Determined, where load_state follows it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def on_train_begin(self, logs: Any = None) -> None:
+        self.lines.append("on_train_begin")
+
+    def get_state(self) -> Any:
+        self.lines.append("get_state")
+        return list(self.lines)
+
+    def load_state(self, state: Any) -> None:
+        self.lines = [*state, "load_state"]
+
+    def on_train_end(self, logs: Any = None) -> None:
+        self.lines.append("on_train_end")
+        EVENTS.append(tuple(self.lines))
+
+
+class StateLogTrial(SmallTrial):
+    def keras_callbacks(self) -> list[Any]:
+        return [StateLog()]
+
+
+def test_a_resumed_trial_begins_its_callbacks_before_loading_their_state(tmp_path: Path) -> None:
+    EVENTS.clear()
+    boundaries = iter(range(100))
+    config = CONFIG.replace("checkpoint_policy: none", "min_checkpoint_period: {batches: 6}")
+    first = make_run(tmp_path, config, preempt=lambda: next(boundaries) == 2)
+    assert train(StateLogTrial, first) is TrialOutcome.PREEMPTED
+    second = make_run(
+        tmp_path,
+        config,
+        latest_checkpoint=first.recorder.checkpoints[-1][0],
+        recorder=first.recorder,
+    )
+    assert train(StateLogTrial, second) is TrialOutcome.COMPLETED
+    lines = list(EVENTS[-1])
+    # Determined's check_pause_continues: one on_train_begin, first; load_state only after
+    # on_train_begin or get_state.
+    assert lines[0] == "on_train_begin" and lines.count("on_train_begin") == 1, lines
+    assert lines[-1] == "on_train_end", lines
+    loads = [i for i, line in enumerate(lines) if line == "load_state"]
+    assert loads, lines
+    assert all(lines[i - 1] in ("on_train_begin", "get_state") for i in loads), lines

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+import pedl._trial_error
+import pedl.tensorflow
 from pedl import TrialOutcome
 from pedl.keras import TrialError, load_model_from_checkpoint_path
 from pedl.keras._keras import LEGACY, keras
@@ -155,6 +157,11 @@ def test_missing_searcher_metric_fails_the_trial_clearly(tmp_path: Path) -> None
     run = make_run(tmp_path, overrides=("searcher.metric=val_acc", "searcher.max_length.batches=3"))
     with pytest.raises(TrialError, match=r"'val_acc' is not among .*val_accuracy, val_loss"):
         train(SmallTrial, run)
+
+
+def test_every_framework_raises_the_one_trial_error() -> None:
+    assert TrialError is pedl.tensorflow.TrialError is pedl._trial_error.TrialError
+    assert issubclass(TrialError, RuntimeError)
 
 
 def test_uncompiled_model_is_an_error(tmp_path: Path) -> None:

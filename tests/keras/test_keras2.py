@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -19,10 +20,11 @@ import pytest
 
 from pedl import TrialOutcome
 from pedl.config import parse_config
-from pedl.engine import MetricKind
 from pedl.exec import run_attempt
 from pedl.keras import _keras
 from pedl.keras._keras import LEGACY
+from pedl.vocabulary import MetricKind
+from tests.waits import scaled
 
 from .harness import BASE_CONFIG, Run, make_run, train
 
@@ -164,7 +166,7 @@ def test_keras2_trial_trains_and_resumes_bitwise_exactly(tmp_path: Path) -> None
         [sys.executable, "-c", load, str(path)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
@@ -240,7 +242,10 @@ def test_keras2_script_without_determined_callback_trains_as_a_trial(tmp_path: P
     (tmp_path / "code" / "train.py").write_text(SCRIPT)
     result = run_attempt(tmp_path / "code", "python3 train.py", lambda: run.context)
     assert result.outcome is TrialOutcome.COMPLETED, result.error
-    assert run.recorder.batches(MetricKind.TRAINING) == [3, 6]
+    # Chunks of 3 batches, cut where an epoch of the script's data (4 batches) ends: fit
+    # validates every epoch, as Keras does.
+    assert run.recorder.batches(MetricKind.TRAINING) == [3, 4, 6]
+    assert run.recorder.batches(MetricKind.VALIDATION) == [4, 6]
     assert "val_accuracy" in run.recorder.metrics[(MetricKind.VALIDATION, 6)]
     storage_id, batches = run.recorder.checkpoints[-1]
     assert batches == 6
@@ -261,3 +266,84 @@ def test_a_model_of_the_other_keras_is_refused_naming_the_switch() -> None:
     assert why is not None
     assert ("unset TF_USE_LEGACY_KERAS" if LEGACY else "set TF_USE_LEGACY_KERAS=1") in why
     assert _keras.other_keras(own.Sequential([own.Input((2,)), own.layers.Dense(1)])) is None
+
+
+TEXT_MODEL = """
+import numpy as np
+import tensorflow as tf
+
+from pedl.keras import TFKerasTrial
+
+WORDS = np.array(["good film", "bad film", "great movie", "awful movie"] * 25)
+LABELS = np.array([1, 0, 1, 0] * 25, dtype="int32")
+
+
+class TextTrial(TFKerasTrial):
+    def build_model(self):
+        vectorize = tf.keras.layers.TextVectorization(max_tokens=10, output_sequence_length=2)
+        vectorize.adapt(WORDS)
+        model = self.context.wrap_model(
+            tf.keras.Sequential(
+                [
+                    tf.keras.Input((1,), dtype=tf.string),
+                    vectorize,
+                    tf.keras.layers.Embedding(10, 4),
+                    tf.keras.layers.GlobalAveragePooling1D(),
+                    tf.keras.layers.Dense(2, activation="softmax"),
+                ]
+            )
+        )
+        optimizer = self.context.wrap_optimizer(tf.keras.optimizers.Adam(0.01))
+        model.compile(optimizer, "sparse_categorical_crossentropy", ["accuracy"])
+        return model
+
+    def build_training_data_loader(self):
+        return WORDS[:, None], LABELS
+
+    def build_validation_data_loader(self):
+        return WORDS[:40, None], LABELS[:40]
+"""
+
+
+def text_variables(run: Run, code_dir: Path, outcome: TrialOutcome) -> list[np.ndarray]:
+    from pedl import model_def
+    from pedl.keras import TFKerasTrialController
+
+    definition = model_def.load(code_dir, "model:TextTrial")
+    controller = TFKerasTrialController.from_definition(definition, run.context)
+    assert controller.run() is outcome
+    return [np.asarray(v) for v in controller.model.get_weights()]
+
+
+@pytest.mark.keras2
+@pytest.mark.skipif(not LEGACY, reason="Keras 2 mode (TF_USE_LEGACY_KERAS=1) only")
+def test_a_keras2_text_model_checkpoints_its_vocabulary_and_resumes_exactly(
+    tmp_path: Path,
+) -> None:
+    """TextVectorization's table is a tf-keras weight that is no variable (it held the
+    AttributeError "'VocabWeightHandler' object has no attribute 'numpy'" at the checkpoint)."""
+    overrides = ("searcher.max_length.batches=12", "scheduling_unit=4", "checkpoint_policy=none")
+
+    def text_run(directory: Path, **kwargs: Any) -> tuple[Run, Path]:
+        run = make_run(directory, overrides=overrides, **kwargs)
+        (directory / "code" / "model.py").write_text(TEXT_MODEL)
+        return run, directory / "code"
+
+    baseline, code_dir = text_run(tmp_path / "a")
+    expected = text_variables(baseline, code_dir, TrialOutcome.COMPLETED)
+    boundaries = iter(range(100))
+    first, code_dir = text_run(tmp_path / "b", preempt=lambda: next(boundaries) == 1)
+    text_variables(first, code_dir, TrialOutcome.PREEMPTED)
+    storage_id = first.recorder.checkpoints[-1][0]
+    tables = first.storage.path_of(storage_id) / "state" / "lookup_tables.pkl"
+    with open(tables, "rb") as f:
+        (table,) = pickle.load(f)
+    words = {word for tensor in table for word in np.asarray(tensor).reshape(-1).tolist()}
+    assert {b"good", b"film", b"movie"} <= words, table
+    second, code_dir = text_run(
+        tmp_path / "b", latest_checkpoint=storage_id, recorder=first.recorder
+    )
+    resumed = text_variables(second, code_dir, TrialOutcome.COMPLETED)
+    assert len(resumed) == len(expected)
+    for got, want in zip(resumed, expected, strict=True):
+        np.testing.assert_array_equal(got, want)

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pedl.engine import MetricKind
 from pedl.keras._keras import LEGACY
+from pedl.vocabulary import MetricKind
 from tests.keras.multiworker import run_workers
 
 pytestmark = pytest.mark.slow

@@ -28,6 +28,7 @@ from tests.master.e2e import (
     trials,
     wait_for,
 )
+from tests.waits import scaled
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +61,7 @@ def master(tmp_path: Path) -> Iterator[MasterProcess]:
 
 
 def _trial(master: MasterProcess, experiment_id: int) -> dict[str, Any]:
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + scaled(120)
     while not (found := trials(master.http, experiment_id)):
         assert time.monotonic() < deadline, master.log()[-3000:]
         time.sleep(0.1)
@@ -69,7 +70,7 @@ def _trial(master: MasterProcess, experiment_id: int) -> dict[str, Any]:
 
 def _at_batch(master: MasterProcess, trial_id: int, batches: int) -> dict[str, Any]:
     """The trial once it reported ``batches`` or more (its workers running)."""
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + scaled(180)
     while True:
         body: dict[str, Any] = master.http.get(f"/trials/{trial_id}").json()
         workers = master.http.get(f"/trials/{trial_id}/workers").json()
@@ -100,7 +101,7 @@ def test_a_two_worker_keras_trial_survives_pause_and_killed_workers_bitwise(
     _at_batch(master, trial_id, pause_at)
     assert master.http.post(f"/experiments/{experiment_id}/pause").status_code == 200
     wait_for(master.http, experiment_id, {"PAUSED"}, master=master)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while master.http.get(f"/trials/{trial_id}/workers").json() and any(
         w["state"] == "running" for w in master.http.get(f"/trials/{trial_id}/workers").json()
     ):

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pedl.master.db import Database
+from pedl.db import Database
 from tests.master.conftest import BACKENDS, _create_pg_database, _drop_pg_database
 from tests.master.e2e import MasterProcess
 

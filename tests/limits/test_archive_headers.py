@@ -35,6 +35,7 @@ from pedl.model_def import (
     package,
 )
 from tests.master.helpers import CONFIG_YAML, served_master, sign_in
+from tests.waits import scaled
 
 from .conftest import Master
 
@@ -431,7 +432,9 @@ def lowered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     )
     with served_master(settings) as (server, database):
         headers = sign_in(database)
-        with httpx.Client(base_url=server.url + "/api/v1", headers=headers, timeout=30) as http:
+        with httpx.Client(
+            base_url=server.url + "/api/v1", headers=headers, timeout=scaled(30)
+        ) as http:
             yield http
 
 

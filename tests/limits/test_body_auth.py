@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.master.helpers import CONFIG_YAML, bearer, create_trial, experiment_body
+from tests.waits import scaled
 
 from .conftest import Master
 
@@ -59,7 +60,7 @@ def _post(
     head += [f"Authorization: Bearer {token}"] if token else []
     chunk = b" " * MiB
     sent = 0
-    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+    with socket.create_connection(("127.0.0.1", port), timeout=scaled(60)) as sock:
         sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
         started = time.monotonic()
         sock.settimeout(5)  # a master that answered and stopped reading leaves sendall waiting
@@ -121,7 +122,7 @@ def test_anonymous_uploads_are_refused_before_their_bodies(
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=120)
+        thread.join(timeout=scaled(120))
     assert len(answers) == 4
     for answer, waited, sent in answers:
         assert _status(answer) == 401, answer[:500]
@@ -169,7 +170,7 @@ def test_a_forged_trial_token_is_refused_before_the_body(master: Master) -> None
     answer, _, _ = _post(master, path, 16 * MiB, user_token, stream=False)
     assert _status(answer) == 401
     # A bad body with a bad token: the token's 401, not the body's 422.
-    with httpx.Client(base_url=master.process.url + "/api/v1", timeout=30) as anonymous:
+    with httpx.Client(base_url=master.process.url + "/api/v1", timeout=scaled(30)) as anonymous:
         for body in (b'{"rows": "nope"}', b"not json"):
             response = anonymous.post(
                 path, content=body, headers={**bearer("forged"), "Content-Type": "application/json"}

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.master.helpers import CONFIG_YAML, bearer, create_trial, experiment_body
+from tests.waits import scaled
 
 from .conftest import Master, million_member_archive
 
@@ -97,7 +98,7 @@ def _stream(
     chunk = b"[" * (1 << 20)
     framed = b"%x\r\n%s\r\n" % (len(chunk), chunk)
     sent = 0
-    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+    with socket.create_connection(("127.0.0.1", port), timeout=scaled(60)) as sock:
         sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
         sock.settimeout(5)  # a master that answered and stopped reading leaves sendall waiting
         try:
@@ -126,7 +127,9 @@ def test_body_over_the_limit_is_refused_while_streaming(master: Master) -> None:
     assert status == 413
     assert sent < 64 * 1024 * 1024, f"{sent} bytes were sent before the 413"
     assert _stream(master, "/experiments", total, declared=True)[0] == 413
-    response = master.http.post("/trials/1/logs", content=b" " * (17 * 1024 * 1024))
+    response = master.http.post(  # the trial's own token: its caller passes, then its size
+        f"/trials/{trial_id}/logs", content=b" " * (17 * 1024 * 1024), headers=bearer(token)
+    )
     _refused(response, 413, "max_request_bytes", "16 MiB")
     master.assert_well()
 

@@ -17,6 +17,7 @@ from argon2 import PasswordHasher
 from pedl.master import MasterSettings
 from pedl.master.api._login_throttle import LoginThrottle
 from tests.master.helpers import add_user, served_master
+from tests.waits import scaled
 
 PER_USER = 3
 PER_ADDRESS = 6
@@ -38,7 +39,7 @@ def http(tmp_path: Path) -> Iterator[httpx.Client]:
             add_user(database, name, PASSWORD)
         # 60 s: longer than SQLite's busy timeout (30 s), so a write stuck behind a lock comes
         # back as the master's own 503, which says so, rather than as a client timeout.
-        with httpx.Client(base_url=server.url + "/api/v1", timeout=60) as client:
+        with httpx.Client(base_url=server.url + "/api/v1", timeout=scaled(60)) as client:
             yield client
 
 

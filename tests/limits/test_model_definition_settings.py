@@ -17,6 +17,7 @@ from pedl.client import Client, Session
 from pedl.master import MasterSettings
 from pedl.model_def import ModelDefError, package
 from tests.master.helpers import CONFIG_YAML, LiveServer, make_archive, served_master, sign_in
+from tests.waits import scaled
 
 MEMBERS = 5
 UNPACKED = 64 * 1024
@@ -28,7 +29,7 @@ class _Master:
         self.url = server.url
         self.token = token
         self.http = httpx.Client(
-            base_url=server.url + "/api/v1", timeout=30, headers={"Authorization": token}
+            base_url=server.url + "/api/v1", timeout=scaled(30), headers={"Authorization": token}
         )
 
 

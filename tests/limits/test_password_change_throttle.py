@@ -18,6 +18,7 @@ from argon2 import PasswordHasher
 from pedl.master import MasterSettings
 from tests.master.conftest import BACKENDS, _create_pg_database, _drop_pg_database
 from tests.master.helpers import add_user, served_master
+from tests.waits import scaled
 
 PASSWORD = "correct horse battery"
 GUESSES = 30
@@ -42,7 +43,7 @@ def _master(home: Path, db_url: str = "", **limits: Any) -> Iterator[httpx.Clien
     with served_master(MasterSettings(home=home, db_url=db_url, **limits)) as (server, database):
         for name in ("alice", "bob"):
             add_user(database, name, PASSWORD)
-        with httpx.Client(base_url=server.url + "/api/v1", timeout=60) as client:
+        with httpx.Client(base_url=server.url + "/api/v1", timeout=scaled(60)) as client:
             yield client
 
 

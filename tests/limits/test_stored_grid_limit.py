@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from pedl.config import MAX_GRID_POINTS, ConfigError, ExperimentConfig, parse_config
-from pedl.master.db import Database
-from pedl.master.db import experiments as experiments_repo
+from pedl.db import Database
+from pedl.db import experiments as experiments_repo
 from pedl.searcher import SearcherError, make_search_method
 from tests.master.e2e import MasterProcess, wait_for
 from tests.master.helpers import CONFIG_YAML, make_archive

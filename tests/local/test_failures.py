@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from pedl.cli import cli
-from pedl.cli._display import summary_table
-from pedl.engine import ExperimentState, TrialOutcome, TrialState
+from pedl.cli._local_run import summary_table
 from pedl.local import LocalExperiment
+from pedl.vocabulary import ExperimentState, TrialOutcome, TrialState
 from tests.failure_cases import (
     CASES,
     CONFIG,

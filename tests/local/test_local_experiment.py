@@ -10,15 +10,16 @@ from typing import Any
 import httpx
 import pytest
 
-from pedl.engine import CheckpointState, MetricKind, TrialOutcome
+from pedl.db import Database
+from pedl.db import checkpoints as checkpoints_repo
+from pedl.db import metrics as metrics_repo
+from pedl.db import trials as trials_repo
 from pedl.local import LocalExperiment
 from pedl.master import MasterSettings, create_app
-from pedl.master.db import Database
-from pedl.master.db import checkpoints as checkpoints_repo
-from pedl.master.db import metrics as metrics_repo
-from pedl.master.db import trials as trials_repo
 from pedl.searcher import missing_optuna_requirements
+from pedl.vocabulary import CheckpointState, MetricKind, TrialOutcome
 from tests.master.helpers import LiveServer, sign_in
+from tests.waits import scaled
 
 MODEL = """
 import os
@@ -238,7 +239,7 @@ def test_a_local_run_opens_in_the_master(tmp_path: Path) -> None:
         # A first read of a fresh master can take seconds on a loaded CI machine (httpx's
         # default timeout is 5 s); latency is for the benchmarks, not this test.
         with httpx.Client(
-            base_url=server.url + "/api/v1", timeout=30, headers=sign_in(database)
+            base_url=server.url + "/api/v1", timeout=scaled(30), headers=sign_in(database)
         ) as http:
             (experiment,) = http.get("/experiments").json()["items"]
             assert experiment["state"] == "COMPLETED"

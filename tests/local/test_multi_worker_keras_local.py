@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pedl.engine import ExperimentState, TrialState
 from pedl.local import ExperimentSummary, LocalExperiment
+from pedl.vocabulary import ExperimentState, TrialState
+from tests.waits import scaled
 
 pytestmark = pytest.mark.slow
 
@@ -113,7 +114,7 @@ def test_a_local_keras_trial_whose_worker_is_killed_restarts_and_completes(
     def kill_rank_1() -> None:
         """SIGKILL this run's rank 1 once the trial has a checkpoint."""
         checkpoints = tmp_path / "runs" / "exp-1" / "checkpoints"
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + scaled(120)
         while not killed and time.monotonic() < deadline:
             if checkpoints.is_dir() and any(checkpoints.iterdir()):
                 for environ in Path("/proc").glob("[0-9]*/environ"):

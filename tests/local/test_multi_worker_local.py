@@ -1,6 +1,6 @@
 """Local mode runs a trial of ``slots_per_trial: 2`` as two ``python -m pedl.local.worker``
 processes (the chief, rank 0, and rank 1) started by the master's launcher
-(pedl.master.rm.Gang); a killed worker ends the attempt and the trial restarts from its
+(pedl.exec.Gang); a killed worker ends the attempt and the trial restarts from its
 checkpoint. The model is the framework-free one of tests/master/gang_model."""
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pedl.engine import ExperimentState, TrialState
 from pedl.local import LocalExperiment
+from pedl.vocabulary import ExperimentState, TrialState
+from tests.waits import scaled
 
 MODEL_DIR = Path(__file__).parent.parent / "master" / "gang_model"
 CONFIG = """
@@ -64,7 +65,7 @@ def test_a_killed_local_worker_restarts_the_trial_from_its_checkpoint(
     def kill_rank_1() -> None:
         """SIGKILL the rank-1 worker once the trial has a checkpoint."""
         checkpoints = run.directory / "checkpoints"
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while time.monotonic() < deadline:
             if checkpoints.is_dir() and any(checkpoints.iterdir()):
                 for path in Path("/proc").glob("[0-9]*/environ"):

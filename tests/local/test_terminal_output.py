@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pedl.master.rm._local import is_tf_noise
+from pedl._tf_noise import is_tf_noise
 from tests.failure_cases import CASES, CONFIG, MAX_RESTARTS
 
 

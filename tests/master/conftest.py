@@ -17,8 +17,9 @@ import psycopg
 import pytest
 from sqlalchemy import delete
 
+from pedl.db import Base, Database, workspaces
 from pedl.master import MasterSettings, create_app
-from pedl.master.db import Base, Database
+from tests.waits import scaled
 
 from .helpers import LiveServer, sign_in
 
@@ -89,6 +90,7 @@ def database(backend_url: str) -> Iterator[Database]:
     with db.session(write=True) as session:
         for table in reversed(Base.metadata.sorted_tables):
             session.execute(delete(table))
+        workspaces.ensure_defaults(session)  # as migrated: the default workspace and project
     try:
         yield db
     finally:
@@ -121,6 +123,6 @@ def client(
     """An HTTP client of the live master, signed in as ``admin``, whose database is empty
     (but for that account) at the start of the test."""
     with httpx.Client(
-        base_url=live_server.url + "/api/v1", timeout=30, headers=admin_headers
+        base_url=live_server.url + "/api/v1", timeout=scaled(30), headers=admin_headers
     ) as http:
         yield http

@@ -17,6 +17,7 @@ import httpx
 
 from pedl import model_def
 from tests.accounts import ADMIN, ADMIN_PASSWORD
+from tests.waits import scaled
 
 MODEL_DIR = Path(__file__).parent / "trial_model"
 TERMINAL = {"COMPLETED", "CANCELED", "ERROR"}
@@ -65,7 +66,7 @@ class MasterProcess:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
-        self.http = httpx.Client(base_url=self.url + "/api/v1", timeout=30)
+        self.http = httpx.Client(base_url=self.url + "/api/v1", timeout=scaled(30))
 
     def start(self) -> MasterProcess:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -92,7 +93,7 @@ class MasterProcess:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, self.log()
             try:
@@ -118,13 +119,13 @@ class MasterProcess:
     def sigkill(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
+        self.proc.wait(timeout=scaled(30))
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(timeout=30)
+                self.proc.wait(timeout=scaled(30))
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -171,8 +172,9 @@ def wait_for(
     timeout: float = 150,
     master: MasterProcess | None = None,
 ) -> dict[str, Any]:
-    """Poll until the experiment is in one of ``states``; fail with its trials' logs."""
-    deadline = time.monotonic() + timeout
+    """Poll until the experiment is in one of ``states`` (``timeout`` :func:`~tests.waits.scaled`);
+    fail with its trials' logs."""
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         body = experiment(http, experiment_id)
         if body["state"] in states:
@@ -193,7 +195,8 @@ def wait_for(
 def wait_trial(
     http: httpx.Client, trial_id: int, predicate: Any, *, timeout: float = 120
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
+    """Poll until ``predicate`` holds for the trial (``timeout`` :func:`~tests.waits.scaled`)."""
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         response = http.get(f"/trials/{trial_id}")
         body: dict[str, Any] = response.json()

@@ -16,12 +16,13 @@ from typing import Any
 import httpx
 import uvicorn
 
+from pedl.db import Database, NotFoundError
+from pedl.db import trials as trials_repo
+from pedl.db import users as users_repo
 from pedl.master import MasterSettings, create_app
-from pedl.master.db import Database, NotFoundError
-from pedl.master.db import trials as trials_repo
-from pedl.master.db import users as users_repo
 from tests.accounts import ADMIN, ADMIN_PASSWORD
 from tests.diagnostics import event_loop_tasks, thread_stacks
+from tests.waits import scaled
 
 CONFIG_YAML = """\
 name: mnist
@@ -37,10 +38,10 @@ searcher:
 """
 
 
-START_TIMEOUT_S = 120.0
+START_TIMEOUT_S = scaled(120.0)
 """How long an in-process master may take to start (migrations, orchestrator, read
 processes): seconds on an idle machine, but a test worker beside trial processes importing
-TensorFlow on two busy cores has been seen to need over 60."""
+TensorFlow on two busy cores has been seen to need over 60 (:func:`~tests.waits.scaled`)."""
 
 
 class LiveServer:
@@ -72,7 +73,7 @@ class LiveServer:
 
     def stop(self) -> None:
         self.server.should_exit = True
-        self.thread.join(timeout=20)
+        self.thread.join(timeout=scaled(20))
 
     def __enter__(self) -> LiveServer:
         self.start()

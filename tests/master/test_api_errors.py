@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from pedl.master.db import Database
-from pedl.master.db import checkpoints as checkpoints_repo
+from pedl.db import Database
+from pedl.db import checkpoints as checkpoints_repo
 
 from .helpers import bearer, create_experiment, create_trial, experiment_body
 
@@ -317,6 +317,9 @@ def test_every_openapi_route_answers(client: httpx.Client, database: Database) -
         "model": "some-model",
         "version": "1",
         "tensorboard_id": "0" * 32,
+        "workspace_id": "1",
+        "project_id": "1",
+        "user_id": "1",
     }
     unknown = {
         "experiment_id": "2147483000",
@@ -327,6 +330,9 @@ def test_every_openapi_route_answers(client: httpx.Client, database: Database) -
         "model": "no-such-model",
         "version": "2147483000",
         "tensorboard_id": "f" * 32,
+        "workspace_id": "2147483000",
+        "project_id": "2147483000",
+        "user_id": "2147483000",
     }
     for method, path in routes:
         assert path.startswith("/api/v1/")

@@ -15,14 +15,14 @@ import pytest
 
 from pedl.client import Client, PEDLError
 from pedl.config import ConfigWarning
-from pedl.engine import ExperimentState, TrialOutcome, TrialState
+from pedl.db import Database
+from pedl.db import checkpoints as checkpoints_repo
+from pedl.db import experiments as experiments_repo
+from pedl.db import trials as trials_repo
 from pedl.master.api._convert import TRIAL_PUBLIC_FIELDS
 from pedl.master.api._schemas import Page, TrialListItem, TrialPublic
-from pedl.master.db import Database
-from pedl.master.db import checkpoints as checkpoints_repo
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import trials as trials_repo
 from pedl.searcher import missing_optuna_requirements
+from pedl.vocabulary import ExperimentState, TrialOutcome, TrialState
 
 from .helpers import (
     CONFIG_YAML,
@@ -47,6 +47,9 @@ def test_create_from_yaml_and_read_back(client: httpx.Client) -> None:
     # Only the read counts the trials (the single searcher's one may exist by then).
     assert created.pop("trial_counts") is None
     counts = read.pop("trial_counts")
+    # And the config as submitted (tests/master/test_api_original_config.py).
+    assert created.pop("original_config") is None
+    assert read.pop("original_config") == CONFIG_YAML
     assert set(counts) <= {"ACTIVE"} and sum(counts.values()) <= 1, counts
     assert read == created
 
@@ -194,7 +197,7 @@ def test_create_refuses_a_searcher_pedl_cannot_run(client: httpx.Client) -> None
             "field": "config.searcher.name",
             "message": "Determined's removed 'adaptive_simple' searcher (now 'adaptive_asha') "
             "is not supported; use one of single, grid, random, adaptive_asha, async_halving, "
-            "tpe, gp, custom",
+            "tpe, nsga2, gp, pbt, custom",
             "line": 2,
         }
     ]
@@ -245,6 +248,7 @@ def test_create_refuses_an_impossible_batch_size_and_grid(client: httpx.Client) 
 def test_create_warns_once_about_ignored_determined_fields(client: httpx.Client) -> None:
     config = CONFIG_YAML + (
         "workspace: Uncategorized\n"
+        "project: Uncategorized\n"
         "bind_mounts: [{host_path: /data, container_path: /data}]\n"
         "environment: {image: determinedai/environments:py-3.11, environment_variables: [A=1]}\n"
         "resources: {resource_pool: default}\n"
@@ -253,7 +257,7 @@ def test_create_warns_once_about_ignored_determined_fields(client: httpx.Client)
     created = create_experiment(client, config=config)
     assert created["warnings"] == [
         "these config fields are accepted for compatibility with Determined and ignored by "
-        "PEDL: bind_mounts, environment.image, profiling, resources.resource_pool, workspace"
+        "PEDL: bind_mounts, environment.image, profiling, resources.resource_pool"
     ]
     assert "warnings" not in client.get(f"/experiments/{created['id']}").json()
     assert create_experiment(client)["warnings"] == []
@@ -263,10 +267,10 @@ def test_sdk_surfaces_the_warning_and_the_refusal(
     live_server: LiveServer, client: httpx.Client, tmp_path: Path
 ) -> None:
     (tmp_path / "model_def.py").write_text("class MyTrial:\n    pass\n")
-    config = CONFIG_YAML + "workspace: w\nbind_mounts: [{host_path: /a, container_path: /a}]\n"
+    config = CONFIG_YAML + "bind_mounts: [{host_path: /a, container_path: /a}]\n"
     expected = (
         "these config fields are accepted for compatibility with Determined and ignored by "
-        "PEDL: bind_mounts, workspace"
+        "PEDL: bind_mounts"
     )
     with Client(live_server.url) as sdk:
         with pytest.warns(ConfigWarning) as caught:
@@ -276,11 +280,11 @@ def test_sdk_surfaces_the_warning_and_the_refusal(
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             sdk.create_experiment(CONFIG_YAML, tmp_path)  # a clean config: no warning
-        removed = CONFIG_YAML.replace("name: single", "name: pbt")
+        removed = CONFIG_YAML.replace("name: single", "name: sync_halving")
         with pytest.raises(PEDLError) as info:
             sdk.create_experiment(removed, tmp_path)
         assert info.value.field == "config.searcher.name"
-        assert "Determined's 'pbt' searcher is not supported" in str(info.value)
+        assert "Determined's removed 'sync_halving' searcher" in str(info.value)
 
 
 def test_the_lean_trials_page_has_the_public_shape(

@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 
-from pedl.engine import ExperimentState, TrialState
-from pedl.master.db import Checkpoint, Database, SQLExperimentStore
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import trials as trials_repo
+from pedl.db import Checkpoint, Database, SQLExperimentStore
+from pedl.db import experiments as experiments_repo
+from pedl.db import trials as trials_repo
+from pedl.vocabulary import ExperimentState, TrialState
 
 from .helpers import LiveServer, bearer, create_experiment, create_trial, sign_in
 
@@ -154,6 +154,34 @@ def test_versions_keep_their_checkpoint(client: httpx.Client, database: Database
     # A trial created later (even under a reused id) does not list it.
     later = create_trial(database, create_experiment(client)["id"])
     assert client.get(f"/trials/{later[0]}/checkpoints").json()["total"] == 0
+
+
+def test_a_checkpoint_is_one_version_of_a_model(client: httpx.Client, database: Database) -> None:
+    """Registering a checkpoint a second time in the same model is refused (409, naming the
+    version that holds it); another model may hold it too."""
+    trial = create_trial(database, create_experiment(client)["id"])
+    ckpt, other = _checkpoint(client, trial, 10), _checkpoint(client, trial, 20)
+    for name in ("twice", "elsewhere"):
+        client.post("/models", json={"name": name})
+    assert client.post("/models/twice/versions", json={"checkpoint_uuid": other}).status_code == 201
+    first = client.post("/models/twice/versions", json={"checkpoint_uuid": ckpt})
+    assert first.status_code == 201 and first.json()["version"] == 2
+    again = _error(client.post("/models/twice/versions", json={"checkpoint_uuid": ckpt}), 409)
+    assert again["field"] == "checkpoint_uuid"
+    assert "already version 2 of model 'twice'" in again["message"], again
+    assert client.get("/models/twice").json()["num_versions"] == 2
+    elsewhere = client.post("/models/elsewhere/versions", json={"checkpoint_uuid": ckpt})
+    assert elsewhere.status_code == 201 and elsewhere.json()["version"] == 1
+    # What a checkpoints table marks: the versions holding each of its checkpoints.
+    free = _checkpoint(client, trial, 30)
+    held = client.get("/checkpoints/model-versions", params={"uuid": [ckpt, other, free]})
+    assert held.status_code == 200, held.text
+    assert held.json() == [
+        {"checkpoint_uuid": ckpt, "model_name": "elsewhere", "version": 1},
+        {"checkpoint_uuid": other, "model_name": "twice", "version": 1},
+        {"checkpoint_uuid": ckpt, "model_name": "twice", "version": 2},
+    ]
+    assert _error(client.get("/checkpoints/model-versions"), 422)["field"] == "query.uuid"
 
 
 def test_checkpoint_metadata_changes(

@@ -13,13 +13,14 @@ from typing import Any
 import httpx
 import pytest
 
-from pedl.engine import ExperimentState, TrialState
+from pedl.db import Database, Experiment, LogLine
+from pedl.db import logs as logs_repo
+from pedl.db import trials as trials_repo
+from pedl.db.search_history import ATTEMPT_EXITED, ATTEMPT_STARTED, MASTER_STREAM
 from pedl.master.api import visualization
 from pedl.master.api._importance import Importance, compute_importance
-from pedl.master.db import Database, Experiment, LogLine
-from pedl.master.db import logs as logs_repo
-from pedl.master.db import trials as trials_repo
-from pedl.master.db.search_history import ATTEMPT_EXITED, ATTEMPT_STARTED, MASTER_STREAM
+from pedl.vocabulary import ExperimentState, TrialState
+from tests.waits import scaled
 
 from .helpers import CONFIG_YAML, create_experiment, create_trial
 from .test_api_visualization import validations
@@ -42,7 +43,7 @@ def _set(database: Database, trial_id: int, **values: Any) -> None:
 def importance(client: httpx.Client, experiment_id: int) -> dict[str, Any]:
     """The importance once computed (the master computes it in the background: the first
     answers say ``ready: false``)."""
-    deadline = time.monotonic() + 120  # Optuna's first import, on a loaded machine
+    deadline = time.monotonic() + scaled(120)  # Optuna's first import, on a loaded machine
     while True:
         response = client.get(f"/experiments/{experiment_id}/importance")
         assert response.status_code == 200, response.text

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pedl.master.db import Database
+from pedl.db import Database
 
 from .helpers import bearer, create_experiment, create_trial
 

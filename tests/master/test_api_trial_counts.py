@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import httpx
 
-from pedl.engine import TrialState
-from pedl.master.db import Database
-from pedl.master.db import trials as trials_repo
+from pedl.db import Database
+from pedl.db import trials as trials_repo
+from pedl.vocabulary import TrialState
 
 from .helpers import create_experiment, create_trial
 

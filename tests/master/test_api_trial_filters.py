@@ -10,12 +10,12 @@ from typing import Any
 import httpx
 import pytest
 
-from pedl.engine import MetricKind, TrialState
-from pedl.master.db import Database, MetricRow
-from pedl.master.db import metrics as metrics_repo
-from pedl.master.db import trials as trials_repo
-from pedl.master.db._models import Experiment, Trial
-from pedl.master.db._types import utcnow
+from pedl.db import Database, MetricRow
+from pedl.db import metrics as metrics_repo
+from pedl.db import trials as trials_repo
+from pedl.db._models import Experiment, Trial
+from pedl.db._types import utcnow
+from pedl.vocabulary import MetricKind, TrialState
 
 from .helpers import CONFIG_YAML, create_experiment, create_trial
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from pedl.master.db import Database
+from pedl.db import Database
 
 from .helpers import bearer, create_experiment, create_trial
 

@@ -10,7 +10,8 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from pedl.master.db import Database, Metric, TrialLog
+from pedl.db import Database, Metric, TrialLog
+from tests.waits import scaled
 
 from .helpers import LiveServer, bearer, create_experiment, create_trial
 
@@ -170,7 +171,7 @@ def test_concurrent_reporting_loses_nothing(
     failures: list[str] = []
 
     def report(trial_id: int, token: str, offset: int) -> None:
-        with httpx.Client(base_url=live_server.url + "/api/v1", timeout=30) as http:
+        with httpx.Client(base_url=live_server.url + "/api/v1", timeout=scaled(30)) as http:
             for chunk in range(10):
                 start = offset + chunk * 100
                 response = http.post(

@@ -11,11 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
-from pedl.engine import MetricKind, TrialState
-from pedl.master.db import Database, MetricRow
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import metrics as metrics_repo
-from pedl.master.db import trials as trials_repo
+from pedl.db import Database, MetricRow
+from pedl.db import experiments as experiments_repo
+from pedl.db import metrics as metrics_repo
+from pedl.db import trials as trials_repo
+from pedl.vocabulary import MetricKind, TrialState
 
 from .helpers import CONFIG_YAML, bearer, create_experiment, create_trial
 
@@ -346,6 +346,59 @@ def test_series_in_epochs(client: httpx.Client, database: Database) -> None:
     assert response.status_code == 422 and response.json()["error"]["field"] == "x"
 
 
+def test_series_in_epochs_use_each_rows_stored_epochs(
+    client: httpx.Client, database: Database
+) -> None:
+    """x=epochs places a point at its row's stored total_epochs (a script's fit epochs, which
+    no config field gives: two fit stages of different batch sizes), without
+    records_per_epoch or global_batch_size; rows that stored none fall back to the config's
+    conversion, and without it the answer is 422 as before."""
+    experiment_id = create_experiment(client)["id"]  # no records_per_epoch
+    trial_id, _ = create_trial(database, experiment_id)
+    stages = [(8, 1.0, 0.9), (16, 2.0, 0.8), (20, 3.0, 0.7), (24, 4.0, 0.6)]
+    rows = [
+        MetricRow(MetricKind.VALIDATION, b, {"val_loss": v}, total_epochs=e) for b, e, v in stages
+    ]
+    with database.session(write=True) as session:
+        metrics_repo.upsert_metrics(session, trial_id, rows)
+    body = series(client, experiment_id, metric="val_loss", x="epochs")
+    assert body["x"] == "epochs"
+    assert body["trials"][0]["points"] == [[1.0, 0.9], [2.0, 0.8], [3.0, 0.7], [4.0, 0.6]]
+    cursor = body["cursor"]
+    newer = MetricRow(MetricKind.VALIDATION, 28, {"val_loss": 0.5}, total_epochs=5.0)
+    with database.session(write=True) as session:
+        metrics_repo.upsert_metrics(session, trial_id, [newer])
+    update = series(client, experiment_id, metric="val_loss", x="epochs", after=cursor)
+    assert update["trials"][0]["points"] == [[5.0, 0.5]]
+    quoted = [MetricRow(MetricKind.VALIDATION, 8, {'say "hi"': 0.25}, total_epochs=0.5)]
+    with database.session(write=True) as session:
+        metrics_repo.upsert_metrics(session, trial_id, quoted)
+    body = series(client, experiment_id, metric='say "hi"', x="epochs")
+    assert body["trials"][0]["points"] == [[0.5, 0.25]]
+
+    # Rows without stored epochs: converted with the config's records_per_epoch and the
+    # trial's global_batch_size where there are (as before), else 422 naming x.
+    config = CONFIG_YAML + "records_per_epoch: 1000\n"
+    config = config.replace("  lr: 0.1\n", "  lr: 0.1\n  global_batch_size: 50\n")
+    mixed = create_experiment(client, config=config)["id"]
+    other, _ = create_trial(database, mixed, hparams={"global_batch_size": 50})
+    rows = [
+        MetricRow(MetricKind.VALIDATION, 10, {"val_loss": 0.9}),
+        MetricRow(MetricKind.VALIDATION, 20, {"val_loss": 0.8}, total_epochs=7.0),
+    ]
+    with database.session(write=True) as session:
+        metrics_repo.upsert_metrics(session, other, rows)
+    body = series(client, mixed, metric="val_loss", x="epochs")
+    assert body["trials"][0]["points"] == [[0.5, 0.9], [7.0, 0.8]]
+    plain = create_experiment(client)["id"]
+    unknown, _ = create_trial(database, plain)
+    validations(database, unknown, [0.9])
+    response = client.get(
+        f"/experiments/{plain}/series", params={"metric": "val_loss", "x": "epochs"}
+    )
+    assert response.status_code == 422 and response.json()["error"]["field"] == "x"
+
+
 def test_series_metric_names_that_need_quoting(client: httpx.Client, database: Database) -> None:
     experiment_id = create_experiment(client)["id"]
     trial_id, _ = create_trial(database, experiment_id)
@@ -455,6 +508,7 @@ def test_cluster_lists_running_and_queued_trials(client: httpx.Client, database:
         "queued": [],
         "halted": None,
         "worker_exits": [],
+        "idle_workers": [],
     }
     experiment_id = create_experiment(
         client, config=CONFIG_YAML + "resources:\n  slots_per_trial: 2\n"

@@ -22,6 +22,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.waits import scaled
+
 from .e2e import (
     MasterProcess,
     create_experiment,
@@ -186,7 +188,7 @@ def test_master_sigkilled_mid_search_ends_like_the_undisturbed_run(
     again = MasterProcess(home)
     again.port = first.port  # same address, as after a restart
     again.url = first.url
-    again.http = httpx.Client(base_url=first.url + "/api/v1", timeout=30)
+    again.http = httpx.Client(base_url=first.url + "/api/v1", timeout=scaled(30))
     again.start()
     try:
         wait_for(again.http, experiment_id, {"COMPLETED"}, timeout=240, master=again)
@@ -202,7 +204,7 @@ def test_master_sigkilled_mid_search_ends_like_the_undisturbed_run(
 
 
 def _wait_trials(http: httpx.Client, experiment_id: int, count: int) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + scaled(120)
     while True:
         found = trials(http, experiment_id)
         if len(found) >= count:

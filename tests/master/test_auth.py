@@ -15,14 +15,15 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from pedl.engine import ExperimentState
+from pedl.db import Database, User, UserSession
+from pedl.db import checkpoints as checkpoints_repo
+from pedl.db import experiments as experiments_repo
 from pedl.master import MasterSettings, create_app
 from pedl.master._reads import ReadProcesses
 from pedl.master.api._auth import PUBLIC_PATHS
 from pedl.master.api._session_cookie import SESSION_COOKIE
-from pedl.master.db import Database, User, UserSession
-from pedl.master.db import checkpoints as checkpoints_repo
-from pedl.master.db import experiments as experiments_repo
+from pedl.vocabulary import ExperimentState
+from tests.waits import scaled
 
 from .helpers import (
     LiveServer,
@@ -39,7 +40,7 @@ PASSWORD = "correct horse battery"
 
 def _paths(client: httpx.Client) -> list[tuple[str, str, bool]]:
     """Every route in the OpenAPI schema: (method, path, is one of a trial's own)."""
-    spec = httpx.get(str(client.base_url.join("/openapi.json")), timeout=30)  # public
+    spec = httpx.get(str(client.base_url.join("/openapi.json")), timeout=scaled(30))  # public
     assert spec.status_code == 200
     routes = []
     for path, item in spec.json()["paths"].items():
@@ -66,11 +67,14 @@ def test_every_non_public_route_needs_a_token(client: httpx.Client, database: Da
         "{model}": "some-model",
         "{version}": "1",
         "{tensorboard_id}": "0" * 32,
+        "{workspace_id}": "1",
+        "{project_id}": "1",
+        "{user_id}": "1",
     }
     routes = _paths(client)
     assert len(routes) >= 30
     root = str(client.base_url.copy_with(path="/"))
-    with httpx.Client(base_url=root, timeout=30) as anonymous:
+    with httpx.Client(base_url=root, timeout=scaled(30)) as anonymous:
         checked = _check_every_route(anonymous, routes, values, client, trial_token)
         assert checked >= 25
         for public in ("/api/v1/health", "/openapi.json", "/docs", "/"):
@@ -112,7 +116,7 @@ def _check_every_route(
 
 def test_login_me_logout(client: httpx.Client, database: Database) -> None:
     sign_in(database, ALICE, PASSWORD, admin=False)
-    with httpx.Client(base_url=client.base_url, timeout=30) as anonymous:
+    with httpx.Client(base_url=client.base_url, timeout=scaled(30)) as anonymous:
         _login_me_logout(anonymous)
 
 
@@ -205,7 +209,7 @@ def test_a_trial_token_works_for_its_own_trial_only(
     first, second = (create_experiment(client)["id"] for _ in range(2))
     trial_a, token_a = create_trial(database, first)
     trial_b, _token_b = create_trial(database, second)
-    with httpx.Client(base_url=client.base_url, timeout=30, headers=bearer(token_a)) as api:
+    with httpx.Client(base_url=client.base_url, timeout=scaled(30), headers=bearer(token_a)) as api:
         _only_its_own(api, first, second, trial_a, trial_b)
 
 
@@ -270,12 +274,12 @@ def test_reads_forwarded_to_a_read_process_are_authenticated(
     server.start()
     headers = sign_in(database)
     try:
-        with httpx.Client(base_url=server.url + "/api/v1", timeout=60) as http:
+        with httpx.Client(base_url=server.url + "/api/v1", timeout=scaled(60)) as http:
             experiment_id = int(
                 http.post("/experiments", json=experiment_body(), headers=headers).json()["id"]
             )
             stats = app.state.read_forwarding
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + scaled(60)
             while stats.forwarded == 0 and time.monotonic() < deadline:
                 assert http.get("/experiments", headers=headers).status_code == 200
                 time.sleep(0.05)
@@ -309,9 +313,9 @@ def test_a_revoked_token_is_refused_at_once_though_a_read_process_cached_it(
     server.start()
     admin, alice, bob = sign_in(database), sign_in(database, ALICE), sign_in(database, BOB)
     try:
-        with httpx.Client(base_url=server.url + "/api/v1", timeout=60) as http:
+        with httpx.Client(base_url=server.url + "/api/v1", timeout=scaled(60)) as http:
             stats = app.state.read_forwarding
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + scaled(60)
             while stats.forwarded == 0 and time.monotonic() < deadline:
                 assert http.get("/experiments", headers=admin).status_code == 200
                 time.sleep(0.05)

@@ -16,12 +16,12 @@ import pytest
 from pydantic import TypeAdapter
 from sqlalchemy import Connection, func, select, text
 
-from pedl.core import MasterClient
+from pedl.db import Checkpoint, Database, Metric
+from pedl.db import metrics as metrics_repo
+from pedl.exec import MasterClient
 from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
 from pedl.master.api._schemas import MetricPublic
-from pedl.master.db import Checkpoint, Database, Metric
-from pedl.master.db import metrics as metrics_repo
 from tests.diagnostics import event_loop_tasks, thread_stacks
 
 from .e2e import free_port

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from sqlalchemy.dialects import postgresql
 
 from pedl.cli import cli
-from pedl.master.db import Database, Experiment, upgrade
+from pedl.db import Database, Experiment, upgrade
 
 from .helpers import LiveServer, create_experiment
 

@@ -22,6 +22,7 @@ from tests.master.e2e import (
     wait_for,
     wait_trial,
 )
+from tests.waits import scaled
 
 pytestmark = pytest.mark.slow
 
@@ -132,7 +133,7 @@ def test_a_killed_random_search_continued_reruns_only_its_unfinished_trials(
 
 def wait_trial_of(http: Any, experiment_id: int, *, request_id: str) -> dict[str, Any]:
     """The experiment's trial of ``request_id``, once the searcher has created it."""
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + scaled(120)
     while time.monotonic() < deadline:
         for trial in trials(http, experiment_id):
             if trial["request_id"] == request_id:

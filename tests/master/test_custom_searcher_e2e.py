@@ -19,8 +19,9 @@ from typing import Any
 import httpx
 import pytest
 
-from pedl.engine import ExperimentState
 from pedl.local import LocalExperiment
+from pedl.vocabulary import ExperimentState
+from tests.waits import scaled
 
 from .e2e import MasterProcess, create_experiment, metric_rows, trials, wait_for, wait_trial
 
@@ -54,7 +55,7 @@ def config(name: str, search_method: str | None = None, env: list[str] | None = 
 
 def gone(pid: int, timeout: float = 20.0) -> bool:
     """Whether process ``pid`` ends (or is a zombie) within ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while time.monotonic() < deadline:
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
@@ -137,7 +138,7 @@ def test_after_a_master_restart_the_search_is_replayed_into_a_new_process(
         config("custom-restart", "search:RandomSearchMethod", ["PEDL_TEST_SLEEP=0.5"]),
         MODEL_DIR,
     )
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + scaled(120)
     while len(found := trials(first.http, experiment_id)) < 2:
         assert time.monotonic() < deadline, found
         time.sleep(0.2)
@@ -151,7 +152,7 @@ def test_after_a_master_restart_the_search_is_replayed_into_a_new_process(
 
     second = MasterProcess(home)
     second.port, second.url = first.port, first.url
-    second.http = httpx.Client(base_url=first.url + "/api/v1", timeout=30)
+    second.http = httpx.Client(base_url=first.url + "/api/v1", timeout=scaled(30))
     second.start()
     try:
         wait_for(second.http, experiment_id, {"COMPLETED"}, timeout=300, master=second)

@@ -22,6 +22,7 @@ import httpx
 from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
 from pedl.master.orchestrator import Orchestrator
+from tests.waits import scaled
 
 from .e2e import free_port
 from .helpers import LiveServer, make_archive, sign_in
@@ -39,7 +40,7 @@ FULL = 1 << 62
 
 
 def _wait(condition: Callable[[], Any], what: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while not (value := condition()):
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.1)
@@ -76,7 +77,7 @@ def test_a_full_disk_queues_trials_with_a_reason_and_spends_no_restart(
         with (
             LiveServer(app, port=port) as server,
             httpx.Client(
-                base_url=server.url + "/api/v1", timeout=30, headers=sign_in(database)
+                base_url=server.url + "/api/v1", timeout=scaled(30), headers=sign_in(database)
             ) as http,
         ):
             archive = base64.b64encode(make_archive(SLEEPING_MODEL)).decode()

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from pedl import model_def
 from pedl.cli import cli
-from pedl.engine import TrialError
+from pedl.vocabulary import TrialError
 from tests.failure_cases import (
     CASES,
     CONFIG,

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.waits import scaled
+
 CHECK = """
 import sys
 from pathlib import Path
@@ -23,6 +25,6 @@ def test_master_does_not_import_tensorflow(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     assert result.stdout.strip() == ""

@@ -20,6 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.waits import scaled
+
 from .e2e import MasterProcess, create_experiment, metric_rows, trials, wait_for
 
 # Alone (make test runs the serial tests after the parallel run): 200 readers on 2 cores
@@ -104,12 +106,12 @@ async def hammer(master: MasterProcess, experiment_id: int, tally: Tally) -> dic
     limits = httpx.Limits(max_connections=READERS, max_keepalive_connections=READERS)
     signed_in = {"Authorization": master.http.headers["Authorization"]}
     async with httpx.AsyncClient(
-        base_url=master.url + "/api/v1", timeout=60, limits=limits, headers=signed_in
+        base_url=master.url + "/api/v1", timeout=scaled(60), limits=limits, headers=signed_in
     ) as http:
         tasks = [
             asyncio.create_task(reader(http, experiment_id, n, done, tally)) for n in range(READERS)
         ]
-        deadline = time.monotonic() + 150
+        deadline = time.monotonic() + scaled(150)
         state: dict[str, Any] = {}
         while time.monotonic() < deadline:
             await asyncio.sleep(0.5)

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from pedl.master.db import Database
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import logs as logs_repo
+from pedl.db import Database
+from pedl.db import experiments as experiments_repo
+from pedl.db import logs as logs_repo
 from pedl.master.orchestrator import TrialLogWriter
 from pedl.master.rm import LocalResourceManager, TrialLaunch
+from tests.waits import scaled
 
 from .helpers import create_trial, make_archive
 
@@ -63,7 +64,7 @@ def test_runs_children_ships_output_and_reports_exits(fake_python: str) -> None:
     assert rm.total_slots == 3 and not rm.uses_gpus
     rm.start(launch(1))
     rm.start(launch(2, FAKE_EXIT="7"))
-    exits = {rec.exits.get(timeout=20), rec.exits.get(timeout=20)}
+    exits = {rec.exits.get(timeout=scaled(20)), rec.exits.get(timeout=scaled(20))}
     assert exits == {(1, 0), (2, 7)}
     assert rm.running() == set()
     out = rec.lines[1]
@@ -84,7 +85,7 @@ def test_kill_takes_the_process_group_down_now(fake_python: str) -> None:
     assert rm.running() == {5}
     started = time.monotonic()
     rm.kill(5)
-    assert rec.exits.get(timeout=10) == (5, -9)
+    assert rec.exits.get(timeout=scaled(10)) == (5, -9)
     assert time.monotonic() - started < 5
     rm.kill(5)  # no-op once gone
 
@@ -99,9 +100,9 @@ def test_gpu_slots_are_handed_out_and_returned(fake_python: str) -> None:
     with pytest.raises(RuntimeError, match="needs 1 GPUs, 0 are free"):
         rm.start(TrialLaunch(2, "http://x", "t", 1))
     rm.shutdown()
-    assert rec.exits.get(timeout=10) == (1, -9)
+    assert rec.exits.get(timeout=scaled(10)) == (1, -9)
     rm.start(TrialLaunch(3, "http://x", "t", 1))
-    assert rec.exits.get(timeout=10) == (3, 0)
+    assert rec.exits.get(timeout=scaled(10)) == (3, 0)
 
 
 def test_log_writer_numbers_continue_across_writers(tmp_path: Path) -> None:
@@ -180,7 +181,7 @@ def run(
 ) -> tuple[int, int]:
     """Start a trial of the experiment and wait for its exit: its status, its worker's pid."""
     rm.start(TrialLaunch(trial_id, "http://x", f"tok{trial_id}", 1, env, experiment_id))
-    exited = rec.exits.get(timeout=20)
+    exited = rec.exits.get(timeout=scaled(20))
     assert exited[0] == trial_id
     pids = [
         m.split(" in ")[1] for s, m in rec.lines[trial_id] if m.startswith(f"trial {trial_id} in ")
@@ -251,7 +252,7 @@ def test_a_worker_whose_trial_failed_or_was_killed_is_not_reused(fake_worker: st
         rm.start(TrialLaunch(4, "http://x", "tok4", 1, env, 7))
         time.sleep(0.5)
         rm.kill(4)
-        assert rec.exits.get(timeout=10) == (4, -9)
+        assert rec.exits.get(timeout=scaled(10)) == (4, -9)
         assert gone(third)
         assert run(rm, rec, 5, 7, **env)[1] != third
     finally:
@@ -263,7 +264,7 @@ def test_idle_workers_are_retired(fake_worker: str) -> None:
     rm = warm_rm(rec, fake_worker, worker_idle_seconds=0.2)
     try:
         pid = run(rm, rec, 1, 7)[1]
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + scaled(10)
         while not gone(pid):
             assert time.monotonic() < deadline
             time.sleep(0.05)
@@ -286,7 +287,7 @@ def started(path: Path) -> list[int]:
 
 
 def wait_until(condition: Any, what: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while not condition():
         assert time.monotonic() < deadline, what
         time.sleep(0.05)
@@ -399,14 +400,14 @@ def test_a_multi_worker_trial_gives_each_worker_one_gpu_of_its_own(tmp_path: Pat
         with pytest.raises(RuntimeError, match="needs 4 GPUs, 3 are free"):
             rm.start(TrialLaunch(9, "http://127.0.0.1:1", "tok9", 4, {}))
         rm.start(TrialLaunch(7, "http://127.0.0.1:1", "tok7", 2, {}))
-        assert rec.exits.get(timeout=20) == (7, 0), rec.lines
+        assert rec.exits.get(timeout=scaled(20)) == (7, 0), rec.lines
         out = sorted(m for s, m in rec.lines[7] if s == "stdout")
         assert out == [
             "rank=0 size=2 gpus=0 token=tok7",
             "rank=1 size=2 gpus=1 token=tok7",
         ]
         rm.start(TrialLaunch(8, "http://127.0.0.1:1", "tok8", 3, {}))  # all GPUs free again
-        assert rec.exits.get(timeout=20) == (8, 0), rec.lines
+        assert rec.exits.get(timeout=scaled(20)) == (8, 0), rec.lines
     finally:
         rm.shutdown()
 
@@ -421,7 +422,7 @@ def test_a_failed_worker_is_the_attempt_s_exit_and_its_cause(tmp_path: Path) -> 
     )
     try:
         rm.start(TrialLaunch(3, "http://127.0.0.1:1", "tok3", 2, {"EXIT_1": "3"}))
-        assert rec.exits.get(timeout=20) == (3, 3), rec.lines
+        assert rec.exits.get(timeout=scaled(20)) == (3, 3), rec.lines
         assert rm.exit_cause(3) == "rank 1 failed (exit code 3)"
         assert rm.exit_cause(3) is None  # once
         assert any("the attempt ended: rank 1 failed" in m for _s, m in rec.lines[3])

@@ -14,10 +14,11 @@ import pytest
 from argon2 import PasswordHasher, extract_parameters
 from sqlalchemy import select
 
+from pedl.db import Database, User
+from pedl.db import users as users_repo
 from pedl.master import MasterSettings
-from pedl.master.db import Database, User
-from pedl.master.db import users as users_repo
 from tests.master.helpers import add_user, served_master
+from tests.waits import scaled
 
 PASSWORD = "correct horse battery"
 
@@ -32,7 +33,7 @@ def master(tmp_path: Path) -> Iterator[_Master]:
     settings = MasterSettings(home=tmp_path / "home")
     with served_master(settings) as (server, database):
         add_user(database, "alice", PASSWORD)
-        with httpx.Client(base_url=server.url + "/api/v1", timeout=60) as http:
+        with httpx.Client(base_url=server.url + "/api/v1", timeout=scaled(60)) as http:
             yield _Master(http, database, Path(settings.db_url.removeprefix("sqlite:///")))
 
 

@@ -6,7 +6,7 @@ after a few concurrent 60 MB creates, up to a pool's worth of archives after mor
 
 - SQLite's statements keep their bound values until bound again, and the ``sqlite3`` module
   caches each connection's statements: each pooled connection that inserted an archive held
-  a copy of it (:func:`pedl.master.db._engine._forget_large_binds` closes such a connection
+  a copy of it (:func:`pedl.db._engine._forget_large_binds` closes such a connection
   when it returns to the pool);
 - the experiment and its model definition refer to each other, so the archive waited for a
   full collection of the garbage collector (``create_experiment`` lets the written archive
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine, text
 
-from pedl.master.db import Database, experiments, make_engine
-from pedl.master.db._engine import SQLITE_LARGE_BIND_BYTES
+from pedl.db import Database, experiments, make_engine
+from pedl.db._engine import SQLITE_LARGE_BIND_BYTES
 
 from .helpers import make_archive
 

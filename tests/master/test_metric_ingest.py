@@ -11,8 +11,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from pedl.engine import MetricKind
-from pedl.master.db import (
+from pedl.db import (
     Database,
     IngestUnavailableError,
     Metric,
@@ -21,6 +20,8 @@ from pedl.master.db import (
     NotFoundError,
     TrialTokenError,
 )
+from pedl.vocabulary import MetricKind
+from tests.waits import scaled
 
 from .helpers import bearer, create_experiment, create_trial
 
@@ -53,7 +54,7 @@ def test_concurrent_posts_are_stored_once_and_visible_when_answered(
 
     def worker(worker_id: int) -> None:
         trial_id, token = trials[worker_id % len(trials)]
-        with httpx.Client(base_url=str(client.base_url), timeout=30) as http:
+        with httpx.Client(base_url=str(client.base_url), timeout=scaled(30)) as http:
             for i in range(per_thread):
                 # Distinct keys per (worker, request); i + 1 of them, the first one sent twice.
                 base = (worker_id * per_thread + i) * 100
@@ -77,7 +78,7 @@ def test_concurrent_posts_are_stored_once_and_visible_when_answered(
     for thread in pool:
         thread.start()
     for thread in pool:
-        thread.join(timeout=60)
+        thread.join(timeout=scaled(60))
     assert failures == []
     for trial_id, batches in expected.items():
         assert _count(database, trial_id) == len(batches) > 0
@@ -99,10 +100,10 @@ def test_unknown_trial_in_a_batch_fails_alone(client: httpx.Client, database: Da
     ]
     ingestor.start()
     try:
-        assert futures[0].result(timeout=30) == 3
+        assert futures[0].result(timeout=scaled(30)) == 3
         with pytest.raises(NotFoundError):
-            futures[1].result(timeout=30)
-        assert futures[2].result(timeout=30) == 2
+            futures[1].result(timeout=scaled(30))
+        assert futures[2].result(timeout=scaled(30)) == 2
     finally:
         ingestor.stop()
     assert (_count(database, first), _count(database, second)) == (3, 2)
@@ -116,10 +117,10 @@ def test_a_failing_request_is_retried_alone(client: httpx.Client, database: Data
     later = ingestor.submit(other, _rows([40]))
     ingestor.start()
     try:
-        assert good.result(timeout=30) == 2
+        assert good.result(timeout=scaled(30)) == 2
         with pytest.raises(ValueError):
-            bad.result(timeout=30)
-        assert later.result(timeout=30) == 1
+            bad.result(timeout=scaled(30))
+        assert later.result(timeout=scaled(30)) == 1
     finally:
         ingestor.stop()
     assert (_count(database, trial_id), _count(database, other)) == (2, 1)
@@ -166,11 +167,11 @@ def test_tokens_are_checked_in_the_batch(client: httpx.Client, database: Databas
     unknown = ingestor.submit(987_654, _rows([4]), token=second_token)
     ingestor.start()
     try:
-        assert good.result(timeout=30) == 1
+        assert good.result(timeout=scaled(30)) == 1
         owners = []
         for future in (foreign, bogus, unknown):
             with pytest.raises(TrialTokenError) as caught:
-                future.result(timeout=30)
+                future.result(timeout=scaled(30))
             owners.append(caught.value.owner)
         assert owners == [second, None, second]
     finally:

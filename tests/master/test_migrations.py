@@ -11,7 +11,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import event, inspect, text
 
-from pedl.master.db import Base, Database, _migrate, current_revision, head_revision
+from pedl.db import Base, Database, _migrate, current_revision, head_revision
+from tests.waits import scaled
 
 
 def test_upgrade_empty_database_then_again(fresh_db_url: str) -> None:
@@ -120,7 +121,7 @@ def test_an_upgrade_waits_for_a_slow_one_in_the_same_process(
     first = threading.Thread(target=migrate, args=(slow,))
     first.start()
     try:
-        assert in_ddl.wait(30)
+        assert in_ddl.wait(scaled(30))
         migrate(other)  # waits well past ALEMBIC_LOCK_WARN_S
         first.join(60)
         assert errors == []

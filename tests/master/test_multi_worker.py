@@ -28,6 +28,7 @@ from pedl.client import Client
 from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
 from pedl.master.orchestrator import Orchestrator
+from tests.waits import scaled
 
 from .e2e import free_port
 from .helpers import LiveServer, sign_in
@@ -44,7 +45,7 @@ max_restarts: {max_restarts}
 
 
 def _wait(condition: Callable[[], Any], what: str, timeout: float = 90) -> Any:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while not (value := condition()):
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.1)
@@ -71,7 +72,7 @@ def _master(
         with (
             LiveServer(app, port=port) as server,
             httpx.Client(
-                base_url=server.url + "/api/v1", timeout=30, headers=sign_in(database)
+                base_url=server.url + "/api/v1", timeout=scaled(30), headers=sign_in(database)
             ) as http,
         ):
             yield http

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from pedl.storage import TORN_UPLOAD_GRACE_SECONDS
+from tests.waits import scaled
 
 from .e2e import (
     MasterProcess,
@@ -274,7 +275,7 @@ def test_master_sigkilled_at_seeded_random_moments_gives_the_same_results(
             again = MasterProcess(home)
             again.port = master.port  # same address, as after a restart
             again.url = master.url
-            again.http = httpx.Client(base_url=master.url + "/api/v1", timeout=30)
+            again.http = httpx.Client(base_url=master.url + "/api/v1", timeout=scaled(30))
             master = again.start()
         wait_for(master.http, experiment_id, {"COMPLETED"}, timeout=240, master=master)
         got = results(master, experiment_id)
@@ -288,7 +289,7 @@ def test_master_sigkilled_at_seeded_random_moments_gives_the_same_results(
 
 def _wait_rows(master: MasterProcess, experiment_id: int, count: int, context: str) -> None:
     """Poll until the experiment's trials have reported at least ``count`` metric rows."""
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + scaled(120)
     while True:
         found = sum(
             len(metric_rows(master.http, trial["id"]))
@@ -301,7 +302,7 @@ def _wait_rows(master: MasterProcess, experiment_id: int, count: int, context: s
 
 
 def _wait_trials(http: httpx.Client, experiment_id: int, count: int) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while True:
         found = trials(http, experiment_id)
         if len(found) >= count:

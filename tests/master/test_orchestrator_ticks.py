@@ -15,6 +15,7 @@ from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
 from pedl.master.orchestrator import Orchestrator
 from pedl.master.orchestrator._orchestrator import TICK_SECONDS
+from tests.waits import scaled
 
 from .e2e import free_port
 from .helpers import LiveServer, make_archive, sign_in
@@ -62,7 +63,7 @@ def test_the_loop_idles_while_trials_wait_for_a_slot(
         with (
             LiveServer(app, port=port) as server,
             httpx.Client(
-                base_url=server.url + "/api/v1", timeout=30, headers=sign_in(database)
+                base_url=server.url + "/api/v1", timeout=scaled(30), headers=sign_in(database)
             ) as http,
         ):
             archive = base64.b64encode(make_archive(SLEEPING_MODEL)).decode()
@@ -71,7 +72,7 @@ def test_the_loop_idles_while_trials_wait_for_a_slot(
             )
             assert response.status_code == 201, response.text
             experiment_id = response.json()["id"]
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + scaled(60)
             while True:
                 items = http.get(f"/experiments/{experiment_id}/trials").json()["items"]
                 states = sorted(t["state"] for t in items)

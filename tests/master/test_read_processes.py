@@ -20,10 +20,11 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from pedl.db import Database
 from pedl.master import MasterSettings, create_app
 from pedl.master._reads import ReadProcesses
 from pedl.master.api._forward import Forwarding
-from pedl.master.db import Database
+from tests.waits import scaled
 
 from .e2e import MasterProcess
 from .helpers import LiveServer, bearer, create_experiment, create_trial
@@ -45,7 +46,7 @@ class ReadsMaster:
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
@@ -64,7 +65,7 @@ def reads_master(
     server.start()
     try:
         with httpx.Client(
-            base_url=server.url + "/api/v1", timeout=60, headers=admin_headers
+            base_url=server.url + "/api/v1", timeout=scaled(60), headers=admin_headers
         ) as http:
             master = ReadsMaster(http, app, reads)
 
@@ -184,7 +185,7 @@ def test_a_read_process_app_serves_only_the_reads(
     server.start()
     try:
         with httpx.Client(
-            base_url=server.url + "/api/v1", timeout=30, headers=admin_headers
+            base_url=server.url + "/api/v1", timeout=scaled(30), headers=admin_headers
         ) as http:
             assert http.get("/experiments").status_code == 200
             assert http.get("/health").status_code == 200

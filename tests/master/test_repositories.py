@@ -10,15 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import func, select
 
-from pedl.engine import (
-    CheckpointState,
-    ExperimentAction,
-    ExperimentState,
-    IllegalTransitionError,
-    MetricKind,
-    TrialState,
-)
-from pedl.master.db import (
+from pedl.db import (
     Checkpoint,
     ConflictError,
     Database,
@@ -35,6 +27,14 @@ from pedl.master.db import (
     metrics,
     searcher,
     trials,
+)
+from pedl.vocabulary import (
+    CheckpointState,
+    ExperimentAction,
+    ExperimentState,
+    IllegalTransitionError,
+    MetricKind,
+    TrialState,
 )
 
 from .helpers import make_archive

@@ -9,8 +9,8 @@ import anyio.to_thread
 import pytest
 from sqlalchemy import select
 
+from pedl.db import Database, User
 from pedl.master.api._deps import write_session
-from pedl.master.db import Database, User
 
 
 def test_a_cancelled_request_rolls_back_and_returns_its_connection(database: Database) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pedl.master.rm import LocalResourceManager, ResourceManager, TrialLaunch
+from tests.waits import scaled
 
 FAKE_TRIAL = """#!/bin/bash
 read -r token <&"$PEDL_TRIAL_TOKEN_FD"
@@ -48,7 +49,7 @@ class Recorder:
         return [line[1] for line in self.lines.get(trial_id, []) if line[0] == stream]
 
     def wait_for(self, trial_id: int, text: str, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while text not in self.texts(trial_id, "stdout"):
             assert time.monotonic() < deadline, f"no {text!r} from trial {trial_id}"
             time.sleep(0.1)
@@ -84,7 +85,7 @@ def made(
         address = request.getfixturevalue("ray_address")
         rm = RayResourceManager(address=address, on_exit=rec.on_exit, log_sink=rec.sink)
         assert rm.wait_connected(60)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while rm.total_slots < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
     try:
@@ -117,9 +118,9 @@ def test_each_outcome_reaches_the_exit_handler_once_after_the_output(
     rm, rec = made
     rm.start(launch(1, fake_python))
     rm.start(launch(2, fake_python, FAKE_EXIT="7"))
-    first = {rec.exits.get(timeout=90), rec.exits.get(timeout=90)}
+    first = {rec.exits.get(timeout=scaled(90)), rec.exits.get(timeout=scaled(90))}
     rm.start(launch(3, fake_python, FAKE_MODE="signal"))
-    assert rec.exits.get(timeout=90) == (3, -15)
+    assert rec.exits.get(timeout=scaled(90)) == (3, -15)
     assert first == {(1, 0), (2, 7)}
     assert rec.exits.empty()
     assert rm.running() == set()
@@ -132,7 +133,7 @@ def test_each_outcome_reaches_the_exit_handler_once_after_the_output(
         rm.start(launch(4, fake_python, FAKE_MODE="sleep"))
         rm.start(launch(4, fake_python, FAKE_MODE="sleep"))
     rm.kill(4)
-    assert rec.exits.get(timeout=60) == (4, -9)
+    assert rec.exits.get(timeout=scaled(60)) == (4, -9)
 
 
 def test_kill_ends_the_trial_now(made: tuple[ResourceManager, Recorder], fake_python: str) -> None:
@@ -142,7 +143,7 @@ def test_kill_ends_the_trial_now(made: tuple[ResourceManager, Recorder], fake_py
     rec.wait_for(5, "started")
     began = time.monotonic()
     rm.kill(5)
-    assert rec.exits.get(timeout=30) == (5, -9)
+    assert rec.exits.get(timeout=scaled(30)) == (5, -9)
     assert time.monotonic() - began < 20
     assert rm.running() == set()
     rm.kill(5)  # a no-op once it ended
@@ -154,7 +155,7 @@ def test_a_gang_of_two_workers_starts_together_and_ends_as_one(
 ) -> None:
     rm, rec = made
     rm.start(launch(11, fake_python, slots=2))
-    assert rec.exits.get(timeout=90) == (11, 0)
+    assert rec.exits.get(timeout=scaled(90)) == (11, 0)
     by_rank = {
         rank: [(stream, text) for stream, text, rank_of in rec.lines[11] if rank_of == rank]
         for rank in (0, 1)
@@ -170,7 +171,7 @@ def test_a_gang_of_two_workers_starts_together_and_ends_as_one(
         assert ("stderr", "to stderr") in lines
     # a worker that fails ends the attempt with its status; the chief is stopped
     rm.start(launch(12, fake_python, slots=2, FAKE_MODE="rank1fails"))
-    assert rec.exits.get(timeout=90) == (12, 3)
+    assert rec.exits.get(timeout=scaled(90)) == (12, 3)
     said = " ".join(text for stream, text, *_ in rec.lines[12] if stream == "master")
     assert "rank 1 failed (exit code 3)" in said, rec.lines[12]
     assert rm.running() == set()

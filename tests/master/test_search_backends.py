@@ -27,6 +27,7 @@ from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
 from pedl.master.orchestrator import Orchestrator
 from pedl.searcher import NewTrial, SearcherRunner, make_search_method, missing_optuna_requirements
+from tests.waits import scaled
 
 from .conftest import _create_pg_database, _drop_pg_database
 from .e2e import free_port
@@ -106,7 +107,9 @@ def search_on(db_url: str, home: Path) -> dict[str, list[tuple[int, int, dict[st
         with (
             LiveServer(create_app(settings, database=database, orchestrator=orchestrator), port),
             httpx.Client(
-                base_url=f"http://127.0.0.1:{port}/api/v1", timeout=30, headers=sign_in(database)
+                base_url=f"http://127.0.0.1:{port}/api/v1",
+                timeout=scaled(30),
+                headers=sign_in(database),
             ) as http,
         ):
             ids = {}

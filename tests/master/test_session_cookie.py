@@ -14,13 +14,14 @@ from http.cookies import SimpleCookie
 
 import httpx
 
+from pedl.db import Database
 from pedl.master.api._session_cookie import (
     CSRF_COOKIE,
     CSRF_HEADER,
     SESSION_COOKIE,
     csrf_token,
 )
-from pedl.master.db import Database
+from tests.waits import scaled
 
 from .helpers import add_user, bearer, experiment_body
 
@@ -46,7 +47,7 @@ def test_sign_in_sets_the_session_and_csrf_cookies(
     client: httpx.Client, database: Database
 ) -> None:
     add_user(database, ALICE, PASSWORD)
-    with httpx.Client(base_url=client.base_url, timeout=30) as browser:
+    with httpx.Client(base_url=client.base_url, timeout=scaled(30)) as browser:
         answer = _login(browser)
         token = answer.json()["token"]
         lifetime = (
@@ -73,7 +74,7 @@ def test_the_cookie_signs_in_and_writes_need_the_csrf_header(
     client: httpx.Client, database: Database
 ) -> None:
     add_user(database, ALICE, PASSWORD)
-    with httpx.Client(base_url=client.base_url, timeout=30) as browser:
+    with httpx.Client(base_url=client.base_url, timeout=scaled(30)) as browser:
         _login(browser)  # the client keeps the cookies, as a browser does
         csrf = browser.cookies[CSRF_COOKIE]
         assert browser.get("/me").json()["username"] == ALICE
@@ -110,7 +111,7 @@ def test_a_cookie_write_without_csrf_is_refused_before_its_body(
     client: httpx.Client, database: Database
 ) -> None:
     add_user(database, ALICE, PASSWORD)
-    with httpx.Client(base_url=client.base_url, timeout=30) as browser:
+    with httpx.Client(base_url=client.base_url, timeout=scaled(30)) as browser:
         token = _login(browser).json()["token"]
     port = client.base_url.port
     assert port is not None
@@ -126,7 +127,7 @@ def test_a_cookie_write_without_csrf_is_refused_before_its_body(
             f"Content-Length: {125 << 20}\r\nContent-Type: application/json\r\n"
             f"Cookie: {cookies}\r\n\r\n"
         )
-        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        with socket.create_connection(("127.0.0.1", port), timeout=scaled(30)) as sock:
             sock.sendall(head.encode())
             answer = b""
             while b"\r\n\r\n" not in answer:
@@ -141,7 +142,7 @@ def test_sign_out_revokes_the_token_and_clears_the_cookies(
     client: httpx.Client, database: Database
 ) -> None:
     add_user(database, ALICE, PASSWORD)
-    with httpx.Client(base_url=client.base_url, timeout=30) as browser:
+    with httpx.Client(base_url=client.base_url, timeout=scaled(30)) as browser:
         token = _login(browser).json()["token"]
         csrf = browser.cookies[CSRF_COOKIE]
         assert browser.post("/auth/logout").status_code == 403  # no CSRF header
@@ -154,7 +155,7 @@ def test_sign_out_revokes_the_token_and_clears_the_cookies(
         assert SESSION_COOKIE not in browser.cookies
     # The token itself is revoked: the cookie kept by a browser that ignored the clearing,
     # and the same token as a bearer, are refused.
-    with httpx.Client(base_url=client.base_url, timeout=30) as stale:
+    with httpx.Client(base_url=client.base_url, timeout=scaled(30)) as stale:
         stale.cookies.set(SESSION_COOKIE, token)
         assert stale.get("/me").status_code == 401
         assert stale.get("/me", headers=bearer(token)).status_code == 401

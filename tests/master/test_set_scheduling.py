@@ -14,6 +14,7 @@ import httpx
 from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
 from pedl.master.orchestrator import Orchestrator
+from tests.waits import scaled
 
 from .e2e import free_port
 from .helpers import LiveServer, make_archive, sign_in
@@ -49,7 +50,7 @@ def test_max_slots_and_priority_act_at_once(tmp_path: Path) -> None:
         with (
             LiveServer(app, port=port) as server,
             httpx.Client(
-                base_url=server.url + "/api/v1", timeout=30, headers=sign_in(database)
+                base_url=server.url + "/api/v1", timeout=scaled(30), headers=sign_in(database)
             ) as http,
         ):
 
@@ -66,7 +67,7 @@ def test_max_slots_and_priority_act_at_once(tmp_path: Path) -> None:
                 return [t["state"] for t in items]
 
             def until(check: Callable[[], bool], what: str) -> None:
-                deadline = time.monotonic() + 60
+                deadline = time.monotonic() + scaled(60)
                 while not check():
                     assert time.monotonic() < deadline, what
                     time.sleep(0.1)

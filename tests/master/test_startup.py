@@ -11,6 +11,7 @@ import pydantic
 import pytest
 
 from pedl.master import MasterSettings, create_app
+from tests.waits import scaled
 
 from .helpers import LiveServer
 
@@ -28,7 +29,7 @@ def test_the_first_request_builds_no_schema_on_the_event_loop(
 
     with LiveServer(create_app(settings)) as server:
         monkeypatch.setattr(pydantic.TypeAdapter, "__init__", counting_init)
-        with httpx.Client(base_url=server.url, timeout=30) as http:
+        with httpx.Client(base_url=server.url, timeout=scaled(30)) as http:
             assert http.get("/api/v1/health").status_code == 200
             assert http.get("/api/v1/experiments").status_code == 401  # routed, not signed in
             assert http.get("/openapi.json").status_code == 200

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pedl.engine import (
+from pedl.vocabulary import (
     EXPERIMENT_TRANSITIONS,
     TRIAL_TRANSITIONS,
     ExperimentAction,

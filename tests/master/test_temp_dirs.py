@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from pedl.master._temp_dirs import master_temp_dir, remove_dead_owners_dirs
+from tests.waits import scaled
 
 from .e2e import MasterProcess
 
@@ -40,7 +41,7 @@ def _has_socket(directory: Path, timeout_s: float = 60.0) -> bool:
     """Whether a read process's socket appears in ``directory`` within ``timeout_s``: the
     master answers its health check before its read processes have bound (on a loaded
     machine, seconds before)."""
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + scaled(timeout_s)
     while not any(directory.glob("*.sock")):
         if time.monotonic() > deadline:
             return False

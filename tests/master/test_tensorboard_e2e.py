@@ -9,6 +9,7 @@ the trials are a framework-free script (no TensorFlow)."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from click.testing import CliRunner
 
 from pedl.cli import cli
 from tests.master.e2e import MasterProcess, create_experiment, trials, wait_for
+from tests.waits import scaled
 
 pytestmark = pytest.mark.slow
 
@@ -49,7 +51,7 @@ def _tensorboard_processes(board_id: str) -> list[int]:
 
 
 def _wait(what: str, check: Any, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         value = check()
         if value:
@@ -121,8 +123,11 @@ def test_tensorboard_over_finished_and_running_experiments(
     assert f"{master.url}/tensorboard/{board_id}/" in output
     pids = _tensorboard_processes(board_id)
     assert len(pids) == 1, pids
+    # Its own output (det's `tensorboard logs`): the line that said where it serves.
+    assert re.search(r"TensorBoard \S+ at http://127\.0\.0\.1:\d+/", _cli(master, "logs", board_id))
+    assert len(http.get(f"/tensorboards/{board_id}/logs", params={"tail": 1}).json()) == 1
     base = f"/tensorboard/{board_id}"
-    signed_in = httpx.Client(base_url=master.url, headers=dict(http.headers), timeout=30)
+    signed_in = httpx.Client(base_url=master.url, headers=dict(http.headers), timeout=scaled(30))
 
     def scalars(trial: tuple[int, int], tag: str, sub: str = "") -> list[tuple[int, float]]:
         run = f"experiment_{trial[0]}/trial_{trial[1]}" + (f"/{sub}" if sub else "")
@@ -198,7 +203,9 @@ def test_tensorboard_over_finished_and_running_experiments(
     started = signed_in.post("/api/v1/tensorboards", json={"experiment_ids": [finished, running]})
     assert started.status_code == 201 and started.json()["id"] == board_id  # the same one
     cookie = started.cookies["pedl_tensorboard"]
-    page = httpx.get(f"{master.url}{base}/", cookies={"pedl_tensorboard": cookie}, timeout=30)
+    page = httpx.get(
+        f"{master.url}{base}/", cookies={"pedl_tensorboard": cookie}, timeout=scaled(30)
+    )
     assert page.status_code == 200 and "<html" in page.text.lower()
 
     signed_in.close()

@@ -14,8 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tensorboard.compat.proto import event_pb2
 
-from pedl.engine import MetricKind
-from pedl.master.db import Database
+from pedl.db import Database
 from pedl.master.tensorboard import (
     ScalarEventFile,
     TensorBoardError,
@@ -25,6 +24,7 @@ from pedl.master.tensorboard import (
     scalar_tag,
     scalars,
 )
+from pedl.vocabulary import MetricKind
 from tests.master.helpers import create_experiment, create_trial
 
 

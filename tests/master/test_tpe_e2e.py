@@ -13,6 +13,7 @@ import pytest
 
 import pedl.searcher
 from pedl.searcher import missing_optuna_requirements
+from tests.waits import scaled
 
 from .e2e import (
     MasterProcess,
@@ -135,12 +136,12 @@ def _restart(master: MasterProcess) -> MasterProcess:
     time.sleep(1.0)
     again = MasterProcess(master.home)
     again.port, again.url = master.port, master.url  # same address, as after a restart
-    again.http = httpx.Client(base_url=master.url + "/api/v1", timeout=30)
+    again.http = httpx.Client(base_url=master.url + "/api/v1", timeout=scaled(30))
     return again.start()
 
 
 def _wait_trials(http: httpx.Client, experiment_id: int, count: int) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + scaled(300)
     while True:
         found = trials(http, experiment_id)
         if len(found) >= count:

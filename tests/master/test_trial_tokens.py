@@ -26,13 +26,14 @@ from typing import Any
 import httpx
 import pytest
 
-from pedl.engine import MetricKind, TrialState
+from pedl.db import ConflictError, Database, MetricIngestor, MetricRow
+from pedl.db import trials as trials_repo
 from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
-from pedl.master.db import ConflictError, Database, MetricIngestor, MetricRow
-from pedl.master.db import trials as trials_repo
 from pedl.master.orchestrator import Orchestrator
 from pedl.master.rm import ExitHandler, LogSink, ResourceManager, TrialLaunch
+from pedl.vocabulary import MetricKind, TrialState
+from tests.waits import scaled
 
 from .e2e import free_port
 from .helpers import LiveServer, bearer, create_experiment, create_trial, make_archive, sign_in
@@ -50,7 +51,7 @@ max_restarts: 3
 """
 LENGTH = 10
 BEST = 0.9694
-TIMEOUT_S = 30.0
+TIMEOUT_S = scaled(30.0)
 
 Script = Callable[["Attempt"], int]
 """A trial attempt's "process": returns its exit status."""
@@ -112,7 +113,9 @@ class ThreadTrials(ResourceManager):
         returncode = 1
         try:
             with httpx.Client(
-                base_url=launch.master_url + "/api/v1", headers=bearer(launch.token), timeout=30
+                base_url=launch.master_url + "/api/v1",
+                headers=bearer(launch.token),
+                timeout=scaled(30),
             ) as api:
                 returncode = self._script(Attempt(launch, number, api, killed))
         except BaseException as err:  # the test's main thread reports it
@@ -138,7 +141,7 @@ class ThreadTrials(ResourceManager):
             for killed in self._running.values():
                 killed.set()
         for thread in self._threads:
-            thread.join(timeout=10)
+            thread.join(timeout=scaled(10))
 
     def tokens(self, trial_id: int) -> list[str]:
         """The tokens of the trial's attempts so far, oldest first."""
@@ -156,7 +159,9 @@ class Master:
     database: Database
 
     def as_trial(self, token: str) -> httpx.Client:
-        return httpx.Client(base_url=self.url + "/api/v1", headers=bearer(token), timeout=30)
+        return httpx.Client(
+            base_url=self.url + "/api/v1", headers=bearer(token), timeout=scaled(30)
+        )
 
     def create_experiment(self) -> int:
         """Create an experiment of :data:`CONFIG`; its id."""
@@ -213,7 +218,7 @@ def orchestrated_master(db_url: str, home: Path, script: Script) -> Iterator[Mas
         with (
             LiveServer(app, port=port) as server,
             httpx.Client(
-                base_url=server.url + "/api/v1", timeout=30, headers=sign_in(database)
+                base_url=server.url + "/api/v1", timeout=scaled(30), headers=sign_in(database)
             ) as http,
         ):
             yield Master(server.url, http, made[0], database)
@@ -355,7 +360,9 @@ def test_each_attempt_has_its_own_token_revoked_when_it_exits(
         seen = {}
         for old in tokens[:-1]:
             with httpx.Client(
-                base_url=attempt.launch.master_url + "/api/v1", headers=bearer(old), timeout=30
+                base_url=attempt.launch.master_url + "/api/v1",
+                headers=bearer(old),
+                timeout=scaled(30),
             ) as stale:
                 seen[f"metrics {old[:6]}"] = stale.post(
                     f"{path}/metrics", json=_rows("training", 1, loss=9.0)

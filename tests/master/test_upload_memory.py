@@ -18,8 +18,9 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
+from pedl.db import Database
 from pedl.master import MasterSettings, create_app
-from pedl.master.db import Database
+from tests.waits import scaled
 
 from .helpers import CONFIG_YAML, LiveServer, create_experiment, make_archive, sign_in
 
@@ -44,7 +45,7 @@ def small_master(
     headers = sign_in(database)
     with (
         LiveServer(create_app(settings)) as server,
-        httpx.Client(base_url=server.url + "/api/v1", timeout=30, headers=headers) as http,
+        httpx.Client(base_url=server.url + "/api/v1", timeout=scaled(30), headers=headers) as http,
     ):
         yield server, http
 
@@ -62,7 +63,7 @@ def _held_upload(server: LiveServer, http: httpx.Client, length: int) -> socket.
         "Expect: 100-continue",
         f"Authorization: {http.headers['Authorization']}",
     ]
-    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=scaled(30))
     sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
     assert sock.recv(1024).startswith(b"HTTP/1.1 100 Continue")
     sock.sendall(b"--b0undary\r\n")
@@ -117,7 +118,7 @@ def test_bodies_over_the_memory_bound_are_refused_at_once(
     finally:
         held.close()
     # Released once the held request ends.
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + scaled(10)
     while True:
         response = http.post("/experiments", json=_json_body(activate=False))
         if response.status_code != 503 or time.monotonic() > deadline:
@@ -242,7 +243,7 @@ def test_a_no_auth_master_asks_no_user_token(
     settings = MasterSettings(home=tmp_path, db_url=backend_url, auth=False)
     with (
         LiveServer(create_app(settings)) as server,
-        httpx.Client(base_url=server.url + "/api/v1", timeout=30) as anonymous,
+        httpx.Client(base_url=server.url + "/api/v1", timeout=scaled(30)) as anonymous,
     ):
         created = _upload(anonymous, make_archive(), activate="false")
         assert created.status_code == 201, created.text

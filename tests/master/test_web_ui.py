@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from pedl.master import MasterSettings, create_app
+from tests.waits import scaled
 
 from .helpers import LiveServer
 
@@ -33,7 +34,7 @@ def built(tmp_path: Path) -> Iterator[httpx.Client]:
     (tmp_path / "secret.txt").write_text("outside")
     server = serve(tmp_path, dist)
     try:
-        with httpx.Client(base_url=server.url, timeout=30) as http:
+        with httpx.Client(base_url=server.url, timeout=scaled(30)) as http:
             yield http
     finally:
         server.stop()
@@ -84,5 +85,29 @@ def test_not_built_says_how_to_build(tmp_path: Path) -> None:
             assert response.status_code == 200
             assert "make ui" in response.text and "not built" in response.text
         assert httpx.get(server.url + "/api/v1/health").status_code == 200
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("auth", [True, False])
+def test_the_page_says_whether_the_master_has_accounts(tmp_path: Path, auth: bool) -> None:
+    """The page's pedl_accounts cookie: the app shows its sign-in form at once (no request
+    answered 401 first) on a master with accounts, and asks nothing of a --no-auth one."""
+    dist = tmp_path / "dist"
+    (dist / "assets").mkdir(parents=True)
+    (dist / "index.html").write_bytes(INDEX)
+    (dist / "assets" / "index-1.js").write_text("1")
+    settings = MasterSettings(
+        home=tmp_path / "home", db_url=f"sqlite:///{tmp_path / 'ui.db'}", auth=auth
+    )
+    server = LiveServer(create_app(settings, ui_dir=dist))
+    server.start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=scaled(30)) as http:
+            for path in ("/", "/index.html", "/experiments/3"):
+                cookie = http.get(path).headers.get("set-cookie", "")
+                value = "on" if auth else "off"
+                assert cookie == f"pedl_accounts={value}; Path=/; SameSite=Strict", (path, cookie)
+            assert "set-cookie" not in http.get("/assets/index-1.js").headers
     finally:
         server.stop()

@@ -23,6 +23,7 @@ from pedl.cli import cli
 from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
 from pedl.master.orchestrator import Orchestrator
+from tests.waits import scaled
 
 from .e2e import free_port
 from .helpers import LiveServer, make_archive, sign_in
@@ -44,7 +45,7 @@ searcher: {name: single, metric: val_loss, max_length: {batches: 10}}
 
 
 def _wait(condition: Callable[[], Any], what: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while not (value := condition()):
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.1)
@@ -81,7 +82,7 @@ def test_a_spare_worker_that_dies_shows_on_the_cluster(fresh_db_url: str, tmp_pa
         with (
             LiveServer(app, port=port) as server,
             httpx.Client(
-                base_url=server.url + "/api/v1", timeout=30, headers=sign_in(database)
+                base_url=server.url + "/api/v1", timeout=scaled(30), headers=sign_in(database)
             ) as http,
         ):
             (pid,) = _wait(_workers, "the spare worker")
@@ -113,7 +114,7 @@ def test_a_warm_worker_that_dies_shows_in_describe(tmp_path: Path) -> None:
         with (
             LiveServer(app, port=port) as server,
             httpx.Client(
-                base_url=server.url + "/api/v1", timeout=30, headers=sign_in(database)
+                base_url=server.url + "/api/v1", timeout=scaled(30), headers=sign_in(database)
             ) as http,
         ):
             archive = base64.b64encode(make_archive(REJECTING_MODEL)).decode()

@@ -18,6 +18,7 @@ import pytest
 from tests.master.e2e import MasterProcess, create_experiment, wait_for
 from tests.master.test_orchestration import RANDOM, RANDOM_HP, _wait_rows, config, results
 from tests.ray.cluster import ray_cluster
+from tests.waits import scaled
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
@@ -57,7 +58,7 @@ def test_a_sigkilled_master_of_a_ray_search_restarts_with_nothing_lost_or_double
             reference_master.http,
             reference_id,
             {"COMPLETED"},
-            timeout=300,
+            timeout=scaled(300),
             master=reference_master,
         )
         expected = results(reference_master, reference_id)
@@ -75,13 +76,13 @@ def test_a_sigkilled_master_of_a_ray_search_restarts_with_nothing_lost_or_double
         assert _trial_processes(master.url), "no trial process runs"
         master.sigkill()
         master.http.close()
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while _trial_processes(master.url):
             assert time.monotonic() < deadline, "trial processes outlived their master's actors"
             time.sleep(0.5)
         again = MasterProcess(home, env=env)
         again.port, again.url = master.port, master.url  # same address, as after a restart
-        again.http = httpx.Client(base_url=master.url + "/api/v1", timeout=30)
+        again.http = httpx.Client(base_url=master.url + "/api/v1", timeout=scaled(30))
         master = again.start()
         wait_for(master.http, experiment_id, {"COMPLETED"}, timeout=300, master=master)
         got = results(master, experiment_id)

@@ -39,6 +39,7 @@ from tests.master.test_multi_worker import (
     _trial_id,
     _wait,
 )
+from tests.waits import scaled
 
 KERAS_MODEL = Path(__file__).parents[1] / "local" / "keras_workers_model"
 KERAS_CONFIG = """
@@ -72,10 +73,10 @@ def _ray_master(cluster: Any, tmp_path: Path) -> Iterator[httpx.Client]:
         with (
             LiveServer(app, port=port) as server,
             httpx.Client(
-                base_url=server.url + "/api/v1", timeout=30, headers=sign_in(database)
+                base_url=server.url + "/api/v1", timeout=scaled(30), headers=sign_in(database)
             ) as http,
         ):
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + scaled(60)
             while http.get("/cluster").json()["slots_total"] != 2:
                 assert time.monotonic() < deadline
                 time.sleep(0.2)
@@ -126,7 +127,7 @@ def test_trials_run_on_both_nodes_and_pools_pin_them(cluster: Any, fake_python: 
     rec = Recorder()
     rm = RayResourceManager(address=cluster.address, on_exit=rec.on_exit, log_sink=rec.sink)
     try:
-        assert rm.wait_connected(60)
+        assert rm.wait_connected(scaled(60))
         rm.start(launch(1, fake_python, FAKE_MODE="sleep"))
         rm.start(launch(2, fake_python, FAKE_MODE="sleep"))
         rec.wait_for(1, "started")
@@ -137,16 +138,19 @@ def test_trials_run_on_both_nodes_and_pools_pin_them(cluster: Any, fake_python: 
         assert (running.rank, running.state, running.exit_code) == (0, "running", None)
         rm.kill(1)
         rm.kill(2)
-        assert {rec.exits.get(timeout=30), rec.exits.get(timeout=30)} == {(1, -9), (2, -9)}
+        assert {rec.exits.get(timeout=scaled(30)), rec.exits.get(timeout=scaled(30))} == {
+            (1, -9),
+            (2, -9),
+        }
         # resources.resource_pool "node1": only the second node has that resource
         node1 = cluster.pedl_nodes[1].node_id
         for trial_id in (3, 4):
             rm.start(launch(trial_id, fake_python, pool="node1"))
-            assert rec.exits.get(timeout=60) == (trial_id, 0)
+            assert rec.exits.get(timeout=scaled(60)) == (trial_id, 0)
             assert node_of(rec, trial_id) == node1
         # a 2-worker trial: a placement group over both nodes (each has 1 CPU)
         rm.start(TrialLaunch(9, "http://127.0.0.1:1", "t", 2, {"PEDL_TRIAL_PYTHON": fake_python}))
-        assert rec.exits.get(timeout=90) == (9, 0)
+        assert rec.exits.get(timeout=scaled(90)) == (9, 0)
         (placed,) = [text for stream, text, *_ in rec.lines[9] if "workers on the Ray" in text]
         assert all(node.node_id in placed for node in cluster.pedl_nodes), placed
         ended = rm.workers(9)
@@ -204,14 +208,14 @@ def test_a_shared_fs_directory_must_be_the_masters_on_the_node(
     rm = RayResourceManager(address=cluster.address, on_exit=rec.on_exit, log_sink=rec.sink)
     storage = tmp_path / "checkpoints"
     try:
-        assert rm.wait_connected(60)
+        assert rm.wait_connected(scaled(60))
         start = launch(21, fake_python)
         rm.start(dataclasses.replace(start, checkpoint_dir=str(storage)))
-        assert rec.exits.get(timeout=60) == (21, 0)
+        assert rec.exits.get(timeout=scaled(60)) == (21, 0)
         # another file system at that path on the node: its mark differs
         (storage / ".pedl-mount-check").write_text("another file system")
         rm.start(dataclasses.replace(launch(22, fake_python), checkpoint_dir=str(storage)))
-        assert rec.exits.get(timeout=60) == (22, -9)
+        assert rec.exits.get(timeout=scaled(60)) == (22, -9)
         said = " ".join(text for stream, text, *_ in rec.lines[22] if stream == "master")
         assert f"the checkpoint storage directory {storage} (shared_fs)" in said, said
         assert "mount the same shared file system at that path on every node" in said
@@ -224,8 +228,8 @@ def test_a_node_lost_mid_trial_ends_the_attempt_saying_so(cluster: Any, fake_pyt
     rec = Recorder()
     rm = RayResourceManager(address=cluster.address, on_exit=rec.on_exit, log_sink=rec.sink)
     try:
-        assert rm.wait_connected(60)
-        deadline = time.monotonic() + 30
+        assert rm.wait_connected(scaled(60))
+        deadline = time.monotonic() + scaled(30)
         while rm.total_slots < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert rm.total_slots == 2
@@ -234,12 +238,12 @@ def test_a_node_lost_mid_trial_ends_the_attempt_saying_so(cluster: Any, fake_pyt
         lost = cluster.pedl_nodes[0]
         assert node_of(rec, 5) == lost.node_id
         cluster.remove_node(lost, allow_graceful=False)
-        assert rec.exits.get(timeout=60) == (5, -9)
+        assert rec.exits.get(timeout=scaled(60)) == (5, -9)
         said = [text for stream, text, *_ in rec.lines[5] if stream == "master"]
         assert any(f"the Ray node {lost.node_id}" in s and "was lost" in s for s in said), said
         assert rm.running() == set()
         # the cluster shrank: one slot left
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while rm.total_slots != 1 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert rm.total_slots == 1
@@ -257,7 +261,7 @@ def test_an_unreachable_cluster_is_a_reason_to_wait(tmp_path: Any) -> None:
         patch.setenv("HOME", str(tmp_path))
         rm = RayResourceManager(address="127.0.0.1:1", on_exit=rec.on_exit, log_sink=rec.sink)
         try:
-            deadline = time.monotonic() + 90
+            deadline = time.monotonic() + scaled(90)
             while "cannot be reached" not in (rm.unavailable() or ""):
                 assert time.monotonic() < deadline, rm.unavailable()
                 time.sleep(0.2)
@@ -288,11 +292,11 @@ def test_a_master_whose_cluster_cannot_be_reached_serves_and_queues_trials(
         with (
             LiveServer(app, port=port) as server,
             httpx.Client(
-                base_url=server.url + "/api/v1", timeout=30, headers=sign_in(database)
+                base_url=server.url + "/api/v1", timeout=scaled(30), headers=sign_in(database)
             ) as http,
         ):
             experiment_id = _create(http)
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + scaled(60)
             while True:
                 items = http.get(f"/experiments/{experiment_id}/trials").json()["items"]
                 said = " ".join(m["message"] for m in _logs(http, items[0]["id"])) if items else ""

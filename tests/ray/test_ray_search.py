@@ -23,6 +23,7 @@ from tests.master.e2e import (
 )
 from tests.ray.cluster import ray_cluster
 from tests.s3_server import ACCESS_KEY, SECRET_KEY, S3Server
+from tests.waits import scaled
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
@@ -76,7 +77,9 @@ def test_a_search_on_two_nodes_survives_a_lost_node(
     master: MasterProcess, cluster: Any, s3_server: S3Server
 ) -> None:
     http = master.http
-    deadline = time.monotonic() + 60  # the master joins the cluster from a thread of its own
+    deadline = time.monotonic() + scaled(
+        60
+    )  # the master joins the cluster from a thread of its own
     while http.get("/cluster").json()["slots_total"] != 2:
         assert time.monotonic() < deadline, master.log()[-3000:]
         time.sleep(0.2)
@@ -89,7 +92,7 @@ def test_a_search_on_two_nodes_survives_a_lost_node(
     )
     experiment_id = create_experiment(http, config)
     # both trials run at once, one on each node; wait for the first checkpoint of one
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + scaled(180)
     while True:
         found = trials(http, experiment_id)
         running = [t for t in found if t["state"] == "RUNNING" and t["latest_checkpoint_uuid"]]

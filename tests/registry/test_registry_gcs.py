@@ -18,6 +18,7 @@ from pedl.config._secrets import MASK
 from pedl.keras import load_model_from_checkpoint_path
 from tests.gcs_server import GCSServer
 from tests.master.e2e import MasterProcess, logs, trials, wait_for
+from tests.waits import scaled
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +59,7 @@ def master(
 
 
 def _first_completed(client: Client, experiment_id: int, master: MasterProcess) -> str:
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + scaled(120)
     while time.monotonic() < deadline:
         done = [
             c
@@ -74,7 +75,7 @@ def _first_completed(client: Client, experiment_id: int, master: MasterProcess) 
 
 def _states_after_gc(client: Client, experiment_id: int) -> dict[str, str]:
     """The checkpoints' states once all but two (the latest, the registered) are DELETED."""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while True:
         checkpoints = client.get_experiment(experiment_id).list_checkpoints()
         states = {c.uuid: c.state for c in checkpoints}
@@ -84,7 +85,7 @@ def _states_after_gc(client: Client, experiment_id: int) -> dict[str, str]:
 
 
 def _until(condition: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.2)

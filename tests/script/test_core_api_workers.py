@@ -13,9 +13,10 @@ from typing import Any
 
 from pedl import core
 from pedl.config import parse_config
-from pedl.engine import MetricKind
 from pedl.script._core_api import CoreApiRun
 from pedl.storage import SharedFSStorage
+from pedl.vocabulary import MetricKind
+from tests.waits import scaled
 
 CONFIG = {
     "entrypoint": "python3 train.py",
@@ -24,7 +25,7 @@ CONFIG = {
 
 
 class Platform:
-    """One worker's line to the platform: what it was told and asked."""
+    """One worker's trial backend: what it was told and asked."""
 
     def __init__(self) -> None:
         self.writes: list[tuple[MetricKind, int, dict[str, float]]] = []
@@ -32,7 +33,11 @@ class Platform:
         self.asked = 0
 
     def write_metrics(
-        self, kind: MetricKind, total_batches: int, metrics: Mapping[str, float]
+        self,
+        kind: MetricKind,
+        total_batches: int,
+        metrics: Mapping[str, float],
+        total_epochs: float | None = None,
     ) -> None:
         self.writes.append((kind, total_batches, dict(metrics)))
 
@@ -45,6 +50,9 @@ class Platform:
 
     def complete(self, length: int, searcher_metric: float) -> None:
         self.completed.append((length, searcher_metric))
+
+    def should_preempt(self) -> bool:
+        return False
 
 
 def free_ports(n: int) -> list[int]:
@@ -78,10 +86,8 @@ def test_only_the_chief_reports_and_both_workers_stop_at_its_answer(tmp_path: Pa
         platform = platforms[rank]
         context = core.build_context(
             info,
-            metrics=platform,
-            checkpoints=platform,
+            backend=platform,
             storage=SharedFSStorage(tmp_path / "checkpoints"),
-            searcher=platform,
             distributed=distributed,
         )
         run = CoreApiRun(context)
@@ -103,7 +109,7 @@ def test_only_the_chief_reports_and_both_workers_stop_at_its_answer(tmp_path: Pa
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=60)
+        thread.join(timeout=scaled(60))
     assert not errors, errors
     # The searcher closed the trial at 20 steps; the chief's answer reached the other worker.
     assert answers[0] == answers[1] == [(10, False), (20, True)]

@@ -15,12 +15,12 @@ import pytest
 import pedl
 from pedl import core
 from pedl.config import ExperimentConfig, load_config
-from pedl.engine import CheckpointState, MetricKind, TrialOutcome
 from pedl.exec import run_attempt
 from pedl.local import LocalExperiment, smoke_test
 from pedl.model_def import unload
 from pedl.script import DeterminedCallback, from_tf_config, get_cluster_info
 from pedl.storage import SharedFSStorage
+from pedl.vocabulary import CheckpointState, MetricKind, TrialOutcome
 from tests import local_record as record
 
 HERE = Path(__file__).parent
@@ -111,6 +111,45 @@ def test_function_entrypoint_local_run(tmp_path: Path) -> None:
     ]
 
 
+EPOCHS_MODEL = """
+import keras
+import numpy as np
+
+rng = np.random.default_rng(0)
+x = rng.normal(size=(64, 3)).astype("float32")
+y = (x[:, 0] > 0).astype("int32")
+model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, activation="softmax")])
+model.compile("sgd", "sparse_categorical_crossentropy", metrics=["accuracy"])
+history = model.fit(
+    x, y, batch_size=8, epochs=3, validation_split=0.25, validation_freq=FREQUENCY
+)
+assert "loss" in history.history, history.history
+"""
+
+# Determined 0.38's form: no max_length (fit's epochs decide), no validation period.
+EPOCHS_CONFIG = """
+name: keras-epochs
+entrypoint: python3 train.py
+searcher: {name: single, metric: val_accuracy, smaller_is_better: false}
+"""
+
+
+@pytest.mark.parametrize(("frequency", "validated"), [(1, [6, 12, 18]), (2, [12, 18])])
+def test_a_script_validates_every_epoch_as_keras_does(
+    tmp_path: Path, frequency: int, validated: list[int]
+) -> None:
+    """48 training records in batches of 8: 6 batches an epoch, 3 epochs; validation every
+    ``validation_freq`` epochs, and once more at the end where the last epoch is not one."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "train.py").write_text(EPOCHS_MODEL.replace("FREQUENCY", str(frequency)))
+    (tmp_path / "const.yaml").write_text(EPOCHS_CONFIG)
+    directory = run_local(tmp_path / "const.yaml", model, tmp_path / "out")
+    (trial,) = record.trials(directory)
+    rows = record.metric_rows(directory, trial.id, MetricKind.VALIDATION)
+    assert [b for _, b, _ in rows] == validated
+
+
 def test_a_script_that_never_calls_fit_fails_the_smoke_test_clearly(tmp_path: Path) -> None:
     """It runs as a trial (Determined's Core API scripts train without fit()), but stores
     nothing the smoke test could restore."""
@@ -169,12 +208,13 @@ def test_a_preempted_script_checkpoints_and_stops_at_its_fit_call(tmp_path: Path
     does not run; the trial's outcome is PREEMPTED."""
     (tmp_path / "train.py").write_text(PREEMPTED_SCRIPT)
     config = load_config_text(FUNCTION_CONFIG.replace("train:main", "train.py"), tmp_path)
-    recorder = core.MemoryRecorder()
     asked = []
 
     def should_preempt() -> bool:
         asked.append(True)
         return len(asked) > 1  # at the first chunk boundary
+
+    recorder = core.MemoryBackend([4], preempt=should_preempt)
 
     def context() -> core.Context:
         info = core.TrialInfo(
@@ -187,11 +227,8 @@ def test_a_preempted_script_checkpoints_and_stops_at_its_fit_call(tmp_path: Path
         )
         return core.build_context(
             info,
-            metrics=recorder,
-            checkpoints=recorder,
+            backend=recorder,
             storage=SharedFSStorage(tmp_path / "checkpoints"),
-            searcher=core.FixedLengths([4]),
-            should_preempt=should_preempt,
         )
 
     result = run_attempt(tmp_path, "train.py", context)

@@ -23,13 +23,7 @@ import pytest
 import pedl.searcher as searcher
 from pedl import model_def
 from pedl.config import ExperimentConfig
-from pedl.engine import (
-    Action,
-    CreateTrial,
-    ExperimentDriver,
-    ExperimentState,
-    SetExperimentState,
-)
+from pedl.engine import Action, CreateTrial, ExperimentDriver, SetExperimentState
 from pedl.searcher import (
     CloseTrial,
     Create,
@@ -43,6 +37,8 @@ from pedl.searcher import (
     TrainTrial,
     ValidateAfter,
 )
+from pedl.vocabulary import ExperimentState
+from tests.waits import scaled
 
 TRIAL = """
 import pedl
@@ -165,7 +161,7 @@ def alive(pid: int) -> bool:
 
 
 def wait_gone(pid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while time.monotonic() < deadline:
         if not alive(pid):
             return True
@@ -611,7 +607,7 @@ os._exit(0)
     temp.mkdir()
     env = {**os.environ, "PEDL_TEST_FAIL": "hang", "TMPDIR": str(temp)}
     out = subprocess.run(
-        [sys.executable, "-c", parent], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", parent], env=env, capture_output=True, text=True, timeout=scaled(60)
     )
     assert out.returncode == 0, out.stderr
     pid = int(out.stdout.split()[0])

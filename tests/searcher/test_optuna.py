@@ -35,6 +35,7 @@ from pedl.searcher import (
     missing_optuna_requirements,
     tpe_from_config,
 )
+from tests.waits import scaled
 
 SPACE: dict[str, Any] = {
     "lr": {"type": "log", "base": 10, "minval": -4, "maxval": -1},
@@ -575,6 +576,10 @@ def test_importing_pedl_searcher_does_not_import_optuna() -> None:
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'optuna'))"
     )
     result = subprocess.run(
-        [sys.executable, "-c", check], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", check],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=scaled(60),
     )
     assert result.stdout.strip() == "[]"

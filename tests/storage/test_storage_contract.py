@@ -46,6 +46,7 @@ from tests.azurite_server import ACCOUNT_KEY, AzuriteServer
 from tests.faults.proxy import Proxy
 from tests.gcs_server import EMULATOR_VARIABLE, GCSServer
 from tests.s3_server import ACCESS_KEY, SECRET_KEY, S3Server
+from tests.waits import scaled
 
 BACKENDS = ["shared_fs", "directory", "s3", "gcs", "azure"]
 REMOTE = ["s3", "gcs", "azure"]
@@ -384,14 +385,14 @@ def test_a_sigkilled_upload_registers_nothing_and_gc_removes_what_it_left(
         storage_id = child.stdout.readline().strip()
         assert child.stdout.readline().strip() == "written", child.stderr
         child.kill()
-        child.communicate(timeout=30)
+        child.communicate(timeout=scaled(30))
     else:
         killer = UploadKiller()
         with Proxy(_server_port(backend), inspect=killer) as proxy:
             section, env = backend.through(proxy.url)
             child = start_child(section, registered, "upload", env)
             killer.pid = child.pid
-            out, err = child.communicate(timeout=60)
+            out, err = child.communicate(timeout=scaled(60))
         assert child.returncode == -signal.SIGKILL, f"not killed mid-upload:\n{out}\n{err}"
         storage_id = out.strip()
     assert re.fullmatch(r"[0-9a-f-]{36}", storage_id)

@@ -13,12 +13,12 @@ import tensorflow as tf
 from pedl import core
 from pedl.callback import Callback
 from pedl.config import parse_config
-from pedl.engine import CheckpointState, MetricKind
 from pedl.local import LocalExperiment, smoke_test
 from pedl.model_def import unload
 from pedl.storage import SharedFSStorage
 from pedl.tensorflow import MODEL_DIR, MODEL_PREFIX, TensorFlowTrial, TrialError
 from pedl.tensorflow import TensorFlowTrialController as Controller
+from pedl.vocabulary import CheckpointState, MetricKind
 from tests import local_record as record
 
 MODEL = Path(__file__).parent / "tf_model"
@@ -125,13 +125,10 @@ def linear_context(tmp_path: Path, ok: bool, lengths: list[int]) -> core.Context
         config=config,
         code_dir=tmp_path,
     )
-    recorder = core.MemoryRecorder()
     return core.build_context(
         info,
-        metrics=recorder,
-        checkpoints=recorder,
+        backend=core.MemoryBackend(lengths),
         storage=SharedFSStorage(tmp_path / "checkpoints"),
-        searcher=core.FixedLengths(lengths),
     )
 
 

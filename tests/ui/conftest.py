@@ -4,11 +4,13 @@ experiments of the tiny model in ``tests/master/trial_model``.
 
 The tests need the built UI (``make ui``) and ``/usr/bin/chromium`` (``make test`` installs
 both); without the built UI they are skipped, saying so. Screenshots of every page go to
-``tests/ui/screenshots/`` (not committed).
+``build/screenshots/`` (a build artefact, not committed; test_screenshots.py makes the set of
+the main pages, light and dark).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,15 +18,22 @@ from pathlib import Path
 
 import pytest
 from playwright._impl._api_structures import SetCookieParam
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
 from pedl.master.api._session_cookie import CSRF_COOKIE, SESSION_COOKIE, csrf_token
 from pedl.master.api._web_ui import UI_DIST
 from tests.master.e2e import MasterProcess, create_experiment, trials, wait_for
+from tests.waits import scaled, scaled_ms
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-dev-shm-usage"]
-SCREENSHOTS = Path(__file__).parent / "screenshots"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
+
+PAGE_TIMEOUT_MS = scaled_ms(20)
+"""How long a browser action or an ``expect`` waits unless it says otherwise (a page that reads
+the master and draws charts: well under a second on an idle machine; see :mod:`tests.waits`),
+in place of Playwright's own defaults (30 s for actions, 5 s for ``expect``), which do not scale."""
+expect.set_options(timeout=PAGE_TIMEOUT_MS)
 
 CONFIG = """
 name: {name}
@@ -83,13 +92,14 @@ def browser(chromium_path: Path) -> Iterator[Browser]:
             launched.close()
 
 
-@pytest.fixture
-def page(browser: Browser, experiments: Experiments) -> Iterator[Page]:
-    """A tab signed in as the test administrator (the session of ``experiments.master.http``
-    put where the UI's sign-in form puts it; tests/ui/test_sign_in.py uses the form)."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(20_000)
-    sign_in_context(context, experiments.master)
+@contextlib.contextmanager
+def signed_in_tab(browser: Browser, master: MasterProcess, *, width: int = 1400) -> Iterator[Page]:
+    """A tab signed in to ``master`` as its test administrator (the session of ``master.http``
+    put where the UI's sign-in form puts it; tests/ui/test_sign_in.py uses the form), which
+    fails the test if the page raised a JavaScript error."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
+    sign_in_context(context, master)
     tab = context.new_page()
     errors: list[str] = []
     tab.on("pageerror", lambda err: errors.append(str(err)))
@@ -98,6 +108,13 @@ def page(browser: Browser, experiments: Experiments) -> Iterator[Page]:
     finally:
         context.close()
     assert errors == [], f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture
+def page(browser: Browser, experiments: Experiments) -> Iterator[Page]:
+    """A tab signed in as the test administrator of the shared experiments' master."""
+    with signed_in_tab(browser, experiments.master) as tab:
+        yield tab
 
 
 def sign_in_context(context: BrowserContext, master: MasterProcess) -> None:
@@ -112,8 +129,8 @@ def sign_in_context(context: BrowserContext, master: MasterProcess) -> None:
 
 
 def screenshot(page: Page, name: str) -> None:
-    """Save the page as ``tests/ui/screenshots/<name>.png``."""
-    SCREENSHOTS.mkdir(exist_ok=True)
+    """Save the page as ``build/screenshots/<name>.png`` (``name`` may hold a folder)."""
+    (SCREENSHOTS / f"{name}.png").parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
@@ -175,7 +192,7 @@ def experiments(
 
 def running_trial(experiments: Experiments, experiment_id: int) -> int:
     """The id of the experiment's trial once it is RUNNING and has trained some batches."""
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + scaled(180)
     while time.monotonic() < deadline:
         for trial in trials(experiments.master.http, experiment_id):
             if trial["state"] == "RUNNING" and trial["total_batches"] > 0:

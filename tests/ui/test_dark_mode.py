@@ -46,7 +46,7 @@ def test_the_ui_follows_the_browsers_colour_scheme(
     page.goto(f"{experiments.url}/#/experiments/{experiments.finished}")
     curves = page.get_by_test_id("learning-curves").first
     expect(curves).to_have_attribute("data-series-count", "3")
-    page.wait_for_function("performance.getEntriesByName('pedl:charts-painted').length > 0")
+    page.wait_for_function("() => performance.getEntriesByName('pedl:charts-painted').length > 0")
     dark = scheme == "dark"
     page_colour = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
     text_colour = page.evaluate("getComputedStyle(document.body).color")

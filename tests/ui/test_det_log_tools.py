@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from pedl.master.db import Database
-from pedl.master.db import logs as logs_repo
+from pedl.db import Database
+from pedl.db import logs as logs_repo
 from tests.master.e2e import trials
 
 from .conftest import Experiments

@@ -15,6 +15,7 @@ also shows that the UI renders under the policy).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +26,9 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Route, expect
 
 from tests.master.e2e import MasterProcess, create_experiment, trials, wait_for
+from tests.waits import scaled
 
-from .conftest import screenshot, sign_in_context
+from .conftest import PAGE_TIMEOUT_MS, screenshot, sign_in_context
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -128,7 +130,7 @@ class Tab:
 def new_context(browser: Browser, master: MasterProcess, *, bypass_csp: bool) -> BrowserContext:
     """A signed-in browser context (as tests/ui/conftest.py's ``page``)."""
     context = browser.new_context(viewport={"width": 1400, "height": 900}, bypass_csp=bypass_csp)
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
     sign_in_context(context, master)
     context.add_init_script(WATCH)
     return context
@@ -207,7 +209,7 @@ INJECT_INTO_DOM = """() => {
 
 
 def test_ui_responses_carry_the_policy(injected: Injected) -> None:
-    with httpx.Client(base_url=injected.master.url, timeout=30) as http:
+    with httpx.Client(base_url=injected.master.url, timeout=scaled(30)) as http:
         page = http.get(f"/experiments/{injected.experiment}")
         assert page.status_code == 200 and "text/html" in page.headers["content-type"]
         asset = http.get("/" + page.text.split('src="./', 1)[1].split('"', 1)[0])
@@ -255,6 +257,11 @@ def test_an_injected_inline_script_is_blocked(
         assert tab.pwned() is None
         tab.page.evaluate(INJECT_INTO_DOM)
         tab.page.wait_for_timeout(500)
+        # The reports are events, late on a busy machine: wait for them (not in the page:
+        # wait_for_function's polling is an eval the policy refuses).
+        deadline = time.monotonic() + scaled(10)
+        while len(tab.violations()) < 3 and time.monotonic() < deadline:
+            tab.page.wait_for_timeout(100)
         assert tab.pwned() is None
         violations = tab.violations()
         assert len(violations) == 3, violations

@@ -1,6 +1,9 @@
 """The model registry in a real browser against a real master: "Register" on a checkpoint of
 the experiment's checkpoints table makes it a model's version, and the models page lists the
-model and its versions."""
+model and its versions; after a reload the registered checkpoint shows its version instead of
+"Register". The register field: focused, a blank name refused with a reason, Cancel, the
+existing models to pick from, and a checkpoint already in the model refused with the version
+that holds it."""
 
 from __future__ import annotations
 
@@ -50,12 +53,50 @@ def test_register_a_checkpoint_and_see_it_on_the_models_page(
     expect(version).to_contain_text("completed", ignore_case=True)
     screenshot(page, "model-versions")
 
-    # A second registration of another checkpoint into the same model: version 2.
+    # After a reload the registered checkpoint shows its version, not "Register".
     page.goto(f"{experiments.url}/#/experiments/{experiments.finished}")
     page.get_by_test_id("tab-checkpoints").click()
-    second = _registrable(page, 1)  # the first is the one registered above
+    registered = page.locator(f"[data-testid=checkpoint-row][data-row-key='{uuid}']")
+    expect(registered.get_by_role("link", name="ui-registered v1")).to_be_visible()
+    expect(registered.get_by_role("button", name="Register")).to_have_count(0)
+    # A second registration of another checkpoint into the same model: version 2.
+    second = _registrable(page, 0)
     second.get_by_role("button", name="Register").click()
     second.get_by_label("Model name").fill("ui-registered")
     second.get_by_role("button", name="OK").click()
     expect(page.get_by_role("link", name="ui-registered v2")).to_be_visible()
     assert [v["version"] for v in http.get("/models/ui-registered/versions").json()] == [2, 1]
+
+
+def test_register_field_helps_and_refuses_a_checkpoint_twice(
+    page: Page, experiments: Experiments
+) -> None:
+    http = experiments.master.http
+    assert http.post("/models", json={"name": "ui-picked"}).status_code == 201
+    page.goto(f"{experiments.url}/#/experiments/{experiments.finished}")
+    page.get_by_test_id("tab-checkpoints").click()
+    row = _registrable(page, 0)
+    uuid = row.get_attribute("data-row-key")
+    row.get_by_role("button", name="Register").click()
+    field = row.get_by_label("Model name")
+    expect(field).to_be_focused()
+    # The existing models to pick from.
+    expect(row.get_by_test_id("model-names").locator("option[value='ui-picked']")).to_have_count(1)
+    # OK with a blank name says why.
+    row.get_by_role("button", name="OK").click()
+    expect(row.get_by_role("alert")).to_contain_text("Enter a model name")
+    screenshot(page, "register-blank")
+    # Cancel: the Register button again.
+    row.get_by_role("button", name="Cancel").click()
+    expect(row.get_by_label("Model name")).to_have_count(0)
+    expect(row.get_by_role("button", name="Register")).to_be_focused()
+    # Registered meanwhile (another tab, the CLI): the master refuses it again, naming the
+    # version, and the field says so.
+    done = http.post("/models/ui-picked/versions", json={"checkpoint_uuid": uuid})
+    assert done.status_code == 201, done.text
+    row.get_by_role("button", name="Register").click()
+    row.get_by_label("Model name").fill("ui-picked")
+    row.get_by_role("button", name="OK").click()
+    expect(row.get_by_role("alert")).to_contain_text("already version 1 of model 'ui-picked'")
+    screenshot(page, "register-twice")
+    assert [v["version"] for v in http.get("/models/ui-picked/versions").json()] == [1]

@@ -1,13 +1,18 @@
 """The web UI in a real browser against a real master with real experiments: the list, the
 experiment page's tabs and charts, pausing, a trial's live logs and its error, the cluster.
-Each test saves screenshots of the pages it visits (tests/ui/screenshots/)."""
+Each test saves screenshots of the pages it visits (build/screenshots/)."""
 
 from __future__ import annotations
 
+import re
+import time
+from datetime import UTC, datetime
+
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from tests.master.e2e import experiment, trials, wait_for
+from tests.waits import scaled_ms
 
 from .conftest import Experiments, running_trial, screenshot
 
@@ -44,7 +49,7 @@ def test_learning_curves_have_one_line_per_trial(page: Page, experiments: Experi
     curves = page.get_by_test_id("learning-curves").first
     expect(curves).to_have_attribute("data-series-count", str(count))
     assert curves.locator("canvas").count() >= 1
-    page.wait_for_function("performance.getEntriesByName('pedl:charts-painted').length > 0")
+    page.wait_for_function("() => performance.getEntriesByName('pedl:charts-painted').length > 0")
     screenshot(page, "experiment-overview")
     for tab in ("trials", "checkpoints", "config"):
         page.get_by_test_id(f"tab-{tab}").click()
@@ -77,6 +82,31 @@ def test_visualization_parallel_coordinates_render(page: Page, experiments: Expe
     screenshot(page, "experiment-visualization")
 
 
+def test_visualization_axes_fit_the_experiment_and_its_marks(
+    page: Page, experiments: Experiments
+) -> None:
+    """The "Trials over slots" timeline of an ended experiment runs from its start to its
+    end, not to now; the scatter plots leave a margin, so no dot (the best's: radius 5) is
+    cut by the plot's edge."""
+    ended = experiment(experiments.master.http, experiments.finished)
+    lasted = (
+        datetime.fromisoformat(ended["ended_at"]) - datetime.fromisoformat(ended["created_at"])
+    ).total_seconds()
+    since = datetime.now(UTC) - datetime.fromisoformat(ended["ended_at"])
+    time.sleep(max(0.0, 5 - since.total_seconds()))  # now is well past the end
+    open_page(page, experiments, f"/experiments/{experiments.finished}/visualization")
+    timeline = page.get_by_test_id("timeline")
+    expect(timeline).to_have_attribute("data-x-max", re.compile(r"\d"))
+    x_max = float(timeline.get_attribute("data-x-max") or "nan")
+    # (A trial's process may be seen to exit a moment after the experiment ended.)
+    assert lasted - 0.5 <= x_max <= lasted + 2, (x_max, lasted)
+    scatters = page.get_by_test_id("hp-scatter").locator(".scatter[data-inset]")
+    expect(scatters.first).to_be_visible()
+    insets = [int(s.get_attribute("data-inset") or -1) for s in scatters.all()]
+    assert insets and min(insets) >= 6, insets
+    screenshot(page, "experiment-visualization-margins")
+
+
 def test_pausing_from_the_ui_pauses_the_experiment(page: Page, experiments: Experiments) -> None:
     running_trial(experiments, experiments.pausable)
     open_page(page, experiments, f"/experiments/{experiments.pausable}")
@@ -102,7 +132,7 @@ def test_trial_log_follows_the_running_trial(page: Page, experiments: Experiment
     page.wait_for_function(
         "(n) => document.querySelectorAll('[data-testid=log-line]').length > n",
         arg=before,
-        timeout=60_000,
+        timeout=scaled_ms(60),
     )
     assert int(lines.last.get_attribute("data-seq") or -1) > last_seq
     seqs = [int(s) for s in lines.evaluate_all("(ls) => ls.map((l) => l.dataset.seq)")]
@@ -114,6 +144,34 @@ def test_trial_log_follows_the_running_trial(page: Page, experiments: Experiment
     texts = lines.all_inner_texts()
     assert texts and all("validation at batch" in text for text in texts)
     screenshot(page, "trial-logs-search")
+
+
+def test_trial_page_opened_before_metrics_draws_them_when_they_come(
+    page: Page, experiments: Experiments
+) -> None:
+    """The default metrics are picked when the first rows arrive, not once at opening: the
+    running trial's metric rows are held back (answered empty) until the page has said it has
+    none, then let through; the charts of the searcher's metric and ``loss`` appear without a
+    reload."""
+    trial_id = running_trial(experiments, experiments.live)
+    held = [True]
+
+    def metrics(route: Route) -> None:
+        if held[0]:
+            route.fulfill(status=200, content_type="application/json", body="[]")
+        else:
+            route.continue_()
+
+    page.route(f"**/api/v1/trials/{trial_id}/metrics*", metrics)
+    open_page(page, experiments, f"/trials/{trial_id}")
+    card = page.get_by_test_id("trial-metrics")
+    expect(card.get_by_text("No metrics reported yet.")).to_be_visible()
+    held[0] = False
+    cells = card.locator(".chart-cell figcaption")
+    expect(cells).to_have_text(["loss", "val_loss"], timeout=scaled_ms(60))
+    expect(page.locator("#metric-loss")).to_be_checked()
+    expect(page.locator("#metric-val_loss")).to_be_checked()
+    screenshot(page, "trial-metrics-late")
 
 
 def test_errored_trial_shows_its_error(page: Page, experiments: Experiments) -> None:

@@ -21,14 +21,15 @@ from playwright.sync_api import Browser, FloatRect, Locator, Page, expect
 from sqlalchemy import insert
 
 from pedl.config import parse_config
-from pedl.engine import ExperimentState, MetricKind, TrialState
-from pedl.master.db import Database, LogLine, Metric, Trial
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import logs as logs_repo
-from pedl.master.db.search_history import ATTEMPT_EXITED, ATTEMPT_STARTED, MASTER_STREAM
+from pedl.db import Database, LogLine, Metric, Trial
+from pedl.db import experiments as experiments_repo
+from pedl.db import logs as logs_repo
+from pedl.db.search_history import ATTEMPT_EXITED, ATTEMPT_STARTED, MASTER_STREAM
+from pedl.vocabulary import ExperimentState, MetricKind, TrialState
 from tests.master.e2e import MasterProcess
+from tests.waits import scaled, scaled_ms
 
-from .conftest import screenshot, sign_in_context
+from .conftest import PAGE_TIMEOUT_MS, screenshot, sign_in_context
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -155,7 +156,7 @@ def page(browser: Browser, seeded: Seeded) -> Iterator[Page]:
     """A tab signed in to the seeded master (conftest's ``page`` is of the trained
     experiments' master)."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
     sign_in_context(context, seeded.master)
     tab = context.new_page()
     errors: list[str] = []
@@ -170,7 +171,7 @@ def page(browser: Browser, seeded: Seeded) -> Iterator[Page]:
 def test_importance_history_and_timeline(page: Page, seeded: Seeded) -> None:
     page.goto(f"{seeded.master.url}/#/experiments/{seeded.experiment_id}/visualization")
     importance = page.get_by_test_id("importance")
-    expect(importance).to_have_attribute("data-ready", "true", timeout=120_000)
+    expect(importance).to_have_attribute("data-ready", "true", timeout=scaled_ms(120))
     expect(importance).to_have_attribute("data-trials", str(TRIALS))
     bars = importance.get_by_test_id("importance-bar")
     expect(bars).to_have_count(3)
@@ -179,7 +180,7 @@ def test_importance_history_and_timeline(page: Page, seeded: Seeded) -> None:
     history = page.get_by_test_id("history")
     # The master computes the importance, history and timeline of an ended experiment once:
     # on two busy cores that may take a while.
-    expect(history).to_have_attribute("data-trial-count", str(TRIALS), timeout=60_000)
+    expect(history).to_have_attribute("data-trial-count", str(TRIALS), timeout=scaled_ms(60))
     assert float(history.get_attribute("data-best") or "nan") == pytest.approx(0.01)
     # In the order they ended (trial i at 10 i + 15 s): the best so far falls as they come.
     rows = history.locator("tbody tr")
@@ -187,12 +188,12 @@ def test_importance_history_and_timeline(page: Page, seeded: Seeded) -> None:
     first = rows.first.locator("td").all_inner_texts()
     assert first[0] == str(seeded.trial_ids[0]) and first[2] == "0.01"
     timeline = page.get_by_test_id("timeline")
-    expect(timeline).to_have_attribute("data-attempt-count", str(TRIALS), timeout=60_000)
+    expect(timeline).to_have_attribute("data-attempt-count", str(TRIALS), timeout=scaled_ms(60))
     expect(timeline).to_have_attribute("data-slots", "2")  # each ran 15 s, one started every 10 s
     expect(timeline.locator("tbody tr")).to_have_count(TRIALS)
     slots = [r.locator("td").nth(1).inner_text() for r in timeline.locator("tbody tr").all()[:4]]
     assert slots == ["0", "1", "0", "1"]
-    page.wait_for_function("performance.getEntriesByName('pedl:charts-painted').length > 0")
+    page.wait_for_function("() => performance.getEntriesByName('pedl:charts-painted').length > 0")
     screenshot(page, "search-charts")
 
 
@@ -205,7 +206,7 @@ def test_a_page_asks_the_master_for_each_chart_once(page: Page, seeded: Seeded, 
     page.on("request", lambda request: urls.append(request.url))
     page.goto(f"{seeded.master.url}/#/experiments/{seeded.experiment_id}{tab}")
     # Polled from here: wait_for_function's in-page polling is an eval the page's CSP refuses.
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while not page.evaluate("performance.getEntriesByName('pedl:charts-painted').length"):
         assert time.monotonic() < deadline, "the page never marked its charts painted"
         page.wait_for_timeout(100)

@@ -13,8 +13,9 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from pedl.master.api._session_cookie import CSRF_COOKIE, SESSION_COOKIE
 from tests.accounts import ADMIN, ADMIN_PASSWORD
+from tests.waits import scaled_ms
 
-from .conftest import Experiments, screenshot
+from .conftest import PAGE_TIMEOUT_MS, Experiments, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -23,7 +24,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def context(browser: Browser) -> Iterator[BrowserContext]:
     """A fresh browser (no cookies); its pages' JavaScript errors fail the test."""
     fresh = browser.new_context(viewport={"width": 1400, "height": 900})
-    fresh.set_default_timeout(20_000)
+    fresh.set_default_timeout(PAGE_TIMEOUT_MS)
     errors: list[str] = []
     fresh.on("page", lambda page: page.on("pageerror", lambda err: errors.append(str(err))))
     try:
@@ -72,7 +73,7 @@ def test_sign_in_and_out(context: BrowserContext, experiments: Experiments) -> N
     ).raise_for_status()
     page.reload()
     # (Within the read process's token_cache_seconds, 5, and the list's poll, 5 s.)
-    expect(page.get_by_test_id("sign-in-form")).to_be_visible(timeout=45_000)
+    expect(page.get_by_test_id("sign-in-form")).to_be_visible(timeout=scaled_ms(45))
     # Sign in again, then out with the button: the master clears the cookies.
     _sign_in(page)
     expect(page.get_by_test_id("account-name")).to_have_text(ADMIN)

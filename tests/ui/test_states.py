@@ -17,6 +17,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.master.e2e import MasterProcess, create_experiment, experiment, trials
+from tests.waits import scaled, scaled_ms
 
 from .conftest import screenshot, sign_in_context
 
@@ -24,8 +25,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 POLL_S = 3.0
 """The experiment page's poll interval (ui/src/pages/experiment*.ts)."""
-SLACK_S = 4.0
-"""Time for one request and a render on a loaded 2-core machine, beyond the interval."""
+SLACK_S = scaled(4.0)
+"""Time for one request and a render on a loaded 2-core machine, beyond the interval: work,
+so :func:`~tests.waits.scaled` (the interval is not)."""
 
 ASHA = """
 name: ui-states-asha
@@ -62,7 +64,7 @@ def master(chromium_path: Path, tmp_path: Path) -> Iterator[MasterProcess]:
 @pytest.fixture
 def tab(browser: Browser, master: MasterProcess) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(30_000)
+    context.set_default_timeout(scaled_ms(30))
     sign_in_context(context, master)
     page = context.new_page()
     errors: list[str] = []
@@ -90,7 +92,7 @@ def _counts_settle(
     experiment's new state); then, within one poll (and the slack), the UI must show settled
     counts that the API held at most one poll (and the slack) before (the trials move on:
     after Activate from ACTIVE to QUEUED to RUNNING)."""
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + scaled(90)
     while not settled(counts := experiment(http, experiment_id)["trial_counts"]):
         assert time.monotonic() < deadline, counts
         time.sleep(0.2)
@@ -114,7 +116,7 @@ def test_an_adaptive_search_shows_the_apis_states_within_one_poll(
     http = master.http
     experiment_id = create_experiment(http, ASHA)
     tab.goto(f"{master.url}/#/experiments/{experiment_id}")
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + scaled(120)
     while not any(t["state"] == "RUNNING" for t in trials(http, experiment_id)):
         assert time.monotonic() < deadline, master.log()[-3000:]
         time.sleep(0.2)
@@ -134,7 +136,7 @@ def test_an_adaptive_search_shows_the_apis_states_within_one_poll(
     tab.goto(f"{master.url}/#/experiments/{experiment_id}/trials")
     history: dict[int, list[tuple[float, str]]] = {}
     shown_log: list[tuple[float, int, str]] = []
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + scaled(240)
     while True:
         now = time.monotonic()
         api = trials(http, experiment_id)

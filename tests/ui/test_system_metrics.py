@@ -9,6 +9,8 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.waits import scaled
+
 from .conftest import Experiments, running_trial, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -19,7 +21,7 @@ def test_a_trial_page_draws_the_system_metrics_its_process_recorded(
 ) -> None:
     http = experiments.master.http
     trial_id = running_trial(experiments, experiments.live)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while True:
         body = http.get(f"/trials/{trial_id}/system-metrics").json()
         if body["total"] >= 6:

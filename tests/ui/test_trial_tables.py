@@ -18,12 +18,13 @@ from playwright.sync_api import Browser, Page, expect
 from sqlalchemy import insert
 
 from pedl.config import parse_config
-from pedl.engine import ExperimentState, MetricKind, TrialState
-from pedl.master.db import Database, Metric, Trial
-from pedl.master.db import experiments as experiments_repo
+from pedl.db import Database, Metric, Trial
+from pedl.db import experiments as experiments_repo
+from pedl.vocabulary import ExperimentState, MetricKind, TrialState
 from tests.master.e2e import MasterProcess, create_experiment, trials, wait_for
+from tests.waits import scaled
 
-from .conftest import config, screenshot, sign_in_context
+from .conftest import PAGE_TIMEOUT_MS, config, screenshot, sign_in_context
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -150,7 +151,7 @@ def seeded(chromium_path: object, tmp_path_factory: pytest.TempPathFactory) -> I
 def page(browser: Browser, seeded: Seeded) -> Iterator[Page]:
     """A tab signed in to the seeded master."""
     context = browser.new_context(viewport={"width": 1600, "height": 900})
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
     sign_in_context(context, seeded.master)
     tab = context.new_page()
     errors: list[str] = []
@@ -268,7 +269,7 @@ def test_bulk_kill_from_the_trials_tab(page: Page, seeded: Seeded) -> None:
     experiment_id = create_experiment(
         http, config("ui-tables-kill", slow, lr="0.01", unit=2, env=["PEDL_TEST_SLEEP=0.05"])
     )
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + scaled(240)
     while not any(t["state"] == "RUNNING" for t in trials(http, experiment_id)):
         assert time.monotonic() < deadline, seeded.master.log()[-3000:]
         time.sleep(0.5)

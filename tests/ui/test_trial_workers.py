@@ -13,8 +13,9 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.master.e2e import MasterProcess, create_experiment, trials
+from tests.waits import scaled
 
-from .conftest import screenshot, sign_in_context
+from .conftest import PAGE_TIMEOUT_MS, screenshot, sign_in_context
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -41,7 +42,7 @@ def master(chromium_path: Path, tmp_path: Path) -> Iterator[MasterProcess]:
 @pytest.fixture
 def tab(browser: Browser, master: MasterProcess) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
     sign_in_context(context, master)
     page = context.new_page()
     errors: list[str] = []
@@ -57,7 +58,7 @@ def test_a_multi_worker_trial_page_lists_its_workers_and_ranked_logs(
     tab: Page, master: MasterProcess
 ) -> None:
     experiment_id = create_experiment(master.http, CONFIG, GANG_MODEL)
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + scaled(90)
     workers: list[dict[str, object]] = []
     while time.monotonic() < deadline:
         found = trials(master.http, experiment_id)

@@ -1,33 +1,33 @@
-// The master's REST API under /api/v1, typed after ui/API.md. Every action of the UI goes
-// through here; nothing else calls fetch. The browser sends the session cookie with every
-// request, and those that change state carry the CSRF header (src/auth.ts); a 401 answer sends
-// the user back to the sign-in form.
+// The master's REST API under /api/v1. Every action of the UI goes through here; nothing else
+// calls fetch. The bodies are typed by ./api-types.ts, generated from the master's OpenAPI
+// document (ui/openapi.json) by `npm run api-types`: the names below are the UI's names for the
+// schemas. The browser sends the session cookie with every request, and those that change state
+// carry the CSRF header (src/auth.ts); a 401 answer sends the user back to the sign-in form.
 
+import type { components } from "./api-types";
 import { csrfHeaders, signInAgain } from "./auth";
 
-export type ExperimentState =
-  "ACTIVE" | "PAUSED" | "STOPPING_CANCELED" | "STOPPING_KILLED" | "CANCELED" | "COMPLETED" | "ERROR";
+type Schemas = components["schemas"];
 
-export type TrialState =
-  | "ACTIVE"
-  | "QUEUED"
-  | "RUNNING"
-  | "PAUSED"
-  | "STOPPING_CANCELED"
-  | "STOPPING_KILLED"
-  | "CANCELED"
-  | "COMPLETED"
-  | "ERROR";
-
-export type TrialOutcome =
-  "COMPLETED" | "STOPPED_EARLY" | "STOPPED_BY_SEARCHER" | "INVALID_HP" | "ERRORED" | "KILLED" | "PREEMPTED";
-
-export type CheckpointState = "ACTIVE" | "COMPLETED" | "ERROR" | "DELETED";
-export type MetricKind = "training" | "validation";
-export type XAxis = "batches" | "epochs";
+export type ExperimentState = Schemas["ExperimentState"];
+export type TrialState = Schemas["TrialState"];
+export type TrialOutcome = Schemas["TrialOutcome"];
+export type CheckpointState = Schemas["CheckpointState"];
+export type MetricKind = Schemas["MetricKind"];
+export type XAxis = Schemas["SeriesPublic"]["x"];
+export type SeriesSelect = Schemas["SeriesPublic"]["select"];
+/** The actions of `POST /experiments/{id}/{action}`. */
 export type ExperimentAction = "pause" | "activate" | "cancel" | "kill" | "archive" | "unarchive";
 
-export const EXPERIMENT_STATES: readonly ExperimentState[] = [
+/** `values`, checked to name every member of the union `T` (the build fails when the schema's
+ * enum gains one the list lacks). */
+function everyOf<T extends string>() {
+  return <const A extends readonly T[]>(values: A & (Exclude<T, A[number]> extends never ? unknown : never)) =>
+    values as readonly T[];
+}
+
+/** Every experiment state, in the order the filters show them. */
+export const EXPERIMENT_STATES = everyOf<ExperimentState>()([
   "ACTIVE",
   "PAUSED",
   "STOPPING_CANCELED",
@@ -35,9 +35,10 @@ export const EXPERIMENT_STATES: readonly ExperimentState[] = [
   "CANCELED",
   "COMPLETED",
   "ERROR",
-];
+]);
 
-export const TRIAL_STATES: readonly TrialState[] = [
+/** Every trial state, in the order the filters show them. */
+export const TRIAL_STATES = everyOf<TrialState>()([
   "ACTIVE",
   "QUEUED",
   "RUNNING",
@@ -47,7 +48,7 @@ export const TRIAL_STATES: readonly TrialState[] = [
   "CANCELED",
   "COMPLETED",
   "ERROR",
-];
+]);
 
 const TERMINAL = new Set<string>(["CANCELED", "COMPLETED", "ERROR"]);
 
@@ -56,195 +57,45 @@ export function isTerminal(state: ExperimentState | TrialState): boolean {
   return TERMINAL.has(state);
 }
 
-/** A JSON number, null, or one of the strings the API uses for non-finite values. */
-export type MetricValue = number | "NaN" | "Infinity" | "-Infinity" | null;
+/** A metric value as the API answers it: a number, null, or one of the strings the master writes
+ * for a non-finite value (pedl.vocabulary's NON_FINITE_NAMES, through the schema). */
+export type MetricValue = Schemas["MetricPublic"]["metrics"][string];
 
-export interface Page<T> {
-  items: T[];
-  total: number;
-  offset: number;
-  limit: number;
-}
-
-export interface Experiment {
-  id: number;
-  name: string | null;
-  owner: string;
-  state: ExperimentState;
-  progress: number;
-  config: Record<string, unknown>;
-  searcher_metric: string | null;
-  smaller_is_better: boolean;
-  best_validation: number | null;
-  created_at: string;
-  ended_at: string | null;
-  error: string | null;
-  description: string | null;
-  labels: string[];
-  archived?: boolean;
-  /** Its trials by state, read with it (GET /experiments/{id} only). */
-  trial_counts?: Partial<Record<TrialState, number>> | null;
-}
-
-export interface TrialError {
-  type: string;
-  message: string;
-  location: string | null;
-  before_progress: boolean;
-  traceback: string;
-}
-
-export interface Trial {
-  id: number;
-  experiment_id: number;
-  request_id: string | null;
-  hparams: Record<string, unknown>;
-  seed: number;
-  state: TrialState;
-  restarts: number;
-  total_batches: number;
-  latest_checkpoint_uuid: string | null;
-  best_checkpoint_uuid: string | null;
-  best_validation: number | null;
-  outcome: TrialOutcome | null;
-  error: TrialError | null;
-  created_at: string;
-  ended_at: string | null;
-  /** The metrics of its validation with the most batches (trials lists only; null before
-   * its first). */
-  latest_validation?: Record<string, MetricValue> | null;
-}
-
+export type Experiment = Schemas["ExperimentPublic"];
+export type TrialError = Schemas["TrialErrorPublic-Output"];
+/** A trial; one of an experiment's trials list (a {@link TrialListItem}) has its `latest_validation`. */
+export type Trial = Schemas["TrialPublic"] & Partial<Pick<TrialListItem, "latest_validation">>;
+/** A trial in an experiment's trials list, with the metrics of its latest validation. */
+export type TrialListItem = Schemas["TrialListItem"];
 /** Every trial of an experiment, column-wise (parallel coordinates, scatter plots). */
-export interface TrialsSummary {
-  trial_ids: number[];
-  states: TrialState[];
-  best_validation: (number | null)[];
-  hparams: Record<string, unknown[]>;
-}
-
-export interface SeriesTrial {
-  trial_id: number;
-  best: boolean;
-  points: [number, number | null][];
-}
-
-export interface Series {
-  kind: MetricKind;
-  metric: string;
-  x: XAxis;
-  cursor: number;
-  select?: SeriesSelect;
-  total_trials?: number;
-  trials: SeriesTrial[];
-}
-
-export interface MetricNames {
-  training: string[];
-  validation: string[];
-}
-
-export interface MetricRow {
-  trial_id: number;
-  kind: MetricKind;
-  total_batches: number;
-  total_records: number | null;
-  total_epochs: number | null;
-  metrics: Record<string, MetricValue | string>;
-  reported_at: string;
-}
-
-export interface LogLine {
-  seq: number;
-  message: string;
-  level: string | null;
-  stream: string | null;
-  timestamp: string | null;
-  /** The worker of a multi-worker trial that wrote it (0: the chief); null otherwise. */
-  rank?: number | null;
-}
-
-/** One sample of a trial process's system metrics (GET /trials/{id}/system-metrics). */
-export interface SystemSample {
-  rank: number;
-  time: string;
-  metrics: Record<string, number>;
-}
-
-export interface SystemMetrics {
-  trial_id: number;
-  total: number;
-  downsampled: boolean;
-  samples: SystemSample[];
-}
-
+export type TrialsSummary = Schemas["TrialsSummaryPublic"];
+export type SeriesTrial = Schemas["TrialSeriesPublic"];
+export type Series = Schemas["SeriesPublic"];
+export type MetricNames = Schemas["MetricNamesPublic"];
+export type MetricRow = Schemas["MetricPublic"];
+export type LogLine = Schemas["LogLinePublic"];
+/** One sample of a trial process's system metrics (`GET /trials/{id}/system-metrics`). */
+export type SystemSample = Schemas["SystemSamplePublic"];
+export type SystemMetrics = Schemas["SystemMetricsPublic"];
 /** One worker process of a trial's attempt (`GET /trials/{id}/workers`). */
-export interface TrialWorker {
-  rank: number;
-  pid: number;
-  state: string;
-  exit: string | null;
-  exit_code: number | null;
-  heartbeat_age: number | null;
-}
-
-export interface Checkpoint {
-  uuid: string;
-  trial_id: number;
-  experiment_id: number;
-  total_batches: number;
-  state: CheckpointState;
-  metadata: Record<string, unknown>;
-  resources: Record<string, number>;
-  size: number;
-  created_at: string;
-  validation_metrics: Record<string, MetricValue> | null;
-}
-
+export type TrialWorker = Schemas["TrialWorkerPublic"];
+export type Checkpoint = Schemas["CheckpointPublic"];
 /** A TensorBoard the master runs (`POST /tensorboards`), served at its `service_address`. */
-export interface TensorBoard {
-  id: string;
-  state: "STARTING" | "RUNNING" | "STOPPED" | "FAILED";
-  experiment_ids: number[];
-  trial_ids: number[];
-  service_address: string;
-  error: string | null;
-}
-
+export type TensorBoard = Schemas["TensorBoardPublic"];
 /** A model of the registry (`/models`). */
-export interface Model {
-  id: number;
-  name: string;
-  description: string;
-  notes: string;
-  labels: string[];
-  metadata: Record<string, unknown>;
-  owner: string;
-  archived: boolean;
-  created_at: string;
-  updated_at: string;
-  num_versions: number;
-}
-
+export type Model = Schemas["ModelPublic"];
 /** Version `version` of a model: one registered checkpoint. */
-export interface ModelVersion {
-  id: number;
-  model_id: number;
-  model_name: string;
-  version: number;
-  checkpoint: Checkpoint;
-  name: string | null;
-  comment: string;
-  owner: string;
-  created_at: string;
-}
-
-export interface Cluster {
-  slots_total: number;
-  slots_used: number;
-  running: { trial_id: number; experiment_id: number; slots: number }[];
-  queued: { trial_id: number; experiment_id: number; reason: string | null }[];
-}
+export type ModelVersion = Schemas["ModelVersionPublic"];
+/** A model version holding a checkpoint (`GET /checkpoints/model-versions`). */
+export type CheckpointRegistration = Schemas["CheckpointRegistration"];
+export type Cluster = Schemas["ClusterPublic"];
+/** A worker process kept ready for trials, idle now (a spare, or an experiment's warm one). */
+export type IdleWorker = Schemas["IdleWorkerPublic"];
+export type Importance = Schemas["ImportancePublic"];
+export type History = Schemas["HistoryPublic"];
+export type Timeline = Schemas["TimelinePublic"];
+export type SignedIn = Schemas["LoginPublic"];
+export type User = Schemas["UserPublic"];
 
 /** An error answer of the API (or of the network), with the master's message. */
 export class ApiError extends Error {
@@ -352,8 +203,6 @@ export interface TrialQuery {
   offset: number;
 }
 
-export type SeriesSelect = "default" | "best" | "worst" | "all" | "ids";
-
 export interface SeriesQuery {
   kind: MetricKind;
   metric: string;
@@ -365,55 +214,9 @@ export interface SeriesQuery {
   trialIds?: readonly number[];
 }
 
-export interface Importance {
-  metric: string | null;
-  method: string;
-  ready: boolean;
-  current: boolean;
-  trials: number;
-  importances: { name: string; importance: number }[];
-}
-
-export interface History {
-  metric: string | null;
-  smaller_is_better: boolean;
-  started_at: string;
-  trial_ids: number[];
-  times: number[];
-  ended: boolean[];
-  values: number[];
-  best_so_far: number[];
-}
-
-export interface Timeline {
-  started_at: string;
-  now: number;
-  slots: number;
-  slots_per_trial: number;
-  trial_ids: number[];
-  states: TrialState[];
-  starts: number[];
-  ends: (number | null)[];
-  slot: number[];
-}
-
 /** The download address of a checkpoint's files (a tar stream). */
 export function checkpointArchiveUrl(uuid: string): string {
   return url(`/checkpoints/${encodeURIComponent(uuid)}/archive`);
-}
-
-export interface SignedIn {
-  token: string;
-  username: string;
-  admin: boolean;
-  expires_at: string;
-}
-
-export interface User {
-  username: string;
-  admin: boolean;
-  active: boolean;
-  created_at: string;
 }
 
 /** Fetch a checkpoint's files (the session cookie goes along) and hand them to the browser as
@@ -433,25 +236,28 @@ export async function downloadCheckpoint(uuid: string): Promise<void> {
 
 export const api = {
   login: (username: string, password: string) =>
-    request<SignedIn>("POST", "/auth/login", undefined, { username, password }),
+    request<SignedIn>("POST", "/auth/login", undefined, { username, password } satisfies Schemas["Login"]),
   logout: () => request<void>("POST", "/auth/logout"),
   me: (signal?: AbortSignal) => get<User>("/me", undefined, signal),
+  clusterMessage: () => get<Schemas["ClusterMessageAnswer"]>("/master/cluster_message"),
   experiments: (q: ExperimentQuery, signal?: AbortSignal) =>
-    get<Page<Experiment>>("/experiments", { ...q, state: q.state, label: q.label }, signal),
+    get<Schemas["Page_ExperimentPublic_"]>("/experiments", { ...q, state: q.state, label: q.label }, signal),
   experiment: (id: number, signal?: AbortSignal) => get<Experiment>(`/experiments/${id}`, undefined, signal),
   experimentAction: (id: number, action: ExperimentAction) =>
     request<Experiment>("POST", `/experiments/${id}/${action}`),
   /** Delete an ended experiment; what stayed in storage and why (empty: every file removed). */
   deleteExperiment: async (id: number): Promise<string[]> => {
-    const answer = await request<{ files_not_removed?: string[] } | undefined>("DELETE", `/experiments/${id}`);
+    const answer = await request<Schemas["ExperimentDeleted"] | undefined>("DELETE", `/experiments/${id}`);
     return answer?.files_not_removed ?? [];
   },
-  patchExperiment: (id: number, patch: { description?: string; labels?: string[] }) =>
+  patchExperiment: (id: number, patch: Schemas["ExperimentEdit"]) =>
     request<Experiment>("PATCH", `/experiments/${id}`, undefined, patch),
   trials: (experimentId: number, q: TrialQuery, signal?: AbortSignal) =>
-    get<Page<Trial>>(`/experiments/${experimentId}/trials`, { ...q, state: q.state }, signal),
+    get<Schemas["Page_TrialListItem_"]>(`/experiments/${experimentId}/trials`, { ...q, state: q.state }, signal),
   trialsSummary: (experimentId: number, signal?: AbortSignal) =>
     get<TrialsSummary>(`/experiments/${experimentId}/trials/summary`, undefined, signal),
+  paretoFront: (experimentId: number, signal?: AbortSignal) =>
+    get<Schemas["ParetoFrontPublic"]>(`/experiments/${experimentId}/pareto`, undefined, signal),
   series: (experimentId: number, q: SeriesQuery, signal?: AbortSignal) =>
     get<Series>(
       `/experiments/${experimentId}/series`,
@@ -479,7 +285,12 @@ export const api = {
     experimentId: number,
     q: { sort: "best" | "created"; state?: readonly CheckpointState[]; limit: number; offset: number },
     signal?: AbortSignal,
-  ) => get<Page<Checkpoint>>(`/experiments/${experimentId}/checkpoints`, { ...q, state: q.state }, signal),
+  ) =>
+    get<Schemas["Page_CheckpointPublic_"]>(
+      `/experiments/${experimentId}/checkpoints`,
+      { ...q, state: q.state },
+      signal,
+    ),
   trial: (id: number, signal?: AbortSignal) => get<Trial>(`/trials/${id}`, undefined, signal),
   killTrial: (id: number) => request<Trial>("POST", `/trials/${id}/kill`),
   trialMetrics: (id: number, q: { kind?: MetricKind; afterBatches?: number; limit?: number }, signal?: AbortSignal) =>
@@ -490,28 +301,45 @@ export const api = {
   trialSystemMetrics: (id: number, q: { maxPoints: number }, signal?: AbortSignal) =>
     get<SystemMetrics>(`/trials/${id}/system-metrics`, { max_points: q.maxPoints }, signal),
   trialCheckpoints: (id: number, q: { limit: number; offset: number }, signal?: AbortSignal) =>
-    get<Page<Checkpoint>>(`/trials/${id}/checkpoints`, q, signal),
+    get<Schemas["Page_CheckpointPublic_"]>(`/trials/${id}/checkpoints`, q, signal),
   cluster: (signal?: AbortSignal) => get<Cluster>("/cluster", undefined, signal),
-  models: (q: { limit: number; offset: number }, signal?: AbortSignal) => get<Page<Model>>("/models", q, signal),
+  models: (q: { limit: number; offset: number }, signal?: AbortSignal) =>
+    get<Schemas["Page_ModelPublic_"]>("/models", q, signal),
   model: (name: string, signal?: AbortSignal) => get<Model>(`/models/${encodeURIComponent(name)}`, undefined, signal),
   modelVersions: (name: string, signal?: AbortSignal) =>
     get<ModelVersion[]>(`/models/${encodeURIComponent(name)}/versions`, undefined, signal),
-  createModel: (name: string) => request<Model>("POST", "/models", undefined, { name }),
+  checkpointRegistrations: (uuids: readonly string[], signal?: AbortSignal) =>
+    get<CheckpointRegistration[]>("/checkpoints/model-versions", { uuid: uuids }, signal),
+  createModel: (name: string) =>
+    request<Model>("POST", "/models", undefined, { name } satisfies Schemas["ModelCreate"]),
   registerVersion: (name: string, checkpointUuid: string) =>
     request<ModelVersion>("POST", `/models/${encodeURIComponent(name)}/versions`, undefined, {
       checkpoint_uuid: checkpointUuid,
-    }),
+    } satisfies Schemas["ModelVersionCreate"]),
   startTensorBoard: (experimentIds: number[]) =>
-    request<TensorBoard>("POST", "/tensorboards", undefined, { experiment_ids: experimentIds }),
+    request<TensorBoard>("POST", "/tensorboards", undefined, {
+      experiment_ids: experimentIds,
+    } satisfies Schemas["TensorBoardCreate"]),
   tensorBoard: (id: string, signal?: AbortSignal) =>
     get<TensorBoard>(`/tensorboards/${encodeURIComponent(id)}`, undefined, signal),
+  tensorBoards: (signal?: AbortSignal) => get<TensorBoard[]>("/tensorboards", undefined, signal),
 };
 
-/** A metric value as a number (NaN for the non-finite strings, null when missing). */
+/** The strings the master writes for a non-finite metric value. */
+export type NonFiniteName = Extract<MetricValue, string>;
+
+/** What each non-finite name stands for: the UI's one decoding of them. Keyed by the names the
+ * schema gives (pedl.vocabulary's), so a name added or dropped there fails the build here. */
+export const NON_FINITE: Readonly<Record<NonFiniteName, number>> = {
+  NaN: Number.NaN,
+  Infinity: Number.POSITIVE_INFINITY,
+  "-Infinity": Number.NEGATIVE_INFINITY,
+};
+
+/** A metric value as a number (NaN and the infinities for their names, null when missing or
+ * not a metric value). */
 export function metricNumber(value: unknown): number | null {
   if (typeof value === "number") return value;
-  if (value === "NaN") return Number.NaN;
-  if (value === "Infinity") return Number.POSITIVE_INFINITY;
-  if (value === "-Infinity") return Number.NEGATIVE_INFINITY;
+  if (typeof value === "string" && Object.hasOwn(NON_FINITE, value)) return NON_FINITE[value as NonFiniteName];
   return null;
 }

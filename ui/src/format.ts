@@ -20,6 +20,40 @@ export function formatNumber(value: number | null | undefined, digits = 4): stri
   return trimZeros(rounded.toPrecision(digits));
 }
 
+/** An axis' tick labels in one number format: all in exponent notation when any of them
+ * needs it (log axes over decades: 5.178e-3 beside 3.466e-4, not 0.005178 beside 3.466e-4),
+ * else each as formatNumber writes it. */
+export function formatAxisNumbers(values: readonly (number | null)[], digits = 4): string[] {
+  const exponent = values.some((v) => {
+    if (v == null || !Number.isFinite(v) || v === 0) return false;
+    const magnitude = Math.abs(v);
+    return magnitude >= 1e6 || magnitude < 1e-3;
+  });
+  return values.map((v) => {
+    if (v == null) return "";
+    if (!exponent || v === 0 || !Number.isFinite(v)) return formatNumber(v, digits);
+    const [mantissa, power] = v.toExponential(digits - 1).split("e");
+    return `${trimZeros(mantissa ?? "")}e${power}`;
+  });
+}
+
+/** Time-axis ticks from 0 to `maxSeconds` in one unit chosen by the span (s, min or h), the
+ * first labelled "0" (no "0ms"): [seconds, label] pairs at nice steps of that unit. */
+export function durationTicks(maxSeconds: number, count = 5): [number, string][] {
+  if (!Number.isFinite(maxSeconds) || maxSeconds <= 0) return [[0, "0"]];
+  const [unit, name] = maxSeconds >= 7200 ? [3600, "h"] : maxSeconds >= 120 ? [60, "min"] : [1, "s"];
+  const top = maxSeconds / unit;
+  const raw = top / count;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = ([1, 2, 5, 10].find((m) => m * power >= raw) ?? 10) * power;
+  const out: [number, string][] = [];
+  for (let v = 0; v <= top + step * 1e-9; v += step) {
+    const value = Number(v.toPrecision(12));
+    out.push([value * unit, value === 0 ? "0" : `${formatNumber(value)} ${name}`]);
+  }
+  return out;
+}
+
 function trimZeros(text: string): string {
   return text.includes(".") ? text.replace(/\.?0+$/, "") : text;
 }
@@ -34,19 +68,19 @@ export function formatPercent(fraction: number): string {
   return `${Math.round(Math.max(0, Math.min(1, fraction)) * 100)}%`;
 }
 
-const BYTE_UNITS = ["B", "kB", "MB", "GB", "TB"];
+const BYTE_UNITS = ["B", "KiB", "MiB", "GiB"];
 
-/** A size in bytes with 3 significant digits and SI units: 12.3 MB. */
+/** A size in bytes in binary units with one decimal, as the CLI writes it (pedl.cli's
+ * format_size): 512 B, 1.5 KiB, 12.3 MiB, 1.2 GiB (GiB the largest). */
 export function formatBytes(bytes: number | null | undefined): string {
   if (bytes == null) return EM_DASH;
   let value = bytes;
   let unit = 0;
-  while (Math.abs(value) >= 1000 && unit < BYTE_UNITS.length - 1) {
-    value /= 1000;
+  while (Math.abs(value) >= 1024 && unit < BYTE_UNITS.length - 1) {
+    value /= 1024;
     unit += 1;
   }
-  const text = unit === 0 ? String(value) : trimZeros(value.toPrecision(3));
-  return `${text} ${BYTE_UNITS[unit]}`;
+  return unit === 0 ? `${Math.round(value)} B` : `${value.toFixed(1)} ${BYTE_UNITS[unit]}`;
 }
 
 /** A duration in milliseconds, two units at most: 850ms, 42s, 3m 12s, 2h 05m, 3d 4h. */

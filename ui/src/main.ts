@@ -3,7 +3,9 @@
 
 import "./styles.css";
 import { ApiError, api } from "./api";
+import { accountsRequired } from "./accounts";
 import { forget, hasSession } from "./auth";
+import { followScheme, schemeSwitch } from "./color-scheme";
 import { h } from "./dom";
 import { ClusterPage } from "./pages/cluster";
 import { ComparePage } from "./pages/compare";
@@ -13,6 +15,7 @@ import { ModelPage, ModelsPage } from "./pages/models";
 import { NotFoundPage } from "./pages/not-found";
 import { signInForm } from "./pages/sign-in";
 import { TrialPage } from "./pages/trial";
+import { ProjectPage, WorkspacesPage } from "./pages/workspaces";
 import { type RouteDef, startRouter } from "./router";
 
 const routes: RouteDef[] = [
@@ -39,17 +42,29 @@ const routes: RouteDef[] = [
     key: (m) => `model:${m[1]}`,
     create: (m) => new ModelPage(decodeURIComponent(m[1] ?? "")),
   },
+  { pattern: /^\/workspaces\/?$/, key: () => "workspaces", create: () => new WorkspacesPage() },
+  {
+    pattern: /^\/projects\/(\d+)\/?$/,
+    key: (m) => `project:${m[1]}`,
+    create: (m) => new ProjectPage(Number(m[1])),
+  },
 ];
 
 const nav = [
   { label: "Experiments", href: "#/experiments", section: /^\/(experiments|trials|$)/ },
+  { label: "Workspaces", href: "#/workspaces", section: /^\/(workspaces|projects)/ },
   { label: "Models", href: "#/models", section: /^\/models/ },
   { label: "Cluster", href: "#/cluster", section: /^\/cluster/ },
 ];
 
+followScheme();
+const accounts = accountsRequired();
+
 const links = nav.map((item) => h("a", { href: item.href }, item.label));
 const main = h("main", { id: "main", tabindex: -1 });
 const account = h("div", { class: "account", "data-testid": "account" });
+// The cluster-wide message (`det master cluster-message set`), under the header while it shows.
+const banner = h("div", { class: "cluster-message", role: "status", "data-testid": "cluster-message", hidden: true });
 document.body.replaceChildren(
   h(
     "a",
@@ -66,8 +81,10 @@ document.body.replaceChildren(
       "PEDL",
     ),
     h("nav", { "aria-label": "Sections" }, links),
+    schemeSwitch(),
     account,
   ),
+  banner,
   main,
 );
 
@@ -98,9 +115,26 @@ function showAccount(name: string): void {
   );
 }
 
+/** Show the cluster-wide message while it is in its time window (once, at the start). */
+function showClusterMessage(): void {
+  api.clusterMessage().then(
+    ({ cluster_message: message }) => {
+      const now = Date.now();
+      const shows =
+        message != null &&
+        Date.parse(message.start_time) <= now &&
+        (message.end_time == null || Date.parse(message.end_time) > now);
+      banner.textContent = shows ? message.message : "";
+      banner.hidden = !shows;
+    },
+    () => undefined,
+  );
+}
+
 /** The app, for the user `name` (none: a master without accounts). */
 function start(name?: string): void {
   if (name) showAccount(name);
+  showClusterMessage();
   startRouter(main, routes, (route) => new NotFoundPage(route));
 }
 
@@ -115,6 +149,9 @@ if (hasSession()) {
     (me) => showAccount(me.username),
     () => undefined,
   );
+} else if (accounts === true) {
+  // Not signed in on a master with accounts: the form, asking the master nothing first.
+  signInForm(main, start);
 } else {
   // A master without accounts (`pedl master --no-auth`) answers without a session.
   api.me().then(

@@ -96,6 +96,21 @@ export function sequentialColor(t: number, alpha = 1): string {
   return `rgba(${r}, ${g}, ${b}, ${alpha})`;
 }
 
+/** Where the sequential map starts on a dark page: viridis' darkest purples vanish against
+ * it, so the worst trials start at this shade (3:1 contrast with a dark card at least). */
+export const DARK_FLOOR = 0.45;
+
+/** Whether the page is dark now (src/color-scheme.ts sets <html data-theme>). */
+export function isDarkPage(): boolean {
+  return typeof document !== "undefined" && document.documentElement.dataset.theme === "dark";
+}
+
+/** A metric's shade 0..1 (worse..better) as drawn: on a dark page lifted above DARK_FLOOR. */
+export function metricShade(t: number, dark = isDarkPage()): number {
+  const clamped = Math.max(0, Math.min(1, Number.isFinite(t) ? t : 0));
+  return dark ? DARK_FLOOR + (1 - DARK_FLOOR) * clamped : clamped;
+}
+
 /** Highlight colour of the best trials where the others are coloured by a metric. */
 export const BEST_COLOR = "#e4572e";
 export const MUTED_COLOR = "#8a94a6";

@@ -50,6 +50,12 @@ export function currentRoute(): Route {
 }
 
 let dispatch: () => void = () => undefined;
+let remountPage: () => void = () => undefined;
+
+/** Make the current page again from the URL (its charts redrawn in the colours now in force). */
+export function remount(): void {
+  remountPage();
+}
 
 /** Go to `path?query`; `replace` rewrites the current history entry (filters while typing). */
 export function navigate(path: string, query: QueryValues = {}, options: { replace?: boolean } = {}): void {
@@ -106,6 +112,12 @@ export function startRouter(outlet: HTMLElement, routes: RouteDef[], notFound: (
     document.dispatchEvent(new CustomEvent("pedl:route", { detail: route }));
   };
 
+  remountPage = () => {
+    current?.page.dispose();
+    current = null;
+    lastHash = null;
+    dispatch();
+  };
   window.addEventListener("hashchange", () => dispatch());
   window.addEventListener("popstate", () => dispatch());
   dispatch();

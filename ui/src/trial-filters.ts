@@ -83,7 +83,7 @@ export function splitValues(text: string): string[] {
 }
 
 /** The hyperparameters a config declares, by dotted name, as the master reads them for
- * `hparams.NAME` (pedl.master.db.trials.hparam_paths): nested groups without a `type` are
+ * `hparams.NAME` (pedl.db.trials.hparam_paths): nested groups without a `type` are
  * walked into; a bare value (a constant's short form) is one hyperparameter. */
 export function configuredHparams(hyperparameters: unknown, prefix = "", out: string[] = []): string[] {
   if (!hyperparameters || typeof hyperparameters !== "object" || Array.isArray(hyperparameters)) return out;

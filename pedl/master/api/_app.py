@@ -21,7 +21,6 @@ body that would take the bodies held at once past ``max_upload_memory_bytes``
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 from collections.abc import AsyncIterator
@@ -36,11 +35,15 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pedl import __version__
+from pedl.db import Database, MetricIngestor, NotFoundError
+from pedl.db._engine import make_private_dirs
+from pedl.master._log_retention import LogRetention
 from pedl.master._master_log import MasterLog
 from pedl.master._settings import MasterSettings
 from pedl.master.api import (
     checkpoints,
     cluster,
+    cluster_message,
     downloads,
     experiment_ops,
     experiments,
@@ -49,6 +52,8 @@ from pedl.master.api import (
     master_info,
     master_logs,
     models,
+    pareto,
+    projects,
     system_metrics,
     templates,
     tensorboards,
@@ -56,6 +61,7 @@ from pedl.master.api import (
     trials,
     users,
     visualization,
+    workspaces,
 )
 from pedl.master.api._auth import PUBLIC_PATHS, USER_TOKEN_PREFIX, BodyAuth, TokenCache
 from pedl.master.api._deps import MAX_INT_ID
@@ -72,18 +78,30 @@ from pedl.master.api._forward import (
     ReadsOnly,
     ReadSource,
 )
-from pedl.master.api._limits import BodyMemory, RequestLimits, replay_body
+from pedl.master.api._limits import Authenticate, BodyMemory, RequestLimits, replay_body
 from pedl.master.api._schemas import MetricsBatch
 from pedl.master.api._session_cookie import SessionCookies
 from pedl.master.api._web_ui import UI_DIST, web_ui_route
-from pedl.master.db import Database, MetricIngestor, NotFoundError
 from pedl.master.orchestrator import Orchestrator
-from pedl.master.tensorboard import TensorBoardManager
+from pedl.master.tensorboard import PATH_PREFIX, TensorBoardManager
 
 API_PREFIX = "/api/v1"
 MAX_FAST_BODY = 1 << 20
 
 logger = logging.getLogger("pedl.master.api")
+
+
+def _callers(body_auth: BodyAuth, gate: tensorboards.ProxyGate) -> Authenticate:
+    """Who may send a body: the TensorBoard proxy's callers by ``gate``, the others by
+    ``body_auth``."""
+    prefix = f"{PATH_PREFIX}/"
+
+    async def authenticate(scope: Scope) -> Response | None:
+        if scope["path"].startswith(prefix):
+            return await gate(scope)
+        return await body_auth(scope)
+
+    return authenticate
 
 
 def _operation_id(route: APIRoute) -> str:
@@ -156,8 +174,9 @@ class MetricReportFastPath:
     """ASGI middleware: ``POST /trials/{id}/metrics`` (the trials' periodic reports, by far the
     most frequent request) served without FastAPI's routing and dependency resolution, which
     cost more event-loop time than the rest of the report. Same contract as the route
-    (:func:`~pedl.master.api.trials.report_metrics`): the body is parsed with ``json.loads`` and
-    validated with the same model, then handed to the same
+    (:func:`~pedl.master.api.trials.report_metrics`): the body is parsed once, by the same
+    model's JSON validation (pydantic's parser: no ``json.loads`` and no second pass over its
+    objects), then handed to the same
     :func:`~pedl.master.api.trials.ingest_report`. Anything unusual (no bearer token, not
     JSON, an invalid body, over 1 MiB, not a report) goes to the app itself, body replayed, so
     its errors are exactly the route's."""
@@ -189,7 +208,7 @@ class MetricReportFastPath:
             return
         body = await _read_body(receive)
         try:
-            batch = MetricsBatch.model_validate(json.loads(body))
+            batch = MetricsBatch.model_validate_json(body)
         except (ValueError, ValidationError):
             await self.app(scope, replay_body(body, receive), send)
             return
@@ -281,7 +300,8 @@ def create_app(
     to share one :class:`Database` with other parts of the master (the caller then disposes it);
     otherwise one is made from ``settings.db_url``. The metric writer (:class:`MetricIngestor`,
     group commit of ``POST /trials/{id}/metrics``) starts after the migrations and, on shutdown,
-    writes what is queued and stops before the orchestrator and the engine. With an
+    writes what is queued and stops before the orchestrator and the engine; so does the log
+    retention sweeper (:class:`~pedl.master._log_retention.LogRetention`). With an
     ``orchestrator`` (built on the same ``database``) the app runs experiments: the orchestrator
     starts after the migrations and stops (killing its trial processes) before the engine is
     disposed; without one it is an API-only master whose trial-operation routes answer 409. With
@@ -304,6 +324,7 @@ def create_app(
     ingestor = None if reads_only else MetricIngestor(db, max_queued=settings.max_queued_reports)
     forwarding = None if reads is None else Forwarding()
     boards = None if reads_only else TensorBoardManager(db, settings.home)
+    retention = None if reads_only else LogRetention(db)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -317,9 +338,11 @@ def create_app(
         if master_log is not None:
             master_log.attach()
         if ingestor is not None:
-            settings.home.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(settings.home)
             await anyio.to_thread.run_sync(db.upgrade)
             ingestor.start()
+        if retention is not None:
+            retention.start()
         if boards is not None:
             boards.start()
         if orchestrator is not None:
@@ -334,6 +357,8 @@ def create_app(
                 await reads.stop()
             if boards is not None:
                 await anyio.to_thread.run_sync(boards.close)
+            if retention is not None:
+                await anyio.to_thread.run_sync(retention.close)
             if ingestor is not None:
                 await anyio.to_thread.run_sync(ingestor.stop)
             if orchestrator is not None:
@@ -364,6 +389,7 @@ def create_app(
     modules = (
         experiments,
         visualization,
+        pareto,
         trials,
         trial_ops,
         system_metrics,
@@ -377,8 +403,11 @@ def create_app(
         models,
         master_config,
         master_logs,
+        cluster_message,
         experiment_ops,
         tensorboards,
+        workspaces,
+        projects,
     )
     read_routes = ReadRoutes(
         (route for m in modules for route in m.router.routes if isinstance(route, APIRoute)),
@@ -401,6 +430,7 @@ def create_app(
             front, ingestor=ingestor, retry_after_s=settings.retry_after_seconds
         )
     body_auth = None  # a read process serves bodiless reads only (anything else: 404)
+    authenticate = None
     if not reads_only:
         body_auth = BodyAuth(
             (route for m in modules for route in m.router.routes if isinstance(route, APIRoute)),
@@ -409,19 +439,28 @@ def create_app(
             tokens=tokens,
             settings=settings,
         )
-    front = RequestLimits(  # before every route and fast path: size, caller, memory, JSON
+        gate = app.state.tensorboard_gate = tensorboards.ProxyGate(
+            auth=settings.auth, check_user=body_auth.user_refusal
+        )
+        authenticate = _callers(body_auth, gate)
+    front = RequestLimits(  # before every route and fast path: caller, size, memory, JSON
         front,
         max_body=settings.max_request_bytes,
         max_upload=settings.upload_bytes,
         upload_path=f"{API_PREFIX}/experiments",
         max_json_depth=settings.max_json_depth,
-        authenticate=body_auth,
+        authenticate=authenticate,
         memory=BodyMemory(settings.upload_memory_bytes, reserve=settings.max_request_bytes),
         retry_after_s=settings.retry_after_seconds,
     )
-    # The web UI's session cookie becomes a bearer token (or a CSRF 403) before anything
-    # else looks at the caller.
-    front = SessionCookies(front, prefix=API_PREFIX, public=PUBLIC_PATHS)
+    # The web UI's session cookie becomes a bearer token (or a CSRF 403, or a forged or
+    # ended session's 401) before anything else looks at the caller.
+    front = SessionCookies(
+        front,
+        prefix=API_PREFIX,
+        public=PUBLIC_PATHS,
+        check_user=None if body_auth is None else body_auth.user_refusal,
+    )
     app.front = InFlightLimit(  # outermost: sheds before any other work
         front,
         limit=settings.max_requests_in_flight,

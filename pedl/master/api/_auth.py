@@ -21,8 +21,9 @@ The web UI sends its session token in an HttpOnly cookie rather than a header:
 a CSRF check for requests that change state) before anything here sees the request.
 
 Every request with a body is checked first by :class:`BodyAuth`, on its headers alone, before
-a byte of the body is read (the same 401s and 403s as the dependencies above, which check
-again): an anonymous or forged request costs no memory and no parsing.
+a byte of the body is read and before its size is looked at (the same 401s and 403s as the
+dependencies above, which check again): an anonymous or forged request costs no memory and
+no parsing, and learns nothing of the route's limits (401, not 413).
 
 Looking a user token up costs a database read; to keep the dashboards' polling cheap, each
 process remembers a valid token for ``token_cache_seconds`` (never past its expiry). A
@@ -41,7 +42,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
@@ -56,13 +57,13 @@ from starlette.responses import Response
 from starlette.routing import compile_path
 from starlette.types import Scope
 
+from pedl.db import Database
+from pedl.db import trials as trials_repo
+from pedl.db import users as users_repo
 from pedl.master._settings import MasterSettings
 from pedl.master.api._deps import MAX_INT_ID, DatabaseDep, ExperimentId, TrialId
 from pedl.master.api._errors import ApiError, error_response, is_transient_db_error
 from pedl.master.api._schemas import ErrorResponse
-from pedl.master.db import Database
-from pedl.master.db import trials as trials_repo
-from pedl.master.db import users as users_repo
 
 logger = logging.getLogger("pedl.master.api")
 
@@ -446,8 +447,18 @@ class BodyAuth:
         path: str = scope["path"]
         if path in PUBLIC_PATHS or not path.startswith("/api/"):
             return None
+        return await self._answer(self._check(scope, path), scope)
+
+    async def user_refusal(self, token: str, scope: Scope) -> Response | None:
+        """The 401 for a user's session ``token`` (e.g. a cookie's) that signs no one in
+        (unknown, forged, expired, revoked, of another kind; 503 when the database cannot be
+        asked), or ``None`` when it signs a user in, or the master's ``auth`` is off."""
+        return await self._answer(self._check_user(token), scope)
+
+    async def _answer(self, check: Awaitable[None], scope: Scope) -> Response | None:
+        path: str = scope["path"]
         try:
-            await self._check(scope, path)
+            await check
         except ApiError as err:
             return error_response(
                 err.status_code, err.message, field=err.field, headers=err.headers
@@ -481,9 +492,15 @@ class BodyAuth:
                 raise _not_signed_in("the token is neither a user's session token nor a trial's")
         elif token is None:
             raise _not_signed_in("not signed in")
-        elif not token.startswith(USER_TOKEN_PREFIX):
+        else:
+            await self._check_user(token)
+
+    async def _check_user(self, token: str) -> None:
+        if not self.settings.auth:
+            return
+        if not token.startswith(USER_TOKEN_PREFIX):
             raise _not_signed_in("this is not a user's session token")
-        elif await signed_in_user(token, self.database, self.tokens) is None:
+        if await signed_in_user(token, self.database, self.tokens) is None:
             raise _not_signed_in("the session token is unknown, expired or revoked")
 
     async def _check_trial(self, token: str | None, trial_id: str | None) -> None:

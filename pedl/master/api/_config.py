@@ -18,12 +18,13 @@ from pedl.config import (
     config_warnings,
     parse_config,
 )
-from pedl.engine import CheckpointState, with_default_storage
+from pedl.db._models import Checkpoint, Trial
+from pedl.engine import with_default_storage
 from pedl.master.api._errors import ApiError
 from pedl.master.api._schemas import ErrorIssue
-from pedl.master.db._models import Checkpoint, Trial
 from pedl.searcher import unavailable_reason
 from pedl.storage import storage_unavailable_reason
+from pedl.vocabulary import CheckpointState
 
 
 @dataclass(frozen=True)
@@ -155,3 +156,21 @@ def resolve_warm_start(session: Session, validated: ValidatedConfig) -> Validate
         config=config,
         warnings=validated.warnings,
     )
+
+
+def refuse_unlaunchable(orchestrator: object, config: ExperimentConfig) -> None:
+    """422 when no trial of ``config`` could ever start on this master (the orchestrator's
+    ``launch_problem``: e.g. its trial user cannot run the trials' Python or reach their
+    checkpoint storage), naming the field to change and the ways out, instead of accepting an
+    experiment whose every trial would end ERROR. Nothing to check without an orchestrator
+    (an API-only master)."""
+    launch_problem = getattr(orchestrator, "launch_problem", None)
+    if launch_problem is None:
+        return
+    problem = launch_problem(config)
+    if problem is None:
+        return
+    field, reason = problem
+    where = "config" if field is None else f"config.{field}"
+    message = f"no trial of this experiment could start on this master: {reason}"
+    raise ApiError(422, message, field=where, issues=[ErrorIssue(field=where, message=reason)])

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pedl.engine import TrialOutcome, TrialState, waiting_for_searcher
+from pedl.db import Checkpoint
 from pedl.master.api._schemas import CheckpointPublic, TrialErrorPublic
-from pedl.master.db import Checkpoint
+from pedl.vocabulary import TrialOutcome, TrialState, waiting_for_searcher
 
 
 def checkpoint_public(
@@ -44,13 +44,17 @@ TRIAL_PUBLIC_FIELDS = (
     "error",
     "created_at",
     "ended_at",
+    "warm_start_checkpoint_uuid",
+    "parent_trial_id",
+    "parent_batches",
+    "changed_hparams",
 )
 """The fields of :class:`TrialPublic`, in its order (a test checks they are the same); its
 computed ``waiting_for_searcher`` follows them."""
 
 
 def trial_public_document(document: dict[str, Any]) -> dict[str, Any]:
-    """A trial's JSON-ready document (:func:`pedl.master.db.trials.list_trial_documents`) as
+    """A trial's JSON-ready document (:func:`pedl.db.trials.list_trial_documents`) as
     :class:`TrialPublic` serializes it (with ``inf_nan_mode="null"``), without building the
     model: its fields in order, the error through :class:`TrialErrorPublic` (defaults filled),
     every other field already what the model writes."""

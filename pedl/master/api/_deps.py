@@ -25,7 +25,7 @@ from fastapi import Depends, Query, Request
 from fastapi import Path as PathParam
 from sqlalchemy.orm import Session
 
-from pedl.master.db import Database
+from pedl.db import Database
 
 MAX_INT_ID = 2**31 - 1
 

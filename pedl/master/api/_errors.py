@@ -24,9 +24,9 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pedl.engine import IllegalTransitionError
+from pedl.db import ConflictError, IngestUnavailableError, NotFoundError
 from pedl.master.api._schemas import ErrorBody, ErrorIssue, ErrorResponse
-from pedl.master.db import ConflictError, IngestUnavailableError, NotFoundError
+from pedl.vocabulary import IllegalTransitionError
 
 logger = logging.getLogger("pedl.master.api")
 

@@ -12,10 +12,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from pedl.config import MAX_SLOTS, ExperimentConfig, parse_config
+from pedl.db import Database, SQLExperimentStore
+from pedl.db import experiment_config as config_repo
+from pedl.db import experiments as experiments_repo
+from pedl.engine import delete_checkpoints
 from pedl.master.api._errors import ApiError
-from pedl.master.db import Database, SQLExperimentStore
-from pedl.master.db import experiment_config as config_repo
-from pedl.master.db import experiments as experiments_repo
 from pedl.master.orchestrator import Orchestrator
 from pedl.storage import checkpoints_to_delete, make_storage
 
@@ -123,24 +124,14 @@ def doomed_checkpoints(
 
 
 def collect_garbage(database: Database, experiment_id: int, config: ExperimentConfig) -> None:
-    """Delete the checkpoints :func:`doomed_checkpoints` names: their files, then their
-    records are marked deleted (a checkpoint whose files cannot be removed is logged and
-    kept)."""
+    """Delete the checkpoints :func:`doomed_checkpoints` names, as every deletion goes
+    (:func:`pedl.engine.delete_checkpoints`: a registered checkpoint is left alone, one whose
+    files cannot be removed is logged and stays listed)."""
     doomed = doomed_checkpoints(database, experiment_id, config)
     if not doomed:
         return
     storage = make_storage(config.checkpoint_storage)
-    deleted = []
-    for storage_id in doomed:
-        try:
-            storage.delete(storage_id)
-        except Exception as err:  # one unreachable checkpoint must not keep the others
-            logger.warning(
-                "experiment %d: checkpoint %s not removed: %s", experiment_id, storage_id, err
-            )
-            continue
-        deleted.append(storage_id)
-    SQLExperimentStore(database).mark_checkpoints_deleted(deleted)
+    deleted = delete_checkpoints(SQLExperimentStore(database), storage, doomed)
     logger.info("experiment %d: deleted %d checkpoints (gc-policy)", experiment_id, len(deleted))
 
 

@@ -6,12 +6,14 @@ forwarding). It answers in the standard error shape, naming the limit and its se
 this order:
 
 - 400 when the URL carries a NUL character (``%00``);
+- 401 or 403 when the caller may not use the route (:class:`~._auth.BodyAuth`, or the
+  TensorBoard proxy's gate, on the headers alone): before a byte of the body is read, and
+  before its size is looked at, so that a caller who is not signed in learns nothing of the
+  route's limits;
 - 413 when the body is larger than ``max_request_bytes`` (``max_upload_bytes`` for
   ``POST /experiments``, which carries the model definition): refused on its
   ``Content-Length`` at once, or as soon as the bytes streamed in pass the limit, never read
   whole;
-- 401 or 403 when the caller may not use the route (:class:`~._auth.BodyAuth`, on the
-  headers alone): before a byte of the body is read;
 - 503 with ``Retry-After`` when the body would take the bodies the master holds at once
   past ``max_upload_memory_bytes`` (:class:`BodyMemory`): at once on its ``Content-Length``,
   or as soon as its streamed bytes do;
@@ -215,14 +217,14 @@ class RequestLimits:
             f"the request body is larger than {_human(limit)} (the master's {setting} setting)",
             field="body",
         )
-        if length is not None and (not length.isdigit() or int(length) > limit):
-            await too_large(scope, receive, send)
-            return
         if self.authenticate is not None:
             refused = await self.authenticate(scope)
             if refused is not None:
                 await refused(scope, receive, send)
                 return
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            await too_large(scope, receive, send)
+            return
         held = _Held(self.memory, upload=upload)
         try:
             if not held.take(int(length or 0)):

@@ -18,18 +18,21 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    WithJsonSchema,
     computed_field,
 )
 
 from pedl.config import mask_config
-from pedl.engine import (
+from pedl.vocabulary import (
     MAX_ERROR_MESSAGE,
     MAX_TRACEBACK,
+    NON_FINITE_NAMES,
     CheckpointState,
     ExperimentState,
     MetricKind,
     TrialOutcome,
     TrialState,
+    decode_metric_value,
     waiting_for_searcher,
 )
 
@@ -79,15 +82,11 @@ values are not checked here: :func:`pedl.config.parse_config` refuses what no da
 only name ``body.config``."""
 UTCTimestamp = Annotated[datetime, AfterValidator(_to_utc)]
 
-_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
 
 def _parse_metric_value(value: Any) -> Any:
-    if isinstance(value, str) and value in _NON_FINITE:
-        return _NON_FINITE[value]
     if isinstance(value, bool):
         return float(value)
-    return value
+    return decode_metric_value(value)
 
 
 MetricValue = Annotated[float | None, BeforeValidator(_parse_metric_value)]
@@ -106,7 +105,27 @@ def _check_relpath(value: str) -> str:
 RelativePath = Annotated[str, Field(max_length=4096), AfterValidator(_check_relpath)]
 
 
-class ErrorIssue(BaseModel):
+class ResponseBody(BaseModel):
+    """A body the API answers with. Its OpenAPI schema (serialization mode) marks every field
+    required, the defaulted ones too: the API always writes them, so clients generated from the
+    schema (the web UI's ``ui/src/api-types.ts``) type them as always there."""
+
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
+
+ENCODED_METRIC_VALUE_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "number"},
+        {"type": "string", "enum": list(NON_FINITE_NAMES)},
+        {"type": "null"},
+    ]
+}
+EncodedMetricValue = Annotated[Any, WithJsonSchema(ENCODED_METRIC_VALUE_SCHEMA)]
+"""A stored metric value as the API answers it: a number, ``null``, or one of the strings
+:data:`~pedl.vocabulary.NON_FINITE_NAMES` (passed on as stored; only its schema says so)."""
+
+
+class ErrorIssue(ResponseBody):
     """One problem with a request."""
 
     field: str | None = Field(description="Dotted path of the offending field, if any.")
@@ -114,7 +133,7 @@ class ErrorIssue(BaseModel):
     line: int | None = Field(default=None, description="1-based YAML line, for config issues.")
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(ResponseBody):
     """What went wrong; ``issues`` lists every problem when there are several."""
 
     message: str
@@ -122,19 +141,25 @@ class ErrorBody(BaseModel):
     issues: list[ErrorIssue] = Field(default_factory=list)
 
 
-class ErrorResponse(BaseModel):
+class ErrorResponse(ResponseBody):
     """The body of every error response (4xx and 5xx)."""
 
     error: ErrorBody
 
 
-class Page(BaseModel, Generic[T]):
+class Page(ResponseBody, Generic[T]):
     """One page of a listing; ``total`` counts all matching items."""
 
     items: list[T]
     total: int
     offset: int
     limit: int
+
+
+TemplateRef = Annotated[
+    str, Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+]
+"""The name of a template (``/templates/{name}``)."""
 
 
 class ExperimentCreate(BaseModel):
@@ -151,9 +176,21 @@ class ExperimentCreate(BaseModel):
         json_schema_extra={"contentEncoding": "base64", "contentMediaType": "application/gzip"},
     )
     activate: bool = Field(default=True, description="Start ACTIVE (true) or PAUSED (false).")
+    template: TemplateRef | None = Field(
+        default=None,
+        description="A template (GET /templates) the master merges under the config before "
+        "validating it, as Determined merges one (the config's own values win).",
+    )
+    project_id: int | None = Field(
+        default=None,
+        ge=1,
+        le=2**31 - 1,
+        description="The project to create it in (GET /projects); left out: the config's "
+        "`workspace` and `project`, else the default project, Uncategorized.",
+    )
 
 
-class ExperimentPublic(BaseModel):
+class ExperimentPublic(ResponseBody):
     """An experiment as the API shows it."""
 
     model_config = ConfigDict(from_attributes=True)
@@ -182,6 +219,24 @@ class ExperimentPublic(BaseModel):
     )
     archived: bool = Field(
         default=False, description="Archived: lists leave it out unless they ask for it."
+    )
+    notes: str | None = Field(default=None, description="Free-form notes (Determined's).")
+    log_retention_days: int | None = Field(
+        default=None,
+        description="Days its trials' logs are kept after it ends (`det e set log-retention`); "
+        "-1 or null: forever.",
+    )
+    project_id: int = Field(default=1, description="The project it belongs to (1: Uncategorized).")
+    workspace_id: int = Field(default=1, description="The workspace of its project.")
+    project_name: str = Field(default="Uncategorized", description="Its project's name.")
+    workspace_name: str = Field(
+        default="Uncategorized", description="The name of its project's workspace."
+    )
+    original_config: str | None = Field(
+        default=None,
+        description="The config as submitted (YAML or JSON text, Determined's "
+        "`original_config`), its secrets masked as in `config`; only in "
+        "GET /experiments/{id}.",
     )
     trial_counts: dict[TrialState, int] | None = Field(
         default=None,
@@ -224,7 +279,7 @@ class ExperimentCreated(ExperimentPublic):
     )
 
 
-class TrialPublic(BaseModel):
+class TrialPublic(ResponseBody):
     """A trial as the API shows it (never its token)."""
 
     model_config = ConfigDict(from_attributes=True)
@@ -248,6 +303,24 @@ class TrialPublic(BaseModel):
     )
     created_at: datetime
     ended_at: datetime | None
+    warm_start_checkpoint_uuid: str | None = Field(
+        default=None,
+        description="The checkpoint whose weights the trial started from (a warm start, or "
+        "a population-based training copy's parent checkpoint), if any.",
+    )
+    parent_trial_id: int | None = Field(
+        default=None,
+        description="Lineage (pbt): the trial this one is a copy of, whose checkpoint "
+        "warm_start_checkpoint_uuid it started from; none for a trial drawn afresh.",
+    )
+    parent_batches: int | None = Field(
+        default=None, description="Lineage (pbt): the batch of the parent's checkpoint."
+    )
+    changed_hparams: dict[str, Any] | None = Field(
+        default=None,
+        description="Lineage (pbt): the hyperparameters that differ from the parent's, "
+        'dotted names: {name: {"from": parent\'s, "to": this trial\'s}}.',
+    )
 
     @computed_field(  # type: ignore[prop-decorator]
         description="ACTIVE after training: its process exited after the work the searcher "
@@ -263,7 +336,7 @@ class TrialPublic(BaseModel):
 class TrialListItem(TrialPublic):
     """A trial in the experiment's trials list: with its latest validation's metrics."""
 
-    latest_validation: dict[str, Any] | None = Field(
+    latest_validation: dict[str, EncodedMetricValue] | None = Field(
         default=None,
         description="The metrics of the trial's validation with the most batches (null "
         "before its first); non-finite values as the strings NaN, Infinity, -Infinity.",
@@ -296,14 +369,14 @@ class MetricsBatch(BaseModel):
     rows: list[MetricReport] = Field(max_length=MAX_BATCH_ROWS)
 
 
-class MetricsIngested(BaseModel):
+class MetricsIngested(ResponseBody):
     """How many distinct ``(kind, total_batches)`` rows were written."""
 
     trial_id: int
     rows: int
 
 
-class MetricPublic(BaseModel):
+class MetricPublic(ResponseBody):
     """A stored metric row."""
 
     model_config = ConfigDict(from_attributes=True)
@@ -313,7 +386,7 @@ class MetricPublic(BaseModel):
     total_batches: int
     total_records: int | None
     total_epochs: float | None
-    metrics: dict[str, float | str | None]
+    metrics: dict[str, Annotated[float | str | None, WithJsonSchema(ENCODED_METRIC_VALUE_SCHEMA)]]
     reported_at: datetime
 
 
@@ -341,7 +414,7 @@ class LogsBatch(BaseModel):
     lines: list[LogLineCreate] = Field(max_length=MAX_BATCH_ROWS)
 
 
-class LogsIngested(BaseModel):
+class LogsIngested(ResponseBody):
     """``received`` lines in the request, ``inserted`` of them new."""
 
     trial_id: int
@@ -349,7 +422,7 @@ class LogsIngested(BaseModel):
     inserted: int
 
 
-class LogLinePublic(BaseModel):
+class LogLinePublic(ResponseBody):
     """A stored log line."""
 
     model_config = ConfigDict(from_attributes=True)
@@ -380,7 +453,7 @@ class CheckpointCreate(BaseModel):
     state: CheckpointState = CheckpointState.COMPLETED
 
 
-class CheckpointPublic(BaseModel):
+class CheckpointPublic(ResponseBody):
     """A checkpoint as the API shows it, with the validation metrics at its batch, if any."""
 
     uuid: str
@@ -392,16 +465,16 @@ class CheckpointPublic(BaseModel):
     resources: dict[str, int]
     size: int = Field(description="Total bytes of all resources.")
     created_at: datetime
-    validation_metrics: dict[str, Any] | None = None
+    validation_metrics: dict[str, EncodedMetricValue] | None = None
 
 
-class Health(BaseModel):
+class Health(ResponseBody):
     """Body of ``GET /health``."""
 
     status: str
 
 
-class ModelDefinitionLimits(BaseModel):
+class ModelDefinitionLimits(ResponseBody):
     """The limits a model definition archive must keep (the master's
     ``max_model_definition_*`` settings)."""
 
@@ -410,7 +483,7 @@ class ModelDefinitionLimits(BaseModel):
     max_members: int = Field(description="Most files and directories in it.")
 
 
-class RequestLimitsPublic(BaseModel):
+class RequestLimitsPublic(ResponseBody):
     """The limits a client can check before sending a request."""
 
     model_definition: ModelDefinitionLimits
@@ -418,14 +491,14 @@ class RequestLimitsPublic(BaseModel):
     max_request_bytes: int = Field(description="Largest body of every other request, in bytes.")
 
 
-class MasterPublic(BaseModel):
+class MasterPublic(ResponseBody):
     """Body of ``GET /master``: this master's version and the limits it enforces."""
 
     version: str
     limits: RequestLimitsPublic
 
 
-class TrialStartInfo(BaseModel):
+class TrialStartInfo(ResponseBody):
     """Body of ``GET /trials/{id}/start``: what a trial process needs to begin (or resume)."""
 
     trial_id: int
@@ -441,7 +514,7 @@ class TrialStartInfo(BaseModel):
     config: dict[str, Any] = Field(description="The experiment config (canonical form).")
 
 
-class SearcherOperationPublic(BaseModel):
+class SearcherOperationPublic(ResponseBody):
     """Body of ``GET /trials/{id}/searcher/operation``.
 
     ``train``: train to the absolute ``length`` (in the searcher's unit), validate, and post
@@ -462,7 +535,7 @@ class SearcherCompleted(BaseModel):
     metric: MetricValue = Field(description="The searcher metric at that length.")
 
 
-class TrialErrorPublic(BaseModel):
+class TrialErrorPublic(ResponseBody):
     """Why a trial errored: the error's type and message, the innermost frame of the user's
     code (``file.py:LINE``), and whether it came before training progressed (then the trial
     is not restarted: it would fail the same way)."""
@@ -486,13 +559,13 @@ class TrialExit(BaseModel):
     error: TrialErrorPublic | None = None
 
 
-class PreemptPublic(BaseModel):
+class PreemptPublic(ResponseBody):
     """Body of ``GET /trials/{id}/preempt``: whether to checkpoint and exit now."""
 
     preempt: bool
 
 
-class TrialSchedulingPublic(BaseModel):
+class TrialSchedulingPublic(ResponseBody):
     """Body of ``GET /trials/{id}/scheduling``: the trial's state and why it waits, if so."""
 
     trial_id: int
@@ -500,7 +573,7 @@ class TrialSchedulingPublic(BaseModel):
     queue_reason: str | None
 
 
-class TrialSeriesPublic(BaseModel):
+class TrialSeriesPublic(ResponseBody):
     """One trial's line of a learning-curve chart: ``[x, y]`` points in x order."""
 
     trial_id: int
@@ -508,7 +581,7 @@ class TrialSeriesPublic(BaseModel):
     points: list[tuple[float, float]]
 
 
-class SeriesPublic(BaseModel):
+class SeriesPublic(ResponseBody):
     """Body of ``GET /experiments/{id}/series``: downsampled learning curves."""
 
     kind: MetricKind
@@ -525,14 +598,14 @@ class SeriesPublic(BaseModel):
     trials: list[TrialSeriesPublic]
 
 
-class HparamImportancePublic(BaseModel):
+class HparamImportancePublic(ResponseBody):
     """One hyperparameter's share of the importance for the searcher metric."""
 
     name: str = Field(description="Nested names joined with dots.")
     importance: float = Field(description="From 0 to 1; the shares sum to 1 (or are all 0).")
 
 
-class ImportancePublic(BaseModel):
+class ImportancePublic(ResponseBody):
     """Body of ``GET /experiments/{id}/importance``."""
 
     metric: str | None = Field(description="The searcher metric.")
@@ -545,7 +618,7 @@ class ImportancePublic(BaseModel):
     )
 
 
-class HistoryPublic(BaseModel):
+class HistoryPublic(ResponseBody):
     """Body of ``GET /experiments/{id}/history``: the optimization history, as columns, one
     entry per trial with a searcher-metric value, in the order they ended."""
 
@@ -561,7 +634,7 @@ class HistoryPublic(BaseModel):
     best_so_far: list[float] = Field(description="The best value of this and earlier entries.")
 
 
-class TimelinePublic(BaseModel):
+class TimelinePublic(ResponseBody):
     """Body of ``GET /experiments/{id}/timeline``: when each attempt of each trial ran and on
     which slots, as columns, by trial id then start."""
 
@@ -579,7 +652,7 @@ class TimelinePublic(BaseModel):
     )
 
 
-class TrialsSummaryPublic(BaseModel):
+class TrialsSummaryPublic(ResponseBody):
     """Body of ``GET /experiments/{id}/trials/summary``: every trial, as columns."""
 
     trial_ids: list[int]
@@ -591,14 +664,14 @@ class TrialsSummaryPublic(BaseModel):
     )
 
 
-class MetricNamesPublic(BaseModel):
+class MetricNamesPublic(ResponseBody):
     """Body of ``GET /experiments/{id}/metric-names``."""
 
     training: list[str]
     validation: list[str]
 
 
-class TrialWorkerPublic(BaseModel):
+class TrialWorkerPublic(ResponseBody):
     """One worker process of a trial's attempt (``GET /trials/{id}/workers``)."""
 
     rank: int = Field(description="0: the chief.")
@@ -615,7 +688,7 @@ class TrialWorkerPublic(BaseModel):
     )
 
 
-class RunningTrialPublic(BaseModel):
+class RunningTrialPublic(ResponseBody):
     """A trial whose process runs, and the slots it holds."""
 
     trial_id: int
@@ -627,7 +700,7 @@ class RunningTrialPublic(BaseModel):
     )
 
 
-class QueuedTrialPublic(BaseModel):
+class QueuedTrialPublic(ResponseBody):
     """A trial waiting for slots, and why."""
 
     trial_id: int
@@ -635,7 +708,7 @@ class QueuedTrialPublic(BaseModel):
     reason: str | None
 
 
-class WorkerExitPublic(BaseModel):
+class WorkerExitPublic(ResponseBody):
     """A warm or spare worker process (kept ready for trials) that exited by itself while it
     ran no trial."""
 
@@ -647,7 +720,23 @@ class WorkerExitPublic(BaseModel):
     at: datetime = Field(description="When the master noticed it (within seconds).")
 
 
-class ClusterPublic(BaseModel):
+class IdleWorkerPublic(ResponseBody):
+    """A worker process kept ready for trials, idle now: it holds a slot until a trial takes
+    it (or, but for a spare, it is retired after the master's ``worker_idle_seconds``)."""
+
+    pid: int
+    spare: bool = Field(
+        description="It has run no trial yet (a spare worker): the first trial of an "
+        "experiment without environment variables starts in it."
+    )
+    experiment_id: int | None = Field(
+        description="The experiment whose next trial it runs (null for a spare)."
+    )
+    trial_id: int | None = Field(description="The trial it ran last, if any.")
+    idle_since: datetime
+
+
+class ClusterPublic(ResponseBody):
     """Body of ``GET /cluster``: the slots and what uses or waits for them."""
 
     slots_total: int
@@ -663,6 +752,11 @@ class ClusterPublic(BaseModel):
         default_factory=list,
         description="The latest warm and spare workers that exited by themselves while idle "
         "(at most 20, oldest first; since the master started).",
+    )
+    idle_workers: list[IdleWorkerPublic] = Field(
+        default_factory=list,
+        description="The warm and spare workers idle now, longest idle first: each holds a "
+        "slot, and gives it up to a trial that needs a new process.",
     )
 
 
@@ -696,7 +790,7 @@ class SystemMetricsBatch(BaseModel):
     samples: list[SystemSampleCreate] = Field(min_length=1, max_length=MAX_SYSTEM_SAMPLES)
 
 
-class SystemMetricsIngested(BaseModel):
+class SystemMetricsIngested(ResponseBody):
     """``received`` samples in the request, ``inserted`` of them new."""
 
     trial_id: int
@@ -704,7 +798,7 @@ class SystemMetricsIngested(BaseModel):
     inserted: int
 
 
-class SystemSamplePublic(BaseModel):
+class SystemSamplePublic(ResponseBody):
     """One stored sample."""
 
     rank: int
@@ -712,7 +806,7 @@ class SystemSamplePublic(BaseModel):
     metrics: dict[str, float]
 
 
-class SystemMetricsPublic(BaseModel):
+class SystemMetricsPublic(ResponseBody):
     """A trial's system metrics: ``samples`` ordered by rank, then time; at most
     ``max_points`` per worker, evenly spread over its samples when it took more
     (``downsampled``); ``total`` samples stored."""

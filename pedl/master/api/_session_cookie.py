@@ -18,14 +18,16 @@ the read processes, the token cache, a revocation) is the bearer token's. A requ
 carries an ``Authorization`` header is left as it is (the cookies are ignored: the CLI and
 the SDK). A request that changes state (any method but GET, HEAD and OPTIONS) signed in by
 the cookie alone must carry the CSRF header equal to :func:`csrf_token` of its cookie: 403
-otherwise, before its body is read. Signing out (``POST /auth/logout``) revokes the token
-and clears both cookies.
+otherwise, before its body is read; but a cookie that signs no one in (forged, expired,
+revoked) is answered 401 first, as the same token in a header would be. Signing out
+(``POST /auth/logout``) revokes the token and clears both cookies.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from starlette.requests import cookie_parser
@@ -38,7 +40,12 @@ SESSION_COOKIE = "pedl_session"
 CSRF_COOKIE = "pedl_csrf"
 CSRF_HEADER = "X-PEDL-CSRF"
 
-_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""The methods that change no state: no CSRF header needed."""
+
+UserCheck = Callable[[str, Scope], Awaitable[Response | None]]
+"""Checks a user's session token: the answer refusing it (401; 503 when the database cannot
+be asked), or ``None`` when it signs a user in (:meth:`~._auth.BodyAuth.user_refusal`)."""
 _CSRF_HEADER = CSRF_HEADER.lower().encode()
 
 
@@ -86,16 +93,42 @@ def clear_session_cookies(response: Response, scope: Scope) -> None:
         response.delete_cookie(name, path="/", secure=secure, httponly=http_only, samesite="strict")
 
 
+def csrf_echoed(token: str, echoed: str | None) -> bool:
+    """Whether ``echoed`` (the request's :data:`CSRF_HEADER`) is the CSRF token of the
+    session ``token``."""
+    return hmac.compare_digest((echoed or "").encode(), csrf_token(token).encode())
+
+
+def csrf_refusal() -> Response:
+    """The 403 of a cookie-signed request that changes state without the CSRF header."""
+    return error_response(
+        403,
+        f"a request that changes state, signed in by the session cookie, needs the "
+        f"{CSRF_HEADER} header (the value of the {CSRF_COOKIE} cookie): the web UI "
+        f"sends it; another site's page cannot",
+        field=CSRF_HEADER,
+    )
+
+
 class SessionCookies:
     """ASGI middleware: a request under ``prefix`` (the API) without an ``Authorization``
     header but with the :data:`SESSION_COOKIE` gets ``Authorization: Bearer <cookie>``; one
     that changes state must carry :data:`CSRF_HEADER` (403 otherwise, without reading its
-    body). ``public`` paths (signing in, the health check) are passed on untouched."""
+    body), unless ``check_user`` refuses its cookie (401: a forged or ended session learns
+    nothing more). ``public`` paths (signing in, the health check) are passed on untouched."""
 
-    def __init__(self, app: ASGIApp, *, prefix: str, public: frozenset[str]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        prefix: str,
+        public: frozenset[str],
+        check_user: UserCheck | None = None,
+    ) -> None:
         self.app = app
         self.prefix = prefix + "/"
         self.public = public
+        self.check_user = check_user
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -119,17 +152,9 @@ class SessionCookies:
         if not token:
             await self.app(scope, receive, send)
             return
-        if scope["method"] not in _SAFE_METHODS and not hmac.compare_digest(
-            (echoed or "").encode(), csrf_token(token).encode()
-        ):
-            refused = error_response(
-                403,
-                f"a request that changes state, signed in by the session cookie, needs the "
-                f"{CSRF_HEADER} header (the value of the {CSRF_COOKIE} cookie): the web UI "
-                f"sends it; another site's page cannot",
-                field=CSRF_HEADER,
-            )
-            await refused(scope, receive, send)
+        if scope["method"] not in SAFE_METHODS and not csrf_echoed(token, echoed):
+            refused = None if self.check_user is None else await self.check_user(token, scope)
+            await (refused or csrf_refusal())(scope, receive, send)
             return
         headers = [
             *scope["headers"],

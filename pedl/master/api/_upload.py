@@ -3,47 +3,56 @@
 - ``multipart/form-data`` (what the SDK and the CLI send): a ``config`` part, YAML or JSON
   text (a plain field, or a file part; a file part of type ``application/json`` is the
   config as a JSON object), a ``model_definition`` file part, the ``.tar.gz`` archive's own
-  bytes, and an optional ``activate`` field (``true``/``false``). The archive is spooled to
+  bytes, an optional ``activate`` field (``true``/``false``) and an optional ``template``
+  field (a template's name, merged under the config by the master) and an optional
+  ``project_id`` (the project to create the experiment in). The archive is spooled to
   a temporary file as it arrives (1 MiB in memory at most), never held whole in memory
   while the body is received, and checked from there; ``curl -F config=@exp.yaml -F
   model_definition=@model.tar.gz`` sends it.
 - ``application/json`` (:class:`~._schemas.ExperimentCreate`; kept for compatibility, fine
-  for small model definitions): ``{"config", "model_definition": <base64>, "activate"}``,
-  parsed whole.
+  for small model definitions): ``{"config", "model_definition": <base64>, "activate",
+  "template", "project_id"}``, parsed whole.
 
 Either is refused as FastAPI refuses a body: 422 naming each field (``body.config``, ...),
-400 for a malformed multipart body, 400 for a JSON ``config`` part nested too deeply.
+400 for a malformed multipart body, 400 for a JSON ``config`` part nested too deeply. JSON
+integers are read with :func:`~pedl.config._limits.parse_integer`: one with more digits than
+Python converts reaches the config's checks, which refuse it naming its field (422).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Annotated, Any
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
-from pydantic import TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 from starlette.datastructures import UploadFile
 
+from pedl.config._limits import parse_integer
 from pedl.master.api._errors import ApiError
 from pedl.master.api._limits import json_body_problem
-from pedl.master.api._schemas import ConfigSource, ExperimentCreate
+from pedl.master.api._schemas import ConfigSource, ExperimentCreate, TemplateRef
 
 _CONFIG: TypeAdapter[str | dict[str, Any]] = TypeAdapter(ConfigSource)
 _ACTIVATE: TypeAdapter[bool] = TypeAdapter(bool)
-_FIELDS = ("config", "model_definition", "activate")
+_TEMPLATE: TypeAdapter[str] = TypeAdapter(TemplateRef)
+_PROJECT_ID: TypeAdapter[int] = TypeAdapter(Annotated[int, Field(ge=1, le=2**31 - 1)])
+_FIELDS = ("config", "model_definition", "activate", "template", "project_id")
 
 
 @dataclass
 class ExperimentUpload:
-    """A validated ``POST /experiments`` body: the config, whether to start ACTIVE, and the
-    model definition, as base64 text (the JSON form) or as a spooled file (multipart; the
-    route checks it from there and reads it only to store it). :meth:`close` removes the
-    file."""
+    """A validated ``POST /experiments`` body: the config, whether to start ACTIVE, the
+    template to merge under the config, if any, and the model definition, as base64 text
+    (the JSON form) or as a spooled file (multipart; the route checks it from there and reads
+    it only to store it). :meth:`close` removes the file."""
 
     config: str | dict[str, Any]
     activate: bool
+    template: str | None = None
+    project_id: int | None = None
     base64_archive: str | None = None
     archive_file: IO[bytes] | None = None
     _form: Any = None
@@ -75,7 +84,7 @@ def _json(raw: bytes) -> ExperimentUpload:
             [{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}]
         )
     try:
-        document = json.loads(raw)
+        document = json.loads(raw, parse_int=parse_integer)
     except json.JSONDecodeError as err:
         raise RequestValidationError(
             [
@@ -97,7 +106,11 @@ def _json(raw: bytes) -> ExperimentUpload:
     except ValidationError as err:
         raise _in_body(err) from None
     return ExperimentUpload(
-        config=body.config, activate=body.activate, base64_archive=body.model_definition
+        config=body.config,
+        activate=body.activate,
+        template=body.template,
+        project_id=body.project_id,
+        base64_archive=body.model_definition,
     )
 
 
@@ -138,11 +151,28 @@ async def _multipart(
                 errors.extend(_in_body(err, "activate").errors())
         elif form.get("activate") is not None:
             errors.append(_error("bool_type", "activate", "Input should be true or false"))
+        template = None
+        if form.get("template") is not None:
+            try:
+                template = _TEMPLATE.validate_python(form.get("template"))
+            except ValidationError as err:
+                errors.extend(_in_body(err, "template").errors())
+        project_id = None
+        if form.get("project_id") is not None:
+            try:
+                project_id = _PROJECT_ID.validate_python(form.get("project_id"))
+            except ValidationError as err:
+                errors.extend(_in_body(err, "project_id").errors())
         if errors:
             raise RequestValidationError(errors)
         assert isinstance(archive, UploadFile) and config is not None
         return ExperimentUpload(
-            config=config, activate=activate, archive_file=archive.file, _form=form
+            config=config,
+            activate=activate,
+            template=template,
+            project_id=project_id,
+            archive_file=archive.file,
+            _form=form,
         )
     except BaseException:
         await form.close()
@@ -164,7 +194,7 @@ async def _config(
             if problem is not None:
                 raise ApiError(400, f"invalid config part: {problem}", field="body.config")
             try:
-                value = json.loads(data)
+                value = json.loads(data, parse_int=parse_integer)
             except ValueError:
                 errors.append(_error("json_invalid", "config", "the config part is not JSON"))
                 return None
@@ -208,6 +238,18 @@ CREATE_REQUEST_BODY: dict[str, Any] = {
                         "type": "boolean",
                         "default": True,
                         "description": "Start ACTIVE (true) or PAUSED (false).",
+                    },
+                    "template": {
+                        "type": "string",
+                        "description": "A template (GET /templates) the master merges under "
+                        "the config before validating it (the config's own values win).",
+                    },
+                    "project_id": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "The project to create the experiment in (GET "
+                        "/projects); left out: the config's workspace and project, else the "
+                        "default project, Uncategorized.",
                     },
                 },
                 "additionalProperties": False,

@@ -55,6 +55,7 @@ class UserPublic(BaseModel):
 
     model_config = ConfigDict(from_attributes=True)
 
+    id: int = Field(description="The account's id (Determined's `user_id`); never reused.")
     username: str
     admin: bool
     active: bool
@@ -69,6 +70,22 @@ class UserCreate(BaseModel):
     username: Username
     password: NewPassword
     admin: bool = False
+
+
+class UserPatch(BaseModel):
+    """Body of ``PATCH /users/{username}`` (``det user edit``, ``det user rename``): what to
+    change; a field left out stays."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    username: Username | None = Field(
+        default=None, description="A new username (also the owner of what the account owns)."
+    )
+    admin: bool | None = None
+    active: bool | None = None
+    display_name: str | None = Field(
+        default=None, description="Not kept by PEDL: any value is refused (422)."
+    )
 
 
 class PasswordChange(BaseModel):

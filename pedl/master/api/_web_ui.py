@@ -105,6 +105,18 @@ class _WebUIRoute(Route):
         return super().matches(scope)
 
 
+ACCOUNTS_COOKIE = "pedl_accounts"
+"""Set with the page: ``on`` when the master has accounts (the page shows its sign-in form
+without a session, asking nothing first, so that no 401 reaches the browser's console),
+``off`` for a ``--no-auth`` master. A session cookie, readable by the page's script."""
+
+
+def _accounts_cookie(request: Request) -> dict[str, str]:
+    settings = getattr(request.app.state, "settings", None)
+    accounts = "off" if settings is not None and not getattr(settings, "auth", True) else "on"
+    return {"Set-Cookie": f"{ACCOUNTS_COOKIE}={accounts}; Path=/; SameSite=Strict"}
+
+
 def web_ui_route(directory: Path) -> Route:
     """The route that serves the UI built into ``directory`` (add it after every other)."""
     root = directory.resolve()
@@ -126,12 +138,15 @@ def web_ui_route(directory: Path) -> Route:
                 if candidate.is_relative_to(root) and candidate.is_file():
                     hashed = candidate.parent == root / "assets"  # Vite's content-hashed names
                     headers = _IMMUTABLE if hashed else _REVALIDATE
-                    policy = page_headers.of(index) if candidate == index else file_headers
-                    return FileResponse(candidate, headers={**headers, **policy})
+                    if candidate == index:
+                        page = {**headers, **page_headers.of(index), **_accounts_cookie(request)}
+                        return FileResponse(candidate, headers=page)
+                    return FileResponse(candidate, headers={**headers, **file_headers})
             if nested:
                 return Response(
                     "not found", status_code=404, media_type="text/plain", headers=file_headers
                 )
-        return FileResponse(index, headers={**_REVALIDATE, **page_headers.of(index)})
+        page = {**_REVALIDATE, **page_headers.of(index), **_accounts_cookie(request)}
+        return FileResponse(index, headers=page)
 
     return _WebUIRoute("/{path:path}", web_ui, methods=["GET", "HEAD"], include_in_schema=False)

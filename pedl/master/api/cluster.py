@@ -1,5 +1,5 @@
 """``/api/v1/cluster``: the slots, the trials that hold them and those waiting for them, why
-nothing starts (if so), and the workers kept ready for trials that exited by themselves."""
+nothing starts (if so), and the workers kept ready for trials: idle now, or exited by themselves."""
 
 from __future__ import annotations
 
@@ -9,19 +9,21 @@ from typing import Any
 import anyio.to_thread
 from fastapi import APIRouter, Request
 
-from pedl.engine import TrialState
+from pedl.db import trials as trials_repo
+from pedl.exec import describe_status
 from pedl.master.api._auth import USER_AUTH_RESPONSES, require_user
 from pedl.master.api._deps import DatabaseDep
 from pedl.master.api._errors import ERROR_RESPONSES
 from pedl.master.api._schemas import (
     ClusterPublic,
+    IdleWorkerPublic,
     QueuedTrialPublic,
     RunningTrialPublic,
     WorkerExitPublic,
 )
 from pedl.master.api.trials import trial_workers
-from pedl.master.db import trials as trials_repo
-from pedl.master.orchestrator import Orchestrator, describe_exit
+from pedl.master.orchestrator import Orchestrator
+from pedl.vocabulary import TrialState
 
 router = APIRouter(
     tags=["cluster"],
@@ -37,7 +39,7 @@ async def get_cluster(database: DatabaseDep, request: Request) -> ClusterPublic:
     processes (``GET /trials/{id}/workers``), the QUEUED ones
     with the scheduler's reason, by trial id; ``halted``: why no trial starts now (the
     master's own disk is full), and ``worker_exits``: the warm and spare workers that exited
-    by themselves while idle."""
+    by themselves while idle; ``idle_workers``: those idle now, each holding a slot."""
     orchestrator = getattr(request.app.state, "orchestrator", None)
     if not isinstance(orchestrator, Orchestrator):
         orchestrator = None
@@ -71,13 +73,23 @@ async def get_cluster(database: DatabaseDep, request: Request) -> ClusterPublic:
             worker_exits=[
                 WorkerExitPublic(
                     pid=gone.pid,
-                    exit=describe_exit(gone.returncode),
+                    exit=describe_status(gone.returncode),
                     spare=gone.spare,
                     experiment_id=gone.experiment_id,
                     trial_id=gone.trial_id,
                     at=datetime.fromtimestamp(gone.at, UTC),
                 )
                 for gone in (orchestrator.worker_exits() if orchestrator else [])
+            ],
+            idle_workers=[
+                IdleWorkerPublic(
+                    pid=idle.pid,
+                    spare=idle.spare,
+                    experiment_id=idle.experiment_id,
+                    trial_id=idle.trial_id,
+                    idle_since=datetime.fromtimestamp(idle.since, UTC),
+                )
+                for idle in (orchestrator.idle_workers() if orchestrator else [])
             ],
         )
 

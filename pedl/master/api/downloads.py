@@ -20,11 +20,11 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
+from pedl.db import checkpoints as checkpoints_repo
 from pedl.master.api._auth import USER_AUTH_RESPONSES, require_user
 from pedl.master.api._deps import ReadSession
 from pedl.master.api._errors import ERROR_RESPONSES, ApiError
 from pedl.master.api.checkpoints import storage_of
-from pedl.master.db import checkpoints as checkpoints_repo
 from pedl.storage import StorageManager, list_resources
 
 router = APIRouter(

@@ -5,17 +5,25 @@ grid or random search (``det experiment continue``) and what a retention policy 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Annotated, Any
 
 import yaml
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 
-from pedl.engine import TrialState
+from pedl.config._limits import parse_integer
+from pedl.config._yaml import load_value
+from pedl.db import checkpoints as checkpoints_repo
+from pedl.db import continuation as continuation_repo
+from pedl.db import experiments as experiments_repo
+from pedl.db import metrics as metrics_repo
+from pedl.db import trials as trials_repo
 from pedl.master._settings import MasterSettings
 from pedl.master.api._auth import OWNER_RESPONSES, USER_AUTH_RESPONSES, CurrentUser, require_owner
-from pedl.master.api._config import validate_experiment_config
+from pedl.master.api._config import refuse_unlaunchable, validate_experiment_config
 from pedl.master.api._convert import checkpoint_public
 from pedl.master.api._deps import DatabaseDep, ExperimentId
 from pedl.master.api._errors import ERROR_RESPONSES, ApiError
@@ -25,16 +33,37 @@ from pedl.master.api._experiment_settings import (
     stored_config,
 )
 from pedl.master.api._schemas import CheckpointPublic, ExperimentPublic
-from pedl.master.db import checkpoints as checkpoints_repo
-from pedl.master.db import continuation as continuation_repo
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import metrics as metrics_repo
-from pedl.master.db import trials as trials_repo
+from pedl.vocabulary import TrialState
+
+
+class _ConfigJSONRequest(Request):
+    """A request whose JSON body's integers are read with :func:`parse_integer`: one with more
+    digits than Python converts reaches the config's checks (422 naming its field), where
+    FastAPI's parser would answer 400 for the whole body."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = json.loads(await self.body(), parse_int=parse_integer)
+        return self._json
+
+
+class _ConfigJSONRoute(APIRoute):
+    """A route that parses its JSON body as :class:`_ConfigJSONRequest` does."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            return await handler(_ConfigJSONRequest(request.scope, request.receive))
+
+        return route
+
 
 router = APIRouter(
     prefix="/experiments",
     tags=["experiments"],
     responses={**ERROR_RESPONSES, **USER_AUTH_RESPONSES},
+    route_class=_ConfigJSONRoute,
 )
 
 MAX_OVERRIDE_CHARS = 100_000
@@ -123,8 +152,9 @@ def continue_experiment(
     trial, and the trials it never created are created. 409 while it has not ended, or for
     a grid or random search that COMPLETED with every trial COMPLETED; 422 for another
     searcher, an override for a grid or random search, an override that changes the
-    searcher's name, the hyperparameters, ``project`` or ``workspace``, or a config that
-    does not validate. Its owner or an administrator only (403)."""
+    searcher's name, the hyperparameters, ``project`` or ``workspace``, a config that
+    does not validate, or one whose trials this master could never start (as
+    ``POST /experiments``). Its owner or an administrator only (403)."""
     settings = request.app.state.settings
     assert isinstance(settings, MasterSettings)
     override = _parsed(body.config)
@@ -174,6 +204,7 @@ def continue_experiment(
         default_checkpoint_dir=settings.checkpoint_dir,
         storage_roots=settings.allowed_storage_roots,
     )
+    refuse_unlaunchable(getattr(request.app.state, "orchestrator", None), validated.config)
     with database.session(write=True) as session:
         continued = continuation_repo.continue_experiment(
             session, experiment_id, config=validated.document, rerun_completed=single
@@ -185,7 +216,7 @@ def _parsed(source: dict[str, Any] | str) -> dict[str, Any]:
     """The override config as a mapping; 422 for YAML that is not one."""
     if isinstance(source, str):
         try:
-            loaded = yaml.safe_load(source) if source.strip() else {}
+            loaded = load_value(source) if source.strip() else {}
         except yaml.YAMLError as err:
             raise ApiError(422, f"the override config is not YAML: {err}", field="config") from err
         if loaded is None:

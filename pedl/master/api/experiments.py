@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -18,7 +19,14 @@ from pydantic import BaseModel, Field, field_validator
 from sqlalchemy.orm import Session
 
 from pedl.config import MAX_NAME, ConfigError, parse_config
-from pedl.engine import CheckpointState, ExperimentAction, ExperimentState, TrialState
+from pedl.config._overrides import overridden_document
+from pedl.config._templates import merge_template
+from pedl.db import checkpoints as checkpoints_repo
+from pedl.db import experiments as experiments_repo
+from pedl.db import logs as logs_repo
+from pedl.db import metrics as metrics_repo
+from pedl.db import templates as templates_repo
+from pedl.db import trials as trials_repo
 from pedl.master._settings import MasterSettings
 from pedl.master.api._auth import (
     OWNER_RESPONSES,
@@ -29,9 +37,14 @@ from pedl.master.api._auth import (
     require_owner,
     require_user,
 )
-from pedl.master.api._config import resolve_warm_start, validate_experiment_config
+from pedl.master.api._config import (
+    refuse_unlaunchable,
+    resolve_warm_start,
+    validate_experiment_config,
+)
 from pedl.master.api._convert import checkpoint_public, trial_public_document
 from pedl.master.api._deps import (
+    MAX_INT_ID,
     DatabaseDep,
     ExperimentId,
     Limit,
@@ -47,6 +60,9 @@ from pedl.master.api._experiment_settings import (
     settings_changes,
     stored_config,
 )
+from pedl.master.api._implied_searcher import with_implied_searcher
+from pedl.master.api._original_config import shown_original_config
+from pedl.master.api._project_choice import project_for_new_experiment
 from pedl.master.api._schemas import (
     CheckpointPublic,
     ErrorIssue,
@@ -61,13 +77,10 @@ from pedl.master.api._upload import (
     ExperimentUpload,
     read_experiment_upload,
 )
-from pedl.master.db import checkpoints as checkpoints_repo
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import metrics as metrics_repo
-from pedl.master.db import trials as trials_repo
 from pedl.master.orchestrator import Orchestrator
 from pedl.model_def import ArchiveLimitError, ModelDefError, check_archive
 from pedl.storage import UnsupportedStorageError, delete_snapshots, make_storage
+from pedl.vocabulary import CheckpointState, ExperimentAction, ExperimentState, TrialState
 
 logger = logging.getLogger(__name__)
 
@@ -92,10 +105,18 @@ async def create_experiment(
 
     A config error answers 422 listing every problem (``error.issues``, each with its field
     path under ``config`` and YAML line), as does a setting PEDL cannot run (a searcher it
-    lacks, ...) or a ``resources.slots_per_trial`` this cluster can never provide. A config
+    lacks, ...) or a ``resources.slots_per_trial`` this cluster can never provide, as does one
+    whose trials this master could never start (its trial user cannot run their Python,
+    ``PEDL_TRIAL_PYTHON`` or its own, or reach their checkpoint storage), naming the ways
+    out. A config
     without ``checkpoint_storage`` gets the master's ``checkpoint_dir`` (shared_fs). The
     experiment starts ACTIVE, or PAUSED when ``activate`` is false. ``warnings`` lists, in
     one message, the Determined fields the config sets that PEDL ignores.
+
+    With ``template``, that template (``/templates``) is merged under the config before it is
+    validated, as Determined merges one (the config's own values win): here, on the master,
+    so that the template's secrets, masked wherever a template is shown, reach the experiment
+    as they were stored. 404 when there is no such template.
     """
     settings = request.app.state.settings
     assert isinstance(settings, MasterSettings)
@@ -123,11 +144,17 @@ def _create_experiment(
         model_definition = _checked_archive_file(upload.archive_file, settings)
     else:
         model_definition = _checked_model_definition(upload.base64_archive or "", settings)
+    source = upload.config
+    if upload.template is not None:
+        source = _with_template(session, source, upload.template)
+    implied = with_implied_searcher(source, model_definition)
     config = validate_experiment_config(
-        upload.config,
+        implied,
         default_checkpoint_dir=settings.checkpoint_dir,
         storage_roots=settings.allowed_storage_roots,
     )
+    if implied is not source and isinstance(source, str):
+        config = dataclasses.replace(config, text=source)  # the config as the user wrote it
     config = resolve_warm_start(session, config)
     if isinstance(orchestrator, Orchestrator):
         impossible = orchestrator.impossible_placement(config.config)
@@ -137,6 +164,10 @@ def _create_experiment(
             raise ApiError(
                 422, message, field=where, issues=[ErrorIssue(field=where, message=impossible)]
             )
+    refuse_unlaunchable(orchestrator, config.config)
+    project_id = project_for_new_experiment(
+        session, upload.project_id, config.config.workspace, config.config.project
+    )
     experiment = experiments_repo.create_experiment(
         session,
         config=config.document,
@@ -149,9 +180,28 @@ def _create_experiment(
         labels=config.config.labels,
         searcher_metric=config.searcher_metric,
         smaller_is_better=config.smaller_is_better,
+        project_id=project_id,
     )
     created = ExperimentCreated.model_validate(experiment)
     return created.model_copy(update={"warnings": config.warnings})
+
+
+def _with_template(
+    session: Session, source: str | dict[str, Any], name: str
+) -> str | dict[str, Any]:
+    """``source`` with the template ``name`` (as stored: its secrets unmasked) merged under it;
+    404 if there is none. YAML text that is not a mapping is left for the config's validation
+    to refuse (with its lines)."""
+    template = templates_repo.get_template(session, name)
+    if isinstance(source, str):
+        try:
+            document = overridden_document(source, ())
+        except ConfigError:
+            return source
+        if not isinstance(document, dict):
+            return source
+        source = document
+    return merge_template(source, template.config)
 
 
 def _checked_archive_file(file: IO[bytes], settings: MasterSettings) -> bytes:
@@ -275,12 +325,22 @@ def list_experiments(
             "them.",
         ),
     ] = None,
+    project_id: Annotated[
+        int | None, Query(ge=1, le=MAX_INT_ID, description="Only this project's experiments.")
+    ] = None,
+    workspace_id: Annotated[
+        int | None,
+        Query(
+            ge=1, le=MAX_INT_ID, description="Only the experiments of this workspace's projects."
+        ),
+    ] = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> Page[ExperimentPublic]:
     """Experiments, newest first unless ``sort`` says otherwise (those without a value for
     the sort column last), filtered by ``state``, ``name``, ``description``, ``owner``,
-    ``label``, ``archived`` and ``range``. 422 naming the parameter for a bad one."""
+    ``label``, ``archived``, ``range``, ``project_id`` and ``workspace_id``. 422 naming the
+    parameter for a bad one."""
     column, descending = _sort_key(sort, experiments_repo.EXPERIMENT_SORTS)
     rows, total = experiments_repo.list_experiments(
         session,
@@ -291,6 +351,8 @@ def list_experiments(
         labels=label or (),
         archived=archived,
         ranges=[_experiment_range(text) for text in range_ or ()],
+        project_id=project_id,
+        workspace_id=workspace_id,
         sort=cast(experiments_repo.ExperimentSort, column),
         descending=descending,
         limit=limit,
@@ -357,10 +419,11 @@ def _instant(text: str, whole: str, *, end: bool) -> datetime | None:
 @router.get("/{experiment_id}", dependencies=[require_user])
 def get_experiment(experiment_id: ExperimentId, session: ReadSession) -> ExperimentPublic:
     """One experiment, with how many of its trials are in each state (``trial_counts``, read
-    in the same session: a page shows the experiment's state and its trials' counts as one)."""
-    public = ExperimentPublic.model_validate(
-        experiments_repo.get_experiment(session, experiment_id)
-    )
+    in the same session: a page shows the experiment's state and its trials' counts as one)
+    and its config as submitted (``original_config``)."""
+    experiment = experiments_repo.get_experiment(session, experiment_id)
+    public = ExperimentPublic.model_validate(experiment)
+    public.original_config = shown_original_config(experiment.config_text)
     public.trial_counts = trials_repo.count_by_state(session, experiment_id)
     return public
 
@@ -386,6 +449,12 @@ def unarchive_experiment(
     return ExperimentPublic.model_validate(experiment)
 
 
+MAX_NOTES = 100_000
+"""The longest notes an experiment takes (characters)."""
+MAX_LOG_RETENTION_DAYS = 32_767
+"""det's largest ``--days`` of ``det e set log-retention``."""
+
+
 class ExperimentEdit(ExperimentPatch):
     """Body of ``PATCH /experiments/{id}``: what to change (a field left out stays)."""
 
@@ -400,8 +469,16 @@ class ExperimentEdit(ExperimentPatch):
         description="save_experiment_best, save_trial_best, save_trial_latest "
         "(`det experiment set gc-policy`).",
     )
+    notes: Annotated[str, Field(max_length=MAX_NOTES)] | None = Field(
+        default=None, description=f"At most {MAX_NOTES:,} characters, no NUL; null clears them."
+    )
+    log_retention_days: Annotated[int, Field(ge=-1, le=MAX_LOG_RETENTION_DAYS)] | None = Field(
+        default=None,
+        description="Days its trials' logs are kept after it ends, 0 to "
+        f"{MAX_LOG_RETENTION_DAYS}; -1 or null: forever (`det e set log-retention`).",
+    )
 
-    @field_validator("name")
+    @field_validator("name", "notes")
     @classmethod
     def _no_nul_in_name(cls, value: str | None) -> str | None:
         if value is not None and "\x00" in value:
@@ -420,7 +497,10 @@ def patch_experiment(
     """Change an experiment's ``name`` (1 to 512 characters; null clears it),
     ``description`` (at most 10,000 characters; null clears it) and ``labels`` (at most 100,
     each 1 to 255 characters; duplicates dropped, order kept); a field left out stays as it
-    is. 422 beyond those limits. Its owner or an administrator only (403).
+    is. 422 beyond those limits. Its owner or an administrator only (403). ``notes`` (at
+    most 100,000 characters; null clears them) and ``log_retention_days`` (days its trials'
+    logs are kept after it ends, 0 to 32,767; -1 or null: forever; the master deletes older
+    logs at start and every hour) as Determined's.
 
     ``resources`` (``max_slots`` 1 to 1024 and at least ``slots_per_trial``, null: no cap;
     ``priority`` 1 to 99; ``weight`` above 0, at most 1,000,000) and ``checkpoint_storage``
@@ -431,13 +511,15 @@ def patch_experiment(
     with database.session(write=True) as session:
         _check_owner(session, experiment_id, user)
         changes: dict[str, Any] = {}
-        for field in ("name", "description"):
+        for field in ("name", "description", "notes", "log_retention_days"):
             if field in body.model_fields_set:
                 changes[field] = getattr(body, field)
         if "labels" in body.model_fields_set:
             changes["labels"] = body.labels or []
         if changes:
             experiments_repo.update_experiment(session, experiment_id, **changes)
+        if "log_retention_days" in changes:  # already past: its logs go now
+            logs_repo.delete_expired_logs(session, experiment_id=experiment_id)
         settings = settings_changes(
             stored_config(session, experiment_id), body.resources, body.checkpoint_storage
         )
@@ -527,6 +609,49 @@ def _remove_stored_files(
         except Exception as err:
             left.append(f"trial {trial_id}'s TensorBoard files: {type(err).__name__}: {err}")
     return left
+
+
+class TensorBoardFilesDeleted(BaseModel):
+    """Answer of ``DELETE /experiments/{id}/tensorboard-files``."""
+
+    snapshots_deleted: int = Field(
+        description="How many stored uploads of the trials' event files were removed."
+    )
+    files_not_removed: list[str] = Field(
+        default_factory=list,
+        description="What stayed in storage and why, one line each (empty: all gone).",
+    )
+
+
+@router.delete("/{experiment_id}/tensorboard-files", responses=OWNER_RESPONSES)
+def delete_tensorboard_files(
+    experiment_id: ExperimentId, session: ReadSession, user: CurrentUser
+) -> TensorBoardFilesDeleted:
+    """Delete the TensorBoard event files its trials uploaded to its checkpoint storage
+    (``det experiment delete-tb-files``; its checkpoints, metrics and records stay). 409 while
+    it has not ended (its trials still write them). A TensorBoard already running keeps what
+    it fetched; a new one shows the metrics only. Its owner or an administrator only (403)."""
+    _check_owner(session, experiment_id, user)
+    experiment = experiments_repo.get_experiment(session, experiment_id)
+    if not experiment.state.is_terminal:
+        raise ApiError(
+            409,
+            f"experiment {experiment_id} is {experiment.state.value}: its trials still write "
+            "TensorBoard files; delete them once it has ended",
+        )
+    try:
+        storage = make_storage(parse_config(experiment.config).checkpoint_storage)
+    except (ConfigError, UnsupportedStorageError) as err:
+        raise ApiError(409, f"the experiment's checkpoint storage is unusable: {err}") from err
+    deleted, left = 0, []
+    for trial in trials_repo.all_trials(session, experiment_id):
+        try:
+            deleted += delete_snapshots(storage, trial.id)
+        except Exception as err:  # one unreachable trial's files must not keep the others
+            left.append(f"trial {trial.id}'s TensorBoard files: {type(err).__name__}: {err}")
+    for line in left:
+        logger.warning("experiment %d: %s", experiment_id, line)
+    return TensorBoardFilesDeleted(snapshots_deleted=deleted, files_not_removed=left)
 
 
 @router.get(

@@ -18,6 +18,9 @@ from fastapi import APIRouter, Path, Query, Response
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
+from pedl.db import registry as registry_repo
+from pedl.db._registry_models import ModelVersion, RegisteredModel
+from pedl.db._types import utcnow
 from pedl.master.api._auth import (
     OWNER_RESPONSES,
     USER_AUTH_RESPONSES,
@@ -37,9 +40,6 @@ from pedl.master.api._schemas import (
     Page,
 )
 from pedl.master.api.checkpoints import describe_checkpoint
-from pedl.master.db import registry as registry_repo
-from pedl.master.db._registry_models import ModelVersion, RegisteredModel
-from pedl.master.db._types import utcnow
 
 router = APIRouter(
     prefix="/models",
@@ -162,6 +162,21 @@ class ModelVersionCreate(BaseModel):
     comment: Description = Field(default="", description="At most 10,000 characters.")
     labels: Labels = Field(default_factory=list)
     metadata: Metadata = Field(default_factory=dict)
+
+
+class ModelVersionPatch(BaseModel):
+    """Body of ``PATCH /models/{model}/versions/{version}``: what to change (a field left out
+    stays; Determined's ``ModelVersion.set_name``/``set_notes``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: (
+        Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_check_text)] | None
+    ) = None
+    comment: Description | None = None
+    notes: Notes | None = None
+    labels: Labels | None = None
+    metadata: Metadata | None = None
 
 
 def model_public(model: RegisteredModel, num_versions: int) -> ModelPublic:
@@ -292,7 +307,8 @@ def register_version(
     model: ModelRef, body: ModelVersionCreate, session: WriteSession, user: CurrentUser
 ) -> ModelVersionPublic:
     """Register a COMPLETED checkpoint as the model's next version (404: no such checkpoint,
-    409: not COMPLETED, or the model has 10,000 versions)."""
+    409: not COMPLETED, already a version of this model (the message names it), or the
+    model has 10,000 versions)."""
     found = registry_repo.get_model(session, model)
     version = registry_repo.register_version(
         session,
@@ -327,6 +343,27 @@ def get_version(
     """Version ``version`` of a model (``-1``: the latest)."""
     found = registry_repo.get_model(session, model)
     return version_public(session, found, registry_repo.get_version(session, found, version))
+
+
+@router.patch("/{model}/versions/{version}", responses=OWNER_RESPONSES)
+def patch_version(
+    model: ModelRef,
+    version: VersionNumber,
+    body: ModelVersionPatch,
+    session: WriteSession,
+    user: CurrentUser,
+) -> ModelVersionPublic:
+    """Change one version's name, comment, notes, labels or metadata (replaced whole); who
+    registered it, the model's creator or an administrator."""
+    found = registry_repo.get_model(session, model, for_update=True)
+    row = registry_repo.get_version(session, found, version)
+    _require_version_owner(user, found, row)
+    for field in ("name", "comment", "notes", "labels", "metadata"):
+        if field in body.model_fields_set and getattr(body, field) is not None:
+            setattr(row, "metadata_" if field == "metadata" else field, getattr(body, field))
+    row.updated_at = found.updated_at = utcnow()
+    session.flush()
+    return version_public(session, found, row)
 
 
 @router.delete("/{model}/versions/{version}", status_code=204, responses=OWNER_RESPONSES)

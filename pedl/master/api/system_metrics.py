@@ -9,6 +9,9 @@ from typing import Annotated
 import anyio.to_thread
 from fastapi import APIRouter, Query
 
+from pedl.db import system_metrics as system_repo
+from pedl.db import trials as trials_repo
+from pedl.db.system_metrics import SystemSample
 from pedl.master.api._auth import USER_AUTH_RESPONSES, TrialAuth, require_user
 from pedl.master.api._deps import DatabaseDep, TrialId, WriteSession
 from pedl.master.api._errors import AUTH_RESPONSES, ERROR_RESPONSES
@@ -19,9 +22,6 @@ from pedl.master.api._schemas import (
     SystemMetricsPublic,
     SystemSamplePublic,
 )
-from pedl.master.db import system_metrics as system_repo
-from pedl.master.db import trials as trials_repo
-from pedl.master.db.system_metrics import SystemSample
 
 router = APIRouter(prefix="/trials", tags=["trials"], responses=ERROR_RESPONSES)
 

@@ -6,10 +6,10 @@ owner or an administrator). On a master without an orchestrator (an
 API-only app) the orchestrator routes answer 409.
 
 A trial's token lives as long as the attempt it was issued to (see
-:mod:`pedl.master.db.trials`): once the process has exited, or the trial has ended, its
+:mod:`pedl.db.trials`): once the process has exited, or the trial has ended, its
 routes answer 401; a trial that has ended answers 409 whatever token is presented, where the
 route reads the trial anyway. The length a trial is told to train to bounds the batch counts
-of its later metric rows and checkpoints (:meth:`~pedl.master.db.MetricIngestor.limit_batches`).
+of its later metric rows and checkpoints (:meth:`~pedl.db.MetricIngestor.limit_batches`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ import math
 
 from fastapi import APIRouter, Request
 
-from pedl.engine import TrialError
+from pedl.db import MetricIngestor
+from pedl.db import experiments as experiments_repo
+from pedl.db import trials as trials_repo
+from pedl.db.metrics import MAX_METRIC_MAGNITUDE
 from pedl.master.api._auth import (
     OWNER_RESPONSES,
     USER_AUTH_RESPONSES,
@@ -38,11 +41,8 @@ from pedl.master.api._schemas import (
     TrialSchedulingPublic,
     TrialStartInfo,
 )
-from pedl.master.db import MetricIngestor
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import trials as trials_repo
-from pedl.master.db.metrics import MAX_METRIC_MAGNITUDE
 from pedl.master.orchestrator import Orchestrator
+from pedl.vocabulary import TrialError
 
 router = APIRouter(prefix="/trials", tags=["trial operations"], responses=ERROR_RESPONSES)
 

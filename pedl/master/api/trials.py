@@ -15,7 +15,20 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import Field
 
-from pedl.engine import CheckpointState, MetricKind
+from pedl.db import (
+    ConflictError,
+    IngestUnavailableError,
+    LogLine,
+    MetricIngestor,
+    MetricRow,
+    TrialTokenError,
+)
+from pedl.db import checkpoints as checkpoints_repo
+from pedl.db import logs as logs_repo
+from pedl.db import metrics as metrics_repo
+from pedl.db import trials as trials_repo
+from pedl.db.metrics import MetricValueError
+from pedl.exec import describe_status
 from pedl.master.api._auth import (
     USER_AUTH_RESPONSES,
     TrialAuth,
@@ -49,20 +62,8 @@ from pedl.master.api._schemas import (
     TrialPublic,
     TrialWorkerPublic,
 )
-from pedl.master.db import (
-    ConflictError,
-    IngestUnavailableError,
-    LogLine,
-    MetricIngestor,
-    MetricRow,
-    TrialTokenError,
-)
-from pedl.master.db import checkpoints as checkpoints_repo
-from pedl.master.db import logs as logs_repo
-from pedl.master.db import metrics as metrics_repo
-from pedl.master.db import trials as trials_repo
-from pedl.master.db.metrics import MetricValueError
-from pedl.master.orchestrator import Orchestrator, describe_exit
+from pedl.master.orchestrator import Orchestrator
+from pedl.vocabulary import CheckpointState, MetricKind
 
 router = APIRouter(prefix="/trials", tags=["trials"], responses=ERROR_RESPONSES)
 
@@ -119,7 +120,7 @@ async def report_metrics(
     ``(kind, total_batches)``: re-sending after a resume neither loses nor doubles a row).
 
     Answers only once the rows are committed. The rows go to the app's
-    :class:`~pedl.master.db.MetricIngestor`, which writes the reports of all concurrent
+    :class:`~pedl.db.MetricIngestor`, which writes the reports of all concurrent
     requests in one transaction (group commit); the route awaits it on the event loop (no
     worker thread, no connection of its own). The trial's token is checked in that
     transaction too, by the writer's one query for the whole batch (no read of its own per
@@ -127,7 +128,7 @@ async def report_metrics(
     409 for a trial that has ended (``state``) or a row past the batch count the searcher
     asked the trial to train to (``rows[i].total_batches``); 422 for a value beyond
     ±1e300 (``rows[i].metrics.<name>``, see
-    :data:`~pedl.master.db.metrics.MAX_METRIC_MAGNITUDE`). 503 with Retry-After if the
+    :data:`~pedl.db.metrics.MAX_METRIC_MAGNITUDE`). 503 with Retry-After if the
     writer's queue is full (``max_queued_reports``; nothing stored) or it has not committed
     the rows within 30 s (they may still be stored: re-sending is safe).
     """
@@ -354,7 +355,7 @@ def trial_workers(request: Request, trial_id: int) -> list[TrialWorkerPublic]:
             rank=w.rank,
             pid=w.pid,
             state=w.state,
-            exit=None if w.exit_code is None else describe_exit(w.exit_code),
+            exit=None if w.exit_code is None else describe_status(w.exit_code),
             exit_code=w.exit_code,
             heartbeat_age=w.heartbeat_age,
         )
@@ -408,7 +409,7 @@ def register_checkpoint(
 
 def _batch_limit(request: Request, trial_id: int) -> int | None:
     """The batch count the searcher asked the trial to train to, as far as this app's metric
-    writer knows (:meth:`~pedl.master.db.MetricIngestor.limit_batches`)."""
+    writer knows (:meth:`~pedl.db.MetricIngestor.limit_batches`)."""
     ingestor = getattr(request.app.state, "metric_ingestor", None)
     return ingestor.batch_limit(trial_id) if isinstance(ingestor, MetricIngestor) else None
 

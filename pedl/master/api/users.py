@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Request, Response
 from fastapi import Path as PathParam
 
+from pedl.db import users as users_repo
 from pedl.master._settings import MasterSettings
 from pedl.master.api._auth import (
     OWNER_RESPONSES,
@@ -32,9 +33,9 @@ from pedl.master.api._user_schemas import (
     LoginPublic,
     PasswordChange,
     UserCreate,
+    UserPatch,
     UserPublic,
 )
-from pedl.master.db import users as users_repo
 
 router = APIRouter(tags=["users"], responses=ERROR_RESPONSES)
 
@@ -143,6 +144,50 @@ def who_am_i(user: CurrentUser, session: ReadSession) -> UserPublic:
 def list_users(admin: AdminUser, session: ReadSession) -> list[UserPublic]:
     """Every account, by username (administrators only)."""
     return [UserPublic.model_validate(user) for user in users_repo.list_users(session)]
+
+
+@router.get("/users/by-id/{user_id}", responses=USER_AUTH_RESPONSES)
+def get_user_by_id(
+    user_id: Annotated[int, PathParam(ge=1, description="The account's id.")],
+    user: CurrentUser,
+    session: ReadSession,
+) -> UserPublic:
+    """The account with this id (any signed-in user; 404 if none)."""
+    return UserPublic.model_validate(users_repo.get_user_by_id(session, user_id))
+
+
+@router.get("/users/{username}", responses=USER_AUTH_RESPONSES)
+def get_user(username: UsernamePath, user: CurrentUser, session: ReadSession) -> UserPublic:
+    """The account named ``username`` (any signed-in user; 404 if none)."""
+    return UserPublic.model_validate(users_repo.get_user(session, username))
+
+
+@router.patch("/users/{username}", responses=OWNER_RESPONSES)
+def patch_user(
+    username: UsernamePath,
+    body: UserPatch,
+    admin: AdminUser,
+    session: WriteSession,
+    request: Request,
+) -> UserPublic:
+    """Change an account (administrators only; ``det user edit``, ``det user rename``):
+    ``username`` renames it and the owner of everything it owns (409 if taken, or for
+    ``admin``), ``admin`` grants or takes away the role, ``active`` activates or
+    deactivates it (409 for the last active administrator). ``display_name`` is refused:
+    PEDL keeps none."""
+    if body.display_name is not None:
+        raise ApiError(
+            422, "PEDL keeps no display names: accounts are named by username", field="display_name"
+        )
+    user = users_repo.get_user(session, username)
+    if body.active is not None:
+        user = users_repo.set_active(session, username, body.active)
+    if body.admin is not None:
+        user = users_repo.set_admin(session, username, body.admin)
+    if body.username is not None:
+        user = users_repo.rename_user(session, username, body.username)
+    token_cache(request).forget()
+    return UserPublic.model_validate(user)
 
 
 @router.post("/users", status_code=201, responses=OWNER_RESPONSES)

@@ -23,7 +23,10 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from pedl.engine import MetricKind
+from pedl.db import Experiment, search_history
+from pedl.db import experiments as experiments_repo
+from pedl.db import metrics as metrics_repo
+from pedl.db import trials as trials_repo
 from pedl.master.api._auth import USER_AUTH_RESPONSES, require_user
 from pedl.master.api._chart_cache import ChartCache
 from pedl.master.api._deps import DatabaseDep, ExperimentId
@@ -48,10 +51,7 @@ from pedl.master.api._schemas import (
     TrialsSummaryPublic,
 )
 from pedl.master.api._timeline import Span, assign_slots
-from pedl.master.db import Experiment, search_history
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import metrics as metrics_repo
-from pedl.master.db import trials as trials_repo
+from pedl.vocabulary import MetricKind
 
 router = APIRouter(
     prefix="/experiments",
@@ -86,7 +86,10 @@ async def get_series(
     ),
     x: Annotated[
         Literal["batches", "epochs"],
-        Query(description="`epochs` needs records_per_epoch and a global_batch_size."),
+        Query(
+            description="`epochs`: each row's stored epochs; rows without need "
+            "records_per_epoch and a global_batch_size."
+        ),
     ] = "batches",
     max_points: Annotated[int, Query(ge=2, le=MAX_POINTS, description="Per trial.")] = 200,
     max_trials: Annotated[int, Query(ge=1, le=MAX_TRIALS)] = 100,
@@ -114,8 +117,11 @@ async def get_series(
     metric and the rest spread evenly over the trials that have such rows, by id; trials
     without a point of ``metric`` are left out. ``best: true`` marks the one best trial of the
     experiment only. ``total_trials`` says how many trials have rows of ``kind``.
-    ``x=epochs`` converts batches with the config's ``records_per_epoch`` and each trial's
-    ``global_batch_size`` (422 naming ``x`` when they are missing). ``cursor`` is the largest
+    ``x=epochs`` places each point at the epochs its metric row stored (``total_epochs``,
+    as the trial counted them: a script's ``fit`` epochs, over several ``fit`` calls too);
+    rows that stored none are converted from batches with the config's
+    ``records_per_epoch`` and the trial's ``global_batch_size`` (422 naming ``x`` when those
+    are missing). ``cursor`` is the largest
     metric row id read; ``after=<cursor>`` answers only points stored since, for the trials
     chosen now (points cut the same way past ``max_points``).
     """
@@ -163,10 +169,7 @@ async def get_series(
             chosen = {t: False for t in sorted(ranked)}
         if top is not None and top in chosen:
             chosen[top] = True
-        scale: dict[int, float] = {}
-        if x == "epochs":
-            hparams = trials_repo.trial_hparams(session, list(chosen))
-            scale = epochs_per_batch(experiment.config, hparams)
+        epochs = x == "epochs"
         ids = list(chosen)
         parts = []
         cursor: int | None = None
@@ -175,9 +178,18 @@ async def get_series(
         # PostgreSQL takes 65,535 parameters at most).
         for start in range(0, len(ids), SERIES_CHUNK):
             chunk = ids[start : start + SERIES_CHUNK]
-            for line in metrics_repo.series(session, chunk, kind, metric, after_row=after):
+            lines = metrics_repo.series(
+                session, chunk, kind, metric, after_row=after, epochs=epochs
+            )
+            scale: dict[int, float] = {}
+            if epochs:  # the trials with rows that stored no epochs: converted from batches
+                lacking = [line.trial_id for line in lines if _lacks_epochs(line.points)]
+                if lacking:
+                    hparams = trials_repo.trial_hparams(session, lacking)
+                    scale = epochs_per_batch(experiment.config, hparams)
+            for line in lines:
                 marked = "true" if chosen[line.trial_id] else "false"
-                points = _points(line.points, scale.get(line.trial_id), per_line)
+                points = _points(line.points, scale.get(line.trial_id), per_line, epochs=epochs)
                 parts.append(f'{{"trial_id":{line.trial_id},"best":{marked},"points":{points}}}')
             last = metrics_repo.last_row_id(session, chunk, kind, after_row=after)
             cursor = max((c for c in (cursor, last) if c is not None), default=None)
@@ -237,14 +249,25 @@ def epochs_per_batch(
     return scale
 
 
-def _points(points: str, scale: float | None, max_points: int) -> str:
+def _lacks_epochs(points: str) -> bool:
+    """Whether a trial's ``[[batches, value, epochs], ...]`` JSON has a point whose row
+    stored no epochs (a ``null`` epochs; values are finite numbers, never null)."""
+    return "null" in points
+
+
+def _points(points: str, scale: float | None, max_points: int, *, epochs: bool = False) -> str:
     """A trial's ``[[batches, value], ...]`` JSON as the answer has it: as the database wrote
-    it, unless it is longer than ``max_points`` (cut with :func:`lttb`) or x is in epochs."""
-    if scale is None and points.count("[") - 1 <= max_points:  # one "[" per pair, numbers only
+    it, unless it is longer than ``max_points`` (cut with :func:`lttb`) or x is in epochs.
+    In epochs (``points`` holding ``[batches, value, epochs]``), x is each row's stored
+    ``total_epochs``, else its batches times ``scale`` (epochs per batch)."""
+    if not epochs and points.count("[") - 1 <= max_points:  # one "[" per pair, numbers only
         return points
     pairs = json.loads(points)
-    if scale is not None:
-        pairs = [[batches * scale, value] for batches, value in pairs]
+    if epochs:
+        pairs = [
+            [stored if stored is not None else batches * (scale or 0.0), value]
+            for batches, value, stored in pairs
+        ]
     return json.dumps(lttb(pairs, max_points), separators=(",", ":"))
 
 

@@ -4,6 +4,6 @@ pause/activate/cancel/kill.
 """
 
 from pedl.master.orchestrator._log_writer import TrialLogWriter
-from pedl.master.orchestrator._orchestrator import Orchestrator, describe_exit, disk_full_reason
+from pedl.master.orchestrator._orchestrator import Orchestrator, disk_full_reason
 
-__all__ = ["Orchestrator", "TrialLogWriter", "describe_exit", "disk_full_reason"]
+__all__ = ["Orchestrator", "TrialLogWriter", "disk_full_reason"]

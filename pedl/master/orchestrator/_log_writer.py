@@ -6,8 +6,9 @@ import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from pedl.master.db import Database, LogLine
-from pedl.master.db import logs as logs_repo
+from pedl.db import Database, LogLine
+from pedl.db import logs as logs_repo
+from pedl.master.orchestrator._log_levels import level_of
 
 
 class TrialLogWriter:
@@ -27,7 +28,8 @@ class TrialLogWriter:
         self, trial_id: int, lines: Sequence[tuple[str, str] | tuple[str, str, int | None]]
     ) -> None:
         """Append ``(stream, message)`` or ``(stream, message, rank)`` lines (``rank``: the
-        worker of a multi-worker trial that wrote it; None or absent: none)."""
+        worker of a multi-worker trial that wrote it; None or absent: none), each with the
+        level its text names (:func:`level_of`)."""
         if not lines:
             return
         with self._lock, self._db.session(write=True) as session:
@@ -40,6 +42,7 @@ class TrialLogWriter:
                 LogLine(
                     seq=start + i,
                     message=line[1],
+                    level=level_of(line[1]),
                     stream=line[0],
                     timestamp=now,
                     rank=line[2] if len(line) > 2 else None,

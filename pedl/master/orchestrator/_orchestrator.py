@@ -40,7 +40,6 @@ import logging
 import os
 import queue
 import shutil
-import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -51,32 +50,29 @@ from functools import partial
 from sqlalchemy import select
 
 from pedl.config import ExperimentConfig, parse_config
+from pedl.db import Database, Experiment, SQLExperimentStore
+from pedl.db import checkpoints as checkpoints_repo
+from pedl.db import experiments as experiments_repo
+from pedl.db import trials as trials_repo
 from pedl.engine import (
     Action,
     DeleteCheckpoints,
     ExperimentDriver,
-    ExperimentState,
     KillTrial,
     LogTrial,
     OperationAnswer,
     SetExperimentState,
-    TrialError,
-    TrialOutcome,
-    searcher_metric_of,
+    delete_checkpoints,
 )
-from pedl.exec import EXIT_MASTER_GONE, EXIT_MODEL_DEF_ERROR
+from pedl.exec import EXIT_MASTER_GONE, EXIT_MODEL_DEF_ERROR, WorkerState, describe_status
 from pedl.master._settings import MasterSettings
-from pedl.master.db import Database, Experiment, SQLExperimentStore
-from pedl.master.db import checkpoints as checkpoints_repo
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import trials as trials_repo
 from pedl.master.orchestrator._log_writer import TrialLogWriter
 from pedl.master.rm import (
+    IdleWorker,
     LocalResourceManager,
     ResourceManager,
     TrialLaunch,
     WorkerExit,
-    WorkerState,
     storage_directory,
     trial_environment,
     trial_user_for,
@@ -90,7 +86,8 @@ from pedl.master.scheduler import (
     schedule,
 )
 from pedl.searcher import RemoteSearchMethod
-from pedl.storage import CheckpointSummary, collect_torn_uploads, make_storage
+from pedl.storage import CheckpointSummary, checkpoint_objectives, make_storage
+from pedl.vocabulary import ExperimentState, TrialError, TrialOutcome, searcher_metric_of
 
 logger = logging.getLogger("pedl.master")
 
@@ -104,16 +101,6 @@ _LIVE_EXPERIMENT_STATES = [
 ]
 
 ResourceManagerFactory = Callable[..., ResourceManager]
-
-
-def describe_exit(returncode: int) -> str:
-    """``"exit code 1"`` or ``"signal SIGKILL"``."""
-    if returncode < 0:
-        try:
-            return f"signal {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"signal {-returncode}"
-    return f"exit code {returncode}"
 
 
 @dataclass
@@ -424,19 +411,9 @@ class Orchestrator:
 
     def _delete(self, config: ExperimentConfig, storage_ids: Sequence[str]) -> None:
         try:
-            storage = make_storage(config.checkpoint_storage)
-            # Marked DELETED first, registered ones left out: one registered meanwhile stays.
-            claimed = self._store.claim_checkpoints_for_deletion(storage_ids)
+            delete_checkpoints(self._store, make_storage(config.checkpoint_storage), storage_ids)
         except Exception as err:
             logger.warning("checkpoints %s not deleted: %s", ", ".join(storage_ids), err)
-            return
-        for storage_id in claimed:
-            try:
-                storage.delete(storage_id)
-            except Exception as err:  # one unreachable checkpoint must not keep the others
-                logger.warning("checkpoint %s: files not removed: %s", storage_id, err)
-        # What uploads killed mid-way left there (never registered, so no rule above saw it).
-        collect_torn_uploads(storage)
 
     def _log(self, trial_id: int, message: str) -> None:
         try:
@@ -599,12 +576,12 @@ class Orchestrator:
                 gone = f" ({cause})"
             error = TrialError(
                 "TrialProcessExited",
-                f"the trial process ended with {describe_exit(returncode)}{gone} without "
+                f"the trial process ended with {describe_status(returncode)}{gone} without "
                 "reporting an error (see the trial's logs)",
             )
         self._log(
             trial_id,
-            f"the trial process exited ({describe_exit(returncode)})"
+            f"the trial process exited ({describe_status(returncode)})"
             + (f": {cause}" if cause else ""),
         )
         halted = self._halted
@@ -642,6 +619,10 @@ class Orchestrator:
         """The latest warm and spare workers that exited by themselves while idle."""
         return self._rm.worker_exits()
 
+    def idle_workers(self) -> list[IdleWorker]:
+        """The warm and spare workers idle now, each holding a slot, longest idle first."""
+        return self._rm.idle_workers()
+
     def _note_worker_exits(self) -> None:
         """Say so in the log of the trial a worker that exited by itself ran last (and in the
         master's log; the resource manager logs a spare's)."""
@@ -653,7 +634,7 @@ class Orchestrator:
                 continue
             message = (
                 f"the warm worker process {gone.pid}, which ran this trial, exited by itself "
-                f"while idle ({describe_exit(gone.returncode)}); the experiment's next trial "
+                f"while idle ({describe_status(gone.returncode)}); the experiment's next trial "
                 "starts in another process"
             )
             logger.warning("experiment %s: %s", gone.experiment_id, message)
@@ -689,7 +670,11 @@ class Orchestrator:
         once the searcher's handling of it is recorded."""
         actor = self._actor_of(trial_id)
         if actor is not None:
-            self._event(actor, lambda d: d.validation_reported(trial_id, length, metric))
+            metrics = None
+            if actor.config.searcher.multi_objective:  # the objectives: the latest validation's
+                with self._db.session() as session:
+                    metrics = trials_repo.latest_validations(session, [trial_id]).get(trial_id)
+            self._event(actor, lambda d: d.validation_reported(trial_id, length, metric, metrics))
 
     def report_exit(self, trial_id: int, outcome: TrialOutcome, error: TrialError | None) -> None:
         """The trial process says how its run ended; acted upon when the process exits."""
@@ -709,6 +694,9 @@ class Orchestrator:
             trial_id=trial_id,
             total_batches=total_batches,
             metric=searcher_metric_of(metadata, actor.config.searcher.metric),
+            objectives=checkpoint_objectives(
+                metadata, [o.name for o in actor.config.searcher.objectives]
+            ),
         )
         # Called inside the request's write transaction: the actions are left to the tick.
         self._event(actor, lambda d: d.checkpoint_completed(summary), wait=False)
@@ -759,6 +747,15 @@ class Orchestrator:
     def queue_reason(self, trial_id: int) -> str | None:
         """Why the trial waits for slots, if it does."""
         return self._reasons.get(trial_id)
+
+    def launch_problem(self, config: ExperimentConfig) -> tuple[str | None, str] | None:
+        """Why no trial of ``config`` could ever start on this master (its trial user cannot
+        run the trials' Python or reach their checkpoint storage, ...), as (the config's
+        field to change, None for the master's settings; the reason), or None: see
+        :meth:`~pedl.master.rm.ResourceManager.launch_problem`."""
+        return self._rm.launch_problem(
+            config.environment.env_dict(self._rm.uses_gpus), _checkpoint_dir(config)
+        )
 
     def impossible_placement(self, config: ExperimentConfig) -> str | None:
         """Why trials of ``config`` could never be placed on this cluster, if so."""

@@ -6,7 +6,7 @@ import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pedl.master.rm._gang import WorkerState
+from pedl.exec import WorkerState
 
 LogSink = Callable[[int, Sequence[tuple[str, str, int | None]]], None]
 """``sink(trial_id, [(stream, line, rank), ...])`` stores lines of a trial's output, in order;
@@ -59,6 +59,22 @@ class WorkerExit:
     """The trial it ran last, if any."""
     at: float
     """When it was noticed (``time.time()``)."""
+
+
+@dataclass(frozen=True)
+class IdleWorker:
+    """A process a resource manager keeps ready for trials (a warm or spare worker), idle
+    now: it holds a slot until a trial takes it or it is retired."""
+
+    pid: int
+    spare: bool
+    """It has run no trial yet: the first experiment without environment variables takes it."""
+    experiment_id: int | None
+    """The experiment whose trials it runs (None for a spare)."""
+    trial_id: int | None
+    """The trial it ran last, if any."""
+    since: float
+    """Since when it is idle (``time.time()``)."""
 
 
 class ResourceManager(abc.ABC):
@@ -116,7 +132,23 @@ class ResourceManager(abc.ABC):
         default."""
         return None
 
+    def launch_problem(
+        self, env: Mapping[str, str], checkpoint_dir: str | None
+    ) -> tuple[str | None, str] | None:
+        """Why no trial of an experiment with environment variables ``env`` (its
+        ``environment_variables``) and checkpoints in ``checkpoint_dir`` could ever start
+        here, as (the config's field to change, None where only the master's settings can;
+        the reason), or None: the master then
+        refuses the experiment instead of accepting it and failing each trial. None by
+        default."""
+        return None
+
     def worker_exits(self) -> list[WorkerExit]:
         """The latest unexpected exits of processes kept ready for trials, oldest first (a
         bounded number). None by default."""
+        return []
+
+    def idle_workers(self) -> list[IdleWorker]:
+        """The processes kept ready for trials that are idle now, longest idle first. None by
+        default."""
         return []

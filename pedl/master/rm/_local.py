@@ -6,7 +6,6 @@ import contextlib
 import logging
 import os
 import queue
-import re
 import shutil
 import signal
 import subprocess
@@ -18,14 +17,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from pedl.exec import TOKEN_FD_ENV, token_channel
-from pedl.master.rm._base import ExitHandler, LogSink, ResourceManager, TrialLaunch, WorkerExit
-from pedl.master.rm._gang import (
+from pedl._tf_noise import ANSI, is_tf_noise
+from pedl.exec import (
     HEARTBEAT_TIMEOUT_SECONDS,
+    TOKEN_FD_ENV,
     Gang,
     WorkerState,
     gang_environments,
     pick_ports,
+    token_channel,
+)
+from pedl.master.rm._base import (
+    ExitHandler,
+    IdleWorker,
+    LogSink,
+    ResourceManager,
+    TrialLaunch,
+    WorkerExit,
 )
 from pedl.master.rm._isolation import (
     private_dir,
@@ -295,7 +303,7 @@ class LocalResourceManager(ResourceManager):
         drop_tf_noise: bool,
     ) -> _Process:
         """Start the ``launch.slots`` worker processes of a multi-worker trial together
-        (:class:`~pedl.master.rm._gang.Gang`; never in warm workers): each one GPU of the
+        (:class:`~pedl.exec._gang.Gang`; never in warm workers): each one GPU of the
         trial's, or a CPU slot, and its own private temporary directory (the caller holds
         the lock)."""
         size = launch.slots
@@ -315,7 +323,7 @@ class LocalResourceManager(ResourceManager):
             if raw is None:
                 lines.put(_EOF)
                 return
-            text = _ANSI.sub("", raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+            text = ANSI.sub("", raw.decode("utf-8", errors="replace").rstrip("\r\n"))
             if not (drop_tf_noise and is_tf_noise(text)):
                 lines.put((stream, text, rank))
 
@@ -474,12 +482,38 @@ class LocalResourceManager(ResourceManager):
             raise
         return streams, tmpdir
 
+    def launch_problem(
+        self, env: Mapping[str, str], checkpoint_dir: str | None
+    ) -> tuple[str | None, str] | None:
+        """Why no trial with the experiment's environment variables ``env`` and checkpoints
+        in ``checkpoint_dir`` could start here, as (the config's field to change, None for
+        the master's settings; the reason), or ``None``: ``PEDL_TRIAL_PYTHON`` names no
+        Python; with a trial user, it cannot run the trials' Python (``PEDL_TRIAL_PYTHON``,
+        else the master's), reach the checkpoint directory or the master's temporary
+        directory. Each reason names the ways out (see :mod:`pedl.master.rm._trial_user`)."""
+        where = "environment.environment_variables"
+        try:
+            self._python_for_env(env)
+        except (FileNotFoundError, PermissionError) as err:
+            return where, str(err)
+        if self._user is None:
+            return None
+        if checkpoint_dir is not None:
+            unreachable = self._user.storage_unreachable(Path(checkpoint_dir))
+            if unreachable is not None:
+                return "checkpoint_storage", unreachable
+        unreachable = self._user.temporary_unreachable()
+        return None if unreachable is None else (None, unreachable)
+
     def _python_for(self, launch: TrialLaunch) -> str:
         """The interpreter of the trial's process: ``PEDL_TRIAL_PYTHON`` if the experiment sets
         it, else the resource manager's. (A warm worker serves only trials of its environment,
         hence of its interpreter.) With a trial user, one it cannot run is refused, saying
         so."""
-        python = launch.env.get(TRIAL_PYTHON_VARIABLE)
+        return self._python_for_env(launch.env)
+
+    def _python_for_env(self, env: Mapping[str, str]) -> str:
+        python = env.get(TRIAL_PYTHON_VARIABLE)
         if not python:
             python = self._python
         elif shutil.which(python) is None:
@@ -683,6 +717,11 @@ class LocalResourceManager(ResourceManager):
         with self._lock:
             return self._pool.exits()
 
+    def idle_workers(self) -> list[IdleWorker]:
+        """The warm and spare workers idle now (each holds a slot; see the class)."""
+        with self._lock:
+            return self._pool.idle()
+
     def shutdown(self) -> None:
         self._closed.set()
         self._housekeeping.set()
@@ -697,34 +736,6 @@ class LocalResourceManager(ResourceManager):
             self._user.remove_root()
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-_TF_NOISE = re.compile(
-    "|".join(
-        [
-            # absl's info and warning lines (``I0000 00:00:1795436155.711112  9806 port.cc:153]
-            # ...``), which TensorFlow's C++ start-up writes before TF_CPP_MIN_LOG_LEVEL applies
-            r"^[IW]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] ",
-            # the same in TensorFlow's older format
-            r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] \S+:\d+\] ",
-            r"^WARNING: All log messages before absl::InitializeLog\(\) is called",
-            r"oneDNN custom operations are on",
-            r"This TensorFlow binary is optimized to use available CPU instructions",
-            r"^To enable the following instructions: .* rebuild TensorFlow",
-            r"Unable to register cu(DNN|FFT|BLAS) factory",
-            r"computation placer already registered",
-        ]
-    )
-)
-
-
-def is_tf_noise(line: str) -> bool:
-    """Whether a line of a trial's output is TensorFlow's C++ start-up chatter (absl info and
-    warning lines, oneDNN and CPU-instruction notices, duplicate CUDA plugin registrations),
-    which is dropped before it reaches the trial's logs."""
-    return _TF_NOISE.search(line) is not None
-
-
 def _read_lines(
     stream: IO[bytes],
     name: str,
@@ -733,7 +744,7 @@ def _read_lines(
 ) -> None:
     try:
         for raw in iter(stream.readline, b""):
-            text = _ANSI.sub("", raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+            text = ANSI.sub("", raw.decode("utf-8", errors="replace").rstrip("\r\n"))
             if not (drop_tf_noise and is_tf_noise(text)):
                 out.put((name, text, None))
     finally:

@@ -31,9 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pedl.exec import TOKEN_FD_ENV, token_channel
+from pedl.exec import TOKEN_FD_ENV, WorkerState, token_channel
 from pedl.master.rm._base import ExitHandler, LogSink, ResourceManager, TrialLaunch
-from pedl.master.rm._gang import WorkerState
 
 logger = logging.getLogger("pedl.master")
 
@@ -184,7 +183,7 @@ class _TrialRunner:
         """Where this worker of a multi-worker trial runs (:meth:`where`) and three ports free
         on its node (``ports``: its ``TF_CONFIG`` port, then, for the chief, the collectives'
         publish and pull ports)."""
-        from pedl.master.rm._gang import free_ports
+        from pedl.exec import free_ports
 
         return {**self.where(), "ports": free_ports(3, "0.0.0.0")}
 
@@ -277,14 +276,15 @@ class _TrialRunner:
     ) -> dict[str, Any]:
         """Start the worker ``rank`` of a multi-worker trial as :meth:`start` starts a trial
         process, with ``env`` holding its distributed variables, as a one-process
-        :class:`~pedl.master.rm._gang.Gang` (its heartbeat pipe ``PEDL_HEARTBEAT_FD``: no
+        :class:`~pedl.exec._gang.Gang` (its heartbeat pipe ``PEDL_HEARTBEAT_FD``: no
         byte for ``heartbeat_timeout`` s and it is killed as hung); its lines carry its
         rank."""
         import ray
 
-        from pedl.master.rm._gang import Gang
+        from pedl._tf_noise import ANSI, is_tf_noise
+        from pedl.exec import Gang
         from pedl.master.rm._isolation import remove_dir
-        from pedl.master.rm._local import _ANSI, TRIAL_MODULE, is_tf_noise
+        from pedl.master.rm._local import TRIAL_MODULE
 
         token = ray.get(token_box[0])
         where = self.where()
@@ -297,7 +297,7 @@ class _TrialRunner:
             if raw is None:
                 self._lines.put(None)
                 return
-            text = _ANSI.sub("", raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+            text = ANSI.sub("", raw.decode("utf-8", errors="replace").rstrip("\r\n"))
             if not (drop_noise and is_tf_noise(text)):
                 self._lines.put((stream, text, worker_rank))
 
@@ -324,11 +324,11 @@ class _TrialRunner:
         return where
 
     def _read(self, stream: IO[bytes], name: str, drop_noise: bool) -> None:
-        from pedl.master.rm._local import _ANSI, is_tf_noise
+        from pedl._tf_noise import ANSI, is_tf_noise
 
         try:
             for raw in iter(stream.readline, b""):
-                text = _ANSI.sub("", raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+                text = ANSI.sub("", raw.decode("utf-8", errors="replace").rstrip("\r\n"))
                 if not (drop_noise and is_tf_noise(text)):
                     self._lines.put((name, text, None))
         finally:
@@ -447,13 +447,13 @@ class RayResourceManager(ResourceManager):
 
     A trial's exit status reaches ``on_exit`` as a local process's does. A lost actor (its node
     died, or its process was killed outside PEDL) is reported as SIGKILL, after a line in the
-    trial's log that says which node was lost. Warm workers are not used (see README).
+    trial's log that says which node was lost. Warm workers are not used (see docs/ray.md).
 
     A trial of N > 1 slots is a placement group of N one-slot bundles (``placement_strategy``
     PACK or SPREAD; Ray places all or none) with one actor per bundle; once all are placed,
     each picks free ports on its node, the master gives each worker the contract's variables
     (:func:`spread_environments`: ranks grouped by node, bundle 0's worker the chief) and each
-    actor starts its worker as a one-process :class:`~pedl.master.rm._gang.Gang` (heartbeat
+    actor starts its worker as a one-process :class:`~pedl.exec._gang.Gang` (heartbeat
     pipe, hung workers killed after ``heartbeat_timeout``). The master applies the gang's exit
     rules across nodes and reports one exit: the first failing worker's (the others killed),
     else the chief's (the others stopped 3 s after the chief exited 0).
@@ -868,10 +868,10 @@ class RayResourceManager(ResourceManager):
     ) -> int:
         """Pull every worker's output until all ended; the attempt's exit status: the first
         failing worker's (the others are then killed), else the chief's (the others get
-        :data:`~pedl.master.rm._gang.STOP_GRACE_SECONDS` after the chief exited 0)."""
+        :data:`~pedl.exec._gang.STOP_GRACE_SECONDS` after the chief exited 0)."""
         import ray
 
-        from pedl.master.rm._gang import STOP_GRACE_SECONDS, describe_status
+        from pedl.exec import STOP_GRACE_SECONDS, describe_status
 
         trial_id = attempt.trial_id
         codes = attempt.codes

@@ -17,6 +17,11 @@ What that user gets, and what it does not:
 - nothing else of the master's: its home, its database file and its settings file must be
   out of that user's reach (the master warns at start about each one that is not).
 
+A trial user that cannot run the trials' Python, or reach their checkpoint storage, would
+fail every trial of the experiment: the master refuses such an experiment when it is created
+or continued (422, :meth:`~pedl.master.rm.LocalResourceManager.launch_problem`), and warns
+at start when its own Python or ``checkpoint_dir`` is out of the user's reach.
+
 Where the master is not root it cannot switch users: it says so once, at start, and its
 trials run as its own user (:func:`trial_user_for`).
 """
@@ -89,19 +94,27 @@ class TrialUser:
         """This master's directory of private directories (mode 0711, the master's, in its
         temporary directory). Raises ``PermissionError`` when the user cannot reach it."""
         if self._root is None or not self._root.is_dir():
+            unreachable = self.temporary_unreachable()
+            if unreachable is not None:
+                raise PermissionError(unreachable)
             root = Path(tempfile.mkdtemp(prefix=f"{TRIALS_DIR_PREFIX}{os.getpid()}-"))
             root.chmod(0o711)
-            blocked = self.barrier(root)
-            if blocked is not None:
-                shutil.rmtree(root, ignore_errors=True)
-                raise PermissionError(
-                    f"trials run as {self.name} (the master's trial_user), which cannot reach "
-                    f"the master's temporary directory {root.parent}: it may not enter "
-                    f"{blocked}. Start the master with TMPDIR naming a directory it can enter "
-                    "(e.g. /tmp)"
-                )
             self._root = root
         return self._root
+
+    def temporary_unreachable(self) -> str | None:
+        """Why the user cannot reach the master's temporary directory (where :meth:`root`
+        lies), or ``None`` when it can."""
+        temporary = Path(tempfile.gettempdir())
+        blocked = self.barrier(temporary)
+        if blocked is None:
+            return None
+        return (
+            f"trials run as {self.name} (the master's trial_user), which cannot reach "
+            f"the master's temporary directory {temporary}: it may not enter "
+            f"{blocked}. Start the master with TMPDIR naming a directory it can enter "
+            "(e.g. /tmp)"
+        )
 
     def remove_root(self) -> None:
         """Remove :meth:`root` and what is left in it (the resource manager's shutdown)."""
@@ -179,22 +192,30 @@ class TrialUser:
             return False
         return self.may(path, _R)
 
+    def storage_unreachable(self, directory: Path) -> str | None:
+        """Why the user cannot reach the checkpoint storage ``directory`` (naming the
+        directory that stops it and the settings to change), or ``None`` when it can."""
+        blocked = self.barrier(directory)
+        if blocked is None:
+            return None
+        mode = stat.S_IMODE(blocked.stat().st_mode)
+        return (
+            f"trials run as {self.name} (the master's trial_user), which cannot reach the "
+            f"checkpoint storage {directory}: it may not enter {blocked} (mode {mode:o}). "
+            "Store checkpoints in a directory it can reach (checkpoint_storage.host_path, "
+            "or the master's checkpoint_dir, PEDL_CHECKPOINT_DIR), or run trials as the "
+            "master's user (trial_user '', PEDL_TRIAL_USER=)"
+        )
+
     def prepare_storage(self, directory: Path) -> None:
         """Make a checkpoint storage ``directory`` ready for the user's trials (created if
         missing; mode 1733, not the user's, unless it is sticky and writable by all already,
         as ``/tmp``) and seal what is finished in it. Raises ``PermissionError`` naming the
         settings when the user cannot reach it, or when the way there goes through a
         symbolic link of the user's."""
-        blocked = self.barrier(directory)
-        if blocked is not None:
-            mode = stat.S_IMODE(blocked.stat().st_mode)
-            raise PermissionError(
-                f"trials run as {self.name} (the master's trial_user), which cannot reach the "
-                f"checkpoint storage {directory}: it may not enter {blocked} (mode {mode:o}). "
-                "Store checkpoints in a directory it can reach (checkpoint_storage.host_path, "
-                "or the master's checkpoint_dir, PEDL_CHECKPOINT_DIR), or run trials as the "
-                "master's user (trial_user '', PEDL_TRIAL_USER=)"
-            )
+        unreachable = self.storage_unreachable(directory)
+        if unreachable is not None:
+            raise PermissionError(unreachable)
         fd = self._open_storage(directory, create=True)
         try:
             st = os.fstat(fd)
@@ -354,7 +375,7 @@ def trial_user_for(settings: MasterSettings) -> TrialUser | None:
         logger.warning(
             "trials run as %s, the master's own user: only a master running as root can run "
             "them as trial_user %r, and this one is not root. Its trials can read and write "
-            "whatever %s can (see README, Security)",
+            "whatever %s can (see docs/security.md)",
             _me(),
             name,
             _me(),
@@ -374,8 +395,8 @@ def trial_user_for(settings: MasterSettings) -> TrialUser | None:
     if blocked is not None:
         logger.warning(
             "trials run as %s, which cannot reach checkpoint_dir %s (it may not enter %s): "
-            "experiments without a checkpoint_storage of their own will fail to start; set "
-            "checkpoint_dir (PEDL_CHECKPOINT_DIR) to a directory it can reach",
+            "experiments without a checkpoint_storage of their own are refused (422) until "
+            "checkpoint_dir (PEDL_CHECKPOINT_DIR) names a directory it can reach",
             name,
             settings.checkpoint_dir,
             blocked,
@@ -383,7 +404,12 @@ def trial_user_for(settings: MasterSettings) -> TrialUser | None:
     try:
         user.check_runnable(sys.executable)
     except PermissionError as err:
-        logger.warning("%s (this is the master's own Python)", err)
+        logger.warning(
+            "%s. This is the master's own Python, the trials' default: experiments that do not "
+            "name one %s can run in PEDL_TRIAL_PYTHON are refused (422)",
+            err,
+            name,
+        )
     logger.info("trials run as %s (uid %d, gid %d)", name, user.uid, user.gid)
     return user
 

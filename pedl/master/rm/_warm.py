@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from pedl.master.rm._base import WorkerExit
+from pedl.master.rm._base import IdleWorker, WorkerExit
 from pedl.master.rm._isolation import private_variables, remove_dir, worker_dir
 from pedl.master.rm._trial_user import TrialUser, popen_kwargs
 
@@ -238,6 +238,20 @@ class WarmPool:
                     )
                 )
         return stale
+
+    def idle(self) -> list[IdleWorker]:
+        """The idle workers, longest idle first."""
+        now, wall = time.monotonic(), time.time()
+        return [
+            IdleWorker(
+                pid=w.pid,
+                spare=w.spare,
+                experiment_id=w.experiment_id,
+                trial_id=w.trial_id,
+                since=wall - (now - w.idle_since),
+            )
+            for w in sorted(self._idle, key=lambda w: w.idle_since)
+        ]
 
     def exits(self) -> list[WorkerExit]:
         """The latest idle workers that exited by themselves, oldest first."""

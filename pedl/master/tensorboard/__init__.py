@@ -4,6 +4,8 @@ the trials wrote); see :mod:`._manager`."""
 
 from pedl.master.tensorboard._events import TAG_PREFIX, ScalarEventFile, scalar_tag, scalars
 from pedl.master.tensorboard._manager import (
+    KEY_HEADER,
+    LOG_LINES_KEPT,
     MAX_TENSORBOARDS,
     MAX_TRIALS,
     PATH_PREFIX,
@@ -15,6 +17,8 @@ from pedl.master.tensorboard._manager import (
 )
 
 __all__ = [
+    "KEY_HEADER",
+    "LOG_LINES_KEPT",
     "MAX_TENSORBOARDS",
     "MAX_TRIALS",
     "PATH_PREFIX",

@@ -10,17 +10,15 @@ infinities (stored as ``"NaN"``, ``"Infinity"``, ``"-Infinity"``) are written as
 
 from __future__ import annotations
 
-import math
 import socket
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pedl.engine import MetricKind
+from pedl.vocabulary import MetricKind, decode_metric_value
 
 TAG_PREFIX = "PEDL/"
-_SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
 def scalar_tag(kind: MetricKind, name: str) -> str:
@@ -37,7 +35,8 @@ def scalar_value(value: Any) -> float | None:
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):
-        return _SPECIAL.get(value)
+        decoded = decode_metric_value(value)
+        return decoded if isinstance(decoded, float) else None
     return None
 
 

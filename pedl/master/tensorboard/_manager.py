@@ -4,7 +4,12 @@ Each TensorBoard (``pedl tensorboard start``) is one ``tensorboard`` process (th
 ``tensorboard`` package, run without TensorFlow: it starts in ~2 s) that this master starts
 on loopback on a free port, with ``--path_prefix /tensorboard/<id>`` so the master proxies
 it at that path behind its own sign-in (:mod:`pedl.master.api.tensorboards`); no other
-port is opened. Its log directory is a cache under the master's home,
+port is opened. That port answers the master only: each TensorBoard has a random key
+(:attr:`TensorBoard.key`, 256 bits), handed to its process on its standard input (never on
+a command line or in an environment, which other processes may read), that the master's
+proxy sends in the :data:`KEY_HEADER` header of each request; a small WSGI layer in front of
+TensorBoard's app answers any request without it 403 (another local user, a trial). Its log
+directory is a cache under the master's home,
 ``<home>/tensorboards/<id>/experiment_<e>/trial_<t>/``, one run per trial, which a sync
 thread keeps up to date while the TensorBoard runs:
 
@@ -35,6 +40,7 @@ import importlib.util
 import logging
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -49,14 +55,17 @@ from enum import StrEnum
 from pathlib import Path
 
 from pedl.config import parse_config
-from pedl.master.db import Database
-from pedl.master.db import experiments as experiments_repo
-from pedl.master.db import metrics as metrics_repo
-from pedl.master.db import trials as trials_repo
+from pedl.db import Database
+from pedl.db import experiments as experiments_repo
+from pedl.db import metrics as metrics_repo
+from pedl.db import trials as trials_repo
 from pedl.master.tensorboard._events import ScalarEventFile, scalars
 from pedl.storage import EventFileDownloader, StorageManager, make_storage
 
 logger = logging.getLogger("pedl.master.tensorboard")
+
+LOG_LINES_KEPT = 50
+"""The latest lines of a TensorBoard process's output the master keeps (its logs)."""
 
 SYNC_INTERVAL_S = 1.0
 FILES_INTERVAL_S = 5.0
@@ -69,9 +78,16 @@ MAX_TRIALS = 100
 ROWS_PER_PASS = 5000
 """At most this many metric rows of one trial are written per sync pass."""
 PATH_PREFIX = "/tensorboard"
+KEY_HEADER = "X-PEDL-TensorBoard-Key"
+"""The header carrying a TensorBoard's key (:attr:`TensorBoard.key`) from the master's proxy."""
 _ADDRESS = re.compile(r"TensorBoard \S+ at http://127\.0\.0\.1:(\d+)/")
 _LAUNCH = """
-import os, sys, threading, time
+import hmac, os, sys, threading, time
+# The master's key, the first line of standard input: every request must carry it.
+key = sys.stdin.buffer.readline().strip()
+sys.stdin.close()
+if len(key) < 32:
+    sys.exit("no key on standard input: only the PEDL master starts this TensorBoard")
 # TensorBoard imports TensorFlow when it can (seconds, and memory) for features PEDL's
 # scalars do not need; hidden, it runs on its own stub.
 sys.modules["tensorflow"] = None
@@ -81,10 +97,31 @@ def watch():  # end with the master, even a SIGKILLed one
         time.sleep(1)
     os._exit(0)
 threading.Thread(target=watch, daemon=True).start()
+REFUSED = b"This TensorBoard answers its PEDL master only: open it through the master.\\n"
+def guarded(app):
+    def guard(environ, start_response):
+        given = environ.get("@ENVIRON_KEY@", "").encode("latin-1", "replace")
+        if hmac.compare_digest(given, key):
+            return app(environ, start_response)
+        start_response("403 Forbidden", [("Content-Type", "text/plain; charset=utf-8"),
+                                         ("Content-Length", str(len(REFUSED)))])
+        return [REFUSED]
+    return guard
 sys.argv[0] = "tensorboard"
-from tensorboard.main import run_main
-run_main()
-"""
+from absl import app as absl_app
+from tensorboard import default, main_lib, program
+from tensorboard.plugins import base_plugin
+main_lib.global_init()
+board = program.TensorBoard(
+    plugins=default.get_plugins(),
+    server_class=lambda app, flags: program.WerkzeugServer(guarded(app), flags),
+)
+try:
+    absl_app.run(board.main, flags_parser=board.configure)
+except base_plugin.FlagsError as err:
+    print("Error:", err, file=sys.stderr)
+    sys.exit(1)
+""".replace("@ENVIRON_KEY@", "HTTP_" + KEY_HEADER.upper().replace("-", "_"))
 
 
 class TensorBoardState(StrEnum):
@@ -134,6 +171,9 @@ class TensorBoard:
     trial_ids: list[int]
     directory: Path
     created_at: datetime
+    key: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
+    """The secret its process asks of every request (in :data:`KEY_HEADER`): only the
+    master's proxy knows it."""
     followed: list[int] = field(default_factory=list)
     """The experiments it was started over: their trials created later join it."""
     state: TensorBoardState = TensorBoardState.STARTING
@@ -141,7 +181,9 @@ class TensorBoard:
     exit_code: int | None = None
     error: str | None = None
     process: subprocess.Popen[bytes] | None = None
-    log: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=50))
+    log: collections.deque[str] = field(
+        default_factory=lambda: collections.deque(maxlen=LOG_LINES_KEPT)
+    )
     syncs: list[_TrialSync] = field(default_factory=list)
     stop_requested: bool = False
     sync_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -351,15 +393,19 @@ class TensorBoardManager:
         ]  # fmt: skip
         # Not the master's environment: nothing of its secrets (database URL, passwords).
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
-        return subprocess.Popen(
+        process = subprocess.Popen(
             command,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env=env,
             cwd=board.directory,
             start_new_session=True,
         )
+        assert process.stdin is not None
+        with process.stdin, contextlib.suppress(BrokenPipeError):  # its output says why
+            process.stdin.write(board.key.encode() + b"\n")
+        return process
 
     def _watch(self, board: TensorBoard) -> None:
         """Read the process's output (its address, then its log) until it ends."""

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 import pedl
-from pedl.engine import TrialOutcome
+from pedl.vocabulary import TrialOutcome
 
 
 class GangController:

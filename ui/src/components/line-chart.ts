@@ -9,7 +9,7 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { h } from "../dom";
 import { uplotAxis } from "../theme";
-import { formatNumber } from "../format";
+import { formatAxisNumbers, formatNumber } from "../format";
 import { withAlpha } from "../palette";
 import { isAdditive } from "./selection";
 
@@ -39,13 +39,64 @@ export interface LineChartOptions {
   linkOf?: (id: number) => string;
   /** A legend of the series under the chart; by default, when there are at most 12. */
   legend?: boolean;
+  /** The x axis' range given the data's (e.g. a trial's duration, so that one sample is not a
+   * dot on an axis of its own making); by default the data's, padded when it is one value. */
+  xRange?: (min: number, max: number) => [number, number];
 }
 
 const HOVER_RADIUS_PX = 28;
 
 /** Tick labels; uPlot passes null for ticks it draws without a label (log scales). */
 export function axisValues(_u: uPlot, splits: (number | null)[]): string[] {
-  return splits.map((v) => (v == null ? "" : formatNumber(v)));
+  return formatAxisNumbers(splits);
+}
+
+const AXIS_GAP_PX = 5;
+const AXIS_TICK_PX = 10;
+
+/** The y axis' width: its widest tick label, the tick and the gap (uPlot's axis label has its
+ * own room, labelSize), so no label is clipped however wide its numbers are. */
+function yAxisSize(u: uPlot, values: string[] | null, axisIdx: number, cycleNum: number): number {
+  const axis = u.axes[axisIdx] as uPlot.Axis & { _size?: number; font?: [string, number] };
+  if (cycleNum > 1 && axis._size) return axis._size;
+  let widest = 0;
+  if (values && values.length > 0) {
+    u.ctx.save();
+    u.ctx.font = axis.font?.[0] ?? "12px system-ui";
+    for (const v of values) widest = Math.max(widest, u.ctx.measureText(v).width / devicePixelRatio);
+    u.ctx.restore();
+  }
+  const size = Math.ceil(widest + AXIS_TICK_PX + AXIS_GAP_PX + 4);
+  const chart = u.root.closest<HTMLElement>(".chart");
+  if (chart) {
+    chart.dataset.yTicksPx = String(Math.ceil(widest));
+    chart.dataset.yAxisPx = String(size);
+  }
+  return Math.max(40, size);
+}
+
+/** A range of one value: around it (the value itself, or a unit either side of 0). */
+function padded(min: number | null, max: number | null): [number, number] {
+  if (min == null || max == null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, 1];
+  if (min !== max) return [min, max];
+  const pad = min === 0 ? 1 : Math.abs(min) * 0.1;
+  return [min - pad, max + pad];
+}
+
+/** The x axis' range when uPlot asks for [`min`, `max`]: the data's extent (which uPlot widens
+ * to 0-100 on its own when it is one value) or a part of it zoomed into. A request that covers
+ * the data (`extent`) is the automatic range: `xRange`'s for the data's own extent, else that
+ * extent padded when it is one value. A narrower one (a zoom) is kept as asked. */
+export function xScaleRange(
+  min: number | null,
+  max: number | null,
+  extent: [number, number] | null,
+  xRange?: (min: number, max: number) => [number, number],
+): [number, number] {
+  const known = min != null && max != null && Number.isFinite(min) && Number.isFinite(max);
+  if (!known || extent === null) return padded(min, max);
+  if (min > extent[0] || max < extent[1]) return [min, max];
+  return xRange ? xRange(extent[0], extent[1]) : padded(extent[0], extent[1]);
 }
 
 /** The series' points on the union of their x values (uPlot's aligned data). */
@@ -93,6 +144,8 @@ export class LineChart {
   private readonly legendEl: HTMLElement | null;
   private plot: uPlot | null = null;
   private series: LineSeries[] = [];
+  /** The smallest and largest x of the points drawn (null: none). */
+  private xExtent: [number, number] | null = null;
   private hovered: LineSeries | null = null;
   private zoomed = false;
   private paintWaiters: (() => void)[] = [];
@@ -131,6 +184,8 @@ export class LineChart {
     this.empty.hidden = drawn.length > 0;
     this.renderLegend(series);
     const data = align(ordered);
+    const xs = data[0];
+    this.xExtent = xs.length > 0 ? [xs[0] as number, xs[xs.length - 1] as number] : null;
     if (this.plot && sameSeries(ordered, this.series)) {
       this.series = ordered;
       this.plot.setData(data, !this.zoomed);
@@ -180,10 +235,19 @@ export class LineChart {
         drag: { x: true, y: false, setScale: true },
         focus: { prox: -1 },
       },
-      scales: { x: { time: false } },
+      scales: {
+        x: {
+          time: false,
+          range: (_u, min, max) => {
+            const [low, high] = xScaleRange(min, max, this.xExtent, this.options.xRange);
+            this.el.dataset.xRange = `${low},${high}`;
+            return [low, high];
+          },
+        },
+      },
       axes: [
-        { ...uplotAxis(), label: this.options.xLabel, values: axisValues, labelSize: 22 },
-        { ...uplotAxis(), label: this.options.yLabel, values: axisValues, size: 64, labelSize: 22 },
+        { ...uplotAxis(), label: this.options.xLabel, values: axisValues, labelSize: 24 },
+        { ...uplotAxis(), label: this.options.yLabel, values: axisValues, size: yAxisSize, labelSize: 24 },
       ],
       series: [
         { label: this.options.xLabel },
@@ -210,6 +274,17 @@ export class LineChart {
   }
 
   private painted(): void {
+    const u = this.plot;
+    const yAxis = u?.axes[1] as (uPlot.Axis & { labelFont?: [string, number] }) | undefined;
+    if (u && yAxis) {
+      // Whether the y axis' label, drawn along it, fits the plot's height (the browser tests).
+      u.ctx.save();
+      u.ctx.font = yAxis.labelFont?.[0] ?? "bold 12px system-ui";
+      const label = u.ctx.measureText(this.options.yLabel).width / devicePixelRatio;
+      u.ctx.restore();
+      this.el.dataset.yLabelPx = String(Math.ceil(label));
+      this.el.dataset.plotHeightPx = String(Math.floor(u.bbox.height / devicePixelRatio));
+    }
     if (this.el.dataset.seriesCount === "0") return;
     const waiters = this.paintWaiters;
     this.paintWaiters = [];

@@ -8,8 +8,8 @@
 
 import { h } from "../dom";
 import { chartTheme } from "../theme";
-import { formatNumber, formatValue } from "../format";
-import { BEST_COLOR, sequentialColor, sequentialRgb } from "../palette";
+import { formatAxisNumbers, formatNumber, formatValue } from "../format";
+import { BEST_COLOR, metricShade, sequentialColor, sequentialRgb } from "../palette";
 import type { Axis } from "./hp-axis";
 import { niceTicks } from "./search-charts";
 import { SELECTED_COLOR, isAdditive } from "./selection";
@@ -67,6 +67,9 @@ export class ParallelCoordinates {
   /** Brushed ranges, by axis index: [low, high] along the axis, 0 (bottom) to 1 (top). */
   private readonly brushes = new Map<number, [number, number]>();
   private dragging: { axis: number; from: number } | null = null;
+  /** What the last draw drew, for the legend: grey lines (no metric, or outside a brush),
+   * those outside a brush, the best trials' lines. */
+  private marks = { grey: 0, outside: 0, best: 0 };
   private dragged = false;
 
   constructor(
@@ -124,6 +127,7 @@ export class ParallelCoordinates {
     if (ids === this.selected) return;
     this.selected = ids;
     this.el.dataset.selected = String(ids.size);
+    if (this.data) this.renderLegend(this.data);
     if (this.data) this.setHovered(this.hovered, ...this.pointer);
   }
 
@@ -276,8 +280,9 @@ export class ParallelCoordinates {
       }
     }
     const colours = buckets.map((_rows, b): [number, number, number] =>
-      b === 0 ? GREY : sequentialRgb(((b - 1) / BUCKETS) * 0.9),
+      b === 0 ? GREY : sequentialRgb(metricShade(((b - 1) / BUCKETS) * 0.9)),
     );
+    this.el.dataset.worstColor = `rgb(${(colours[1] ?? GREY).join(", ")})`;
     // Many lines: one path per colour bucket, one device pixel wide (wider strokes of many
     // overlapping lines cost Skia ten times more without a GPU). Few: one stroke each.
     const many = n > MANY;
@@ -301,7 +306,7 @@ export class ParallelCoordinates {
       ctx.strokeStyle = "rgba(29, 36, 48, 0.85)";
       this.strokeRow(ctx, i);
       ctx.lineWidth = 3;
-      ctx.strokeStyle = s < 0 ? BEST_COLOR : sequentialColor(s * 0.9, 1);
+      ctx.strokeStyle = s < 0 ? BEST_COLOR : sequentialColor(metricShade(s * 0.9), 1);
       this.strokeRow(ctx, i);
     }
     this.drawAxes(ctx, axes, plotH);
@@ -311,6 +316,11 @@ export class ParallelCoordinates {
       "aria-label",
       `Parallel coordinates of ${n} trials over ${axes.map((a) => a.name).join(", ")}; the ${data.best.size} best trials highlighted.`,
     );
+    this.marks = {
+      grey: (buckets[0] as number[]).length,
+      outside: kept ? n - keptCount : 0,
+      best: bestRows.length,
+    };
     this.renderLegend(data);
     this.setHovered(-1);
   }
@@ -381,21 +391,37 @@ export class ParallelCoordinates {
     });
   }
 
+  /** The legend of the marks drawn: the metric's colours, and only those of the best, grey
+   * and selected lines that are on the chart. */
   private renderLegend(data: ParallelData): void {
     const better = data.smallerIsBetter ? "lower" : "higher";
+    const entry = (swatch: HTMLElement, label: string, mark: string) =>
+      h("span", { class: "pc-legend-item", "data-testid": "legend-item", "data-mark": mark }, swatch, label);
+    const { grey, outside, best } = this.marks;
+    const noMetric = grey - outside;
+    const greyLabel =
+      outside > 0 && noMetric > 0
+        ? "no metric yet, or outside the brushed ranges"
+        : outside > 0
+          ? "outside the brushed ranges"
+          : "no metric yet";
     this.legend.replaceChildren(
-      h("span", { class: "gradient", "aria-hidden": "true" }),
-      h("span", {}, `${data.metric.name}: worse → better (${better} is better)`),
-      h("span", { class: "swatch best", style: `border-color: ${sequentialColor(0.9)}` }),
-      h(
-        "span",
-        {},
-        data.best.size === 1 ? "the best trial (thick, outlined)" : `best ${data.best.size} trials (thick, outlined)`,
+      entry(
+        h("span", { class: "gradient", "aria-hidden": "true" }),
+        `${data.metric.name}: worse → better (${better} is better)`,
+        "gradient",
       ),
-      h("span", { class: "swatch", style: "border-color: #969eac" }),
-      h("span", {}, this.brushes.size ? "no metric yet, or outside the brushed ranges" : "no metric yet"),
-      h("span", { class: "swatch", style: `border-color: ${SELECTED_COLOR}` }),
-      h("span", {}, "selected"),
+      best > 0
+        ? entry(
+            h("span", { class: "swatch best", style: `border-color: ${sequentialColor(metricShade(0.9))}` }),
+            best === 1 ? "the best trial (thick, outlined)" : `best ${best} trials (thick, outlined)`,
+            "best",
+          )
+        : "",
+      grey > 0 ? entry(h("span", { class: "swatch", style: "border-color: #969eac" }), greyLabel, "grey") : "",
+      this.selected.size > 0
+        ? entry(h("span", { class: "swatch", style: `border-color: ${SELECTED_COLOR}` }), "selected", "selected")
+        : "",
       h(
         "span",
         { class: "muted" },
@@ -482,19 +508,23 @@ function ticks(axis: Axis): [number, string][] {
       .filter((_t, i) => i % step === 0 || i === count - 1);
   }
   if (axis.min === axis.max) return [[0.5, formatNumber(axis.min)]];
+  let at: [number, number][];
   if (axis.kind === "log") {
     const lo = Math.log10(axis.min);
     const hi = Math.log10(axis.max);
-    const out: [number, string][] = [[0, formatNumber(axis.min)]];
+    at = [[0, axis.min]];
     for (let e = Math.ceil(lo); e <= Math.floor(hi); e++) {
       const t = (e - lo) / (hi - lo);
-      if (t > 0.06 && t < 0.94) out.push([t, formatNumber(10 ** e)]);
+      if (t > 0.06 && t < 0.94) at.push([t, 10 ** e]);
     }
-    out.push([1, formatNumber(axis.max)]);
-    return out;
+    at.push([1, axis.max]);
+  } else {
+    const span = axis.max - axis.min;
+    at = niceTicks(axis.min, axis.max).map((v): [number, number] => [(v - axis.min) / span, v]);
   }
-  const span = axis.max - axis.min;
-  return niceTicks(axis.min, axis.max).map((v): [number, string] => [(v - axis.min) / span, formatNumber(v)]);
+  // One number format per axis.
+  const labels = formatAxisNumbers(at.map(([, v]) => v));
+  return at.map(([t], i): [number, string] => [t, labels[i] ?? ""]);
 }
 
 /** `text` cut with an ellipsis to fit `width` pixels. */

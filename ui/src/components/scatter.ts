@@ -21,6 +21,7 @@ import { BEST_COLOR, withAlpha } from "../palette";
 import type { Axis } from "./hp-axis";
 import { axisValues } from "./line-chart";
 import { blendSquares } from "./blend";
+import { leastInset, paddedRange } from "./plot-margin";
 import { PointGrid, SELECTED_COLOR, isAdditive } from "./selection";
 
 export interface ScatterData {
@@ -163,12 +164,14 @@ export class HpScatter {
         legend: { show: false },
         cursor: { points: { show: false }, drag: { x: true, y: true, setScale: false }, focus: { prox: -1 } },
         scales: {
+          // Ranges with margins, so no dot at an extreme is cut by the plot's edge.
           x:
             axis.kind === "categorical"
               ? { time: false, range: () => [-0.6, axis.categories.length - 0.4] }
               : axis.kind === "log"
-                ? { time: false, distr: 3, log: 10 }
-                : { time: false },
+                ? { time: false, distr: 3, log: 10, range: (_u, lo, hi) => paddedRange(lo, hi, { log: true }) }
+                : { time: false, range: (_u, lo, hi) => paddedRange(lo, hi) },
+          y: { range: (_u, lo, hi) => paddedRange(lo, hi) },
         },
         axes: [xAxis, { ...uplotAxis(), label: data.metricName, labelSize: 20, size: 56, values: axisValues }],
         series: [{}, { label: data.metricName, paths: () => null, points: { show: false } }],
@@ -260,6 +263,8 @@ export class HpScatter {
       cy[k] = py(this.ys[k] as number);
     }
     this.drawn = { cx, cy, left: bbox.left, top: bbox.top, ratio };
+    // How far the nearest dot's centre is from the plot's edges, in CSS pixels (tests read it).
+    this.el.dataset.inset = count > 0 ? String(Math.floor(leastInset(cx, cy, bbox) / ratio)) : "";
     this.gridCache = null;
     const greyed = this.greyed;
     const plain = (k: number) => !this.best[k] && !greyed[k];

@@ -7,9 +7,18 @@
 
 import type { History, Importance, Timeline, TrialState } from "../api";
 import { h } from "../dom";
-import { formatDuration, formatInteger, formatNumber, formatPercent, formatState } from "../format";
+import {
+  durationTicks,
+  formatAxisNumbers,
+  formatDuration,
+  formatInteger,
+  formatNumber,
+  formatPercent,
+  formatState,
+} from "../format";
 import { BEST_COLOR, MUTED_COLOR, seriesColor } from "../palette";
 import { chartTheme } from "../theme";
+import { MARGIN_FRACTION, paddedRange } from "./plot-margin";
 
 const FONT = "12px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
 const PAD = { left: 64, right: 16, top: 12, bottom: 34 };
@@ -33,6 +42,13 @@ export function niceTicks(lo: number, hi: number, count = 5): number[] {
   const out: number[] = [];
   for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
   return out;
+}
+
+/** Nice ticks over [lo, hi] with their labels in one number format. */
+function axisTicks(lo: number, hi: number): [number, string][] {
+  const values = niceTicks(lo, hi);
+  const labels = formatAxisNumbers(values);
+  return values.map((v, i) => [v, labels[i] ?? ""]);
 }
 
 function hiddenTable(caption: string, head: string[], rows: (string | number)[][], total: number): HTMLElement {
@@ -63,11 +79,30 @@ function hiddenTable(caption: string, head: string[], rows: (string | number)[][
   );
 }
 
-function legend(items: [string, string][]): HTMLElement {
+/** One entry of a chart's legend: the mark as drawn (a dot, a line or a bar) in its colour. */
+export interface LegendMark {
+  mark: "dot" | "line" | "bar";
+  color: string;
+  label: string;
+}
+
+/** A legend of the marks a chart drew, each swatch the shape and colour of its mark (the
+ * caller lists only what it drew: no entry for a mark that is not on the chart). */
+export function markLegend(items: readonly LegendMark[]): HTMLElement {
   return h(
     "ul",
     { class: "chart-legend" },
-    items.map(([color, label]) => h("li", {}, h("span", { class: "swatch", style: `background: ${color}` }), label)),
+    items.map((item) =>
+      h(
+        "li",
+        { "data-testid": "legend-item", "data-mark": item.mark, "data-color": item.color },
+        h("span", {
+          class: `swatch ${item.mark}`,
+          style: item.mark === "line" ? `border-color: ${item.color}` : `background: ${item.color}`,
+        }),
+        item.label,
+      ),
+    ),
   );
 }
 
@@ -118,7 +153,7 @@ function drawFrame(
 }
 
 function timeLabel(seconds: number): string {
-  return formatDuration(seconds * 1000);
+  return seconds < 0.001 ? "0s" : formatDuration(seconds * 1000);
 }
 
 export function importanceChart(data: Importance): HTMLElement {
@@ -185,6 +220,7 @@ export class HistoryChart {
   private readonly canvas = h("canvas");
   private readonly caption = h("p", { class: "muted small" });
   private readonly table = h("div");
+  private readonly legendHost = h("div");
   private data: History | null = null;
   private kept: ReadonlySet<number> | null = null;
 
@@ -193,11 +229,7 @@ export class HistoryChart {
       "div",
       { class: "chart history", "data-testid": "history", "data-trial-count": 0 },
       this.canvas,
-      legend([
-        [seriesColor(0), "a trial's best value, when it ended"],
-        [MUTED_COLOR, "outside the brushed ranges"],
-        [BEST_COLOR, "best so far"],
-      ]),
+      this.legendHost,
       this.caption,
       this.table,
     );
@@ -239,13 +271,15 @@ export class HistoryChart {
     if (!data) return;
     const width = Math.max(320, Math.floor(this.el.clientWidth || 640));
     const ctx = sizedCanvas(this.canvas, width, this.height);
-    if (!ctx || data.trial_ids.length === 0) return;
+    if (!ctx || data.trial_ids.length === 0) {
+      this.legendHost.replaceChildren();
+      return;
+    }
     const xs = data.times;
     const all = [...data.values, ...data.best_so_far].filter(Number.isFinite);
-    let lo = Math.min(...all);
-    let hi = Math.max(...all);
-    if (lo === hi) [lo, hi] = [lo - 1, hi + 1];
-    const xMax = Math.max(1e-9, ...xs);
+    // A margin around the values (one value: a tenth of it either side), so no dot is cut.
+    const [lo, hi] = paddedRange(Math.min(...all), Math.max(...all));
+    const xMax = Math.max(1e-9, ...xs) * (1 + MARGIN_FRACTION);
     const plotW = width - PAD.left - PAD.right;
     const plotH = this.height - PAD.top - PAD.bottom;
     const px = (x: number) => PAD.left + (x / xMax) * plotW;
@@ -254,10 +288,14 @@ export class HistoryChart {
       ctx,
       width,
       this.height,
-      niceTicks(0, xMax).map((t) => [px(t), timeLabel(t)]),
-      niceTicks(lo, hi).map((t) => [py(t), formatNumber(t)]),
+      durationTicks(xMax).map(([t, label]) => [px(t), label]),
+      axisTicks(lo, hi).map(([t, label]) => [py(t), label]),
       "Time since the experiment started",
     );
+    this.el.dataset.yRange = `${lo},${hi}`;
+    this.el.dataset.xTicks = durationTicks(xMax)
+      .map(([, label]) => label)
+      .join("|");
     // One path per colour: the greyed points first, under the kept ones.
     const kept = this.kept;
     const many = xs.length > MANY_POINTS;
@@ -294,6 +332,13 @@ export class HistoryChart {
     });
     ctx.lineTo(px(xMax), py(data.best_so_far[data.best_so_far.length - 1] ?? 0));
     ctx.stroke();
+    // The legend of what was drawn: the dots (kept, greyed: only those there are), the line.
+    const marks: LegendMark[] = [];
+    if (xs.length - greyed > 0)
+      marks.push({ mark: "dot", color: seriesColor(0), label: "a trial's best value, when it ended" });
+    if (greyed > 0) marks.push({ mark: "dot", color: MUTED_COLOR, label: "outside the brushed ranges" });
+    marks.push({ mark: "line", color: BEST_COLOR, label: "best so far" });
+    this.legendHost.replaceChildren(markLegend(marks));
   }
 }
 
@@ -311,6 +356,7 @@ export class TimelineChart {
   private readonly caption = h("p", { class: "muted small" });
   private readonly table = h("div");
   private data: Timeline | null = null;
+  private endedAt: number | null = null;
 
   constructor(private readonly laneHeight = 16) {
     this.el = h(
@@ -323,13 +369,18 @@ export class TimelineChart {
     );
   }
 
-  setData(data: Timeline): void {
+  /** Draw `data`; `endedAt`: when the experiment ended (an ISO time; null while it runs), the
+   * end of the time axis (else the answer's `now`). */
+  setData(data: Timeline, endedAt: string | null = null): void {
     this.data = data;
+    this.endedAt = endedAt === null ? null : (Date.parse(endedAt) - Date.parse(data.started_at)) / 1000;
     const n = data.trial_ids.length;
     this.el.dataset.attemptCount = String(n);
     this.el.dataset.slots = String(data.slots);
     const states = [...new Set(data.states)];
-    this.legendHost.replaceChildren(legend(states.map((s) => [STATE_COLORS[s] ?? seriesColor(4), formatState(s)])));
+    this.legendHost.replaceChildren(
+      markLegend(states.map((s) => ({ mark: "bar", color: STATE_COLORS[s] ?? seriesColor(4), label: formatState(s) }))),
+    );
     this.caption.textContent = n
       ? `${formatInteger(n)} attempts of ${formatInteger(new Set(data.trial_ids).size)} trials on ${data.slots} slot${data.slots === 1 ? "" : "s"} (numbered in start order), coloured by the trial's state now.`
       : "No trial has started yet.";
@@ -355,9 +406,14 @@ export class TimelineChart {
     const height = PAD.top + PAD.bottom + lanes * this.laneHeight;
     const ctx = sizedCanvas(this.canvas, width, height);
     if (!ctx) return;
-    // Up to now, or the last end if later (an experiment's clock and its trials' may differ).
-    let xMax = Math.max(1e-9, data.now);
+    // From the experiment's start to its end, or to now while it runs; or to the last end if
+    // later (an experiment's clock and its trials' may differ).
+    let xMax = Math.max(1e-9, this.endedAt !== null && Number.isFinite(this.endedAt) ? this.endedAt : data.now);
     for (const end of data.ends) if (end != null && end > xMax) xMax = end;
+    this.el.dataset.xMax = String(xMax);
+    this.el.dataset.xTicks = durationTicks(xMax)
+      .map(([, label]) => label)
+      .join("|");
     const plotW = width - PAD.left - PAD.right;
     const px = (x: number) => PAD.left + (x / xMax) * plotW;
     const lane = (slot: number) => PAD.top + slot * this.laneHeight;
@@ -365,7 +421,7 @@ export class TimelineChart {
       ctx,
       width,
       height,
-      niceTicks(0, xMax).map((t) => [px(t), timeLabel(t)]),
+      durationTicks(xMax).map(([t, label]) => [px(t), label]),
       Array.from({ length: lanes }, (_x, s): [number, string] => [lane(s) + this.laneHeight / 2, `slot ${s}`]).filter(
         (_t, s) => lanes <= 16 || s % Math.ceil(lanes / 16) === 0,
       ),

@@ -1,10 +1,13 @@
-// The cluster: slots in use, the running trials and the queued ones with why they wait.
+// The cluster: slots in use, the running trials and the queued ones with why they wait, the
+// workers kept ready for trials (a spare, an experiment's warm worker: each holds a slot while
+// idle, and gives it up to a trial that needs a new process) and the TensorBoards the master
+// runs.
 
-import { type Cluster, api } from "../api";
+import { type Cluster, type IdleWorker, type TensorBoard, api } from "../api";
 import { errorMessage, notice } from "../components/notice";
 import { dataTable, swapTable } from "../components/table";
 import { h } from "../dom";
-import { formatInteger } from "../format";
+import { elapsed, formatDuration, formatInteger, formatState } from "../format";
 import { Poller } from "../poll";
 import { type Page, href } from "../router";
 
@@ -17,6 +20,10 @@ export class ClusterPage implements Page {
   private readonly queued = h("div", { class: "table-wrap" });
   private readonly runningTitle = h("h2", {}, "Running");
   private readonly queuedTitle = h("h2", {}, "Queued");
+  private readonly idle = h("div", { class: "table-wrap" });
+  private readonly idleTitle = h("h2", {}, "Workers kept ready");
+  private readonly boards = h("div", { class: "table-wrap" });
+  private readonly boardsTitle = h("h2", {}, "TensorBoards");
   private readonly message = h("div");
   private readonly controller = new AbortController();
   private readonly poller = new Poller(() => this.load(), POLL_MS);
@@ -35,6 +42,23 @@ export class ClusterPage implements Page {
         h("section", { class: "card" }, this.runningTitle, this.running),
         h("section", { class: "card" }, this.queuedTitle, this.queued),
       ),
+      h(
+        "div",
+        { class: "cards two" },
+        h(
+          "section",
+          { class: "card", "data-testid": "cluster-idle-workers" },
+          this.idleTitle,
+          h(
+            "p",
+            { class: "muted small" },
+            "Python processes with the framework imported, waiting for a trial: each holds a slot " +
+              "until a trial takes it, or gives it up to one that needs a new process.",
+          ),
+          this.idle,
+        ),
+        h("section", { class: "card", "data-testid": "cluster-tensorboards" }, this.boardsTitle, this.boards),
+      ),
     );
     void this.load();
     this.poller.start();
@@ -49,7 +73,11 @@ export class ClusterPage implements Page {
 
   private async load(): Promise<void> {
     try {
-      this.render(await api.cluster(this.controller.signal));
+      const signal = this.controller.signal;
+      const [cluster, boards] = await Promise.all([api.cluster(signal), api.tensorBoards(signal)]);
+      this.render(cluster);
+      this.renderIdle(cluster.idle_workers ?? []);
+      this.renderBoards(boards);
       this.message.replaceChildren();
     } catch (err) {
       if (!this.controller.signal.aborted)
@@ -59,6 +87,7 @@ export class ClusterPage implements Page {
 
   private render(cluster: Cluster): void {
     const { slots_used: used, slots_total: total } = cluster;
+    const ready = cluster.idle_workers?.length ?? 0;
     const fraction = total > 0 ? used / total : 0;
     this.slots.dataset.slotsUsed = String(used);
     this.slots.dataset.slotsTotal = String(total);
@@ -68,12 +97,15 @@ export class ClusterPage implements Page {
         { class: "slots-text" },
         h("strong", {}, formatInteger(used)),
         ` of ${formatInteger(total)} slot${total === 1 ? "" : "s"} in use`,
+        ready > 0 ? `, ${formatInteger(ready)} held by ${ready === 1 ? "a worker" : "workers"} kept ready` : "",
       ),
       h(
         "div",
         { class: "slot-cells", role: "img", "aria-label": `${used} of ${total} slots in use` },
         total <= 64
-          ? Array.from({ length: total }, (_x, i) => h("span", { class: i < used ? "slot used" : "slot" }))
+          ? Array.from({ length: total }, (_x, i) =>
+              h("span", { class: i < used ? "slot used" : i < used + ready ? "slot ready" : "slot" }),
+            )
           : h(
               "div",
               { class: "progress-track" },
@@ -101,6 +133,7 @@ export class ClusterPage implements Page {
           { label: "Slots", numeric: true, cell: (r) => formatInteger(r.slots) },
         ],
         rowKey: (r) => String(r.trial_id),
+        rowTestId: "running-trial",
         rowHref: (r) => href(`/trials/${r.trial_id}`),
         empty: "Nothing is running.",
       }),
@@ -125,6 +158,79 @@ export class ClusterPage implements Page {
         rowKey: (q) => String(q.trial_id),
         rowHref: (q) => href(`/trials/${q.trial_id}`),
         empty: "No trial is waiting.",
+      }),
+    );
+  }
+
+  private renderIdle(workers: IdleWorker[]): void {
+    this.idleTitle.textContent = `Workers kept ready (${formatInteger(workers.length)})`;
+    swapTable(
+      this.idle,
+      dataTable(workers, {
+        caption: "Idle worker processes",
+        columns: [
+          { label: "Process", numeric: true, cell: (w) => String(w.pid) },
+          {
+            label: "For",
+            cell: (w) =>
+              w.experiment_id == null
+                ? h(
+                    "span",
+                    { title: "It has run no trial: the first experiment without environment variables takes it." },
+                    "Spare: any new experiment",
+                  )
+                : h(
+                    "span",
+                    {},
+                    h("a", { href: href(`/experiments/${w.experiment_id}`) }, `Experiment ${w.experiment_id}`),
+                    w.trial_id == null ? "" : ` (ran trial ${w.trial_id})`,
+                  ),
+          },
+          { label: "Idle for", numeric: true, cell: (w) => formatDuration(elapsed(w.idle_since, null)) },
+        ],
+        rowKey: (w) => String(w.pid),
+        rowTestId: "idle-worker",
+        empty: "No worker is waiting: each trial starts a new process.",
+      }),
+    );
+  }
+
+  private renderBoards(boards: TensorBoard[]): void {
+    const shown = boards.filter((b) => b.state !== "STOPPED");
+    this.boardsTitle.textContent = `TensorBoards (${formatInteger(shown.length)})`;
+    swapTable(
+      this.boards,
+      dataTable(shown, {
+        caption: "TensorBoards the master runs",
+        columns: [
+          {
+            label: "TensorBoard",
+            cell: (b) =>
+              b.state === "RUNNING" || b.state === "STARTING"
+                ? h("a", { href: b.service_address, target: "_blank", rel: "noopener" }, b.id)
+                : b.id,
+          },
+          {
+            label: "Shows",
+            cell: (b) =>
+              b.experiment_ids.length > 0
+                ? h(
+                    "span",
+                    {},
+                    ...b.experiment_ids.flatMap((id, i) => [
+                      i > 0 ? ", " : "",
+                      h("a", { href: href(`/experiments/${id}`) }, `Experiment ${id}`),
+                    ]),
+                  )
+                : `Trials ${b.trial_ids.join(", ")}`,
+          },
+          { label: "State", cell: (b) => (b.error ? `${formatState(b.state)}: ${b.error}` : formatState(b.state)) },
+          { label: "Owner", cell: (b) => b.owner },
+          { label: "Running for", numeric: true, cell: (b) => formatDuration(elapsed(b.created_at, null)) },
+        ],
+        rowKey: (b) => b.id,
+        rowTestId: "tensorboard-row",
+        empty: "No TensorBoard runs (an experiment's TensorBoard button starts one).",
       }),
     );
   }

@@ -155,7 +155,12 @@ export class ComparePage implements Page {
             h(
               "th",
               { scope: "col", "data-testid": "compare-trial", "data-trial-id": c.trial.id },
-              h("span", { class: "swatch", style: `background: ${seriesColor(i)}` }),
+              // The curves' colour (a swatch is a line: its top border, as the chart's legend).
+              h("span", {
+                class: "swatch",
+                "data-testid": "compare-swatch",
+                style: `border-color: ${seriesColor(i)}`,
+              }),
               h("a", { href: href(`/trials/${c.trial.id}`) }, `Trial ${c.trial.id}`),
             ),
           ),
@@ -223,7 +228,18 @@ export class ComparePage implements Page {
                   "ul",
                   { class: "plain" },
                   c.checkpoints.map((k) =>
-                    h("li", {}, `batch ${formatInteger(k.total_batches)}: `, h("code", {}, k.uuid.slice(0, 8))),
+                    h(
+                      "li",
+                      {
+                        class: k.state === "DELETED" ? "deleted" : null,
+                        "data-testid": "compare-checkpoint",
+                        "data-state": k.state,
+                        title: k.state === "DELETED" ? `Checkpoint ${k.uuid}: its files were deleted` : k.uuid,
+                      },
+                      `batch ${formatInteger(k.total_batches)}: `,
+                      h("code", {}, k.uuid.slice(0, 8)),
+                      k.state === "COMPLETED" ? null : [" ", stateBadge(k.state, undefined, { kind: "checkpoint" })],
+                    ),
                   ),
                 )
               : EM_DASH,

@@ -8,7 +8,7 @@ import { h } from "../dom";
 import { formatInteger } from "../format";
 import { Poller } from "../poll";
 import { setQuery } from "../router";
-import { checkpointTable } from "./checkpoint-table";
+import { checkpointTable, registrationsOf } from "./checkpoint-table";
 import type { ExperimentContext, ExperimentTab } from "./experiment-context";
 
 const PAGE_SIZE = 50;
@@ -87,10 +87,14 @@ export class CheckpointsTab implements ExperimentTab {
             controller.signal,
           ),
         ]);
+      const registered = await registrationsOf(result.items, controller.signal);
       if (controller.signal.aborted) return live;
       this.message.replaceChildren();
       this.count.textContent = `${formatInteger(result.total)} checkpoint${result.total === 1 ? "" : "s"}`;
-      swapTable(this.tableHost, checkpointTable(result.items, experiment.searcher_metric, { showTrial: true }));
+      swapTable(
+        this.tableHost,
+        checkpointTable(result.items, experiment.searcher_metric, { showTrial: true, registered }),
+      );
       this.pagerHost.replaceChildren(
         result.total > PAGE_SIZE || this.page > 1
           ? pager(result.total, this.page, PAGE_SIZE, (p) => setQuery({ page: p > 1 ? p : null }))

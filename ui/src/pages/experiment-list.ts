@@ -1,9 +1,16 @@
-// The experiment list: filter by state, name, description, owner and label, and by ranges of
+// The experiment list: filter by state, name, description, owner, label and project, and by ranges of
 // id, progress, best metric, start and duration (the boxes under the headers), sort by any
 // column, page through, act on the ticked rows; the filters and the sort live in the URL. The
 // page refreshes itself every few seconds (one page of rows, never more).
 
-import { type Experiment, type ExperimentAction, type ExperimentState, EXPERIMENT_STATES, api } from "../api";
+import {
+  type Experiment,
+  type ExperimentAction,
+  type ExperimentQuery,
+  type ExperimentState,
+  EXPERIMENT_STATES,
+  api,
+} from "../api";
 import { confirmAction } from "../components/dialog";
 import { errorMessage, notice } from "../components/notice";
 import { progressBar } from "../components/progress";
@@ -14,6 +21,7 @@ import { type ExperimentRangeColumn, experimentRangeText, withExperimentRange } 
 import { EM_DASH, elapsed, formatDuration, formatInteger, formatNumber, formatState, formatTime } from "../format";
 import { Poller } from "../poll";
 import { type Page, type Route, href, setQuery } from "../router";
+import { workspacesApi } from "../workspaces";
 import { labelChip } from "./labels";
 
 const PAGE_SIZE = 50;
@@ -33,6 +41,8 @@ interface ListState {
   sort: string;
   page: number;
   archived: boolean;
+  /** Only this project's experiments (its id), or every project's. */
+  project: number | null;
 }
 
 function readState(query: URLSearchParams): ListState {
@@ -47,6 +57,7 @@ function readState(query: URLSearchParams): ListState {
     sort: query.get("sort") || DEFAULT_SORT,
     page: Math.max(1, Number.parseInt(query.get("page") ?? "1", 10) || 1),
     archived: query.get("archived") === "1",
+    project: Number.parseInt(query.get("project") ?? "", 10) || null,
   };
 }
 
@@ -56,6 +67,7 @@ export class ExperimentListPage implements Page {
   private readonly nameInput: HTMLInputElement;
   private readonly descriptionInput: HTMLInputElement;
   private readonly ownerInput: HTMLInputElement;
+  private readonly projectSelect: HTMLSelectElement;
   private readonly labelInput: HTMLInputElement;
   private readonly labelFilters: HTMLElement;
   private readonly archivedBox: HTMLInputElement;
@@ -119,6 +131,16 @@ export class ExperimentListPage implements Page {
       "data-testid": "filter-archived",
       onchange: () => setQuery({ archived: this.archivedBox.checked ? "1" : null, page: null }),
     });
+    this.projectSelect = h(
+      "select",
+      {
+        id: "filter-project",
+        "data-testid": "filter-project",
+        onchange: () => setQuery({ project: this.projectSelect.value || null, page: null }),
+      },
+      h("option", { value: "" }, "All projects"),
+    );
+    void this.loadProjects();
     this.count = h("span", { class: "muted count", "aria-live": "polite" });
     this.tableHost = h("div", { class: "table-wrap" });
     this.pagerHost = h("div");
@@ -139,6 +161,7 @@ export class ExperimentListPage implements Page {
           this.descriptionInput,
         ),
         h("div", { class: "field" }, h("label", { for: "filter-owner" }, "Owner"), this.ownerInput),
+        h("div", { class: "field" }, h("label", { for: "filter-project" }, "Project"), this.projectSelect),
         h("div", { class: "field" }, h("label", { for: "filter-label" }, "Label"), this.labelInput),
         h("label", { class: "check", for: "filter-archived" }, this.archivedBox, " Archived too"),
         this.labelFilters,
@@ -168,6 +191,7 @@ export class ExperimentListPage implements Page {
   private syncControls(): void {
     this.stateSelect.value = this.state.state;
     this.archivedBox.checked = this.state.archived;
+    this.projectSelect.value = this.state.project === null ? "" : String(this.state.project);
     for (const [input, value] of [
       [this.nameInput, this.state.name],
       [this.descriptionInput, this.state.description],
@@ -186,6 +210,20 @@ export class ExperimentListPage implements Page {
     );
   }
 
+  /** The project filter's choices: every project, named "workspace / project". */
+  private async loadProjects(): Promise<void> {
+    try {
+      const projects = await workspacesApi.projects();
+      this.projectSelect.replaceChildren(
+        h("option", { value: "" }, "All projects"),
+        ...projects.map((p) => h("option", { value: String(p.id) }, `${p.workspace_name} / ${p.name}`)),
+      );
+      this.projectSelect.value = this.state.project === null ? "" : String(this.state.project);
+    } catch {
+      // The filter keeps "All projects"; the list itself says what is wrong.
+    }
+  }
+
   private addLabelFilter(label: string): void {
     if (!label || this.state.labels.includes(label)) return;
     setQuery({ label: [...this.state.labels, label], page: null });
@@ -195,23 +233,22 @@ export class ExperimentListPage implements Page {
     this.controller?.abort();
     const controller = new AbortController();
     this.controller = controller;
-    const { state, name, description, owner, labels, ranges, sort, page, archived } = this.state;
+    const { state, name, description, owner, labels, ranges, sort, page, archived, project } = this.state;
     try {
-      const result = await api.experiments(
-        {
-          state: state ? [state] : undefined,
-          name: name || undefined,
-          description: description || undefined,
-          owner: owner || undefined,
-          label: labels,
-          range: ranges,
-          sort,
-          archived: archived ? undefined : false,
-          limit: PAGE_SIZE,
-          offset: (page - 1) * PAGE_SIZE,
-        },
-        controller.signal,
-      );
+      const query: ExperimentQuery & { project_id?: number } = {
+        state: state ? [state] : undefined,
+        name: name || undefined,
+        description: description || undefined,
+        owner: owner || undefined,
+        label: labels,
+        range: ranges,
+        sort,
+        archived: archived ? undefined : false,
+        limit: PAGE_SIZE,
+        offset: (page - 1) * PAGE_SIZE,
+        ...(project === null ? {} : { project_id: project }),
+      };
+      const result = await api.experiments(query, controller.signal);
       if (controller.signal.aborted) return;
       this.message.replaceChildren();
       this.render(result.items, result.total);

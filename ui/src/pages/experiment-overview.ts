@@ -4,6 +4,7 @@
 
 import { type Experiment, type Trial, type TrialState, TRIAL_STATES, api } from "../api";
 import { errorMessage, notice } from "../components/notice";
+import { pbtBatchesPerRound, pbtLineageCard } from "../components/pbt-lineage";
 import { stateBadge, stateMeaning } from "../components/state-badge";
 import { dataTable, swapTable } from "../components/table";
 import { h } from "../dom";
@@ -112,6 +113,13 @@ export class OverviewTab implements ExperimentTab {
     }
     await this.refreshTrials();
     if (this.context.live) this.poller.start();
+    const perRound = pbtBatchesPerRound(experiment.config);
+    if (metric && perRound) {
+      pbtLineageCard(experiment.id, metric, perRound, this.controller.signal).then(
+        (card) => this.el.append(card),
+        () => undefined, // the lineage is extra: the page stands without it
+      );
+    }
   }
 
   private renderFacts(e: Experiment): void {

@@ -10,16 +10,7 @@ import { errorMessage, notice } from "../components/notice";
 import { stateBadge } from "../components/state-badge";
 import { type Column, columnFilter, dataTable, pager, swapTable } from "../components/table";
 import { h } from "../dom";
-import {
-  EM_DASH,
-  elapsed,
-  formatDuration,
-  formatInteger,
-  formatNumber,
-  formatState,
-  formatTime,
-  formatValue,
-} from "../format";
+import { elapsed, formatDuration, formatInteger, formatNumber, formatState, formatTime, formatValue } from "../format";
 import { type DeclaredType, declaredTypes, flattenHparams, hparamNames } from "../hparams";
 import { Poller } from "../poll";
 import { href, setQuery } from "../router";
@@ -258,24 +249,28 @@ export class TrialsTab implements ExperimentTab {
         cell: (t) => h("a", { href: href(`/trials/${t.id}`) }, String(t.id)),
       },
       {
+        // The state, with the outcome beside it where the state hides it (one column: a
+        // COMPLETED trial's "completed" outcome is not said twice) and an error's type.
         label: "State",
         sortKey: "state",
         filter: this.stateSelect,
-        cell: (t) =>
-          stateBadge(t.state, "trial-state", { kind: "trial", outcome: t.outcome, batches: t.total_batches }),
+        cell: (t) => {
+          const badge = stateBadge(t.state, "trial-state", {
+            kind: "trial",
+            outcome: t.outcome,
+            batches: t.total_batches,
+          });
+          if (!t.error) return badge;
+          return h(
+            "span",
+            { class: "state-with-outcome" },
+            badge,
+            h("span", { class: "error-text", title: `${t.error.type}: ${t.error.message}` }, t.error.type),
+          );
+        },
       },
       {
-        label: "Outcome",
-        sortKey: "outcome",
-        cell: (t) =>
-          t.error
-            ? h("span", { class: "error-text", title: `${t.error.type}: ${t.error.message}` }, t.error.type)
-            : t.outcome
-              ? formatState(t.outcome)
-              : h("span", { class: "muted" }, EM_DASH),
-      },
-      {
-        label: `Best ${experiment.searcher_metric ?? "metric"}`,
+        label: `${experiment.searcher_metric ?? "metric"} (best)`,
         sortKey: "best_validation",
         numeric: true,
         filter: range("best_validation", "best metric"),
@@ -313,11 +308,11 @@ export class TrialsTab implements ExperimentTab {
       ...this.metrics.map((name): Column<Trial> => {
         const key = metricKey(name);
         return {
-          label: name,
+          label: `${name} (latest)`,
           sortKey: key,
           numeric: true,
           className: "metric-column",
-          title: `Validation metric ${name}: the trial's latest value`,
+          title: `Validation metric ${name}: the trial's latest value (the Best column: its best ${experiment.searcher_metric ?? "searcher metric"})`,
           filter: range(key, `metric ${name}`),
           cell: (t) => h("span", { class: "metric" }, formatNumber(metricNumber(t.latest_validation?.[name]))),
         };

@@ -25,11 +25,12 @@ import { type Axis, buildAxis, metricAxis } from "../components/hp-axis";
 import { nextSelection } from "../components/selection";
 import { errorMessage, notice } from "../components/notice";
 import { ParallelCoordinates } from "../components/parallel-coordinates";
+import { paretoFrontChart } from "../components/pareto-front";
 import { HpScatter } from "../components/scatter";
 import { HistoryChart, TimelineChart, importanceChart } from "../components/search-charts";
 import { SummaryTable } from "../components/summary-table";
 import { h } from "../dom";
-import { formatInteger } from "../format";
+import { formatInteger, formatValue } from "../format";
 import { declaredTypes } from "../hparams";
 import { markChartsPainted } from "../perf";
 import { Poller } from "../poll";
@@ -119,8 +120,10 @@ export class VisualizationTab implements ExperimentTab {
   private readonly curvesNote = h("p", { class: "muted small" });
   private readonly pcHost = h("div");
   private readonly pcTitle = h("h2", {}, "Hyperparameters");
+  private readonly constants = h("p", { class: "muted small", "data-testid": "hp-constants" });
   private readonly scatterHost = h("div", { class: "scatter-grid", "data-testid": "hp-scatter" });
   private readonly message = h("div");
+  private readonly paretoHost = h("section", { class: "card", hidden: true, "data-testid": "pareto-card" });
   private readonly selectionBar = h("div", { class: "selection-bar", "data-testid": "vis-selection" });
   private readonly brushCount = h("p", { class: "muted small", "data-testid": "brush-count", "aria-live": "polite" });
   private curves: LiveCurves | null = null;
@@ -197,6 +200,7 @@ export class VisualizationTab implements ExperimentTab {
       ),
       this.message,
       this.selectionBar,
+      this.paretoHost,
       h(
         "div",
         { class: "chart-grid" },
@@ -205,7 +209,7 @@ export class VisualizationTab implements ExperimentTab {
       ),
       h("section", { class: "card" }, h("h2", {}, "Trials over slots"), this.timeline.el),
       h("section", { class: "card" }, h("h2", {}, "Learning curves"), this.curvesNote, this.curvesHost),
-      h("section", { class: "card" }, this.pcTitle, this.brushCount, this.pcHost),
+      h("section", { class: "card" }, this.pcTitle, this.constants, this.brushCount, this.pcHost),
       h(
         "section",
         { class: "card" },
@@ -336,6 +340,7 @@ export class VisualizationTab implements ExperimentTab {
     // Everything at once: the experiment (the page's), the series, the summary, the names.
     const summary = api.trialsSummary(this.context.id, signal);
     const searchCharts = this.loadSearchCharts();
+    void this.context.ready.then((e) => this.loadParetoFront(e));
     const experiment = await this.context.ready;
     // index.html asks for the default curves once the same experiment answer has come; its
     // request is made in the task that delivered the answer: one task later the app takes it
@@ -379,11 +384,30 @@ export class VisualizationTab implements ExperimentTab {
       }
     })();
     const history = api.history(id, signal).then((data) => this.history.setData(data));
-    const timeline = api.timeline(id, signal).then((data) => this.timeline.setData(data));
+    const timeline = Promise.all([api.timeline(id, signal), this.context.ready]).then(([data, first]) =>
+      this.timeline.setData(data, (this.context.experiment ?? first).ended_at),
+    );
     try {
       await Promise.all([importance, history, timeline]);
     } catch (err) {
       if (!signal.aborted) this.message.append(notice(`Could not load a chart: ${errorMessage(err)}`));
+    }
+  }
+
+  /** A multi-objective search (`searcher.metrics` lists several): its Pareto front. */
+  private async loadParetoFront(experiment: Experiment): Promise<void> {
+    const searcher = (experiment.config.searcher ?? {}) as Record<string, unknown>;
+    if (!Array.isArray(searcher.metrics) || searcher.metrics.length < 2) return;
+    try {
+      const front = await api.paretoFront(this.context.id, this.controller.signal);
+      this.paretoHost.hidden = false;
+      this.paretoHost.replaceChildren(
+        h("h2", {}, "Pareto front"),
+        paretoFrontChart(front, (id, additive) => this.pick([id], additive)),
+      );
+    } catch (err) {
+      if (!this.controller.signal.aborted)
+        this.message.append(notice(`Could not load the Pareto front: ${errorMessage(err)}`));
     }
   }
 
@@ -493,14 +517,38 @@ export class VisualizationTab implements ExperimentTab {
     const metricName = experiment.searcher_metric ?? "metric";
     const best = bestTrialIds(summary, experiment.smaller_is_better, 1);
     const declared = declaredTypes(experiment.config.hyperparameters);
-    const axes = Object.entries(summary.hparams)
-      .map(([name, values]) => buildAxis(name, values, declared.get(name)))
-      .filter((a): a is Axis => a !== null);
+    const axes: Axis[] = [];
+    const constant: string[] = [];
+    for (const [name, values] of Object.entries(summary.hparams)) {
+      const axis = buildAxis(name, values, declared.get(name));
+      if (axis) axes.push(axis);
+      else {
+        const value = values.find((v) => v != null);
+        if (value !== undefined) constant.push(`${name}=${formatValue(value)}`);
+      }
+    }
     const metric = metricAxis(metricName, summary.best_validation);
     const n = summary.trial_ids.length;
     this.pcTitle.textContent = `Hyperparameters of ${formatInteger(n)} trial${n === 1 ? "" : "s"}, coloured by ${metricName}`;
+    // The hyperparameters that do not vary have no axis: listed, not dropped without a word.
+    this.constants.textContent =
+      n > 0 && constant.length > 0
+        ? `${n === 1 ? "Its values" : "The same in every trial"} (no axis): ${constant.sort().join(", ")}`
+        : "";
+    this.constants.hidden = this.constants.textContent === "";
     if (n === 0) {
       this.pcHost.replaceChildren(h("p", { class: "muted" }, "No trials yet."));
+    } else if (axes.length === 0) {
+      // One axis (the metric's) would connect nothing: no chart.
+      this.pcHost.replaceChildren(
+        h(
+          "p",
+          { class: "muted", "data-testid": "pc-none" },
+          n === 1
+            ? "One trial: parallel coordinates compare trials, and there is nothing to compare it with yet."
+            : "No hyperparameter varies between the trials: nothing to draw across.",
+        ),
+      );
     } else {
       if (!this.pc.el.isConnected) this.pcHost.replaceChildren(this.pc.el);
       this.pc.setData({

@@ -36,6 +36,35 @@ function levelRank(line: LogLine): number {
   return rank < 0 ? 2 : rank;
 }
 
+/** A timestamp the line's own text starts with (Python logging's asctime, ISO 8601, TensorFlow's
+ * `2026-11-29 08:00:00.123456:`): the page shows the master's, once. */
+const LEADING_TIME = /^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?:?\s+/;
+
+/** The line's level as its badge names it (WARN is WARNING, FATAL CRITICAL); none when the
+ * line has none (a print, a progress bar). */
+export function levelName(line: LogLine): string | null {
+  const raw = (line.level ?? "").toUpperCase();
+  if (!raw) return null;
+  return raw === "WARN" ? "WARNING" : raw === "FATAL" ? "CRITICAL" : raw;
+}
+
+/** The line's text without what the page shows beside it: a leading timestamp when the line
+ * has its own, then the level word its badge shows. */
+export function shownText(line: LogLine): string {
+  let text = line.message;
+  const prefix = /^\[rank=\d+\] /.exec(text)?.[0] ?? "";
+  text = text.slice(prefix.length);
+  if (line.timestamp) text = text.replace(LEADING_TIME, "");
+  const level = levelName(line);
+  if (level) {
+    const word = new RegExp(
+      `^\\[?(?:${level}|${level === "WARNING" ? "WARN" : level === "CRITICAL" ? "FATAL" : level})\\]?(?::(?=\\S)|\\s+)`,
+    );
+    text = text.replace(word, "");
+  }
+  return text;
+}
+
 const timeFormat = new Intl.DateTimeFormat("en-GB", { hour: "2-digit", minute: "2-digit", second: "2-digit" });
 
 export class TrialLogs {
@@ -55,6 +84,7 @@ export class TrialLogs {
   private lastSeq = -1;
   private dropped = 0;
   private query: string;
+  private live = true;
 
   constructor(
     private readonly trialId: number,
@@ -115,7 +145,7 @@ export class TrialLogs {
     });
     this.box.addEventListener("scroll", () => {
       const atEnd = this.box.scrollHeight - this.box.scrollTop - this.box.clientHeight < 24;
-      if (this.follow.checked !== atEnd) this.follow.checked = atEnd;
+      if (this.live && this.follow.checked !== atEnd) this.follow.checked = atEnd;
     });
     this.el = h(
       "section",
@@ -251,22 +281,38 @@ export class TrialLogs {
       "data-testid": "log-line",
       "data-seq": line.seq,
     });
-    if (line.timestamp) el.append(h("span", { class: "log-time" }, timeFormat.format(new Date(line.timestamp))));
+    if (line.timestamp)
+      el.append(
+        h("span", { class: "log-time", "data-testid": "log-time" }, timeFormat.format(new Date(line.timestamp))),
+      );
+    const level = levelName(line);
+    el.append(
+      h(
+        "span",
+        {
+          class: `log-level${level ? ` level-${level.toLowerCase()}` : ""}`,
+          "data-testid": "log-level-badge",
+          title: level ? `Level ${level}` : "No level (counts as INFO)",
+        },
+        level ?? "",
+      ),
+    );
     if (line.rank !== null && line.rank !== undefined)
       el.append(
         h("span", { class: "log-rank", "data-testid": "log-rank", title: "worker rank" }, `[rank ${line.rank}]`),
       );
+    const message = shownText(line);
     const text = h("span", { class: "log-text" });
     if (needle) {
-      const lower = line.message.toLowerCase();
+      const lower = message.toLowerCase();
       let at = 0;
       for (let hit = lower.indexOf(needle); hit >= 0; hit = lower.indexOf(needle, at)) {
-        text.append(line.message.slice(at, hit), h("mark", {}, line.message.slice(hit, hit + needle.length)));
+        text.append(message.slice(at, hit), h("mark", {}, message.slice(hit, hit + needle.length)));
         at = hit + needle.length;
       }
-      text.append(line.message.slice(at));
+      text.append(message.slice(at));
     } else {
-      text.textContent = line.message;
+      text.textContent = message;
     }
     el.append(text);
     return el;
@@ -274,16 +320,42 @@ export class TrialLogs {
 
   private updateStatus(): void {
     if (this.lines.length === 0) {
-      this.box.replaceChildren(h("p", { class: "muted log-empty" }, "No output yet."));
+      this.box.replaceChildren(h("p", { class: "muted log-empty" }, this.live ? "No output yet." : "No output."));
       this.status.textContent = "0 lines";
       return;
     }
     this.box.querySelector(".log-empty")?.remove();
     const total = formatInteger(this.lines.length);
-    const shown = formatInteger(this.box.childElementCount);
+    const count = this.box.querySelectorAll(".log-line").length;
+    const shown = formatInteger(count);
     const cut = this.dropped > 0 ? ` (the first ${formatInteger(this.dropped)} dropped)` : "";
     const filtered = this.query || this.minLevel > 0 || this.rank !== null;
     this.status.textContent = filtered ? `${shown} of ${total} lines match${cut}` : `${total} lines${cut}`;
+    if (filtered && count === 0)
+      this.box.append(
+        h(
+          "p",
+          { class: "muted log-empty", "data-testid": "log-no-match" },
+          `No lines match: none of the ${total} lines ${this.filterWords()}.`,
+        ),
+      );
+  }
+
+  /** What the chosen filters ask, in words: "contains “x”, is WARNING or above". */
+  private filterWords(): string {
+    const words: string[] = [];
+    if (this.query) words.push(`contains “${this.query}”`);
+    if (this.minLevel > 0) words.push(`is ${LEVELS[this.minLevel]} or above`);
+    if (this.rank !== null) words.push(`comes from rank ${this.rank}`);
+    return words.join(" and ");
+  }
+
+  /** Whether the trial still runs: Follow is ticked while it does, unticked once it ended
+   * (nothing more will come). */
+  setLive(live: boolean): void {
+    if (live === this.live) return;
+    this.live = live;
+    if (!live) this.follow.checked = false;
   }
 
   private followed(): void {

@@ -21,7 +21,7 @@ export class TrialMetrics {
   private readonly after: Record<MetricKind, number> = { training: -1, validation: -1 };
   private readonly chartsByName = new Map<string, LineChart>();
   private chosen: string[] | null;
-  private defaults: string[] = [];
+  private searcherMetric: string | null = null;
 
   constructor(
     private readonly trialId: number,
@@ -29,7 +29,14 @@ export class TrialMetrics {
     private readonly signal: AbortSignal,
   ) {
     this.chosen = chosen.length > 0 ? chosen : null;
-    this.el = h("section", { class: "card" }, h("h2", {}, "Metrics"), this.message, this.chooser, this.charts);
+    this.el = h(
+      "section",
+      { class: "card", "data-testid": "trial-metrics" },
+      h("h2", {}, "Metrics"),
+      this.message,
+      this.chooser,
+      this.charts,
+    );
   }
 
   /** The metrics to draw changed (URL). */
@@ -41,12 +48,8 @@ export class TrialMetrics {
   /** First load: every row. */
   async load(searcherMetric: string | null): Promise<void> {
     try {
+      this.searcherMetric = searcherMetric;
       await this.fetchNew();
-      const names = this.names();
-      this.defaults = [searcherMetric, names.has("loss") ? "loss" : null].filter(
-        (n): n is string => n !== null && names.has(n),
-      );
-      if (this.defaults.length === 0) this.defaults = [...names.keys()].slice(0, 2);
       this.render();
     } catch (err) {
       if (!this.signal.aborted)
@@ -105,7 +108,9 @@ export class TrialMetrics {
 
   private render(): void {
     const names = this.names();
-    const chosen = (this.chosen ?? this.defaults).filter((n) => names.has(n));
+    // The defaults follow the metrics reported so far: a page opened before the first rows
+    // draws its charts when they come.
+    const chosen = (this.chosen ?? defaultMetrics([...names.keys()], this.searcherMetric)).filter((n) => names.has(n));
     if (names.size === 0) {
       this.chooser.replaceChildren(h("p", { class: "muted" }, "No metrics reported yet."));
       return;
@@ -170,6 +175,13 @@ export class TrialMetrics {
         .map((r): Point => [r.total_batches, finite(metricNumber(r.metrics[name]))]),
     }));
   }
+}
+
+/** The metrics drawn when the URL names none: the searcher's metric and `loss` where reported,
+ * else the first two reported. */
+export function defaultMetrics(names: readonly string[], searcherMetric: string | null): string[] {
+  const picked = [searcherMetric, "loss"].filter((n): n is string => n !== null && names.includes(n));
+  return picked.length > 0 ? [...new Set(picked)] : names.slice(0, 2);
 }
 
 function finite(value: number | null): number | null {

@@ -76,6 +76,15 @@ export class TrialSystemMetrics {
   }
 
   private loadedAt = 0;
+  /** The x axis' end: seconds from the first sample to the trial's end (or now). */
+  private spanEnd = 0;
+  /** The trial's end, once it ended (the axis runs to it; to now while it runs). */
+  private endedAt: number | null = null;
+
+  /** The trial's end (its `ended_at`), null while it runs. */
+  setEnd(endedAt: string | null): void {
+    this.endedAt = endedAt ? Date.parse(endedAt) : null;
+  }
 
   /** At a poll of the page: fetch again when the last fetch is REFRESH_MS old, or `ended` (the
    * trial's last samples are in). */
@@ -110,7 +119,12 @@ export class TrialSystemMetrics {
     this.summary.textContent =
       `${formatInteger(total)} samples from ${ranks.size} ${ranks.size === 1 ? "process" : "processes"}` +
       (downsampled ? `, ${formatInteger(samples.length)} of them drawn (evenly spread).` : ".");
-    const start = Math.min(...samples.map((s) => Date.parse(s.time)));
+    const times = samples.map((s) => Date.parse(s.time));
+    const start = Math.min(...times);
+    // The axis spans the trial's time with samples: first sample to its end (or now), and at
+    // least the last sample, so a short trial's few samples are not dots on a 0-100 s axis.
+    const end = Math.max(...times, this.endedAt ?? Date.now());
+    this.spanEnd = Math.max(1, (end - start) / 1000);
     for (const spec of CHARTS) {
       const series = this.series(spec, samples, start, ranks.size > 1);
       if (series.length === 0) continue;
@@ -120,7 +134,10 @@ export class TrialSystemMetrics {
           testId: `system-chart-${spec.id}`,
           height: 200,
           xLabel: "Seconds since the first sample",
-          yLabel: `${spec.title} (${spec.unit})`,
+          xRange: (_min, max) => [0, Math.max(max, this.spanEnd)],
+          // The unit only: the caption above says what it is, and a long title turned on its
+          // side overran a 200 px chart.
+          yLabel: spec.unit,
           emptyText: `No ${spec.title.toLowerCase()} samples.`,
           legend: true,
         });

@@ -5,7 +5,7 @@
 import { type Experiment, type Trial, type TrialWorker, api, isTerminal } from "../api";
 import { confirmAction } from "../components/dialog";
 import { errorMessage, notice, toast } from "../components/notice";
-import { stateBadge } from "../components/state-badge";
+import { outcomeNote, stateBadge } from "../components/state-badge";
 import { dataTable, swapTable } from "../components/table";
 import { tabBar, tabPanel } from "../components/tabs";
 import { h } from "../dom";
@@ -22,7 +22,7 @@ import {
 import { flattenHparams } from "../hparams";
 import { Poller } from "../poll";
 import { type Page, type Route, href } from "../router";
-import { checkpointTable } from "./checkpoint-table";
+import { checkpointTable, registrationsOf } from "./checkpoint-table";
 import { isNotFound, notFoundContent } from "./not-found";
 import { TrialLogs } from "./trial-logs";
 import { TrialMetrics } from "./trial-metrics";
@@ -257,10 +257,15 @@ export class TrialPage implements Page {
       stateBadge(trial.state, "trial-state", { kind: "trial", outcome: trial.outcome, batches: trial.total_batches }),
     );
     this.killButton.disabled = isTerminal(trial.state) || trial.state === "STOPPING_KILLED";
+    this.system.setEnd(isTerminal(trial.state) ? (trial.ended_at ?? null) : null);
+    this.logs.setLive(!isTerminal(trial.state));
     const metric = this.experiment?.searcher_metric ?? "metric";
     this.facts.replaceChildren(
       ...fact("State", formatState(trial.state)),
-      ...fact("Outcome", trial.outcome ? formatState(trial.outcome) : EM_DASH),
+      // The outcome where the state does not say it already (as the state badge's note).
+      ...(outcomeNote(trial.state, trial.outcome, trial.total_batches) === null
+        ? []
+        : fact("Outcome", outcomeNote(trial.state, trial.outcome, trial.total_batches) ?? EM_DASH)),
       ...fact("Batches", formatInteger(trial.total_batches)),
       ...fact(`Best ${metric}`, h("span", { class: "metric" }, formatNumber(trial.best_validation))),
       ...fact("Restarts", formatInteger(trial.restarts)),
@@ -353,9 +358,10 @@ export class TrialPage implements Page {
   private async loadCheckpoints(): Promise<void> {
     try {
       const page = await api.trialCheckpoints(this.id, { limit: 1000, offset: 0 }, this.controller.signal);
+      const registered = await registrationsOf(page.items, this.controller.signal);
       swapTable(
         this.checkpoints,
-        checkpointTable(page.items, this.experiment?.searcher_metric ?? null, { showTrial: false }),
+        checkpointTable(page.items, this.experiment?.searcher_metric ?? null, { showTrial: false, registered }),
       );
     } catch (err) {
       if (!this.controller.signal.aborted)

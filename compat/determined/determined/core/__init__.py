@@ -26,7 +26,9 @@ _PEDL_NAMES = (
 
 _getattr = module_getattr(
     "determined.core",
-    forwards={name: f"pedl.core:{name}" for name in _PEDL_NAMES},
+    forwards={name: f"pedl.core:{name}" for name in _PEDL_NAMES}
+    # 0.38's from_tf_config() builds a tf.distribute strategy: the script code's subclass.
+    | {"DistributedContext": "pedl.script:DistributedContext"},
     unsupported={
         "ProfilerContext": "Profile with TensorBoard's profiler in your Keras callbacks",
         "ExperimentalCoreContext": "PEDL has no experimental core features",

@@ -17,6 +17,14 @@ _getattr = module_getattr(
         "Model": "pedl.client:Model",
         "ModelVersion": "pedl.client:ModelVersion",
         "ModelSortBy": "pedl.client:ModelSortBy",
+        "Workspace": "pedl.client:Workspace",
+        "Project": "pedl.client:Project",
+        "ModelOrderBy": "pedl.client:ModelOrderBy",
+        "OrderBy": "pedl.client:OrderBy",
+        "Trial": "pedl.client:Trial",
+        "TrialOrderBy": "pedl.client:TrialOrderBy",
+        "TrialSortBy": "pedl.client:TrialSortBy",
+        "Experiment": "pedl.client:Experiment",
     },
     unsupported={
         "create": "The Native API's experimental.create() left Determined in 0.15: write the "

@@ -1,0 +1,409 @@
+"""Group commit of metric reports: one writer thread, one transaction per batch of requests."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from contextlib import suppress
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from pedl.db import metrics as metrics_repo
+from pedl.db import trials as trials_repo
+from pedl.db._database import Database
+from pedl.db._errors import ConflictError, NotFoundError
+from pedl.db._models import Trial
+from pedl.db.metrics import MetricRow
+from pedl.vocabulary import MetricKind
+
+logger = logging.getLogger("pedl.db")
+
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_LINGER_S = 0.005
+
+
+class IngestUnavailableError(RuntimeError):
+    """The writer cannot take or finish this request: it was stopped, or the request was not
+    committed within the caller's timeout."""
+
+
+class IngestOverloadedError(IngestUnavailableError):
+    """More requests are queued than the writer's ``max_queued``: this one was refused at once
+    (nothing was written; re-send it later)."""
+
+
+class TrialTokenError(PermissionError):
+    """A request's token does not belong to its trial; ``owner`` is the trial it belongs
+    to, ``None`` if none."""
+
+    def __init__(self, trial_id: int, owner: int | None) -> None:
+        super().__init__(f"the token is not valid for trial {trial_id}")
+        self.trial_id = trial_id
+        self.owner = owner
+
+
+@dataclass(eq=False)
+class _Request:
+    """One request; answered through ``future`` (:meth:`MetricIngestor.submit`) or, from an
+    event loop, through ``waiter`` on ``loop`` (:meth:`MetricIngestor.submit_async`)."""
+
+    trial_id: int
+    rows: Sequence[MetricRow]
+    token_hash: str | None
+    future: Future[int] | None = None
+    waiter: asyncio.Future[int] | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def distinct_keys(self) -> int:
+        return len({(row.kind, row.total_batches) for row in self.rows})
+
+    def claim(self) -> bool:
+        """Whether the request is still wanted (its caller has not given up): the writer
+        takes it then, and it will be written."""
+        if self.waiter is not None:
+            return not self.waiter.done()  # cancelled by its caller's timeout
+        assert self.future is not None
+        return self.future.set_running_or_notify_cancel()
+
+
+def _answer(outcomes: list[tuple[_Request, int | BaseException]]) -> None:
+    """Resolve each request's future or waiter: the waiters of one event loop in ONE
+    callback on that loop (one wake-up per batch, not one per request)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Request, int | BaseException]]] = {}
+    for request, outcome in outcomes:
+        if request.loop is not None:
+            by_loop.setdefault(request.loop, []).append((request, outcome))
+        elif isinstance(outcome, BaseException):
+            assert request.future is not None
+            request.future.set_exception(outcome)
+        else:
+            assert request.future is not None
+            request.future.set_result(outcome)
+    for loop, answered in by_loop.items():
+        with suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(_settle, answered)
+
+
+def _settle(answered: list[tuple[_Request, int | BaseException]]) -> None:
+    for request, outcome in answered:
+        waiter = request.waiter
+        if waiter is None or waiter.done():
+            continue
+        if isinstance(outcome, BaseException):
+            waiter.set_exception(outcome)
+        else:
+            waiter.set_result(outcome)
+
+
+_STOP = object()
+
+
+class MetricIngestor:
+    """Stores metric reports of many concurrent requests with one writer thread (group commit).
+
+    :meth:`ingest` (any thread) queues one request's rows and blocks until they are committed.
+    The writer takes the oldest queued request plus everything queued behind it, up to
+    ``max_requests`` requests or ``max_rows`` rows, and writes that batch in ONE transaction:
+    one query checking all its trials (and tokens), then
+    :func:`~pedl.db.metrics.upsert_metrics_of_trials` with each trial's rows in arrival
+    order (one statement for the whole batch; same idempotent upsert: the last row for a
+    ``(trial, kind, total_batches)`` wins); it commits once, then answers every request.
+
+    Contract:
+
+    - A request is answered only after its rows are committed (or with its error). Its rows
+      are always written in one transaction, never split.
+    - Requests are applied in arrival (queue) order, within and across batches.
+    - A request with a token that is not its trial's (a revoked one included: see
+      :mod:`pedl.db.trials`) fails alone with :class:`TrialTokenError`, one without a
+      token for a trial that does not exist with :class:`~pedl.db.NotFoundError`, one
+      for a trial that has ended (a terminal state) with
+      :class:`~pedl.db.ConflictError` (``field="state"``), and one with a row past
+      the trial's :meth:`batch_limit` with :class:`~pedl.db.ConflictError`
+      (``field="rows[i].total_batches"``); the rest of its batch is stored. These checks are
+      made in the batch's transaction, by one query for all its trials. If the batch
+      transaction fails for any other reason (e.g. a trial deleted concurrently), each of
+      its requests is retried in its own transaction and gets its own result or error.
+    - A request still queued when its caller times out (cancels its future) is dropped
+      (never written); one the writer has already taken may still be committed (a re-send is
+      harmless: the upsert is idempotent).
+    - :meth:`stop` drains: every request queued before it is written and answered, then
+      the thread exits; later calls to :meth:`ingest` raise :class:`IngestUnavailableError`.
+      Requests queued before :meth:`start` wait and are written first.
+    - Batching: the writer takes the oldest request and everything queued behind it; when
+      its previous batch held more than one request (concurrent reporters), it also waits up
+      to ``linger_s`` (default 5 ms) for more, so a batch costs one transaction for many
+      requests. A lone reporter is written at once.
+    - With ``max_queued``, a request that finds that many requests already queued is refused
+      at once with :class:`IngestOverloadedError` (load shedding: the API answers 503 with
+      Retry-After and the trial re-sends).
+    - A request with a value no reader could use is refused at once, before it is queued,
+      with :class:`~pedl.db.metrics.MetricValueError` (see
+      :data:`~pedl.db.metrics.MAX_METRIC_MAGNITUDE`).
+
+    On SQLite the writer takes the :class:`Database`'s writer lock like any other serialized
+    writer of this process.
+    """
+
+    def __init__(
+        self,
+        database: Database,
+        *,
+        max_rows: int = 5_000,
+        max_requests: int = 256,
+        max_queued: int | None = None,
+        linger_s: float = DEFAULT_LINGER_S,
+    ) -> None:
+        self.database = database
+        self.linger_s = linger_s
+        self.max_rows = max_rows
+        self.max_requests = max_requests
+        self.max_queued = max_queued
+        self._queue: queue.SimpleQueue[_Request | object] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+        self._batch_limits: dict[int, int] = {}
+
+    MAX_LIMITS = 100_000
+    """How many trials' limits :meth:`limit_batches` keeps (the oldest are forgotten)."""
+
+    def limit_batches(self, trial_id: int, batches: int) -> None:
+        """The trial was asked to train to ``batches``: from now on its rows past the largest
+        count it was asked (this one or an earlier, larger one) are refused. Trials never
+        limited (a trial that no searcher drives) are not checked. The limits live in this
+        process's memory (a restarted master learns them again as each new attempt asks
+        for its operation, before it may report)."""
+        with self._lock:
+            known = self._batch_limits.get(trial_id)
+            self._batch_limits[trial_id] = batches if known is None else max(known, batches)
+            if len(self._batch_limits) > self.MAX_LIMITS:
+                del self._batch_limits[next(iter(self._batch_limits))]
+
+    def batch_limit(self, trial_id: int) -> int | None:
+        """The largest batch count the trial was asked to train to (:meth:`limit_batches`),
+        ``None`` if it was never limited."""
+        return self._batch_limits.get(trial_id)
+
+    def start(self) -> None:
+        """Start the writer thread (once); requests queued before are written first."""
+        with self._lock:
+            if self._thread is not None or self._stopped:
+                raise RuntimeError("the metric ingestor was already started")
+            self._thread = threading.Thread(
+                target=self._run, name="pedl-metric-writer", daemon=True
+            )
+            self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Write everything queued so far, then stop the thread (waits up to ``timeout``
+        seconds for it). Idempotent; a never-started ingestor just refuses new requests."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            self._queue.put(_STOP)
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def submit(
+        self, trial_id: int, rows: Sequence[MetricRow], *, token: str | None = None
+    ) -> Future[int]:
+        """Queue ``rows`` of one trial; the future resolves to the number of distinct
+        ``(kind, total_batches)`` keys written once they are committed, or raises the
+        request's error. With ``token`` the writer first checks, in the same transaction, that
+        it is the trial's token (else :class:`TrialTokenError`, also for an unknown trial).
+        Raises :class:`IngestUnavailableError` once :meth:`stop` was called (before
+        :meth:`start`, requests wait in the queue), :class:`IngestOverloadedError` when
+        ``max_queued`` requests are already waiting, and
+        :class:`~pedl.db.metrics.MetricValueError` for a value no reader could use."""
+        metrics_repo.check_metric_values(rows)
+        token_hash = None if token is None else trials_repo.hash_token(token)
+        request = _Request(trial_id, list(rows), token_hash, future=Future())
+        self._enqueue(request)
+        assert request.future is not None
+        return request.future
+
+    def submit_async(
+        self, trial_id: int, rows: Sequence[MetricRow], *, token: str | None = None
+    ) -> asyncio.Future[int]:
+        """:meth:`submit` for a caller on an event loop (call it on that loop): the returned
+        future of that loop is resolved there, with those of the other requests of the same
+        batch in one callback (one wake-up of the loop per batch). Cancelling it (its caller
+        gave up) drops the request if the writer has not taken it yet."""
+        metrics_repo.check_metric_values(rows)
+        token_hash = None if token is None else trials_repo.hash_token(token)
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[int] = loop.create_future()
+        self._enqueue(_Request(trial_id, list(rows), token_hash, waiter=waiter, loop=loop))
+        return waiter
+
+    def _enqueue(self, request: _Request) -> None:
+        with self._lock:
+            if self._stopped:
+                raise IngestUnavailableError("the metric writer is stopped")
+            if self.max_queued is not None and self._queue.qsize() >= self.max_queued:
+                raise IngestOverloadedError(
+                    f"the metric writer has {self.max_queued} reports queued; retry later"
+                )
+            self._queue.put(request)
+
+    def ingest(
+        self,
+        trial_id: int,
+        rows: Sequence[MetricRow],
+        *,
+        token: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+    ) -> int:
+        """:meth:`submit` and wait: the number of distinct keys written, once committed.
+
+        Raises the request's own error (:class:`TrialTokenError` for a wrong ``token``,
+        :class:`~pedl.db.NotFoundError` for an unknown trial when no token is given, a
+        database error otherwise), or :class:`IngestUnavailableError` if the writer is stopped
+        or has not committed the request within ``timeout`` seconds."""
+        future = self.submit(trial_id, rows, token=token)
+        try:
+            return future.result(timeout=timeout)
+        except TimeoutError:
+            future.cancel()  # dropped if still queued; no effect once it is being written
+            raise IngestUnavailableError(
+                f"the metric writer did not commit within {timeout:g} s"
+            ) from None
+
+    @property
+    def queued(self) -> int:
+        """Requests waiting for the writer now (approximate)."""
+        return self._queue.qsize()
+
+    def _run(self) -> None:
+        stopping = False
+        last_batch = 1
+        while not stopping:
+            item = self._queue.get()
+            if item is _STOP:
+                break
+            assert isinstance(item, _Request)
+            batch = [item]
+            rows = len(item.rows)
+            # Under concurrent load (the last batch had company), wait up to linger_s for more
+            # requests: fewer, bigger transactions cost far less CPU per request than many
+            # one-request ones. A lone reporter never waits.
+            deadline = time.monotonic() + (self.linger_s if last_batch > 1 else 0.0)
+            while len(batch) < self.max_requests and rows < self.max_rows:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    wait = deadline - time.monotonic()
+                    if wait <= 0:
+                        break
+                    try:
+                        item = self._queue.get(timeout=wait)
+                    except queue.Empty:
+                        break
+                if item is _STOP:
+                    stopping = True
+                    break
+                assert isinstance(item, _Request)
+                batch.append(item)
+                rows += len(item.rows)
+            last_batch = len(batch)
+            live = [request for request in batch if request.claim()]
+            if live:
+                self._write(live)
+
+    def _write(self, batch: list[_Request]) -> None:
+        try:
+            refused = self._write_batch(batch)
+        except Exception:
+            logger.info("metric batch of %d requests failed; retrying one by one", len(batch))
+            _answer([(request, self._write_one(request)) for request in batch])
+            return
+        _answer([(request, refused.get(request, request.distinct_keys)) for request in batch])
+
+    def _write_batch(self, batch: list[_Request]) -> dict[_Request, Exception]:
+        """Write the batch in one transaction, skipping the requests refused (unknown or
+        ended trial, wrong token, a row past the trial's limit); returns those with their
+        errors."""
+        with self.database.session(write=True, serialize=True) as session:
+            refused = _refused(session, batch, self._batch_limits)
+            by_trial: dict[int, list[MetricRow]] = {}
+            for request in batch:
+                if request not in refused:
+                    by_trial.setdefault(request.trial_id, []).extend(request.rows)
+            metrics_repo.upsert_metrics_of_trials(session, by_trial)
+        return refused
+
+    def _write_one(self, request: _Request) -> int | Exception:
+        """Write one request in its own transaction: the number of keys written, or the
+        error to answer it with."""
+        try:
+            with self.database.session(write=True, serialize=True) as session:
+                refused = _refused(session, [request], self._batch_limits)
+                if request in refused:
+                    raise refused[request]
+                return metrics_repo.upsert_metrics(session, request.trial_id, request.rows)
+        except Exception as err:  # answered to the request, never kills the writer
+            return err
+
+
+def _refused(
+    session: Session, requests: list[_Request], limits: Mapping[int, int]
+) -> dict[_Request, Exception]:
+    """The requests that must not be written, with their errors: one query for all trials
+    (plus one for the owners of wrong tokens, if any)."""
+    ids = {request.trial_id for request in requests}
+    stored = {
+        trial_id: (token_hash, state)
+        for trial_id, token_hash, state in session.execute(
+            select(Trial.id, Trial.token_hash, Trial.state).where(Trial.id.in_(ids))
+        )
+    }
+    refused: dict[_Request, Exception] = {}
+    wrong: list[_Request] = []
+    for request in requests:
+        found = stored.get(request.trial_id)
+        if request.token_hash is not None and (found is None or found[0] != request.token_hash):
+            wrong.append(request)
+        elif found is None:
+            refused[request] = NotFoundError("trial", request.trial_id)
+        elif found[1].is_terminal:
+            refused[request] = ConflictError(
+                f"trial {request.trial_id} has ended ({found[1].value}): it takes no more metrics",
+                field="state",
+            )
+        elif (past := _past_limit(request, limits.get(request.trial_id))) is not None:
+            refused[request] = past
+    if wrong:
+        hashes = {request.token_hash for request in wrong}
+        owners: dict[str | None, int] = {
+            token_hash: trial_id
+            for token_hash, trial_id in session.execute(
+                select(Trial.token_hash, Trial.id).where(Trial.token_hash.in_(hashes))
+            )
+        }
+        for request in wrong:
+            refused[request] = TrialTokenError(request.trial_id, owners.get(request.token_hash))
+    return refused
+
+
+def _past_limit(request: _Request, limit: int | None) -> ConflictError | None:
+    """The error for the request's first row past ``limit`` batches, if it has one."""
+    if limit is None:
+        return None
+    for index, row in enumerate(request.rows):
+        if row.total_batches > limit:
+            return ConflictError(
+                f"a {MetricKind(row.kind).value} row at {row.total_batches} batches: trial "
+                f"{request.trial_id} was asked to train to {limit} batches",
+                field=f"rows[{index}].total_batches",
+            )
+    return None

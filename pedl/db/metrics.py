@@ -1,0 +1,536 @@
+"""Ingesting and reading training/validation metrics (idempotent, batched upserts)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple, cast
+
+from sqlalchemy import String, Table, Text, TextClause, bindparam, select, text, type_coerce, update
+from sqlalchemy import cast as sql_cast
+from sqlalchemy.orm import Session
+
+from pedl.db import trials as trials_repo
+from pedl.db._errors import NotFoundError
+from pedl.db._models import Metric, Trial
+from pedl.db._types import as_utc, sqlite_stamp_iso, utc_iso, utcnow
+from pedl.vocabulary import MetricKind, encode_metric_value
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One reported row. ``(trial, kind, total_batches)`` is its identity."""
+
+    kind: MetricKind
+    total_batches: int
+    metrics: Mapping[str, Any]
+    total_records: int | None = None
+    total_epochs: float | None = None
+    reported_at: datetime | None = field(default=None)
+
+
+MAX_METRIC_MAGNITUDE = 1e300
+"""The largest magnitude a reported metric value may have (finite values beyond it are
+refused; ``NaN`` and the infinities are stored as strings, see :func:`upsert_metrics`).
+
+Both stores hold every finite double exactly (PostgreSQL's ``jsonb`` as an exact decimal,
+SQLite as the JSON text), so the bound is not about storage but about the values' readers,
+which must get back a finite number: SQLite writes the learning curves' values with 15
+significant digits, and a value within 1e-15 of the largest double (1.8e308) comes back as
+infinity; the charts and the downsampling add and subtract values (ranges, means), which
+overflow near the top of the range. 1e300 leaves eight orders of magnitude for that, and is
+far beyond any loss a model can meaningfully report (float32's largest value is 3.4e38, and
+a float64 loss past 1e300 has diverged: it can report ``"Infinity"``)."""
+
+
+class MetricValueError(ValueError):
+    """A reported metric value no reader could use (see :data:`MAX_METRIC_MAGNITUDE`);
+    ``field`` names it (``rows[i].metrics.<name>``)."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+def check_metric_values(rows: Sequence[MetricRow]) -> None:
+    """Raise :class:`MetricValueError` for the first finite value in ``rows`` whose magnitude
+    exceeds :data:`MAX_METRIC_MAGNITUDE` (non-numbers are left to the schema)."""
+    for index, row in enumerate(rows):
+        for name, value in row.metrics.items():
+            if isinstance(value, bool) or not isinstance(value, float | int):
+                continue
+            if isinstance(value, float) and not math.isfinite(value):
+                continue
+            if abs(value) > MAX_METRIC_MAGNITUDE:
+                shown = repr(value) if len(repr(value)) <= 24 else repr(value)[:20] + "..."
+                raise MetricValueError(
+                    f"metric {name!r} is {shown}: reported values must lie within "
+                    f'±{MAX_METRIC_MAGNITUDE:g} (report a diverged value as "Infinity")',
+                    field=f"rows[{index}].metrics.{name}",
+                )
+
+
+# PostgreSQL's jsonb keeps numbers as exact decimals and writes them without an exponent: a
+# float of 1e16 or more comes back as an integer literal (1e300: 301 digits), which JSON
+# readers take for an integer, and one below 1e-16 as a decimal of that many digits. Documents
+# with such literals (17 digits or more before any point, or 16 zeros after one) are written
+# again, floats as floats; every other document is passed on as stored.
+_LONG_LITERAL = re.compile(r"(?<![0-9.])[0-9]{17,}(?![0-9.eE])|\.0{16,}")
+_LONG_INTEGER_MIN = 10**16
+_MAX_FLOAT_INTEGER = int(sys.float_info.max)
+
+
+def _parse_int(text: str) -> int | float:
+    """A JSON integer literal: a float when it is one of jsonb's rewritten floats."""
+    value = int(text)
+    return float(value) if _is_long_integer(value) else value
+
+
+def float_literals(document: str) -> str:
+    """``document`` (a stored metrics document's JSON text) with every integer literal of 17
+    digits or more written as a float (``1e+300``, not 301 digits), and every number below
+    1e-16 with an exponent; unchanged (the same string, no decoding) when it has none."""
+    if _LONG_LITERAL.search(document) is None:
+        return document
+    decoded = json.loads(document, parse_int=_parse_int)
+    return json.dumps(decoded, ensure_ascii=False, separators=(", ", ": "))
+
+
+def as_floats(document: dict[str, Any]) -> dict[str, Any]:
+    """A decoded metrics document with the integers :func:`float_literals` rewrites (17
+    digits or more) as floats."""
+    if not any(_is_long_integer(value) for value in document.values()):
+        return document
+    return {
+        name: float(value) if _is_long_integer(value) else value for name, value in document.items()
+    }
+
+
+def _is_long_integer(value: object) -> bool:
+    """An integer of 17 digits or more that a float can hold."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    return _LONG_INTEGER_MIN <= abs(value) <= _MAX_FLOAT_INTEGER
+
+
+def upsert_metrics(session: Session, trial_id: int, rows: Sequence[MetricRow]) -> int:
+    """Store ``rows`` for a trial with one ``INSERT ... ON CONFLICT DO UPDATE`` statement.
+
+    Re-sending a row with the same ``(kind, total_batches)`` replaces it, so a trial that
+    re-reports after a resume never loses or doubles a row. Within one call the last row
+    for a key wins. Non-finite float values are stored as the strings ``"NaN"``,
+    ``"Infinity"`` and ``"-Infinity"`` (JSON has no literal for them). Also advances the
+    trial's ``total_batches`` (training rows) and refreshes its best validation/checkpoint
+    (validation rows). Returns the number of distinct keys written. The trial must exist
+    (the caller checks; a missing one violates the foreign key).
+    """
+    return upsert_metrics_of_trials(session, {trial_id: rows})[trial_id]
+
+
+def upsert_metrics_of_trials(
+    session: Session, rows_by_trial: Mapping[int, Sequence[MetricRow]]
+) -> dict[int, int]:
+    """:func:`upsert_metrics` for several trials at once: ONE upsert statement for all their
+    rows and one executemany ``UPDATE`` of their ``total_batches`` (the metric writer's
+    batch), then a best-validation refresh per trial that reported validation rows. Returns
+    the number of distinct keys written per trial."""
+    dialect = session.get_bind().dialect.name
+    statement, stamp = _UPSERTS[dialect]
+    now = stamp(utcnow())
+    kinds = _KINDS
+    # Each row as the array the statement unpacks, by key: the last row for a key wins.
+    latest: dict[tuple[int, str, int], list[Any]] = {}
+    for trial_id, rows in rows_by_trial.items():
+        for row in rows:
+            kind = kinds.get(row.kind) or MetricKind(row.kind).value
+            batches = row.total_batches
+            metrics = row.metrics
+            latest[(trial_id, kind, batches)] = [
+                trial_id,
+                kind,
+                batches,
+                row.total_records,
+                row.total_epochs,
+                metrics if type(metrics) is dict else dict(metrics),
+                now if row.reported_at is None else stamp(row.reported_at),
+            ]
+    written = dict.fromkeys(rows_by_trial, 0)
+    if not latest:
+        return written
+    values = list(latest.values())
+    document = json.dumps(values)
+    if "NaN" in document or "Infinity" in document:
+        # A non-finite value (or a name or string that merely spells one): values as
+        # encode_metric_value stores them, a non-finite float as its string.
+        for value in values:
+            value[5] = {name: encode_metric_value(v) for name, v in value[5].items()}
+        document = json.dumps(values)
+    session.execute(statement, {"rows": document})
+    top: dict[int, int] = {}
+    validated: set[int] = set()
+    training = MetricKind.TRAINING.value
+    for trial_id, kind, batches in latest:
+        written[trial_id] += 1
+        if kind == training:
+            if batches > top.get(trial_id, batches - 1):
+                top[trial_id] = batches
+        else:
+            validated.add(trial_id)
+    if top:
+        session.execute(
+            _ADVANCE_TOTAL_BATCHES, [{"trial": t, "top": b} for t, b in sorted(top.items())]
+        )
+    for trial_id in sorted(validated):
+        trials_repo.refresh_trial_best(session, trial_id)
+    return written
+
+
+_KINDS: dict[object, str] = {
+    **{kind: kind.value for kind in MetricKind},
+    **{kind.value: kind.value for kind in MetricKind},
+}
+"""A row's ``kind`` (the enum or its value) as stored, without the enum's call per row."""
+
+
+_trials = cast(Table, Trial.__table__)
+_ADVANCE_TOTAL_BATCHES = (
+    update(_trials)
+    .where(_trials.c.id == bindparam("trial"), _trials.c.total_batches < bindparam("top"))
+    .values(total_batches=bindparam("top"))
+)
+
+
+# The whole batch travels as ONE JSON document, an array of rows, each row an array of the
+# columns' values in _COLUMNS' order (no keys: a third less to write and to parse), unpacked
+# by the database (PostgreSQL's json_array_elements, SQLite's json_each) in one
+# INSERT ... SELECT ... ON CONFLICT statement: per-row parameter processing (SQLAlchemy's,
+# psycopg's array escaping) cost 3-5x more. Timestamps are written as each database stores
+# them for the ORM: ISO 8601 with zone on PostgreSQL, naive UTC
+# 'YYYY-MM-DD HH:MM:SS.ffffff' on SQLite.
+_SET_ON_CONFLICT = """
+    ON CONFLICT (trial_id, kind, total_batches) DO UPDATE SET
+        metrics = excluded.metrics,
+        total_records = excluded.total_records,
+        total_epochs = excluded.total_epochs,
+        reported_at = excluded.reported_at
+"""
+_COLUMNS = "trial_id, kind, total_batches, total_records, total_epochs, metrics, reported_at"
+_POSTGRESQL_UPSERT = text(
+    f"""
+    INSERT INTO metrics ({_COLUMNS})
+    SELECT (r->>0)::integer, r->>1, (r->>2)::bigint, (r->>3)::bigint,
+           (r->>4)::double precision, (r->5)::jsonb, (r->>6)::timestamptz
+    FROM json_array_elements(CAST(:rows AS json)) AS r
+    {_SET_ON_CONFLICT}
+    """
+)
+# ``WHERE true`` keeps SQLite's parser from reading ON CONFLICT as a join constraint.
+_SQLITE_UPSERT = text(
+    f"""
+    INSERT INTO metrics ({_COLUMNS})
+    SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),
+           json_extract(value, '$[2]'), json_extract(value, '$[3]'),
+           json_extract(value, '$[4]'), json_extract(value, '$[5]'),
+           json_extract(value, '$[6]')
+    FROM json_each(:rows) WHERE true
+    {_SET_ON_CONFLICT}
+    """
+)
+
+
+def _postgresql_stamp(moment: datetime) -> str:
+    return as_utc(moment).isoformat()
+
+
+def _sqlite_stamp(moment: datetime) -> str:
+    return as_utc(moment).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+_UPSERTS: dict[str, tuple[TextClause, Callable[[datetime], str]]] = {
+    "postgresql": (_POSTGRESQL_UPSERT, _postgresql_stamp),
+    "sqlite": (_SQLITE_UPSERT, _sqlite_stamp),
+}
+
+
+def list_metrics(
+    session: Session,
+    trial_id: int,
+    *,
+    kind: MetricKind | None = None,
+    after_batches: int | None = None,
+    limit: int | None = None,
+) -> list[Metric]:
+    """A trial's metric rows ordered by ``(kind, total_batches)``; ``after_batches`` keeps only
+    rows with a larger batch count (a cursor for incremental reads)."""
+    query = select(Metric).where(Metric.trial_id == trial_id)
+    if kind is not None:
+        query = query.where(Metric.kind == kind)
+    if after_batches is not None:
+        query = query.where(Metric.total_batches > after_batches)
+    query = query.order_by(Metric.kind, Metric.total_batches)
+    if limit is not None:
+        query = query.limit(limit)
+    return list(session.scalars(query).all())
+
+
+def rows_after(session: Session, trial_id: int, after_row: int, *, limit: int) -> list[Metric]:
+    """A trial's metric rows (both kinds) whose id is above ``after_row``, by id, at most
+    ``limit``: a cursor over what the trial reported since (the TensorBoard sync)."""
+    query = (
+        select(Metric)
+        .where(Metric.trial_id == trial_id, Metric.id > after_row)
+        .order_by(Metric.id)
+        .limit(limit)
+    )
+    return list(session.scalars(query).all())
+
+
+def metrics_json(
+    session: Session,
+    trial_id: int,
+    *,
+    kind: MetricKind | None = None,
+    after_batches: int | None = None,
+    limit: int | None = None,
+) -> bytes:
+    """:func:`list_metrics` as the API's JSON array (the fields of ``MetricPublic``, in the
+    text its serialization gives, but each row's metrics in their stored JSON text), built
+    from the stored values: no ORM objects, no decoding and re-encoding, the kind and (on
+    SQLite) the timestamp read as stored text (several times cheaper for the API's polling
+    readers). Raises :class:`NotFoundError` for an unknown trial."""
+    table = Metric.__table__
+    if session.scalar(select(Trial.id).where(Trial.id == trial_id)) is None:
+        raise NotFoundError("trial", trial_id)
+    sqlite = session.get_bind().dialect.name == "sqlite"
+    query = select(
+        type_coerce(table.c.kind, String),
+        table.c.total_batches,
+        table.c.total_records,
+        table.c.total_epochs,
+        sql_cast(table.c.metrics, Text),
+        type_coerce(table.c.reported_at, String) if sqlite else table.c.reported_at,
+    ).where(table.c.trial_id == trial_id)
+    if kind is not None:
+        query = query.where(table.c.kind == kind)
+    if after_batches is not None:
+        query = query.where(table.c.total_batches > after_batches)
+    query = query.order_by(table.c.kind, table.c.total_batches)
+    if limit is not None:
+        query = query.limit(limit)
+    head = f'{{"trial_id":{int(trial_id)},"kind":'
+    kinds = _KIND_JSON
+    stamp = _sqlite_stamp_json if sqlite else _datetime_json
+    parts = [
+        f'{head}{kinds[row_kind]},"total_batches":{batches},'
+        f'"total_records":{"null" if records is None else records},'
+        f'"total_epochs":{"null" if epochs is None else json.dumps(epochs)},'
+        f'"metrics":{float_literals(values)},"reported_at":{stamp(reported_at)}}}'
+        for row_kind, batches, records, epochs, values, reported_at in session.execute(query)
+    ]
+    return ("[" + ",".join(parts) + "]").encode()
+
+
+_KIND_JSON = {kind.value: json.dumps(kind.value) for kind in MetricKind}
+
+
+def _datetime_json(moment: datetime) -> str:
+    return f'"{utc_iso(moment)}"'
+
+
+def _sqlite_stamp_json(stored: str) -> str:
+    return f'"{sqlite_stamp_iso(stored)}"'
+
+
+def validation_metrics_at(
+    session: Session, trial_id: int, total_batches: int
+) -> dict[str, Any] | None:
+    """The validation metrics a trial reported at exactly ``total_batches``, if any (floats
+    as floats, see :func:`as_floats`)."""
+    document = session.scalar(
+        select(Metric.metrics).where(
+            Metric.trial_id == trial_id,
+            Metric.kind == MetricKind.VALIDATION,
+            Metric.total_batches == total_batches,
+        )
+    )
+    return None if document is None else as_floats(document)
+
+
+class TrialSeries(NamedTuple):
+    """One trial's values of one metric: ``points`` is the JSON text of its ``[batches,
+    value]`` pairs in batch order, as the database wrote it (``[batches, value, epochs]``
+    triples where :func:`series` is asked for epochs; ``epochs`` is the row's stored
+    ``total_epochs``, null where it has none)."""
+
+    trial_id: int
+    points: str
+
+
+def series(
+    session: Session,
+    trial_ids: Sequence[int],
+    kind: MetricKind,
+    metric: str,
+    *,
+    after_row: int | None = None,
+    epochs: bool = False,
+) -> list[TrialSeries]:
+    """The values of ``metric`` in the ``kind`` rows of these trials, one :class:`TrialSeries`
+    per trial that has any, by trial id; rows where it is missing or not a finite number are
+    left out; ``after_row`` keeps only rows with a larger id; ``epochs``: each point also
+    carries its row's ``total_epochs``. One query: the database extracts the numbers and
+    writes each trial's points as JSON (SQLite with 15 significant digits), so 10,000 points
+    cost one row per trial, no row objects and no JSON encoding here."""
+    if not trial_ids:
+        return []
+    dialect = session.get_bind().dialect.name
+    params = _series_params(trial_ids, kind, after_row)
+    if dialect == "postgresql":
+        statement = _PG_SERIES_EPOCHS if epochs else _PG_SERIES
+        params["name"] = metric
+    elif '"' not in metric:
+        statement = _SQLITE_SERIES_EPOCHS if epochs else _SQLITE_SERIES
+        params["path"] = f'$."{metric}"'
+    else:  # SQLite's JSON paths cannot quote a '"': read the documents instead
+        return _series_decoded(session, params, metric, epochs=epochs)
+    rows = session.execute(statement, params).all()
+    return [TrialSeries(row[0], row[1]) for row in rows if row[1] not in (None, "[]")]
+
+
+def last_row_id(
+    session: Session, trial_ids: Sequence[int], kind: MetricKind, *, after_row: int | None = None
+) -> int | None:
+    """The largest id of these trials' ``kind`` rows (above ``after_row``), if any: a cursor
+    for :func:`series` (an index-only scan)."""
+    if not trial_ids:
+        return None
+    statement = text(
+        "SELECT max(id) FROM metrics WHERE trial_id IN :trials AND kind = :kind AND id > :after"
+    ).bindparams(bindparam("trials", expanding=True))
+    params = _series_params(trial_ids, kind, after_row)
+    params["trials"] = [int(t) for t in trial_ids]
+    value = session.scalar(statement, params)
+    return None if value is None else int(value)
+
+
+def _series_params(
+    trial_ids: Sequence[int], kind: MetricKind, after_row: int | None
+) -> dict[str, Any]:
+    return {
+        "trials": json.dumps([int(t) for t in trial_ids]),
+        "kind": MetricKind(kind).value,
+        "after": -1 if after_row is None else after_row,
+    }
+
+
+def _pg_series(point: str) -> TextClause:
+    return text(
+        f"""
+    SELECT m.trial_id,
+           CAST(json_agg({point} ORDER BY m.total_batches) AS text)
+    FROM metrics m
+    WHERE m.trial_id IN (SELECT CAST(value AS integer)
+                         FROM jsonb_array_elements_text(CAST(:trials AS jsonb)))
+      AND m.kind = :kind AND m.id > :after AND jsonb_typeof(m.metrics -> :name) = 'number'
+    GROUP BY m.trial_id
+    ORDER BY m.trial_id
+    """
+    )
+
+
+_PG_VALUE = "CAST(m.metrics ->> :name AS double precision)"
+_PG_SERIES = _pg_series(f"json_build_array(m.total_batches, {_PG_VALUE})")
+_PG_SERIES_EPOCHS = _pg_series(f"json_build_array(m.total_batches, {_PG_VALUE}, m.total_epochs)")
+
+
+# One aggregate per trial over a subquery ordered by batches: SQLite does not flatten a
+# subquery with ORDER BY under an aggregate, and reads it in index order (trial, kind,
+# batches), so json_group_array sees the rows in batch order (a test stores them out of order).
+def _sqlite_series(point: str) -> TextClause:
+    return text(
+        f"""
+    SELECT t.value,
+           (SELECT json_group_array({point})
+            FROM (SELECT total_batches AS b, json_extract(metrics, :path) AS v,
+                         total_epochs AS e
+                  FROM metrics
+                  WHERE trial_id = t.value AND kind = :kind AND id > :after
+                  ORDER BY total_batches)
+            WHERE typeof(v) IN ('integer', 'real'))
+    FROM json_each(:trials) AS t
+    ORDER BY t.value
+    """
+    )
+
+
+_SQLITE_SERIES = _sqlite_series("json_array(b, v)")
+_SQLITE_SERIES_EPOCHS = _sqlite_series("json_array(b, v, e)")
+
+
+def _series_decoded(
+    session: Session, params: dict[str, Any], metric: str, *, epochs: bool
+) -> list[TrialSeries]:
+    statement = text(
+        "SELECT trial_id, total_batches, total_epochs, metrics FROM metrics "
+        "WHERE trial_id IN (SELECT value FROM json_each(:trials)) AND kind = :kind "
+        "AND id > :after ORDER BY trial_id, total_batches"
+    )
+    found: dict[int, list[tuple[Any, ...]]] = {}
+    for trial_id, batches, stored_epochs, document in session.execute(statement, params).all():
+        value = json.loads(document).get(metric)
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            point = (batches, value, stored_epochs) if epochs else (batches, value)
+            found.setdefault(trial_id, []).append(point)
+    return [TrialSeries(t, json.dumps(points)) for t, points in sorted(found.items())]
+
+
+def metric_names(session: Session, experiment_id: int) -> dict[MetricKind, list[str]]:
+    """The metric names an experiment's trials report, per kind, sorted: the names in each
+    trial's first and latest row of that kind (two index lookups per trial, not a scan of
+    every row: a name reported only in rows between those is not listed)."""
+    dialect = session.get_bind().dialect.name
+    statement = _PG_NAMES if dialect == "postgresql" else _SQLITE_NAMES
+    names: dict[MetricKind, list[str]] = {}
+    for kind in MetricKind:
+        found = session.scalars(statement, {"experiment": experiment_id, "kind": kind.value})
+        names[kind] = sorted(found)
+    return names
+
+
+def _edge_row(direction: str) -> str:
+    return (
+        f"SELECT id FROM metrics WHERE trial_id = t.id AND kind = :kind "
+        f"ORDER BY total_batches {direction} LIMIT 1"
+    )
+
+
+_SQLITE_NAMES = text(
+    f"""
+    SELECT DISTINCT j.key
+    FROM trials t
+    JOIN metrics m ON m.id IN (({_edge_row("ASC")}), ({_edge_row("DESC")})),
+         json_each(m.metrics) j
+    WHERE t.experiment_id = :experiment
+    """
+)
+_PG_NAMES = text(
+    """
+    SELECT DISTINCT k
+    FROM trials t
+    CROSS JOIN LATERAL (
+        (SELECT metrics FROM metrics WHERE trial_id = t.id AND kind = :kind
+         ORDER BY total_batches ASC LIMIT 1)
+        UNION ALL
+        (SELECT metrics FROM metrics WHERE trial_id = t.id AND kind = :kind
+         ORDER BY total_batches DESC LIMIT 1)
+    ) m
+    CROSS JOIN LATERAL jsonb_object_keys(m.metrics) k
+    WHERE t.experiment_id = :experiment
+    """
+)
