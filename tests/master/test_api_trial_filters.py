@@ -58,8 +58,15 @@ def search(client: httpx.Client, database: Database) -> tuple[int, list[int]]:
     # the latest row lacks acc: its latest value is the one before
     validate(database, ids[1], [{"val_loss": 0.3, "acc": 0.9}, {"val_loss": 0.2}])
     validate(database, ids[3], [{"val_loss": 0.9, "acc": "NaN"}, {"val_loss": 0.8, "acc": 0.7}])
+    now = utcnow()
     with database.session(write=True) as session:
         trials_repo.set_trial_state(session, ids[3], TrialState.QUEUED)
+        # created a minute apart, the first earliest: two trials created within the same
+        # millisecond would tie on duration (SQLite's date arithmetic is in milliseconds)
+        for i, trial_id in enumerate(ids):
+            row = session.get(Trial, trial_id)
+            assert row is not None
+            row.created_at = now - timedelta(minutes=len(ids) - i)
     return experiment_id, ids
 
 
@@ -92,7 +99,7 @@ def test_sort_by_hyperparameters_and_metrics(
     assert order("metrics.val_loss") == [t[1], t[0], t[3], t[2]]
     assert order("metrics.nothing") == t  # no trial reported it: by id
     assert order("state") == [t[0], t[1], t[2], t[3]]  # ACTIVE before QUEUED
-    assert order("-duration")[-1] == t[3]  # the newest lasted least
+    assert order("-duration") == t  # the first created has lasted longest
     for plain in ("outcome", "created_at", "ended_at", "duration", "-restarts"):
         assert sorted(order(plain)) == t
 
