@@ -15,13 +15,26 @@ import click
 import yaml
 from rich.table import Table
 
+from pedl.cli import _det_tables as det_tables
 from pedl.cli._aliases import AliasGroup
-from pedl.cli._context import console, current_client, det_output, json_option, print_json
+from pedl.cli._context import (
+    console,
+    csv_option,
+    current_client,
+    det_output,
+    json_option,
+    paginate,
+    pagination_options,
+    print_det_table,
+    print_json,
+)
 
 MASTER_LOG_PAGE = 10_000
 """The most lines one ``GET /master/logs`` returns."""
 AGENT_ID = "master"
 """The one agent a PEDL master has: itself."""
+DEFAULT_PRIORITY = 42
+"""An experiment's priority when its config names none (``pedl.master.scheduler``'s)."""
 
 
 def _cluster() -> dict[str, Any]:
@@ -29,16 +42,68 @@ def _cluster() -> dict[str, Any]:
     return cluster
 
 
-@click.group("job", cls=AliasGroup)
-def job() -> None:
-    """Inspect the job queue (running and queued trials)."""
+@click.group("job", cls=AliasGroup, invoke_without_command=True)
+@click.pass_context
+def job(ctx: click.Context) -> None:
+    """Inspect the job queue (running and queued trials).
+
+    Alone: ``list``."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_jobs)
 
 
 @job.command("list")
+@click.option(
+    "-p", "--resource-pool", default=None, help="Only this pool's jobs (PEDL: `default`)."
+)
+@pagination_options
+@click.option("--reverse", is_flag=True, help="Last in the queue first.")
 @json_option
-def list_jobs(as_json: bool) -> None:
-    """List the trials that run or wait for slots, running first."""
+@click.option("--yaml", "as_yaml", is_flag=True, help="Print YAML (det's jobs).")
+@click.option("--table", "as_table", is_flag=True, help="Print the table (the default).")
+@csv_option
+def list_jobs(
+    resource_pool: str | None,
+    limit: int,
+    offset: int,
+    pages: str,
+    reverse: bool,
+    as_json: bool,
+    as_yaml: bool,
+    as_table: bool,
+    as_csv: bool,
+) -> None:
+    """List the jobs (experiments whose trials run or wait for slots), in the queue's order:
+    running first. `pedl`: one row per trial."""
+    chosen = [
+        name
+        for name, given in (
+            ("--json", as_json),
+            ("--yaml", as_yaml),
+            ("--table", as_table),
+            ("--csv", as_csv),
+        )
+        if given
+    ]
+    if len(chosen) > 1:
+        raise click.UsageError(f"argument {chosen[1]}: not allowed with argument {chosen[0]}")
     cluster = _cluster()
+    if det_output() or as_csv or as_yaml:
+        if resource_pool is not None and resource_pool != det_tables.RESOURCE_POOL:
+            raise click.ClickException(f"Pool {resource_pool} not found")
+        jobs = _det_jobs(cluster)
+        if reverse:
+            jobs.reverse()
+        jobs = paginate(jobs, limit, offset, pages)
+        if as_json or as_yaml:
+            data = {"jobs": jobs}
+            if as_json:
+                print_json(data)
+            else:
+                _print_yaml(data)
+            return
+        print_det_table(det_tables.jobs(jobs), as_csv)
+        return
     rows = [
         {
             "trial_id": t["trial_id"],
@@ -58,6 +123,9 @@ def list_jobs(as_json: bool) -> None:
         }
         for t in cluster["queued"]
     ]
+    if reverse:
+        rows.reverse()
+    rows = paginate(rows, limit, offset, pages)
     if as_json:
         print_json(rows)
         return
@@ -72,6 +140,78 @@ def list_jobs(as_json: bool) -> None:
             row["reason"] or "",
         )
     console().print(table)
+
+
+def _det_jobs(cluster: dict[str, Any]) -> list[dict[str, Any]]:
+    """``GET /cluster`` as det's ``v1Job`` records (``GET /api/v1/jobs-v2``): one per
+    experiment whose trials run or wait (its job id is its experiment id), those running
+    first, then the waiting ones in the scheduler's order (lower priority first, then the
+    oldest trial); ``allocatedSlots``: what its running trials hold, ``requestedSlots``: that
+    plus what its waiting trials need; ``summary.jobsAhead``: the jobs before it."""
+    order: list[int] = []
+    allocated: dict[int, int] = {}
+    queued: dict[int, int] = {}
+    for running in cluster["running"]:
+        exp_id = int(running["experiment_id"])
+        if exp_id not in allocated:
+            order.append(exp_id)
+        allocated[exp_id] = allocated.get(exp_id, 0) + int(running["slots"])
+    waiting: list[int] = []
+    for trial in cluster["queued"]:
+        exp_id = int(trial["experiment_id"])
+        queued[exp_id] = queued.get(exp_id, 0) + 1
+        if exp_id not in allocated and exp_id not in waiting:
+            waiting.append(exp_id)
+    client = current_client()
+    experiments = {
+        e.id: e
+        for e in client.list_experiments(experiment_ids=order + waiting, archived=None)
+        if e.id in allocated or e.id in queued
+    }
+
+    def resources(exp_id: int) -> dict[str, Any]:
+        found = experiments.get(exp_id)
+        value = found.config.get("resources") if found is not None else None
+        return value if isinstance(value, dict) else {}
+
+    def priority(exp_id: int) -> int:
+        value = resources(exp_id).get("priority")
+        return value if isinstance(value, int) else DEFAULT_PRIORITY
+
+    arrival = {exp_id: i for i, exp_id in enumerate(waiting)}
+    waiting.sort(key=lambda exp_id: (priority(exp_id), arrival[exp_id]))
+    jobs: list[dict[str, Any]] = []
+    for exp_id in order + waiting:
+        found = experiments.get(exp_id)
+        if found is None:  # deleted meanwhile
+            continue
+        per_trial = resources(exp_id).get("slots_per_trial")
+        per_trial = per_trial if isinstance(per_trial, int) else 1
+        weight = resources(exp_id).get("weight")
+        jobs.append(
+            {
+                "allocatedSlots": allocated.get(exp_id, 0),
+                "entityId": str(exp_id),
+                "isPreemptible": True,
+                "jobId": str(exp_id),
+                "name": found.name or "",
+                "requestedSlots": allocated.get(exp_id, 0) + per_trial * queued.get(exp_id, 0),
+                "resourcePool": found.config.get("resources", {}).get("resource_pool")
+                or det_tables.RESOURCE_POOL,
+                "submissionTime": found.created_at.isoformat().replace("+00:00", "Z"),
+                "type": "TYPE_EXPERIMENT",
+                "username": found.owner,
+                "workspaceId": found.workspace_id,
+                "priority": priority(exp_id),
+                "progress": found.progress,
+                "summary": {
+                    "jobsAhead": len(jobs),
+                    "state": "STATE_SCHEDULED" if exp_id in allocated else "STATE_QUEUED",
+                },
+                "weight": float(weight) if isinstance(weight, int | float) else 1.0,
+            }
+        )
+    return jobs
 
 
 def _job_experiment(job_id: str) -> int:

@@ -384,3 +384,42 @@ def templates(items: dict[str, Any], *, details: bool) -> Table:
         for name, config in items.items()
     ]
     return headers, rows
+
+
+def jobs(items: Iterable[dict[str, Any]]) -> Table:
+    """``determined.cli.job.ls`` of det's ``v1Job`` records (a PEDL master's scheduler orders
+    by priority first: the ``Priority`` column, not ``Weight``); the type and state as det's
+    enums' values (``TYPE_EXPERIMENT``, ``STATE_SCHEDULED``), ``Submitted`` as det writes a
+    UTC ``datetime``."""
+    headers = [
+        "#",
+        "ID",
+        "Type",
+        "Job Name",
+        "Priority",
+        "Submitted",
+        "Slots (acquired/needed)",
+        "State",
+        "User",
+    ]
+    rows = []
+    for j in items:
+        summary = j.get("summary")
+        ahead = summary["jobsAhead"] if summary and summary["jobsAhead"] > -1 else NOT_AVAILABLE
+        kind = j["type"]
+        name = f"{j['name']} ({j['entityId']})" if kind == "TYPE_EXPERIMENT" else j["name"]
+        submitted = datetime.fromisoformat(j["submissionTime"].replace("Z", "+00:00"))
+        rows.append(
+            [
+                ahead,
+                j["jobId"],
+                kind,
+                name,
+                j.get("priority"),
+                submitted.astimezone(UTC),
+                f"{j['allocatedSlots']}/{j['requestedSlots']}",
+                summary["state"] if summary else NOT_AVAILABLE,
+                j["username"],
+            ]
+        )
+    return headers, rows
