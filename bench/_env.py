@@ -34,15 +34,21 @@ def load_average() -> list[float]:
 
 
 def cpu_model() -> str:
-    """The CPU's model name from ``/proc/cpuinfo`` (``platform.processor()`` elsewhere)."""
+    """The CPU's model name, family and model from ``/proc/cpuinfo`` (e.g. "AMD EPYC
+    (family 25 model 17)"; ``platform.processor()`` where there is none)."""
+    fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                return value.strip()
+            if not key.strip():
+                break  # the first processor's block is enough
+            fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    name = fields.get("model name") or platform.processor() or platform.machine()
+    if "cpu family" in fields and "model" in fields:
+        name += f" (family {fields['cpu family']} model {fields['model']})"
+    return name
 
 
 @functools.cache

@@ -1,27 +1,34 @@
-"""P1 driver: interleaved PEDL/plain pairs, each run in a fresh process, until resolved.
+"""P1 driver: PEDL's controller beside plain ``model.fit(epochs=E)``, interleaved pairs of
+fresh processes, until the median ratio's interval is narrow.
 
     .venv/bin/python bench/p1_driver.py --case large|tiny [--out FILE.jsonl]
 
 Each pair runs ``p1_throughput.py --mode pedl`` and ``--mode plain`` back to back (the order
 alternates from pair to pair, so drift in the machine's load hits both sides alike); the
-pair's ratio is PEDL samples/s over plain samples/s. Pairs are added until the 95% bootstrap
-confidence interval of the median ratio is within +-0.02 (at least ``--min-pairs``, at most
-``--max-pairs``). Every run is appended to ``--out`` as a JSON line; a summary is printed.
+pair's ratio is PEDL samples/s over plain ``fit`` samples/s. What the ratio measures is mostly
+plain ``fit``'s per-epoch restart, which PEDL does not pay (see ``p1_throughput.py``): the
+summary gives the epoch restarts in the timed window. Pairs are added until the median
+ratio's ~95% interval (order statistics, ``bench/_env.py``) is within ±``--rel-halfwidth`` of
+the median (at least ``--min-pairs``, at most ``--max-pairs``). Every run is appended to
+``--out`` as a JSON line (with its load averages and machine); a summary is printed with the
+interval, the pairs it took, the load averages seen and the machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import _env
+
 HERE = Path(__file__).parent
 RESOLUTION = 0.02
+"""The median ratio's interval is narrow within ± this fraction of the median."""
 
 
 def measure(mode: str, case: str, epochs: int | None) -> dict[str, Any]:
@@ -33,20 +40,15 @@ def measure(mode: str, case: str, epochs: int | None) -> dict[str, Any]:
     return result
 
 
-def bootstrap_median_ci(values: list[float], rounds: int = 4000) -> tuple[float, float]:
-    """95% percentile-bootstrap interval of the median of ``values`` (fixed seed)."""
-    rng = random.Random(0)
-    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(rounds))
-    return medians[int(0.025 * rounds)], medians[int(0.975 * rounds) - 1]
-
-
 def summarize(ratios: list[float]) -> dict[str, Any]:
+    """The ratios' median with its ~95% order-statistic interval, quartiles and range."""
     q1, _, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (ratios[0],) * 3
-    lo, hi = bootstrap_median_ci(ratios)
+    interval = _env.median_interval(ratios)
     return {
         "pairs": len(ratios),
-        "median": statistics.median(ratios),
-        "ci95": [lo, hi],
+        "median": interval.median,
+        "interval": [interval.low, interval.high],
+        "coverage": round(interval.coverage, 4),
         "iqr": [q1, q3],
         "min": min(ratios),
         "max": max(ratios),
@@ -59,28 +61,46 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=None)
     parser.add_argument("--min-pairs", type=int, default=8)
     parser.add_argument("--max-pairs", type=int, default=30)
+    parser.add_argument("--rel-halfwidth", type=float, default=RESOLUTION)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    ratios: list[float] = []
-    for pair in range(args.max_pairs):
-        modes = ["pedl", "plain"] if pair % 2 == 0 else ["plain", "pedl"]
+    rows: list[dict[str, Any]] = []
+
+    def pair(index: int) -> float:
+        modes = ["pedl", "plain"] if index % 2 == 0 else ["plain", "pedl"]
         runs = {mode: measure(mode, args.case, args.epochs) for mode in modes}
-        ratio = runs["pedl"]["samples_per_s"] / runs["plain"]["samples_per_s"]
-        ratios.append(ratio)
+        ratio: float = runs["pedl"]["samples_per_s"] / runs["plain"]["samples_per_s"]
+        rows.extend(runs.values())
         if args.out:
             with open(args.out, "a") as f:
                 for mode in modes:
-                    f.write(json.dumps({"pair": pair, **runs[mode]}) + "\n")
+                    f.write(json.dumps({"pair": index, **runs[mode]}) + "\n")
         print(
-            f"pair {pair}: pedl {runs['pedl']['samples_per_s']:.0f}/s "
-            f"plain {runs['plain']['samples_per_s']:.0f}/s ratio {ratio:.3f}",
+            f"pair {index}: pedl {runs['pedl']['samples_per_s']:.0f}/s "
+            f"plain fit {runs['plain']['samples_per_s']:.0f}/s ratio {ratio:.3f} "
+            f"(load {runs[modes[0]]['loadavg_before'][0]}-{runs[modes[1]]['loadavg_after'][0]})",
             flush=True,
         )
-        if len(ratios) >= args.min_pairs:
-            lo, hi = bootstrap_median_ci(ratios)
-            if (hi - lo) / 2 <= RESOLUTION:
-                break
-    print(json.dumps({"case": args.case, **summarize(ratios)}))
+        return ratio
+
+    repeated = _env.repeat_until_narrow(
+        pair,
+        min_reps=args.min_pairs,
+        max_reps=args.max_pairs,
+        rel_halfwidth=args.rel_halfwidth,
+    )
+    summary = {
+        "benchmark": "p1 pedl over plain fit (per-epoch restart)",
+        "case": args.case,
+        **summarize(repeated.values["value"]),
+        "narrow": repeated.narrow,
+        "goal_rel_halfwidth": args.rel_halfwidth,
+        "batches_per_epoch": rows[0]["batches_per_epoch"],
+        "plain_epoch_restarts_timed": rows[0]["plain_epoch_restarts_timed"],
+        "loadavg_1m_range": _env.load_range(rows),
+        "machine": rows[0]["machine"],
+    }
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@
   but it can hide plain ``fit``'s epoch-boundary cost where that falls in few chunks);
 - ``cpu``: from the process's CPU time per batch (less sensitive to other processes).
 
-A ratio above 1 means PEDL is faster. Pairs missing a statistic are skipped for it.
+A ratio above 1 means PEDL is faster (mostly: plain ``fit`` restarts its input every epoch;
+see ``p1_throughput.py``). Pairs missing a statistic are skipped for it. Then the load
+averages and machines the runs recorded.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import _env
 from p1_driver import summarize
 
 STATISTICS = {
@@ -52,6 +55,9 @@ def main() -> None:
         ratios = pair_ratios(rows, key)
         if ratios:
             print(json.dumps({"statistic": name, **summarize(ratios)}))
+    machines = {json.dumps(r["machine"], sort_keys=True) for r in rows if "machine" in r}
+    # runs recorded before bench/_env.py carry neither
+    print(json.dumps({"loadavg_1m_range": _env.load_range(rows), "machines": sorted(machines)}))
     for mode in ("pedl", "plain"):
         per_batch = sorted(r["ms_per_batch"] for r in rows if r["mode"] == mode)
         print(f"{mode}: ms/batch median {per_batch[len(per_batch) // 2]:.2f} (n={len(per_batch)})")

@@ -14,7 +14,8 @@ Two measurements:
    ``--interval`` seconds (default 1, the shortest interval allowed: the worst case; the
    default is 5), the order alternating from pair to pair. Ratio = with ÷ without samples/s.
 
-Prints one JSON line per run and a summary; ``--out`` appends the runs as JSON lines.
+Prints one JSON line per run and a summary, each with the load averages around it and the
+machine (``bench/_env.py``); ``--out`` appends the runs as JSON lines.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _env
 from p1_driver import summarize
 
 from pedl.exec._system_metrics import BATCH_SAMPLES, SystemSampler
@@ -81,12 +83,15 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=1.0)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    load = _env.Load.start()
     cost = sampler_cost()
-    print(json.dumps({"sampler": cost}), flush=True)
+    print(json.dumps({"sampler": cost, **load.stop(), "machine": _env.machine()}), flush=True)
     ratios, cpu_ratios = [], []
+    rows: list[dict[str, Any]] = []
     for pair in range(args.pairs):
         order = [0.0, args.interval] if pair % 2 == 0 else [args.interval, 0.0]
         runs = {interval: measure(interval) for interval in order}
+        rows.extend(runs.values())
         for run in runs.values():
             print(json.dumps(run), flush=True)
             if args.out:
@@ -103,6 +108,8 @@ def main() -> None:
                 "throughput_ratio_with_over_without": summarize(ratios),
                 "cpu_per_batch_ratio_without_over_with": summarize(cpu_ratios),
                 "sampler_share_bound": bound,
+                "loadavg_1m_range": _env.load_range(rows),
+                "machine": rows[0]["machine"] if rows else _env.machine(),
             }
         )
     )

@@ -11,7 +11,8 @@ each batch of samples JSON-encoded as its POST body; off: none). Each 100-batch 
 wholly inside one window is that window's; a window's time per batch is its chunks' mean.
 Each "on" window is compared with the mean of the "off" windows beside it (so slow drift of
 the machine cancels): ratio = off / on time per batch (< 1: the sampler slows training).
-Prints one JSON line: the ratios' median and 95% bootstrap interval, and the counts.
+Prints one JSON line: the ratios' median and its ~95% interval (order statistics,
+``bench/_env.py``), the counts, the load average before and after, and the machine.
 
 An ``--interval`` far below PEDL's shortest (1 s), such as 0.01, amplifies the cost until it
 can be measured: the cost is per sample, so the slowdown scales down with the sampling rate
@@ -23,13 +24,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import random
 import statistics
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+import _env
 import bench_trials
 import pedl_harness
 from p1_throughput import WINDOW_START
@@ -87,12 +88,6 @@ def neighbour_ratios(means: list[tuple[bool, float]]) -> list[float]:
     return ratios
 
 
-def bootstrap(values: list[float], rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
-    rng = random.Random(seed)
-    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(rounds))
-    return medians[int(0.025 * rounds)], medians[int(0.975 * rounds)]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=40)
@@ -104,6 +99,7 @@ def main() -> None:
     batches = args.epochs * -(-len(x) // bench_trials.BATCH_SIZE[case])
     recorder = pedl_harness.Recorder()
     stop = threading.Event()
+    load = _env.Load.start()
     with tempfile.TemporaryDirectory(prefix="pedl-bench-") as tmp:
         controller = pedl_harness.make_controller(case, batches, Path(tmp), recorder)
         windows = alternate(args.window, args.interval, stop)
@@ -112,8 +108,9 @@ def main() -> None:
         finally:
             stop.set()
             time.sleep(1)  # the last window is recorded
+    load.stop()
     ratios = neighbour_ratios(window_means(recorder.boundary_times, windows))
-    low, high = bootstrap(ratios)
+    interval = _env.median_interval(ratios)
     print(
         json.dumps(
             {
@@ -124,10 +121,13 @@ def main() -> None:
                 "batches": batches,
                 "windows": len(windows),
                 "compared": len(ratios),
-                "ratio_off_over_on_median": statistics.median(ratios),
-                "ci95": [low, high],
+                "ratio_off_over_on_median": interval.median,
+                "interval": [interval.low, interval.high],
+                "coverage": round(interval.coverage, 4),
                 "min": min(ratios),
                 "max": max(ratios),
+                **load.as_dict(),
+                "machine": _env.machine(),
             }
         )
     )
