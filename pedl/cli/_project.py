@@ -19,7 +19,7 @@ from pedl.cli._context import console, current_client, det_output, print_det_tab
 from pedl.cli._tables import experiments_table
 from pedl.cli._workspace import (
     WORKSPACE_NAME,
-    arrange,
+    add_list_projects,
     json_flag,
     listing_options,
     print_projects,
@@ -46,25 +46,7 @@ def project() -> None:
     """Manage projects (each in a workspace, each holding experiments)."""
 
 
-@project.command("list")
-@WORKSPACE_NAME
-@listing_options
-@json_flag
-def list_projects(
-    workspace_name: str,
-    sort_by: str,
-    order_by: str,
-    limit: int,
-    offset: int | None,
-    as_json: bool,
-) -> None:
-    """List the projects of the workspace WORKSPACE_NAME."""
-    found = current_client().get_workspace(workspace_name)
-    items = arrange(found.list_projects(), sort_by, order_by, limit, offset)
-    if as_json:
-        print_json([project_json(p) for p in items])
-    else:
-        print_projects(items)
+add_list_projects(project, "list")
 
 
 def _experiments(client: Client, found: Project, show_all: bool) -> list[Experiment]:

@@ -161,25 +161,32 @@ def list_workspaces(
         print_workspaces(items, from_list_api=True)
 
 
-@workspace.command("list-projects")
-@WORKSPACE_NAME
-@listing_options
-@json_flag
-def list_projects(
-    workspace_name: str,
-    sort_by: str,
-    order_by: str,
-    limit: int,
-    offset: int | None,
-    as_json: bool,
-) -> None:
-    """List the projects of the workspace WORKSPACE_NAME."""
-    found = current_client().get_workspace(workspace_name)
-    items = arrange(found.list_projects(), sort_by, order_by, limit, offset)
-    if as_json:
-        print_json([project_json(p) for p in items])
-    else:
-        print_projects(items)
+def add_list_projects(group: click.Group, name: str) -> None:
+    """Add the command that lists a workspace's projects to ``group`` as ``name`` (det has
+    it as ``workspace list-projects`` and as ``project list``)."""
+
+    @group.command(name)
+    @WORKSPACE_NAME
+    @listing_options
+    @json_flag
+    def list_projects(
+        workspace_name: str,
+        sort_by: str,
+        order_by: str,
+        limit: int,
+        offset: int | None,
+        as_json: bool,
+    ) -> None:
+        """List the projects of the workspace WORKSPACE_NAME."""
+        found = current_client().get_workspace(workspace_name)
+        items = arrange(found.list_projects(), sort_by, order_by, limit, offset)
+        if as_json:
+            print_json([project_json(p) for p in items])
+        else:
+            print_projects(items)
+
+
+add_list_projects(workspace, "list-projects")
 
 
 @workspace.command("create")
