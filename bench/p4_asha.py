@@ -6,7 +6,10 @@ length run one after the other (the order alternates by seed) on one real master
 slots. Per pair: wall time of each search (created → ended, from the master's record), epochs
 trained (sum over trials of batches ÷ batches per epoch), best validation accuracy, and
 ASHA ÷ random, and how far ASHA trained random search's best configuration and what it
-reached there. One JSON line per pair goes to ``--out``; a summary is printed.
+reached there, with the load average before and after each search. One JSON line per pair
+goes to ``--out``; a summary is printed with the load averages seen and the machine
+(``bench/_env.py``). Seeds are a fixed count (``--seeds``), not repeated until an interval is
+narrow: the goal is per seed.
 
 ASHA's settings default to ``mode: aggressive``, ``divisor: 3``, ``max_rungs: 4`` (rungs at 1,
 3, 9 and 27 epochs), promotions; ``--mode``, ``--divisor``, ``--max-rungs`` and ``--stop-once``
@@ -23,8 +26,6 @@ import argparse
 import base64
 import json
 import math
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import _env
 import httpx
 from p5_master import MasterProcess
 
@@ -116,7 +118,9 @@ def run_experiment(http: httpx.Client, config_yaml: str, archive: str) -> dict[s
 def run_search(
     http: httpx.Client, archive: str, kind: str, seed: int, epochs: int, asha: dict[str, Any]
 ) -> dict[str, Any]:
+    load = _env.Load.start()
     experiment = run_experiment(http, config(kind, seed, epochs, asha), archive)
+    load.stop()
     experiment_id = experiment["id"]
     trials = http.get(f"/experiments/{experiment_id}/trials", params={"limit": 1000}).json()
     created = datetime.fromisoformat(experiment["created_at"])
@@ -131,6 +135,7 @@ def run_search(
         "epochs_trained": epochs_trained,
         "best_val_accuracy": experiment["best_validation"],
         "trials": len(trials["items"]),
+        **load.as_dict(),
         "per_trial": {
             json.dumps(t["hparams"], sort_keys=True): {
                 "batches": t["total_batches"],
@@ -199,7 +204,6 @@ def main() -> None:
                     ),
                     "asha": {k: v for k, v in asha.items() if k != "per_trial"},
                     "random": {k: v for k, v in rand.items() if k != "per_trial"},
-                    "load_avg": os.getloadavg()[0],
                     "commit": commit,
                     "utc": datetime.utcnow().isoformat(timespec="seconds"),
                 }
@@ -219,7 +223,10 @@ def main() -> None:
         "best_matches": sum(p["best_matches"] for p in pairs),
         "best_at_least_random": sum(p["best_at_least_random"] for p in pairs),
         "same_configurations": all(p["same_configurations"] for p in pairs),
-        "machine": {"nproc": os.cpu_count(), "python": platform.python_version()},
+        "loadavg_1m_range": _env.load_range(
+            [p[kind] for p in pairs for kind in ("asha", "random")]
+        ),
+        "machine": _env.machine(),
         "argv": sys.argv[1:],
     }
     print(json.dumps(summary, indent=2))

@@ -22,7 +22,8 @@ apart. Also measured: each chart API call's time in the page (resource timing), 
 the endpoints alone, and the master's resident memory (psutil: the master and every process
 below it, summed, sampled every 0.1 s) at its peak during the loads and during the endpoint
 calls (which ask every chart's data, the visualization tab's included, whatever ``--page``).
-Needs ``make ui`` and /usr/bin/chromium. Prints one JSON line per database.
+Needs ``make ui`` and /usr/bin/chromium. Prints one JSON line per database, with the load
+average before the first page load and after the last, and the machine (``bench/_env.py``).
 
 ``--optuna`` also loads the same trials (the same random numbers: hyperparameters, each
 trial's val_loss at each batch count as its intermediate values, its best val_loss as its
@@ -66,6 +67,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import _env
 import httpx
 import psutil
 from p5_master import (
@@ -74,7 +76,6 @@ from p5_master import (
     MasterProcess,
     child_pids,
     free_port,
-    loadavg,
     make_backend,
     quantile,
 )
@@ -491,6 +492,7 @@ def optuna_run(args: argparse.Namespace) -> dict[str, Any]:
         dashboard = OptunaDashboard(storage, home, args.optuna_memory_gb)
         memory = MemoryPeak(dashboard.proc.pid)
         samples: list[dict[str, Any]] = []
+        system_load = _env.Load.start()  # again at the first page load
         try:
             url = f"{dashboard.url}/dashboard/studies/1"
             with sync_playwright() as playwright, memory:
@@ -498,12 +500,14 @@ def optuna_run(args: argparse.Namespace) -> dict[str, Any]:
                     executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
                 )
                 try:
+                    system_load = _env.Load.start()
                     warmup = optuna_load(browser, url, args.optuna_cap)
                     if warmup["ms"] is not None:
                         for _ in range(args.optuna_loads):
                             samples.append(optuna_load(browser, url, args.optuna_cap))
                             if samples[-1]["ms"] is None:
                                 break
+                    system_load.stop()
                 finally:
                     browser.close()
         finally:
@@ -529,7 +533,8 @@ def optuna_run(args: argparse.Namespace) -> dict[str, Any]:
         "dashboard_rss_peak_mb": memory.peak_mb,
         "dashboard_memory_limit_gb": args.optuna_memory_gb,
         "dashboard_log_tail": log_tail,
-        "loadavg": loadavg(),
+        **system_load.as_dict(),
+        "machine": _env.machine(),
     }
 
 
@@ -754,12 +759,14 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, Any]:
                         args=CHROMIUM_ARGS + args.chromium_arg,
                     )
                     try:
+                        system_load = _env.Load.start()
                         warmup = page_load(browser, url, token, args.timeout)
                         cpu_before = tree_cpu(master.pid)
                         loads = [
                             page_load(browser, url, token, args.timeout) for _ in range(args.loads)
                         ]
                         cpu_after = tree_cpu(master.pid)
+                        system_load.stop()
                         master_cpu = cpu_after[0] - cpu_before[0]
                         browser_cpu = cpu_after[1] - cpu_before[1]
                     finally:
@@ -824,7 +831,8 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, Any]:
         "importance_ready_s": importance_s,
         "api_median_ms_in_page": {p: statistics.median(d) for p, d in sorted(api_calls.items())},
         "endpoint_median_ms": endpoints,
-        "loadavg": loadavg(),
+        **system_load.as_dict(),
+        "machine": _env.machine(),
         "samples_ms": [round(value, 1) for value in ms],
     }
 
