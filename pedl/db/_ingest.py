@@ -233,13 +233,22 @@ class MetricIngestor:
         return request.future
 
     def submit_async(
-        self, trial_id: int, rows: Sequence[MetricRow], *, token: str | None = None
+        self,
+        trial_id: int,
+        rows: Sequence[MetricRow],
+        *,
+        token: str | None = None,
+        values_checked: bool = False,
     ) -> asyncio.Future[int]:
         """:meth:`submit` for a caller on an event loop (call it on that loop): the returned
         future of that loop is resolved there, with those of the other requests of the same
         batch in one callback (one wake-up of the loop per batch). Cancelling it (its caller
-        gave up) drops the request if the writer has not taken it yet."""
-        metrics_repo.check_metric_values(rows)
+        gave up) drops the request if the writer has not taken it yet. ``values_checked``:
+        the caller has already refused every value beyond
+        :data:`~pedl.db.metrics.MAX_METRIC_MAGNITUDE` (the API's schema did), so they are
+        not checked again."""
+        if not values_checked:
+            metrics_repo.check_metric_values(rows)
         token_hash = None if token is None else trials_repo.hash_token(token)
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[int] = loop.create_future()

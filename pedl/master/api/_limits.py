@@ -50,6 +50,7 @@ _ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _RAW_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
 _STRING = re.compile(rb'"[^"]*"')
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_NOT_BRACKET_OR_QUOTE = bytes(b for b in range(256) if b not in b'[]{}"')
 _OPENERS = frozenset(b"[{")
 
 
@@ -88,7 +89,20 @@ def json_body_problem(body: bytes, max_depth: int) -> str | None:
         return "a string holds a lone UTF-16 surrogate escape (\\ud800-\\udfff), which is not text"
     if b"\xed" in text and _RAW_SURROGATE.search(text):
         return "a string holds a UTF-8-encoded surrogate (\\ud800-\\udfff), which is not text"
-    brackets = _STRING.sub(b"", text.replace(b'\\"', b"")).translate(None, _NOT_BRACKET)
+    text = text.replace(b'\\"', b"")
+    # The brackets and quotes alone (a fifth of a metric report's bytes), then the strings
+    # that hold no bracket dropped as pairs of adjacent quotes (C loops, no match object per
+    # string): with an even number of quotes a bracket lies in a string exactly when an odd
+    # number of quotes precede it, which dropping a pair does not change, so what is left
+    # holds the same brackets outside strings. An odd number (an unterminated string, not
+    # JSON) takes the plain way.
+    brackets = text.translate(None, _NOT_BRACKET_OR_QUOTE)
+    if brackets.count(b'"') % 2 == 0:
+        brackets = brackets.replace(b'""', b"")
+        if b'"' in brackets:
+            brackets = _STRING.sub(b"", brackets)
+    else:
+        brackets = _STRING.sub(b"", text).translate(None, _NOT_BRACKET)
     if len(brackets) > max_depth and _deeper_than(brackets, max_depth):
         return (
             f"JSON nested deeper than {max_depth} levels of arrays and objects "

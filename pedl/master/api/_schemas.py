@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, NotRequired, TypeVar
 from uuid import UUID
 
 from pydantic import (
@@ -18,11 +18,14 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    TypeAdapter,
     WithJsonSchema,
     computed_field,
 )
+from typing_extensions import TypedDict
 
 from pedl.config import mask_config
+from pedl.db.metrics import MAX_METRIC_MAGNITUDE
 from pedl.vocabulary import (
     MAX_ERROR_MESSAGE,
     MAX_TRACEBACK,
@@ -367,6 +370,46 @@ class MetricsBatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rows: list[MetricReport] = Field(max_length=MAX_BATCH_ROWS)
+
+
+_BoundedMetricValue = (
+    Annotated[float, Field(ge=-MAX_METRIC_MAGNITUDE, le=MAX_METRIC_MAGNITUDE)]
+    | None
+    | Literal["NaN", "Infinity", "-Infinity"]
+)
+
+
+class _FastMetricReport(TypedDict):
+    """:class:`MetricReport` for :data:`FAST_METRICS_BATCH` (see there)."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    kind: MetricKind
+    total_batches: BigCount
+    total_records: NotRequired[BigCount | None]
+    total_epochs: NotRequired[Annotated[float, Field(ge=0, allow_inf_nan=False)] | None]
+    metrics: dict[Annotated[str, Field(min_length=1, max_length=256)], _BoundedMetricValue]
+    reported_at: NotRequired[UTCTimestamp | None]
+
+
+class _FastMetricsBatch(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    rows: Annotated[list[_FastMetricReport], Field(max_length=MAX_BATCH_ROWS)]
+
+
+FAST_METRICS_BATCH: TypeAdapter[_FastMetricsBatch] = TypeAdapter(_FastMetricsBatch)
+"""The common case of :class:`MetricsBatch`, validated by pydantic's core alone (no Python
+call per row, name or value; rows as dicts, not models), for the metric-report fast path
+(``pedl.master.api._app.MetricReportFastPath``). It accepts a subset of what
+:class:`MetricsBatch` accepts, with the same values, and also checks the values' bound
+(:data:`~pedl.db.metrics.MAX_METRIC_MAGNITUDE`, which :class:`MetricsBatch` leaves to the
+database layer's 422); anything else fails here and takes the route, whose errors name the
+field. The differences: a metric name is not checked for NUL characters (the caller sends a
+body holding ``\\u0000`` to the route instead), and a non-finite value arrives as the string
+that spells it (``"NaN"``, ``"Infinity"``, ``"-Infinity"``, which is how it is stored), not as
+a float; a non-finite value spelled otherwise (``"nan"``, a number past the double's range)
+and one beyond the bound fail here."""
 
 
 class MetricsIngested(ResponseBody):

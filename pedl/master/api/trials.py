@@ -48,6 +48,7 @@ from pedl.master.api._deps import (
 )
 from pedl.master.api._errors import AUTH_RESPONSES, ERROR_RESPONSES, ApiError
 from pedl.master.api._schemas import (
+    FAST_METRICS_BATCH,
     MAX_BIGINT,
     CheckpointCreate,
     CheckpointPublic,
@@ -139,27 +140,62 @@ def metric_rows(body: MetricsBatch) -> list[MetricRow]:
     """The rows of a validated ``POST /trials/{id}/metrics`` body."""
     return [
         MetricRow(
-            kind=report.kind,
-            total_batches=report.total_batches,
-            total_records=report.total_records,
-            total_epochs=report.total_epochs,
-            metrics=report.metrics,
-            reported_at=report.reported_at,
+            report.kind,
+            report.total_batches,
+            report.metrics,
+            report.total_records,
+            report.total_epochs,
+            report.reported_at,
         )
         for report in body.rows
     ]
 
 
+def fast_metric_rows(body: bytes) -> list[MetricRow] | None:
+    """The rows of a ``POST /trials/{id}/metrics`` body validated by
+    :data:`~pedl.master.api._schemas.FAST_METRICS_BATCH` (every value within the bound, a
+    non-finite one as its string), or ``None`` when that schema refuses it or it holds a
+    ``\\u0000`` escape (perhaps a NUL in a metric name, which that schema does not check):
+    the route's :class:`MetricsBatch` then decides, and its errors name the field."""
+    if b"\\u0000" in body:
+        return None
+    try:
+        rows = FAST_METRICS_BATCH.validate_json(body)["rows"]
+    except ValueError:  # pydantic's ValidationError included
+        return None
+    make = tuple.__new__
+    return [
+        make(
+            MetricRow,
+            (
+                row["kind"],
+                row["total_batches"],
+                row["metrics"],
+                row.get("total_records"),
+                row.get("total_epochs"),
+                row.get("reported_at"),
+            ),
+        )
+        for row in rows
+    ]
+
+
 async def ingest_report(
-    ingestor: MetricIngestor, trial_id: int, rows: list[MetricRow], token: str
+    ingestor: MetricIngestor,
+    trial_id: int,
+    rows: list[MetricRow],
+    token: str,
+    *,
+    values_checked: bool = False,
 ) -> MetricsIngested:
     """Hand one report to the metric writer and await its commit (no worker thread); raises
     :class:`ApiError` 401/403 (token), 409 (the trial ended, a row past its length), 422 (a
     value beyond the bound), 503 (queue full, writer stuck or stopped), or the writer's own
     error (404 unknown trial, a database error). Shared by the route and the app's fast path
-    (:class:`pedl.master.api._app.MetricReportFastPath`)."""
+    (:class:`pedl.master.api._app.MetricReportFastPath`), whose schema has already checked
+    the values' bound (``values_checked``)."""
     try:
-        waiter = ingestor.submit_async(trial_id, rows, token=token)
+        waiter = ingestor.submit_async(trial_id, rows, token=token, values_checked=values_checked)
         try:
             # On timeout the waiter is cancelled: the writer drops the report if still queued.
             async with asyncio.timeout(INGEST_TIMEOUT_S):
