@@ -2,7 +2,7 @@
 
 Run by hand, never by the test suite::
 
-    .venv/bin/python bench/p7_distributed.py [--batches 120] [--repeats 2]
+    .venv/bin/python bench/p7_distributed.py [--batches 120] [--min-rounds 6] [--max-rounds 12]
 
 For each model (the digits conv net of ``examples/digits_keras``, and a conv net whose
 training step takes well over 5 ms on one thread) and each of four setups, side by side in
@@ -12,19 +12,29 @@ inter-op threads 1, ``TF_NUM_INTRAOP_THREADS``/``TF_NUM_INTEROP_THREADS``):
 - ``pedl-1`` / ``pedl-2``: PEDL's Keras controller on 1 worker, and on 2 worker processes
   started as a launcher starts them (``DistributedContext.to_env()`` and ``TF_CONFIG`` on
   loopback: ``MultiWorkerMirroredStrategy``, PEDL's own ``strategy.run(train_step)`` loop);
-- ``keras-1`` / ``keras-2`` (the "plain loop"): Keras under ``MultiWorkerMirroredStrategy``
-  without PEDL, in the custom loop a user writes since Keras 3's ``fit`` fails under that
-  strategy: ``strategy.run`` of the compiled model's ``train_step``, the logs reduced
-  (``MEAN``) and the loss read every step, the same global batch split the same way.
+- ``plain_loop-1`` / ``plain_loop-2`` (the "plain loop", called "plain Keras" before):
+  Keras under ``MultiWorkerMirroredStrategy`` without PEDL, in a custom loop, not ``fit``:
+  Keras 3's ``fit`` fails under that strategy (keras-team/keras#20585), so the peer is the
+  loop a user writes instead: ``strategy.run`` of the compiled model's ``train_step``, the
+  logs reduced (``MEAN``) and the loss read every step, the same global batch split the
+  same way.
 
 Throughput is the global batch times the batches between the first time mark at or after
 batch ``--warmup`` and the last, over the wall time between them, on the chief (marks every
 10 batches: PEDL's chunk boundaries, timed by its metrics recorder as in P1; a plain loop's
 every 10th batch; tracing, the first collectives and the closing validation and checkpoint
-excluded). Prints one JSON line per measurement (with the 1-minute load average before it)
-and a table with the ratios of 2 workers to 1, the load averages seen and the commit
-(issue 38's goal: PEDL's ratio at least the plain loop's at both step sizes; on an idle
-machine at least 1.25 for ``conv`` and 1.7 for ``conv128``).
+excluded).
+
+A round measures every model and setup once, side by side (the order reverses from round to
+round, so drift in the machine's load hits both setups alike); each round gives each model
+and setup a ratio of 2 workers to 1. Rounds go on until every such ratio's median has a ~95%
+interval (order statistics, ``bench/_env.py``) within ±``--rel-halfwidth`` of it (at least
+``--min-rounds``, at most ``--max-rounds``; ``--repeats N`` runs exactly N rounds). Prints one
+JSON line per measurement (with the load average before and after it and the machine), a
+table with the ratios of 2 workers to 1 and their intervals, and a JSON summary line with
+the rounds taken, the load averages seen and the machine (issue 38's goal: PEDL's ratio at
+least the plain loop's at both step sizes; on an idle machine at least 1.25 for ``conv`` and
+1.7 for ``conv128``).
 """
 
 from __future__ import annotations
@@ -43,9 +53,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _env
+
 ROOT = Path(__file__).resolve().parents[1]
 CHUNK = 10
 """Batches between two time marks (PEDL's scheduling_unit here)."""
+SETUPS = ("pedl", "plain_loop")
+"""PEDL's controller, and the plain loop (a custom MultiWorkerMirroredStrategy step)."""
 MODELS = {
     "digits": {"global_batch_size": 32},
     "conv": {"global_batch_size": 32},
@@ -84,6 +98,7 @@ def _environments(size: int) -> list[dict[str, str]]:
 
 def measure(mode: str, model: str, size: int, batches: int, warmup: int) -> dict[str, Any]:
     """One measurement: ``size`` fresh worker processes; the chief's throughput."""
+    load = _env.Load.start()
     with tempfile.TemporaryDirectory(prefix="pedl-p7-") as tmp:
         job = {"mode": mode, "model": model, "batches": batches, "warmup": warmup, "dir": tmp}
         procs = []
@@ -111,10 +126,11 @@ def measure(mode: str, model: str, size: int, batches: int, warmup: int) -> dict
             if p.returncode:
                 raise RuntimeError(f"{mode}-{size} {model} failed:\n{out[-4000:]}")
         with open(Path(tmp) / "result-0.pkl", "rb") as f:
-            marks: list[tuple[int, float]] = pickle.load(f)
+            result = pickle.load(f)
+        marks: list[tuple[int, float]] = result["marks"]
     global_batch = MODELS[model]["global_batch_size"]
     marks = [m for m in marks if m[0] >= warmup]
-    load = float(Path("/proc/loadavg").read_text().split()[0])
+    load.stop()
     (first_batch, first), (last_batch, last) = marks[0], marks[-1]
     chunks = [(t1 - t0) / (b1 - b0) for (b0, t0), (b1, t1) in itertools.pairwise(marks)]
     return {
@@ -123,7 +139,8 @@ def measure(mode: str, model: str, size: int, batches: int, warmup: int) -> dict
         "workers": size,
         "samples_per_s": global_batch * (last_batch - first_batch) / (last - first),
         "median_step_ms": 1000 * statistics.median(chunks),
-        "loadavg_1m_after": load,
+        **load.as_dict(),
+        "machine": _env.machine() | result["versions"],
     }
 
 
@@ -196,12 +213,14 @@ def _worker(job: dict[str, Any]) -> None:
     if job["mode"] == "pedl":
         _pedl_worker(job, times)
     else:
-        _keras_worker(job, times, size)
+        _plain_loop_worker(job, times, size)
     rank = int(os.environ.get("PEDL_RANK", "0"))
     if rank == 0:
+        import keras
+
+        versions = {"tensorflow": tf.__version__, "keras": keras.__version__}
         with open(Path(job["dir"]) / "result-0.pkl", "wb") as f:
-            pickle.dump(times, f)
-    del tf
+            pickle.dump({"marks": times, "versions": versions}, f)
 
 
 def _pedl_worker(job: dict[str, Any], times: list[tuple[int, float]]) -> None:
@@ -267,7 +286,7 @@ reproducibility: {{experiment_seed: 1}}
     distributed.close()
 
 
-def _keras_worker(job: dict[str, Any], times: list[tuple[int, float]], size: int) -> None:
+def _plain_loop_worker(job: dict[str, Any], times: list[tuple[int, float]], size: int) -> None:
     import keras
     import tensorflow as tf
 
@@ -310,41 +329,75 @@ def main() -> None:
     parser.add_argument("--worker")
     parser.add_argument("--batches", type=int, default=120)
     parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--min-rounds", type=int, default=6)
+    parser.add_argument("--max-rounds", type=int, default=12)
+    parser.add_argument("--rel-halfwidth", type=float, default=0.05)
+    parser.add_argument("--repeats", type=int, default=None, help="exactly this many rounds")
     parser.add_argument("--models", default="digits,conv,conv128")
     args = parser.parse_args()
     if args.worker:
         _worker(json.loads(args.worker))
         return
+    if args.repeats is not None:
+        args.min_rounds = args.max_rounds = args.repeats
+    models = args.models.split(",")
+    rows: list[dict[str, Any]] = []
     results: dict[tuple[str, str, int], list[float]] = {}
     steps: dict[tuple[str, str, int], list[float]] = {}
-    load_seen: list[float] = []
-    for _ in range(args.repeats):
-        for model in args.models.split(","):
-            for mode in ("pedl", "keras"):
-                for size in (1, 2):
-                    r = measure(mode, model, size, args.batches, args.warmup)
-                    print(json.dumps(r), flush=True)
-                    results.setdefault((mode, model, size), []).append(r["samples_per_s"])
-                    steps.setdefault((mode, model, size), []).append(r["median_step_ms"])
-                    load_seen.append(r["loadavg_1m_after"])
-    loads = load_seen
-    commit = subprocess.run(
-        ["git", "describe", "--always", "--dirty=+"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
-    print(
-        f"\n{os.cpu_count()} CPUs, load average {min(loads):.1f}-{max(loads):.1f} "
-        f"during the run, commit {commit}"
+
+    def round_(index: int) -> dict[str, float]:
+        """Every model and setup once; each one's ratio of 2 workers to 1 in this round."""
+        order = [(m, mode, n) for m in models for mode in SETUPS for n in (1, 2)]
+        this: dict[tuple[str, str, int], float] = {}
+        for model, mode, size in order if index % 2 == 0 else order[::-1]:
+            r = measure(mode, model, size, args.batches, args.warmup)
+            print(json.dumps({"round": index, **r}), flush=True)
+            rows.append(r)
+            this[(mode, model, size)] = r["samples_per_s"]
+            results.setdefault((mode, model, size), []).append(r["samples_per_s"])
+            steps.setdefault((mode, model, size), []).append(r["median_step_ms"])
+        return {
+            f"{model} {mode} 2/1": this[(mode, model, 2)] / this[(mode, model, 1)]
+            for model in models
+            for mode in SETUPS
+        }
+
+    repeated = _env.repeat_until_narrow(
+        round_,
+        min_reps=args.min_rounds,
+        max_reps=args.max_rounds,
+        rel_halfwidth=args.rel_halfwidth,
     )
-    print("\n| model | setup | 1 worker samples/s | 2 workers samples/s | ratio | step 1w ms |")
+    loads = _env.load_range(rows)
+    machine = rows[0]["machine"]
+    print(
+        f"\n{machine['vcpus']} vCPUs ({machine['cpu']}), load average {loads[0]:.1f}-"
+        f"{loads[1]:.1f} during the run, commit {machine['commit']}, {repeated.reps} rounds, "
+        f"every interval within ±{args.rel_halfwidth:.0%}: {repeated.narrow}"
+    )
+    print(
+        "\n| model | setup | 1 worker samples/s | 2 workers samples/s | 2 ÷ 1 per round: "
+        "median (~95% interval) | step 1w ms |"
+    )
     print("| --- | --- | --- | --- | --- | --- |")
-    for model in args.models.split(","):
-        for mode in ("pedl", "keras"):
+    for model in models:
+        for mode in SETUPS:
             one = statistics.median(results[(mode, model, 1)])
             two = statistics.median(results[(mode, model, 2)])
             step = statistics.median(steps[(mode, model, 1)])
+            ratio = repeated.intervals[f"{model} {mode} 2/1"]
             setup = "PEDL" if mode == "pedl" else "plain loop"
-            print(f"| {model} | {setup} | {one:.0f} | {two:.0f} | {two / one:.2f}x | {step:.1f} |")
+            print(
+                f"| {model} | {setup} | {one:.0f} | {two:.0f} | {ratio.median:.2f}x "
+                f"({ratio.low:.2f}-{ratio.high:.2f}, {ratio.coverage:.0%}) | {step:.1f} |"
+            )
+    summary = {
+        "benchmark": "p7 2 workers / 1, pedl beside a plain MultiWorkerMirroredStrategy loop",
+        **repeated.as_dict(),
+        "loadavg_1m_range": loads,
+        "machine": machine,
+    }
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":
