@@ -1,15 +1,19 @@
 """``det``'s cluster views on one PEDL master: ``job list``, ``job update`` (``update-batch``),
-``slot list``, ``agent list``, ``master info``, ``master config [show|set]``, ``master
-cluster-message set/get/clear``. A PEDL master is its own single agent; its jobs are its
-experiments (their trials run or wait for slots, ``GET /cluster``). ``agent enable`` and
-``slot enable`` change nothing (they always are); ``agent disable`` and ``slot disable`` exit
-with one line naming what to use instead."""
+``slot list``/``enable``/``disable``, ``agent list``/``enable``/``disable``, ``master info``,
+``master config [show|set]``, ``master cluster-message set/get/clear``. A PEDL master is its
+own single agent, ``master``, whose slots its trials hold (``GET /agents``); its jobs are its
+experiments (their trials run or wait for slots, ``GET /cluster``). A disabled slot takes no
+new trial, a disabled agent none at all; without ``--drain`` the trials running there
+checkpoint and stop, and run again from that checkpoint once slots are enabled (det kills
+them); with it they finish. ``det`` prints det 0.38.1's tables (``--csv`` too); ``pedl`` its
+own."""
 
 from __future__ import annotations
 
 import time
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 import yaml
@@ -27,6 +31,15 @@ from pedl.cli._context import (
     pagination_options,
     print_det_table,
     print_json,
+)
+from pedl.client import (
+    Agent,
+    Slot,
+    disable_agent,
+    disable_slot,
+    enable_agent,
+    enable_slot,
+    get_agent,
 )
 
 MASTER_LOG_PAGE = 10_000
@@ -312,53 +325,107 @@ def update_batch(operation: tuple[str, ...]) -> None:
             _update_job(job_id, None, float(number))
 
 
-def _slots(cluster: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per slot; the running trials fill them in order."""
-    owners: list[dict[str, Any]] = []
-    for running in cluster["running"]:
-        owners.extend([running] * int(running["slots"]))
-    rows = []
-    for slot in range(int(cluster["slots_total"])):
-        owner = owners[slot] if slot < len(owners) else None
-        rows.append(
-            {
-                "agent_id": AGENT_ID,
-                "slot_id": slot,
-                "enabled": cluster.get("halted") is None,
-                "trial_id": owner["trial_id"] if owner else None,
-                "experiment_id": owner["experiment_id"] if owner else None,
-            }
-        )
-    return rows
+def _agent() -> Agent:
+    return get_agent(AGENT_ID, client=current_client())
 
 
-def _slot_list(as_json: bool) -> None:
-    rows = _slots(_cluster())
-    if as_json:
-        print_json(rows)
+def _allocation(slot: Slot) -> str:
+    """det's allocation id of the trial holding a slot: PEDL's ``EXPERIMENT.TRIAL``."""
+    return f"{slot.experiment_id}.{slot.trial_id}"
+
+
+def _task_name(slot: Slot) -> str:
+    """det's task name of a trial: ``Trial T (Experiment E)``."""
+    return f"Trial {slot.trial_id} (Experiment {slot.experiment_id})"
+
+
+def _det_slots(agent: Agent) -> list[dict[str, Any]]:
+    """``determined.cli.agent.list_slots``'s rows."""
+    return [
+        {
+            "agent_id": agent.id,
+            "resource_pools": det_tables.RESOURCE_POOL,
+            "slot_id": str(slot.slot_id),
+            "enabled": slot.enabled,
+            "draining": slot.draining,
+            "allocation_id": "FREE" if slot.trial_id is None else _allocation(slot),
+            "task_name": "FREE" if slot.trial_id is None else _task_name(slot),
+            "type": slot.device_type,
+            "device": slot.device,
+        }
+        for slot in agent.slots
+    ]
+
+
+_SLOT_HEADERS = [
+    "Agent ID",
+    "Resource Pool",
+    "Slot ID",
+    "Enabled",
+    "Draining",
+    "Allocation ID",
+    "Task Name",
+    "Type",
+    "Device",
+]
+"""``determined.cli.agent.list_slots``'s headers."""
+
+
+def _slot_list(as_json: bool, as_csv: bool) -> None:
+    if as_json and as_csv:
+        raise click.UsageError("argument --json: not allowed with argument --csv")
+    agent = _agent()
+    if det_output() or as_csv:
+        rows = _det_slots(agent)
+        if as_json:
+            print_json(rows)
+            return
+        print_det_table((_SLOT_HEADERS, [list(r.values()) for r in rows]), as_csv)
         return
-    table = Table("Agent", "Slot", "Enabled", "Trial", "Experiment")
-    for row in rows:
+    if as_json:
+        print_json(
+            [
+                {
+                    "agent_id": agent.id,
+                    "slot_id": slot.slot_id,
+                    "enabled": slot.enabled,
+                    "draining": slot.draining,
+                    "trial_id": slot.trial_id,
+                    "experiment_id": slot.experiment_id,
+                }
+                for slot in agent.slots
+            ]
+        )
+        return
+    table = Table("Agent", "Slot", "Enabled", "Draining", "Trial", "Experiment")
+    for slot in agent.slots:
         table.add_row(
-            row["agent_id"],
-            str(row["slot_id"]),
-            str(row["enabled"]),
-            "-" if row["trial_id"] is None else str(row["trial_id"]),
-            "-" if row["experiment_id"] is None else str(row["experiment_id"]),
+            agent.id,
+            str(slot.slot_id),
+            str(slot.enabled),
+            str(slot.draining),
+            "-" if slot.trial_id is None else str(slot.trial_id),
+            "-" if slot.experiment_id is None else str(slot.experiment_id),
         )
     console().print(table)
 
 
-@click.group("slot", cls=AliasGroup)
-def slot() -> None:
-    """Inspect the master's slots."""
+@click.group("slot", cls=AliasGroup, invoke_without_command=True)
+@click.pass_context
+def slot(ctx: click.Context) -> None:
+    """Inspect the master's slots.
+
+    Alone: ``list``."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_slots)
 
 
 @slot.command("list")
 @json_option
-def list_slots(as_json: bool) -> None:
-    """List the slots and the trial using each."""
-    _slot_list(as_json)
+@csv_option
+def list_slots(as_json: bool, as_csv: bool) -> None:
+    """List the slots: enabled or not, and the trial using each."""
+    _slot_list(as_json, as_csv)
 
 
 def _check_slot(agent_id: str, slot_id: int) -> None:
@@ -366,7 +433,7 @@ def _check_slot(agent_id: str, slot_id: int) -> None:
         raise click.ClickException(
             f"agent {agent_id!r} not found: a PEDL master is its own one agent, {AGENT_ID!r}"
         )
-    total = int(_cluster()["slots_total"])
+    total = len(_agent().slots)
     if not 0 <= slot_id < total:
         has = f"slots 0 to {total - 1}" if total else "no slots (it runs no experiments)"
         raise click.ClickException(f"slot {slot_id} not found: agent {AGENT_ID!r} has {has}")
@@ -375,52 +442,101 @@ def _check_slot(agent_id: str, slot_id: int) -> None:
 @slot.command("enable")
 @click.argument("agent_id")
 @click.argument("slot_id", type=int)
-def enable_slot(agent_id: str, slot_id: int) -> None:
-    """Enable a slot: a PEDL master's slots are always enabled (nothing changes)."""
+def enable_slot_command(agent_id: str, slot_id: int) -> None:
+    """Enable a slot: trials are given it again (administrators)."""
     _check_slot(agent_id, slot_id)
+    enable_slot(agent_id, slot_id, client=current_client())
     click.echo(f"Enabled slot {slot_id} of agent {agent_id}")
-
-
-SLOT_DISABLE_REFUSED = (
-    "det slot disable: PEDL schedules its slots as one pool and cannot take one out; to run "
-    "fewer trials at once cap the experiments (`det experiment set max-slots ID N`), or "
-    "restart the master with fewer slots (`pedl master --cpu-slots N`, CUDA_VISIBLE_DEVICES)."
-)
 
 
 @slot.command("disable")
 @click.argument("agent_id")
 @click.argument("slot_id", type=int)
-def disable_slot(agent_id: str, slot_id: int) -> None:
-    """Not in PEDL: its slots are one pool (cap experiments with max-slots instead)."""
-    click.echo(SLOT_DISABLE_REFUSED, err=True)
-    raise SystemExit(1)
+@click.option(
+    "--drain",
+    is_flag=True,
+    help="Let the trial on it finish (PEDL; det stops it: it checkpoints and runs again later).",
+)
+def disable_slot_command(agent_id: str, slot_id: int, drain: bool) -> None:
+    """Disable a slot: no new trial is given it; the trial on it checkpoints and stops (it
+    runs again from that checkpoint on another slot or later), or finishes with --drain
+    (administrators)."""
+    _check_slot(agent_id, slot_id)
+    disable_slot(agent_id, slot_id, drain, client=current_client())
+    click.echo(f"Disabled slot {slot_id} of agent {agent_id}")
 
 
-@click.group("agent", cls=AliasGroup)
-def agent() -> None:
-    """Inspect the agents (a PEDL master is its own one agent)."""
+@click.group("agent", cls=AliasGroup, invoke_without_command=True)
+@click.pass_context
+def agent(ctx: click.Context) -> None:
+    """Inspect the agents (a PEDL master is its own one agent).
+
+    Alone: ``list``."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_agents_command)
+
+
+_AGENT_HEADERS = [
+    "Agent ID",
+    "Version",
+    "Registered Time",
+    "Slots",
+    "Containers",
+    "Resource Pool",
+    "Enabled",
+    "Draining",
+    "Addresses",
+]
+"""``determined.cli.agent.list_agents``'s headers."""
 
 
 @agent.command("list")
 @json_option
-def list_agents(as_json: bool) -> None:
-    """List the agents: the master itself, with its slots."""
-    cluster = _cluster()
-    row = {
+@csv_option
+def list_agents_command(as_json: bool, as_csv: bool) -> None:
+    """List the agents: the master itself, with its slots, enabled or not."""
+    if as_json and as_csv:
+        raise click.UsageError("argument --json: not allowed with argument --csv")
+    found = _agent()
+    address = current_client().master
+    running = {s.trial_id for s in found.slots if s.trial_id is not None}
+    if det_output() or as_csv:
+        row = {
+            "id": found.id,
+            "version": found.version,
+            "registered_time": det_tables.format_time(found.registered_time),
+            "num_slots": len(found.slots),
+            "num_containers": len(running),
+            "resource_pools": det_tables.RESOURCE_POOL,
+            "enabled": found.enabled,
+            "draining": found.draining,
+            "addresses": urlsplit(address).hostname or address,
+        }
+        if as_json:
+            print_json([row])
+            return
+        print_det_table((_AGENT_HEADERS, [list(row.values())]), as_csv)
+        return
+    record = {
         "id": AGENT_ID,
-        "address": current_client().master,
-        "slots": cluster["slots_total"],
-        "slots_used": cluster["slots_used"],
-        "enabled": cluster.get("halted") is None,
-        "halted": cluster.get("halted"),
+        "address": address,
+        "slots": len(found.slots),
+        "slots_used": found.slots_used,
+        "enabled": found.enabled,
+        "draining": found.draining,
+        "halted": _cluster().get("halted"),
     }
     if as_json:
-        print_json([row])
+        print_json([record])
         return
-    table = Table("Agent", "Address", "Slots", "Used", "Enabled")
+    table = Table("Agent", "Address", "Slots", "Used", "Enabled", "Draining")
     table.add_row(
-        AGENT_ID, row["address"], str(row["slots"]), str(row["slots_used"]), str(row["enabled"])
+        AGENT_ID,
+        address,
+        str(record["slots"]),
+        str(record["slots_used"]),
+        str(found.enabled),
+        str(found.draining),
     )
     console().print(table)
 
@@ -442,39 +558,99 @@ def _check_agent(agent_id: str | None, all_agents: bool, action: str) -> None:
 @agent.command("enable")
 @click.argument("agent_id", required=False)
 @click.option("--all", "all_agents", is_flag=True, help="Enable every agent (the one).")
-def enable_agent(agent_id: str | None, all_agents: bool) -> None:
-    """Enable the agent: a PEDL master's one agent is always enabled (nothing changes)."""
+def enable_agent_command(agent_id: str | None, all_agents: bool) -> None:
+    """Enable the agent: trials start on its enabled slots again (administrators)."""
     _check_agent(agent_id, all_agents, "enable")
+    enable_agent(AGENT_ID, client=current_client())
     click.echo(f"Enabled agent {AGENT_ID}.", err=True)
 
 
-AGENT_DISABLE_REFUSED = (
-    "det agent disable: a PEDL master is its own one agent and is never disabled; to start no "
-    "new trials, pause the experiments (`det experiment pause ID`) or cap them "
-    "(`det experiment set max-slots ID N`), and stop the master to take the machine away."
-)
+_TASK_HEADERS = [
+    "Task ID",
+    "Allocation ID",
+    "Name",
+    "Slots Needed",
+    "Registered Time",
+    "Agent",
+    "Priority",
+    "Resource Pool",
+    "Ports",
+]
+"""``determined.cli.task.render_tasks``'s headers."""
 
 
 @agent.command("disable")
 @click.argument("agent_id", required=False)
-@click.option("--all", "all_agents", is_flag=True, help="Disable every agent.")
-@click.option("--drain", is_flag=True, help="Let the running trials finish.")
-@click.option("--csv", "as_csv", is_flag=True, help="Print as CSV.")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-def disable_agent(
+@click.option("--all", "all_agents", is_flag=True, help="Disable every agent (the one).")
+@click.option(
+    "--drain",
+    is_flag=True,
+    help="Let the running trials finish (and print them); without it they checkpoint and "
+    "stop, and run again from that checkpoint once the agent is enabled.",
+)
+@click.option("--csv", "as_csv", is_flag=True, help="Print the draining trials as CSV.")
+@click.option("--json", "as_json", is_flag=True, help="Print the draining trials as JSON.")
+def disable_agent_command(
     agent_id: str | None, all_agents: bool, drain: bool, as_csv: bool, as_json: bool
 ) -> None:
-    """Not in PEDL: its one agent is the master itself (pause experiments instead)."""
+    """Disable the agent (the master itself): no new trial starts; its running trials
+    checkpoint and stop (they run again from there once it is enabled), or finish with
+    --drain (administrators)."""
+    if as_json and as_csv:
+        raise click.UsageError("argument --json: not allowed with argument --csv")
     _check_agent(agent_id, all_agents, "disable")
-    click.echo(AGENT_DISABLE_REFUSED, err=True)
-    raise SystemExit(1)
+    found = disable_agent(AGENT_ID, drain, client=current_client())
+    click.echo(f"Disabled agent {AGENT_ID}.", err=True)
+    if not drain:
+        return
+    tasks: dict[str, dict[str, Any]] = {}
+    for held in found.slots:
+        if held.trial_id is None:
+            continue
+        task = tasks.setdefault(
+            _allocation(held),
+            {
+                "taskId": _allocation(held),
+                "allocationId": _allocation(held),
+                "name": _task_name(held),
+                "slotsNeeded": 0,
+                "registeredTime": None,
+                "agent": AGENT_ID,
+                "resourcePool": det_tables.RESOURCE_POOL,
+            },
+        )
+        task["slotsNeeded"] += 1
+    if not (as_json or as_csv):
+        if tasks:
+            click.echo("Tasks still in progress on draining nodes.")
+        else:
+            click.echo("No tasks in progress on draining nodes.")
+    if as_json:
+        print_json(tasks)
+        return
+    rows = [
+        [
+            t["taskId"],
+            t["allocationId"],
+            t["name"],
+            t["slotsNeeded"],
+            None,
+            AGENT_ID,
+            det_tables.NOT_AVAILABLE,
+            t["resourcePool"],
+            "",
+        ]
+        for t in tasks.values()
+    ]
+    print_det_table((_TASK_HEADERS, rows), as_csv)
 
 
 @agent.command("list-slots")
 @json_option
-def agent_slots(as_json: bool) -> None:
+@csv_option
+def agent_slots(as_json: bool, as_csv: bool) -> None:
     """The slots of the agent (as `slot list`)."""
-    _slot_list(as_json)
+    _slot_list(as_json, as_csv)
 
 
 @click.group("master", cls=AliasGroup)

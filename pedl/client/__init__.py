@@ -15,6 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pedl.client._address import DEFAULT_MASTER, DET_MASTER_ENV, MASTER_ENV, master_url
+    from pedl.client._agent import (
+        Agent,
+        Slot,
+        disable_agent,
+        disable_slot,
+        enable_agent,
+        enable_slot,
+        get_agent,
+        list_agents,
+    )
     from pedl.client._checkpoint import Checkpoint, CheckpointTrainingMetadata, DownloadMode
     from pedl.client._client import (
         Client,
@@ -118,6 +128,7 @@ __all__ = [
     "TERMINAL_EXPERIMENT_STATES",
     "TERMINAL_TRIAL_STATES",
     "USER_ENV",
+    "Agent",
     "Checkpoint",
     "CheckpointOrderBy",
     "CheckpointSortBy",
@@ -148,6 +159,7 @@ __all__ = [
     "Project",
     "SavedToken",
     "Session",
+    "Slot",
     "SystemSample",
     "TensorBoard",
     "TokenStore",
@@ -169,7 +181,12 @@ __all__ = [
     "create_workspace",
     "default_client",
     "delete_workspace",
+    "disable_agent",
+    "disable_slot",
+    "enable_agent",
+    "enable_slot",
     "env_credentials",
+    "get_agent",
     "get_checkpoint",
     "get_experiment",
     "get_model",
@@ -183,6 +200,7 @@ __all__ = [
     "get_user_by_name",
     "get_workspace",
     "iter_trials_metrics",
+    "list_agents",
     "list_experiments",
     "list_models",
     "list_tensorboards",
@@ -237,6 +255,14 @@ _MODULES: dict[str, str] = {
     "Session": "pedl.client._session",
     "merge_template": "pedl.client._templates",
     "TensorBoard": "pedl.client._tensorboard",
+    "Agent": "pedl.client._agent",
+    "Slot": "pedl.client._agent",
+    "disable_agent": "pedl.client._agent",
+    "disable_slot": "pedl.client._agent",
+    "enable_agent": "pedl.client._agent",
+    "enable_slot": "pedl.client._agent",
+    "get_agent": "pedl.client._agent",
+    "list_agents": "pedl.client._agent",
     "get_tensorboard": "pedl.client._tensorboard",
     "list_tensorboards": "pedl.client._tensorboard",
     "start_tensorboard": "pedl.client._tensorboard",

@@ -3,13 +3,14 @@
 Every query lives in a repository module (:mod:`~pedl.db.experiments`, :mod:`~pedl.db.trials`,
 :mod:`~pedl.db.metrics`, :mod:`~pedl.db.checkpoints`, :mod:`~pedl.db.logs`,
 :mod:`~pedl.db.searcher`, :mod:`~pedl.db.users`, :mod:`~pedl.db.templates`,
-:mod:`~pedl.db.workspaces`, :mod:`~pedl.db.cluster_messages`); each function takes a
-:class:`~sqlalchemy.orm.Session` from :meth:`Database.session` and never commits (the caller's
-``with`` block does). :class:`MetricIngestor` group-commits concurrent metric reports through
-one writer thread.
+:mod:`~pedl.db.workspaces`, :mod:`~pedl.db.cluster_messages`, :mod:`~pedl.db.agents`); each
+function takes a :class:`~sqlalchemy.orm.Session` from :meth:`Database.session` and never
+commits (the caller's ``with`` block does). :class:`MetricIngestor` group-commits concurrent
+metric reports through one writer thread.
 """
 
 from pedl.db import (
+    agents,
     checkpoints,
     cluster_messages,
     experiments,
@@ -22,6 +23,7 @@ from pedl.db import (
     users,
     workspaces,
 )
+from pedl.db._agent_models import DisabledSlot
 from pedl.db._database import Database
 from pedl.db._det_models import ArchivedExperiment, ClusterMessage, Template
 from pedl.db._engine import WRITE_OPTION, make_engine, normalize_url
@@ -55,6 +57,7 @@ __all__ = [
     "ClusterMessage",
     "ConflictError",
     "Database",
+    "DisabledSlot",
     "Experiment",
     "IngestUnavailableError",
     "LogLine",
@@ -76,6 +79,7 @@ __all__ = [
     "User",
     "UserSession",
     "Workspace",
+    "agents",
     "checkpoints",
     "cluster_messages",
     "current_revision",

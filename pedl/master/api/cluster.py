@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request
 
 from pedl.db import trials as trials_repo
 from pedl.exec import describe_status
+from pedl.master.api import agents
 from pedl.master.api._auth import USER_AUTH_RESPONSES, require_user
 from pedl.master.api._deps import DatabaseDep
 from pedl.master.api._errors import ERROR_RESPONSES
@@ -30,6 +31,7 @@ router = APIRouter(
     responses={**ERROR_RESPONSES, **USER_AUTH_RESPONSES},
     dependencies=[require_user],
 )
+router.include_router(agents.router)  # /agents: the one agent and its slots
 
 
 @router.get("/cluster")

@@ -45,12 +45,14 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 
 from sqlalchemy import select
 
 from pedl.config import ExperimentConfig, parse_config
 from pedl.db import Database, Experiment, SQLExperimentStore
+from pedl.db import agents as agents_repo
 from pedl.db import checkpoints as checkpoints_repo
 from pedl.db import experiments as experiments_repo
 from pedl.db import trials as trials_repo
@@ -67,6 +69,12 @@ from pedl.engine import (
 from pedl.exec import EXIT_MASTER_GONE, EXIT_MODEL_DEF_ERROR, WorkerState, describe_status
 from pedl.master._settings import MasterSettings
 from pedl.master.orchestrator._log_writer import TrialLogWriter
+from pedl.master.orchestrator._slots import (
+    AGENT_ID,
+    SlotBook,
+    SlotState,
+    agent_disabled_reason,
+)
 from pedl.master.rm import (
     IdleWorker,
     LocalResourceManager,
@@ -92,6 +100,10 @@ from pedl.vocabulary import ExperimentState, TrialError, TrialOutcome, searcher_
 logger = logging.getLogger("pedl.master")
 
 TICK_SECONDS = 0.25
+STOP_GRACE_SECONDS = 120.0
+"""How long a trial told to stop because its slots were disabled (without drain) has to
+checkpoint and exit before its process is killed (it then runs again from its latest
+checkpoint, not counted against max_restarts)."""
 MASTER_STREAM = "master"
 _LIVE_EXPERIMENT_STATES = [
     ExperimentState.ACTIVE,
@@ -172,6 +184,15 @@ class Orchestrator:
         self._reasons: dict[int, str] = {}
         self._halted: str | None = None
         """Why no trial process starts now (the master's disk is full), if so."""
+        self._slots = SlotBook()
+        """The disabled slots and the trials holding slots (see :mod:`._slots`)."""
+        self._slots_changed = threading.Event()
+        """Set when the disabled slots changed: the tick tells the resource manager."""
+        self._stopping_trials: dict[int, float] = {}
+        """Trials told to stop because their slots were disabled -> when they are killed."""
+        self._killed_for_slots: set[int] = set()
+        self.started_at: datetime | None = None
+        """When :meth:`start` ran (the agent's registration time)."""
         self._worker_exits_seen = 0
         self._reported: dict[int, tuple[TrialOutcome, TrialError | None]] = {}
         self._attempt_tokens: dict[int, str] = {}
@@ -189,13 +210,20 @@ class Orchestrator:
     def total_slots(self) -> int:
         return self._rm.total_slots
 
+    @property
+    def uses_gpus(self) -> bool:
+        """Whether the slots are GPUs (else CPU slots)."""
+        return self._rm.uses_gpus
+
     def start(self) -> None:
         """Adopt the live experiments and start the orchestrator's thread."""
+        self.started_at = datetime.now(UTC)
         self._rm.prepare(self._master_url)
         with self._db.session(write=True, serialize=True) as session:
             revoked = trials_repo.revoke_all_trial_tokens(session)
         if revoked:
             logger.info("revoked the tokens of %d trials (no attempt of them runs)", revoked)
+        self.reload_disabled_slots()
         self._sync_experiments()
         self._thread = threading.Thread(target=self._loop, name="pedl-orchestrator", daemon=True)
         self._thread.start()
@@ -225,6 +253,12 @@ class Orchestrator:
 
     def _tick(self) -> None:
         self._check_disk()
+        if self._slots_changed.is_set():
+            self._slots_changed.clear()
+            with self._lock:
+                disabled = self._slots.disabled_slots(self._rm.total_slots)
+            self._rm.set_disabled_slots(disabled)
+        self._kill_late_stoppers()
         while True:
             try:
                 trial_id = self._kill_requests.get_nowait()
@@ -466,7 +500,14 @@ class Orchestrator:
                 requests.append(
                     TrialRequest(trial_id, actor.experiment_id, resources.slots_per_trial, trial_id)
                 )
-        placement = schedule(total, running, requests, limits, halted=self._halted)
+        with self._lock:
+            halted = self._halted
+            if halted is None and not self._slots.agent_enabled:
+                halted = agent_disabled_reason(self._slots.agent_draining)
+            idle_disabled = self._slots.idle_disabled(total)
+        placement = schedule(
+            total, running, requests, limits, halted=halted, disabled_slots=idle_disabled
+        )
         for trial_id in placement.start:
             self._reasons.pop(trial_id, None)
             self._launch(trial_id)
@@ -526,6 +567,11 @@ class Orchestrator:
                 before_progress=True,
             )
             self._event(actor, lambda d: d.trial_exited(trial_id, TrialOutcome.ERRORED, error))
+            return
+        given = self._rm.slot_ids(trial_id)
+        with self._lock:
+            if trial_id in self._running_slots:  # not exited already
+                self._slots.assign(trial_id, slots, self._rm.total_slots, given)
 
     # exits ---------------------------------------------------------------------------------------
 
@@ -550,6 +596,10 @@ class Orchestrator:
         with self._lock:
             started = self._running_slots.pop(trial_id, None) is not None
             reported = self._reported.pop(trial_id, None)
+            self._slots.release(trial_id)
+            self._stopping_trials.pop(trial_id, None)
+            killed_for_slots = trial_id in self._killed_for_slots
+            self._killed_for_slots.discard(trial_id)
         if started:
             self._end_attempt(trial_id)
         if not started or self._stopping.is_set():
@@ -584,6 +634,15 @@ class Orchestrator:
             f"the trial process exited ({describe_status(returncode)})"
             + (f": {cause}" if cause else ""),
         )
+        if killed_for_slots and outcome == TrialOutcome.ERRORED:
+            stopped = TrialError(
+                "SlotsDisabled",
+                "the trial's slots were disabled (det agent/slot disable, without --drain) and "
+                f"it did not checkpoint and stop within {STOP_GRACE_SECONDS:.0f} s: its process "
+                "was killed",
+            )
+            self._event(actor, lambda d: d.trial_failed_by_master(trial_id, stopped))
+            return
         halted = self._halted
         if outcome == TrialOutcome.ERRORED and halted is not None:
             cause = error.summary() if error is not None else "it failed"
@@ -639,6 +698,64 @@ class Orchestrator:
             )
             logger.warning("experiment %s: %s", gone.experiment_id, message)
             self._log(gone.trial_id, message)
+
+    # the agent and its slots ----------------------------------------------------------------
+
+    def reload_disabled_slots(self) -> None:
+        """Read the disabled agent and slots from the database and act on them: no new trial
+        on a disabled slot (none at all on a disabled agent); the running trials that hold
+        slots disabled without drain (all of them, for the agent) are told to checkpoint and
+        stop, and are killed if they have not within :data:`STOP_GRACE_SECONDS` (they run
+        again from their latest checkpoint, once slots are free); a trial that was told so
+        and whose slots were enabled again before it stopped goes on."""
+        with self._db.session() as session:
+            disabled = agents_repo.disabled(session, AGENT_ID)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        with self._lock:
+            self._slots.set_disabled(disabled)
+            to_stop = self._slots.to_stop(self._running_slots)
+            told = [t for t in to_stop if t not in self._stopping_trials]
+            self._stopping_trials = {
+                t: self._stopping_trials.get(t, deadline) for t in sorted(to_stop)
+            }
+        for trial_id in told:
+            self._log(
+                trial_id,
+                "its slots were disabled (det agent/slot disable, without --drain): the trial "
+                "checkpoints and stops, and runs again from that checkpoint once slots are free",
+            )
+        self._slots_changed.set()
+        self._wake.set()
+
+    def _kill_late_stoppers(self) -> None:
+        """Kill the processes of trials told to stop for their disabled slots that have not
+        stopped in time."""
+        now = time.monotonic()
+        with self._lock:
+            late = [t for t, deadline in self._stopping_trials.items() if deadline <= now]
+            for trial_id in late:
+                del self._stopping_trials[trial_id]
+                self._killed_for_slots.add(trial_id)
+        for trial_id in late:
+            self._log(trial_id, "it did not stop in time after its slots were disabled: killed")
+            self._rm.kill(trial_id)
+
+    def agent_enabled(self) -> tuple[bool, bool]:
+        """Whether the master's agent is enabled, and whether it drains (disabled with
+        drain)."""
+        with self._lock:
+            return self._slots.agent_enabled, self._slots.agent_draining
+
+    def slot_states(self) -> list[SlotState]:
+        """The slots, each enabled or not and the trial holding it."""
+        total = self._rm.total_slots
+        with self._lock:
+            return self._slots.states(total)
+
+    def experiment_of(self, trial_id: int) -> int | None:
+        """The experiment of a trial this orchestrator knows."""
+        with self._lock:
+            return self._experiment_of.get(trial_id)
 
     # the trial side --------------------------------------------------------------------------
 
@@ -737,7 +854,11 @@ class Orchestrator:
                 return None
 
     def should_preempt(self, trial_id: int) -> bool:
-        """Whether the trial's process should checkpoint and exit now."""
+        """Whether the trial's process should checkpoint and exit now (also: its slots were
+        disabled without drain)."""
+        with self._lock:
+            if trial_id in self._stopping_trials:
+                return True
         actor = self._actor_of(trial_id)
         if actor is None:
             return True

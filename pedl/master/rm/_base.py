@@ -116,6 +116,20 @@ class ResourceManager(abc.ABC):
     def shutdown(self) -> None:
         """Kill every process and wait for the exit reports."""
 
+    def set_disabled_slots(self, slots: frozenset[int]) -> None:  # noqa: B027 (optional)
+        """The slots (``0`` to ``total_slots - 1``) that take no new trial (``det slot
+        disable``, or all of them: ``det agent disable``); called from the orchestrator's
+        thread when they change. The orchestrator starts no more trials than the other slots
+        hold; a resource manager that places trials on particular slots (GPUs) keeps new
+        trials, and the processes it keeps ready for them, off these. Trials running there go
+        on. Does nothing by default."""
+
+    def slot_ids(self, trial_id: int) -> list[int] | None:
+        """The slots the trial's running process holds, where the resource manager places
+        trials on particular slots (a GPU's index among its GPUs); None otherwise (the
+        orchestrator then numbers them). None by default."""
+        return None
+
     def workers(self, trial_id: int) -> list[WorkerState]:
         """The worker processes of the trial's running (else latest multi-worker) attempt, by
         rank; none by default."""

@@ -172,6 +172,8 @@ class LocalResourceManager(ResourceManager):
         self._gpus = list(detect_gpus() if gpus is None else gpus)
         self._total = len(self._gpus) if self._gpus else cpu_slots
         self._free_gpus = list(self._gpus)
+        self._disabled: frozenset[int] = frozenset()
+        """The disabled slots (:meth:`set_disabled_slots`): GPU indexes, or as many CPU slots."""
         self._on_exit = on_exit
         self._sink = log_sink
         self._python = python
@@ -201,6 +203,42 @@ class LocalResourceManager(ResourceManager):
     @property
     def uses_gpus(self) -> bool:
         return bool(self._gpus)
+
+    @property
+    def _capacity(self) -> int:
+        """The slots that are not disabled: the most processes (trials' and idle workers')
+        that new ones may join."""
+        return self._total - len(self._disabled)
+
+    def _disabled_gpus(self) -> set[str]:
+        return {self._gpus[i] for i in self._disabled if i < len(self._gpus)}
+
+    def set_disabled_slots(self, slots: frozenset[int]) -> None:
+        """Keep new trials and warm workers off ``slots`` (GPU indexes; without GPUs, as
+        many CPU slots): idle workers that hold a disabled GPU, or that would make the
+        processes outnumber the enabled slots, are retired now; a worker whose trial ends on
+        a disabled GPU is retired instead of kept."""
+        with self._lock:
+            self._disabled = frozenset(s for s in slots if 0 <= s < self._total)
+            disabled_gpus = self._disabled_gpus()
+            for worker in self._pool.take_all():
+                if set(worker.gpus) & disabled_gpus:
+                    self._retire(worker)
+                else:
+                    self._pool.put(worker)
+            while len(self._pool) and len(self._procs) + len(self._pool) > self._capacity:
+                oldest = self._pool.oldest()
+                if oldest is None:
+                    break
+                self._retire(oldest)
+
+    def slot_ids(self, trial_id: int) -> list[int] | None:
+        """With GPUs: the indexes of the trial's GPUs; None without (CPU slots are alike)."""
+        if not self._gpus:
+            return None
+        with self._lock:
+            proc = self._procs.get(trial_id)
+            return None if proc is None else sorted(self._gpus.index(g) for g in proc.gpus)
 
     def start(self, launch: TrialLaunch) -> None:
         with self._lock:
@@ -282,7 +320,7 @@ class LocalResourceManager(ResourceManager):
             env is not None
             and not self._closed.is_set()
             and self._pool.spares() < self._spares_wanted
-            and len(self._procs) + len(self._pool) < self._total
+            and len(self._procs) + len(self._pool) < self._capacity
         ):
             try:
                 worker = WarmWorker.spawn(
@@ -311,7 +349,7 @@ class LocalResourceManager(ResourceManager):
         self._make_room(gpu_count)
         if not self._gpus:
             # Idle warm workers hold CPU slots too: retire them while the gang would not fit.
-            while len(self._pool) and len(self._procs) + len(self._pool) + size > self._total:
+            while len(self._pool) and len(self._procs) + len(self._pool) + size > self._capacity:
                 oldest = self._pool.oldest()
                 if oldest is None:
                     break
@@ -526,13 +564,20 @@ class LocalResourceManager(ResourceManager):
             self._user.check_runnable(python)
         return python
 
+    def _usable_gpus(self) -> list[str]:
+        """The free GPUs that are not disabled (the caller holds the lock)."""
+        disabled = self._disabled_gpus()
+        return [g for g in self._free_gpus if g not in disabled]
+
     def _take_gpus(self, trial_id: int, count: int) -> list[str]:
-        """Take ``count`` free GPUs (the caller holds the lock)."""
-        if count > len(self._free_gpus):
+        """Take ``count`` free GPUs that are not disabled (the caller holds the lock)."""
+        usable = self._usable_gpus()
+        if count > len(usable):
             raise RuntimeError(
-                f"trial {trial_id} needs {count} GPUs, {len(self._free_gpus)} are free"
+                f"trial {trial_id} needs {count} GPUs, {len(usable)} are free and enabled"
             )
-        gpus, self._free_gpus = self._free_gpus[:count], self._free_gpus[count:]
+        gpus = usable[:count]
+        self._free_gpus = [g for g in self._free_gpus if g not in gpus]
         return gpus
 
     def _make_room(self, gpu_count: int) -> None:
@@ -540,7 +585,8 @@ class LocalResourceManager(ResourceManager):
         processes outnumber the slots or the trial needs GPUs they hold (the caller holds
         the lock)."""
         while len(self._pool) and (
-            len(self._procs) + len(self._pool) >= self._total or gpu_count > len(self._free_gpus)
+            len(self._procs) + len(self._pool) >= self._capacity
+            or gpu_count > len(self._usable_gpus())
         ):
             worker = self._pool.oldest()
             if worker is None:
@@ -651,7 +697,14 @@ class LocalResourceManager(ResourceManager):
                 self._last_workers[proc.trial_id] = proc.gang.states()
                 while len(self._last_workers) > _LAST_WORKERS_KEPT:
                     del self._last_workers[next(iter(self._last_workers))]
-            if worker is not None and ready and not proc.killed and not self._closed.is_set():
+            if (
+                worker is not None
+                and ready
+                and not proc.killed
+                and not self._closed.is_set()
+                and not set(worker.gpus) & self._disabled_gpus()
+                and len(self._procs) + len(self._pool) < self._capacity
+            ):
                 self._pool.put(worker)  # it keeps its GPUs
             else:
                 if worker is not None and ready:

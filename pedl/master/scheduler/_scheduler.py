@@ -77,6 +77,7 @@ def schedule(
     limits: Mapping[int, ExperimentLimits],
     *,
     halted: str | None = None,
+    disabled_slots: int = 0,
 ) -> Placement:
     """Decide which ``queued`` trials start now on a cluster of ``total_slots``.
 
@@ -85,7 +86,8 @@ def schedule(
     ``max_concurrent_trials``; every trial not started gets a reason in ``waiting``. The
     result does not depend on the iteration order of ``queued``. With ``halted`` (why the
     cluster starts nothing now, e.g. the master's disk is full), no trial starts and that is
-    every queued trial's reason.
+    every queued trial's reason. ``disabled_slots``: free slots that take no trial now (``det
+    slot disable``): the trials wait for the others.
     """
     if halted is not None:
         return Placement(waiting={trial.trial_id: halted for trial in queued})
@@ -95,7 +97,8 @@ def schedule(
     for r in running:
         used_by_exp[r.experiment_id] += r.slots
         count_by_exp[r.experiment_id] += 1
-    free = total_slots - sum(r.slots for r in running)
+    free = total_slots - sum(r.slots for r in running) - disabled_slots
+    disabled = f", {disabled_slots} disabled" if disabled_slots else ""
     remaining = sorted(queued, key=lambda t: (t.order, t.trial_id))
     placement = Placement()
 
@@ -133,7 +136,8 @@ def schedule(
             continue
         if trial.slots > free:
             placement.waiting[trial.trial_id] = (
-                f"waiting for slots: needs {trial.slots}, {max(free, 0)} of {total_slots} free"
+                f"waiting for slots: needs {trial.slots}, {max(free, 0)} of {total_slots} "
+                f"free{disabled}"
             )
             continue
         placement.start.append(trial.trial_id)
