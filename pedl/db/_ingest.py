@@ -27,6 +27,7 @@ logger = logging.getLogger("pedl.db")
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_LINGER_S = 0.005
+DEFAULT_LINGER_ROWS = 1_000
 
 
 class IngestUnavailableError(RuntimeError):
@@ -141,7 +142,10 @@ class MetricIngestor:
     - Batching: the writer takes the oldest request and everything queued behind it; when
       its previous batch held more than one request (concurrent reporters), it also waits up
       to ``linger_s`` (default 5 ms) for more, so a batch costs one transaction for many
-      requests. A lone reporter is written at once.
+      requests, unless it already holds ``linger_rows`` rows (default 1,000: a transaction's
+      fixed cost is small beside theirs): then it is written at once, and the next requests
+      are parsed while it is (with a few reporters of big bodies, lingering left the writer
+      waiting for requests whose senders waited for it). A lone reporter is written at once.
     - With ``max_queued``, a request that finds that many requests already queued is refused
       at once with :class:`IngestOverloadedError` (load shedding: the API answers 503 with
       Retry-After and the trial re-sends).
@@ -161,9 +165,11 @@ class MetricIngestor:
         max_requests: int = 256,
         max_queued: int | None = None,
         linger_s: float = DEFAULT_LINGER_S,
+        linger_rows: int = DEFAULT_LINGER_ROWS,
     ) -> None:
         self.database = database
         self.linger_s = linger_s
+        self.linger_rows = linger_rows
         self.max_rows = max_rows
         self.max_requests = max_requests
         self.max_queued = max_queued
@@ -305,12 +311,14 @@ class MetricIngestor:
             rows = len(item.rows)
             # Under concurrent load (the last batch had company), wait up to linger_s for more
             # requests: fewer, bigger transactions cost far less CPU per request than many
-            # one-request ones. A lone reporter never waits.
+            # one-request ones. A lone reporter never waits, nor does a batch of linger_rows.
             deadline = time.monotonic() + (self.linger_s if last_batch > 1 else 0.0)
             while len(batch) < self.max_requests and rows < self.max_rows:
                 try:
                     item = self._queue.get_nowait()
                 except queue.Empty:
+                    if rows >= self.linger_rows:
+                        break
                     wait = deadline - time.monotonic()
                     if wait <= 0:
                         break
