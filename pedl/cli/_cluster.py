@@ -330,8 +330,9 @@ def _agent() -> Agent:
 
 
 def _allocation(slot: Slot) -> str:
-    """det's allocation id of the trial holding a slot: PEDL's ``EXPERIMENT.TRIAL``."""
-    return f"{slot.experiment_id}.{slot.trial_id}"
+    """det's task and allocation id of the trial holding a slot: ``exp-E-trial-T`` (never
+    a number: det's tables would right-align it and write ``3.10`` as ``3.1``)."""
+    return f"exp-{slot.experiment_id}-trial-{slot.trial_id}"
 
 
 def _task_name(slot: Slot) -> str:
