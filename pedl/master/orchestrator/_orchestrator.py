@@ -24,6 +24,13 @@ starts no trial process: every queued trial, ``GET /cluster`` and the master's l
 a trial that fails meanwhile is the master's failure, not the trial's
 (:meth:`~pedl.engine.ExperimentDriver.trial_failed_by_master`: no restart spent).
 
+The master is its own one agent (see :mod:`._slots`): a slot disabled by an administrator
+(``det slot disable``, stored in the database) takes no new trial, a disabled agent none at
+all (every queued trial says so); the trials holding what was disabled without drain are told
+to checkpoint and stop (:meth:`Orchestrator.should_preempt`), wait QUEUED and run again from
+that checkpoint, and are killed after :data:`STOP_GRACE_SECONDS` if they have not stopped (a
+failure of the master's: no restart spent); with drain they finish.
+
 Durability: everything needed to continue is in the database. After a crash each driver is
 rebuilt from its experiment's record; trials that were RUNNING or QUEUED start again from
 their latest checkpoint (their old processes died with the master).
