@@ -13,6 +13,8 @@ from pathlib import Path
 MAX_RESTARTS = 2
 
 BASE = """
+import time
+
 import keras
 import numpy as np
 import pedl
@@ -35,7 +37,8 @@ class Fail(keras.callbacks.Callback):
     def on_train_batch_begin(self, batch, logs=None):
         at = FAIL_AT_BATCH
         if chosen() and at is not None and int(self.model.optimizer.iterations) >= at:
-            raise RAISED("boom at batch %d" % int(self.model.optimizer.iterations))  # FAIL:batch
+            done = int(self.model.optimizer.iterations)
+            raise RAISED("boom at batch %d%s" % (done, STAMP))  # FAIL:batch
 
 
 class Tiny(TFKerasTrial):
@@ -101,10 +104,16 @@ class Case:
     marker: str | None
     """The ``# FAIL:...`` / ``# LINE`` comment on the line the location must name."""
     before_progress: bool
+    recurs: bool = True
+    """After progress: whether each attempt raises the same error at the same batch (then the
+    restart that repeats it ends the trial), or one that differs (restarted up to
+    ``MAX_RESTARTS`` times)."""
 
     @property
     def attempts(self) -> int:
-        return 1 if self.before_progress else 1 + MAX_RESTARTS
+        if self.before_progress:
+            return 1
+        return 2 if self.recurs else 1 + MAX_RESTARTS
 
     def location(self) -> str | None:
         if self.marker is None:
@@ -126,10 +135,14 @@ def _model(
     fail_at_batch: int | None = None,
     raised: str = "ValueError",
     only_units: int | None = None,
+    stamped: bool = False,
 ) -> str:
+    """``stamped``: the error's message ends with the time, so that no two attempts raise the
+    same error."""
+    stamp = '" (at %d ns)" % time.time_ns()' if stamped else '""'
     return (
         f"import pedl\nWHERE = {where!r}\nFAIL_AT_BATCH = {fail_at_batch!r}\nRAISED = {raised}\n"
-        f"ONLY_UNITS = {only_units!r}\n" + textwrap.dedent(BASE)
+        f"ONLY_UNITS = {only_units!r}\n" + textwrap.dedent(BASE).replace("STAMP)", f"{stamp})")
     )
 
 
@@ -183,6 +196,15 @@ CASES = [
         "boom at batch 12",
         "# FAIL:batch",
         False,
+    ),
+    Case(
+        "after_checkpoint_differing",
+        _model("", fail_at_batch=12, stamped=True),
+        "ValueError",
+        "boom at batch 12 (at ",
+        "# FAIL:batch",
+        False,
+        recurs=False,
     ),
 ]
 

@@ -24,7 +24,7 @@ from pedl.engine import (
     TrialRecord,
 )
 from pedl.storage import CheckpointSummary, checkpoint_objectives
-from pedl.vocabulary import CheckpointState, ExperimentState, searcher_metric_of
+from pedl.vocabulary import CheckpointState, ExperimentState, TrialError, searcher_metric_of
 
 
 class SQLExperimentStore:
@@ -97,6 +97,7 @@ class SQLExperimentStore:
                     warm_start=t.warm_start_checkpoint_uuid,
                     latest_checkpoint_batches=batches_of.get(t.latest_checkpoint_uuid or ""),
                     outcome=t.outcome,
+                    error=TrialError.from_dict(t.error) if t.error else None,
                     validation_metric=(
                         searcher_metric_of({"validation_metrics": latest[t.id]}, metric)
                         if metric and t.id in latest

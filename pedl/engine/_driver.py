@@ -11,7 +11,9 @@ how they carry the actions out. The rules that live here, once:
   :class:`AppendSearcherEvent` actions and from which the driver is rebuilt after a crash.
 - **Restart policy**: an error before the trial progressed (:attr:`TrialError.before_progress`)
   ends the trial at once; a later error restarts it from its latest checkpoint up to
-  ``max_restarts`` times; ``InvalidHP`` and a user's stop end it without an error. A failure
+  ``max_restarts`` times, unless it repeats the error before the restart at the same batch
+  (:meth:`TrialError.recurs`: the trial resumed exactly, so it would fail every time);
+  ``InvalidHP`` and a user's stop end it without an error. A failure
   the shell blames on itself (:meth:`ExperimentDriver.trial_failed_by_master`: the master's
   own disk was full) restarts the trial without spending one of its restarts.
 - **Checkpoint garbage collection**: when a trial ends, the checkpoints no retention rule keeps
@@ -98,6 +100,8 @@ class TrialRecord:
     out for a trial whose ``trial_created`` event the searcher log holds (never carried)."""
     warm_start: str | None = None
     """The checkpoint the trial starts from (kept until the trial has one of its own)."""
+    error: TrialError | None = None
+    """The error of its latest errored run, if any (a repeat of it ends the trial)."""
 
 
 @dataclass
@@ -184,6 +188,7 @@ class ExperimentDriver:
                 outcome=record.outcome,
                 validation_metric=record.validation_metric,
                 warm_start=record.warm_start,
+                error=record.error,
                 carried=True,  # until this log's trial_created event for it (``_replay``)
             )
             self._trials[record.request_id] = trial
@@ -672,6 +677,17 @@ class ExperimentDriver:
                     trial_id,
                     f"the trial failed before training progressed ({error.summary()}); "
                     "it would fail the same way again, so it is not restarted",
+                )
+            )
+            self._finish(trial, TrialState.ERROR, TrialOutcome.ERRORED, error)
+        elif error.recurs(trial.error):
+            self._emit(
+                LogTrial(
+                    trial_id,
+                    f"the trial failed again with the same error at the same batch "
+                    f"({error.batches}) after resuming exactly from its checkpoint "
+                    f"({error.summary()}); it would fail the same way again, so it is not "
+                    "restarted",
                 )
             )
             self._finish(trial, TrialState.ERROR, TrialOutcome.ERRORED, error)

@@ -91,7 +91,13 @@ def run_attempt(
         raise
     except Exception as error:
         progressed = bool(getattr(controller, "progressed", False))
-        return classify_failure(error, code_dir=user_dir, progressed=progressed, stage=stage)
+        return classify_failure(
+            error,
+            code_dir=user_dir,
+            progressed=progressed,
+            stage=stage,
+            batches=_batches_trained(controller),
+        )
     return AttemptResult(outcome, None, stage)
 
 
@@ -101,8 +107,10 @@ def classify_failure(
     code_dir: str | Path | None,
     progressed: bool = False,
     stage: Stage = "train",
+    batches: int | None = None,
 ) -> AttemptResult:
-    """The result of an attempt that raised ``error`` (see :func:`run_attempt`)."""
+    """The result of an attempt that raised ``error`` (see :func:`run_attempt`); ``batches``:
+    how many the trial had trained then, when known."""
     invalid = _find(error, lambda e: isinstance(e, InvalidHP))
     if invalid is not None:
         return AttemptResult(
@@ -157,10 +165,20 @@ def classify_failure(
     return AttemptResult(
         TrialOutcome.ERRORED,
         TrialError.from_exception(
-            error, code_dir=code_dir, before_progress=stage == "load" or not progressed
+            error,
+            code_dir=code_dir,
+            before_progress=stage == "load" or not progressed,
+            batches=batches,
         ),
         stage,
     )
+
+
+def _batches_trained(controller: Any) -> int | None:
+    """The batches a framework controller had trained (its ``progress``), or None where it
+    keeps no such count or had not built it."""
+    batches = getattr(getattr(controller, "progress", None), "batches", None)
+    return batches if isinstance(batches, int) and not isinstance(batches, bool) else None
 
 
 def _is_missing_framework(error: BaseException) -> bool:

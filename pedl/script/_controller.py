@@ -35,6 +35,11 @@ class ScriptController:
         """True once a training batch completed in this run."""
         return bool(self._run is not None and self._run.progressed)
 
+    @property
+    def progress(self) -> Any:
+        """The script's ``fit`` counters (see :attr:`pedl.script._fit.ScriptRun.progress`)."""
+        return None if self._run is None else self._run.progress
+
     def run(self) -> TrialOutcome:
         """Run the script; its ``fit`` trains until the searcher closes the trial or a
         preemption (then the rest of the script does not run)."""

@@ -273,6 +273,12 @@ class ScriptRun:
             return True
         return self._controller is not None and self._controller.progressed
 
+    @property
+    def progress(self) -> Any:
+        """The counters of the current (or the latest) ``fit``: its ``batches`` are the
+        trial's; None before the first ``fit``."""
+        return None if self._controller is None else self._controller.progress
+
     def execute(self) -> TrialOutcome:
         """Run the entrypoint; return the outcome of its fit() calls, or, for a script that
         trains without fit() (Determined's Core API), that of its run (see

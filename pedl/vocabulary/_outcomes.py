@@ -58,7 +58,10 @@ class TrialError:
     relative to it), or None when no frame of theirs is on the stack. ``before_progress``
     says the error came before the first training batch completed (model definition import,
     ``__init__``, ``build_model``, data loaders, the first batch): such an error happens
-    again on every attempt, so the trial is not restarted.
+    again on every attempt, so the trial is not restarted. ``batches`` is how many batches
+    the trial had trained when it was raised (None: not known): a restarted trial resumes
+    exactly, so the same error at the same batch again would recur on every restart
+    (:meth:`recurs`).
     """
 
     type: str
@@ -66,10 +69,16 @@ class TrialError:
     location: str | None = None
     before_progress: bool = False
     traceback: str = ""
+    batches: int | None = None
 
     @classmethod
     def from_exception(
-        cls, error: BaseException, *, code_dir: str | Path | None, before_progress: bool
+        cls,
+        error: BaseException,
+        *,
+        code_dir: str | Path | None,
+        before_progress: bool,
+        batches: int | None = None,
     ) -> TrialError:
         """Describe ``error``; frames under ``code_dir`` count as the user's code."""
         return cls(
@@ -78,6 +87,19 @@ class TrialError:
             location=user_location(error, code_dir),
             before_progress=before_progress,
             traceback="".join(traceback.format_exception(error))[-MAX_TRACEBACK:],
+            batches=batches,
+        )
+
+    def recurs(self, earlier: TrialError | None) -> bool:
+        """Whether this error repeats ``earlier`` (the trial's error before its restart):
+        the same type, message and place in the user's code, at the same known batch. A
+        trial resumes exactly from its checkpoint, so such an error is the data's or the
+        code's and would come again on every restart."""
+        return (
+            earlier is not None
+            and self.batches is not None
+            and (self.type, self.message, self.location, self.batches)
+            == (earlier.type, earlier.message, earlier.location, earlier.batches)
         )
 
     def summary(self) -> str:
@@ -96,6 +118,7 @@ class TrialError:
             location=data.get("location") or None,
             before_progress=bool(data.get("before_progress", False)),
             traceback=str(data.get("traceback", "")),
+            batches=_count(data.get("batches")),
         )
 
 
@@ -129,3 +152,8 @@ def searcher_metric_of(metadata: Mapping[str, Any], metric: str) -> float | None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
+
+
+def _count(value: Any) -> int | None:
+    """A stored batch count, or None (absent, or not a count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,7 @@ from pedl.engine import (
     DeleteCheckpoints,
     ExperimentDriver,
     KillTrial,
+    LogTrial,
     OperationAnswer,
     SetExperimentState,
     SetTrialState,
@@ -70,6 +72,7 @@ class Shell:
     killed: list[int] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     checkpoints: dict[str, CheckpointSummary] = field(default_factory=dict)
+    logs: dict[int, list[str]] = field(default_factory=dict)
     next_id: int = 100
 
     def apply(self, actions: list[Action]) -> None:
@@ -90,6 +93,7 @@ class Shell:
                     state=action.state,
                     restarts=action.restarts if action.restarts is not None else old.restarts,
                     outcome=action.outcome if action.outcome is not None else old.outcome,
+                    error=action.error if action.outcome is not None else old.error,
                 )
                 if action.outcome is not None:
                     self.outcomes[action.trial_id] = action.outcome
@@ -99,6 +103,8 @@ class Shell:
                 self.error = action.error
             elif isinstance(action, KillTrial):
                 self.killed.append(action.trial_id)
+            elif isinstance(action, LogTrial):
+                self.logs.setdefault(action.trial_id, []).append(action.message)
             elif isinstance(action, DeleteCheckpoints):
                 self.deleted.extend(action.storage_ids)
                 for storage_id in action.storage_ids:
@@ -307,6 +313,55 @@ def test_an_error_after_progress_restarts_up_to_max_restarts() -> None:
     run_attempt(shell, trial_id, TrialOutcome.ERRORED, late)
     assert shell.trials[trial_id].state == TrialState.ERROR
     assert shell.experiment == ExperimentState.ERROR
+
+
+def test_the_same_error_at_the_same_batch_after_a_restart_ends_the_trial() -> None:
+    shell = start(config(GRID, units=[1], max_restarts=5))
+    (trial_id,) = shell.driver.runnable_trials()
+    late = TrialError("ValueError", "nan loss", "model.py:9", batches=12)
+    run_attempt(shell, trial_id, TrialOutcome.ERRORED, late)
+    assert shell.trials[trial_id].state == TrialState.ACTIVE  # once: it may be transient
+    run_attempt(shell, trial_id, TrialOutcome.ERRORED, late)
+    assert shell.trials[trial_id].state == TrialState.ERROR
+    assert shell.trials[trial_id].restarts == 1
+    assert shell.errors[trial_id] == late
+    assert any("same error at the same batch (12)" in line for line in shell.logs[trial_id])
+
+
+def test_a_driver_rebuilt_between_the_two_errors_still_ends_the_trial() -> None:
+    shell = start(config(GRID, units=[1], max_restarts=5))
+    (trial_id,) = shell.driver.runnable_trials()
+    late = TrialError("ValueError", "nan loss", "model.py:9", batches=12)
+    run_attempt(shell, trial_id, TrialOutcome.ERRORED, late)
+    shell.driver = shell.rebuilt()  # the master restarted: the store's record of the trial
+    shell.apply(shell.driver.start())
+    run_attempt(shell, trial_id, TrialOutcome.ERRORED, late)
+    assert shell.trials[trial_id].state == TrialState.ERROR
+    assert shell.trials[trial_id].restarts == 1
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        TrialError("ValueError", "nan loss", "model.py:9", batches=13),  # elsewhere in training
+        TrialError("ValueError", "inf loss", "model.py:9", batches=12),  # another message
+        TrialError("KeyError", "nan loss", "model.py:9", batches=12),
+        TrialError("ValueError", "nan loss", "model.py:10", batches=12),
+        TrialError("ValueError", "nan loss", "model.py:9"),  # the batch is not known
+    ],
+)
+def test_an_error_that_differs_from_the_one_before_restarts_the_trial(second: TrialError) -> None:
+    shell = start(config(GRID, units=[1], max_restarts=5))
+    (trial_id,) = shell.driver.runnable_trials()
+    run_attempt(
+        shell,
+        trial_id,
+        TrialOutcome.ERRORED,
+        TrialError("ValueError", "nan loss", "model.py:9", batches=12),
+    )
+    run_attempt(shell, trial_id, TrialOutcome.ERRORED, second)
+    assert shell.trials[trial_id].state == TrialState.ACTIVE
+    assert shell.trials[trial_id].restarts == 2
 
 
 def test_a_failure_by_the_master_spends_no_restart() -> None:

@@ -3769,6 +3769,11 @@ export interface components {
          */
         "TrialErrorPublic-Input": {
             /**
+             * Batches
+             * @description The batches the trial had trained when the error was raised (null: not known). The same error at the same batch after a restart ends the trial: it resumed exactly, so every restart would fail the same way.
+             */
+            batches?: number | null;
+            /**
              * Before Progress
              * @default false
              */
@@ -3792,6 +3797,11 @@ export interface components {
          *     is not restarted: it would fail the same way).
          */
         "TrialErrorPublic-Output": {
+            /**
+             * Batches
+             * @description The batches the trial had trained when the error was raised (null: not known). The same error at the same batch after a restart ends the trial: it resumed exactly, so every restart would fail the same way.
+             */
+            batches: number | null;
             /**
              * Before Progress
              * @default false

@@ -590,6 +590,12 @@ class TrialErrorPublic(ResponseBody):
     location: Annotated[str, Field(max_length=1024), AfterValidator(_no_nul)] | None = None
     before_progress: bool = False
     traceback: Annotated[str, Field(max_length=MAX_TRACEBACK), AfterValidator(_no_nul)] = ""
+    batches: BigCount | None = Field(
+        default=None,
+        description="The batches the trial had trained when the error was raised (null: not "
+        "known). The same error at the same batch after a restart ends the trial: it resumed "
+        "exactly, so every restart would fail the same way.",
+    )
 
 
 class TrialExit(BaseModel):
