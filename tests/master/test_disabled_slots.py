@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pedl.db import Database
+from pedl.db import agents as agents_repo
 from pedl.db.agents import WHOLE_AGENT
 from pedl.master.orchestrator._slots import SlotBook
 from pedl.master.rm import LocalResourceManager, TrialLaunch
@@ -112,3 +114,20 @@ def test_cpu_slots_have_no_ids() -> None:
         assert rm.slot_ids(1) is None and rm.total_slots == 2
     finally:
         rm.shutdown()
+
+
+def test_the_settings_are_stored(database: Database) -> None:
+    """On SQLite and PostgreSQL: disable, disable again (the new drain), enable."""
+    with database.session(write=True) as session:
+        agents_repo.disable(session, "master", 1, drain=False, by="admin")
+        agents_repo.disable(session, "master", WHOLE_AGENT, drain=True, by="admin")
+    with database.session(write=True) as session:
+        assert agents_repo.disabled(session, "master") == {1: False, WHOLE_AGENT: True}
+        agents_repo.disable(session, "master", 1, drain=True, by="other")
+    with database.session(write=True) as session:
+        assert agents_repo.disabled(session, "master")[1] is True
+        assert agents_repo.enable(session, "master", WHOLE_AGENT)
+        assert not agents_repo.enable(session, "master", WHOLE_AGENT)
+        assert agents_repo.disabled(session, "other-agent") == {}
+    with database.session() as session:
+        assert agents_repo.disabled(session, "master") == {1: True}
