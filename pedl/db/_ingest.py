@@ -20,7 +20,7 @@ from pedl.db import trials as trials_repo
 from pedl.db._database import Database
 from pedl.db._errors import ConflictError, NotFoundError
 from pedl.db._models import Trial
-from pedl.db.metrics import MetricRow
+from pedl.db.metrics import AnyMetricRow, as_metric_row, most_batches, row_keys
 from pedl.vocabulary import MetricKind
 
 logger = logging.getLogger("pedl.db")
@@ -56,7 +56,7 @@ class _Request:
     event loop, through ``waiter`` on ``loop`` (:meth:`MetricIngestor.submit_async`)."""
 
     trial_id: int
-    rows: Sequence[MetricRow]
+    rows: Sequence[AnyMetricRow]
     token_hash: str | None
     future: Future[int] | None = None
     waiter: asyncio.Future[int] | None = None
@@ -64,7 +64,7 @@ class _Request:
 
     @property
     def distinct_keys(self) -> int:
-        return len({(row.kind, row.total_batches) for row in self.rows})
+        return len(row_keys(self.rows))
 
     def claim(self) -> bool:
         """Whether the request is still wanted (its caller has not given up): the writer
@@ -221,7 +221,7 @@ class MetricIngestor:
             self._thread.join(timeout)
 
     def submit(
-        self, trial_id: int, rows: Sequence[MetricRow], *, token: str | None = None
+        self, trial_id: int, rows: Sequence[AnyMetricRow], *, token: str | None = None
     ) -> Future[int]:
         """Queue ``rows`` of one trial; the future resolves to the number of distinct
         ``(kind, total_batches)`` keys written once they are committed, or raises the
@@ -241,7 +241,7 @@ class MetricIngestor:
     def submit_async(
         self,
         trial_id: int,
-        rows: Sequence[MetricRow],
+        rows: Sequence[AnyMetricRow],
         *,
         token: str | None = None,
         values_checked: bool = False,
@@ -274,7 +274,7 @@ class MetricIngestor:
     def ingest(
         self,
         trial_id: int,
-        rows: Sequence[MetricRow],
+        rows: Sequence[AnyMetricRow],
         *,
         token: str | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
@@ -352,7 +352,7 @@ class MetricIngestor:
         errors."""
         with self.database.session(write=True, serialize=True) as session:
             refused = _refused(session, batch, self._batch_limits)
-            by_trial: dict[int, list[MetricRow]] = {}
+            by_trial: dict[int, list[AnyMetricRow]] = {}
             for request in batch:
                 if request not in refused:
                     by_trial.setdefault(request.trial_id, []).extend(request.rows)
@@ -414,9 +414,10 @@ def _refused(
 
 def _past_limit(request: _Request, limit: int | None) -> ConflictError | None:
     """The error for the request's first row past ``limit`` batches, if it has one."""
-    if limit is None:
+    if limit is None or most_batches(request.rows) <= limit:
         return None
-    for index, row in enumerate(request.rows):
+    for index, any_row in enumerate(request.rows):
+        row = as_metric_row(any_row)
         if row.total_batches > limit:
             return ConflictError(
                 f"a {MetricKind(row.kind).value} row at {row.total_batches} batches: trial "

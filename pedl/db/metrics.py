@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, NotRequired, TypedDict, cast
 
 from sqlalchemy import String, Table, Text, TextClause, bindparam, select, text, type_coerce, update
 from sqlalchemy import cast as sql_cast
@@ -32,6 +32,55 @@ class MetricRow(NamedTuple):
     total_records: int | None = None
     total_epochs: float | None = None
     reported_at: datetime | None = None
+
+
+class MetricReport(TypedDict):
+    """One reported row as a report's JSON carries it (the fields of :class:`MetricRow`,
+    the optional ones absent or ``None``): the master's metric-report fast path hands the
+    rows its schema made straight to the metric writer, with no object made per row."""
+
+    kind: MetricKind
+    total_batches: int
+    metrics: Mapping[str, Any]
+    total_records: NotRequired[int | None]
+    total_epochs: NotRequired[float | None]
+    reported_at: NotRequired[datetime | None]
+
+
+AnyMetricRow = MetricRow | MetricReport
+"""A row as :func:`upsert_metrics` and the metric writer take it."""
+
+
+def as_metric_row(row: AnyMetricRow) -> MetricRow:
+    """``row`` as a :class:`MetricRow`."""
+    if isinstance(row, MetricRow):
+        return row
+    return MetricRow(
+        row["kind"],
+        row["total_batches"],
+        row["metrics"],
+        row.get("total_records"),
+        row.get("total_epochs"),
+        row.get("reported_at"),
+    )
+
+
+def row_keys(rows: Sequence[AnyMetricRow]) -> set[tuple[Any, int]]:
+    """The ``(kind, total_batches)`` keys of ``rows``."""
+    return {
+        (row["kind"], row["total_batches"])
+        if isinstance(row, dict)
+        else (row.kind, row.total_batches)
+        for row in rows
+    }
+
+
+def most_batches(rows: Sequence[AnyMetricRow]) -> int:
+    """The largest ``total_batches`` of ``rows`` (-1 for none)."""
+    return max(
+        (row["total_batches"] if isinstance(row, dict) else row.total_batches for row in rows),
+        default=-1,
+    )
 
 
 MAX_METRIC_MAGNITUDE = 1e300
@@ -58,11 +107,11 @@ class MetricValueError(ValueError):
         self.field = field
 
 
-def check_metric_values(rows: Sequence[MetricRow]) -> None:
+def check_metric_values(rows: Sequence[AnyMetricRow]) -> None:
     """Raise :class:`MetricValueError` for the first finite value in ``rows`` whose magnitude
     exceeds :data:`MAX_METRIC_MAGNITUDE` (non-numbers are left to the schema)."""
     for index, row in enumerate(rows):
-        for name, value in row.metrics.items():
+        for name, value in as_metric_row(row).metrics.items():
             if isinstance(value, bool) or not isinstance(value, float | int):
                 continue
             if isinstance(value, float) and not math.isfinite(value):
@@ -119,7 +168,7 @@ def _is_long_integer(value: object) -> bool:
     return _LONG_INTEGER_MIN <= abs(value) <= _MAX_FLOAT_INTEGER
 
 
-def upsert_metrics(session: Session, trial_id: int, rows: Sequence[MetricRow]) -> int:
+def upsert_metrics(session: Session, trial_id: int, rows: Sequence[AnyMetricRow]) -> int:
     """Store ``rows`` for a trial with one ``INSERT ... ON CONFLICT DO UPDATE`` statement.
 
     Re-sending a row with the same ``(kind, total_batches)`` replaces it, so a trial that
@@ -134,7 +183,7 @@ def upsert_metrics(session: Session, trial_id: int, rows: Sequence[MetricRow]) -
 
 
 def upsert_metrics_of_trials(
-    session: Session, rows_by_trial: Mapping[int, Sequence[MetricRow]]
+    session: Session, rows_by_trial: Mapping[int, Sequence[AnyMetricRow]]
 ) -> dict[int, int]:
     """:func:`upsert_metrics` for several trials at once: ONE upsert statement for all their
     rows and one executemany ``UPDATE`` of their ``total_batches`` (the metric writer's
@@ -148,17 +197,24 @@ def upsert_metrics_of_trials(
     latest: dict[tuple[int, str, int], list[Any]] = {}
     for trial_id, rows in rows_by_trial.items():
         for row in rows:
-            kind = kinds.get(row.kind) or MetricKind(row.kind).value
-            batches = row.total_batches
-            metrics = row.metrics
+            if isinstance(row, dict):  # a MetricReport
+                row_kind = row["kind"]
+                batches = row["total_batches"]
+                metrics = row["metrics"]
+                records = row.get("total_records")
+                epochs = row.get("total_epochs")
+                reported_at = row.get("reported_at")
+            else:
+                row_kind, batches, metrics, records, epochs, reported_at = row
+            kind = kinds.get(row_kind) or MetricKind(row_kind).value
             latest[(trial_id, kind, batches)] = [
                 trial_id,
                 kind,
                 batches,
-                row.total_records,
-                row.total_epochs,
+                records,
+                epochs,
                 metrics if type(metrics) is dict else dict(metrics),
-                now if row.reported_at is None else stamp(row.reported_at),
+                now if reported_at is None else stamp(reported_at),
             ]
     written = dict.fromkeys(rows_by_trial, 0)
     if not latest:

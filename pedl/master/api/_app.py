@@ -34,8 +34,9 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pedl import __version__
-from pedl.db import Database, MetricIngestor, MetricRow, NotFoundError
+from pedl.db import Database, MetricIngestor, NotFoundError
 from pedl.db._engine import make_private_dirs
+from pedl.db.metrics import MetricReport
 from pedl.master._log_retention import LogRetention
 from pedl.master._master_log import MasterLog
 from pedl.master._settings import MasterSettings
@@ -212,7 +213,7 @@ class MetricReportFastPath:
         response = await self._ingest(int(match[1]), rows, token)
         await response(scope, receive, send)
 
-    async def _ingest(self, trial_id: int, rows: list[MetricRow], token: str) -> Response:
+    async def _ingest(self, trial_id: int, rows: list[MetricReport], token: str) -> Response:
         try:
             answer = await trials.ingest_report(
                 self.ingestor, trial_id, rows, token, values_checked=True

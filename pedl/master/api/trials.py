@@ -7,8 +7,9 @@ signed-in users.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import anyio.to_thread
 from fastapi import APIRouter, Depends, Query, Request, Response
@@ -27,7 +28,7 @@ from pedl.db import checkpoints as checkpoints_repo
 from pedl.db import logs as logs_repo
 from pedl.db import metrics as metrics_repo
 from pedl.db import trials as trials_repo
-from pedl.db.metrics import MetricValueError
+from pedl.db.metrics import AnyMetricRow, MetricReport, MetricValueError
 from pedl.exec import describe_status
 from pedl.master.api._auth import (
     USER_AUTH_RESPONSES,
@@ -151,39 +152,26 @@ def metric_rows(body: MetricsBatch) -> list[MetricRow]:
     ]
 
 
-def fast_metric_rows(body: bytes) -> list[MetricRow] | None:
+def fast_metric_rows(body: bytes) -> list[MetricReport] | None:
     """The rows of a ``POST /trials/{id}/metrics`` body validated by
     :data:`~pedl.master.api._schemas.FAST_METRICS_BATCH` (every value within the bound, a
-    non-finite one as its string), or ``None`` when that schema refuses it or it holds a
-    ``\\u0000`` escape (perhaps a NUL in a metric name, which that schema does not check):
-    the route's :class:`MetricsBatch` then decides, and its errors name the field."""
+    non-finite one as its string), as that schema made them (dicts: no object made per row),
+    or ``None`` when that schema refuses it or it holds a ``\\u0000`` escape (perhaps a NUL
+    in a metric name, which that schema does not check): the route's :class:`MetricsBatch`
+    then decides, and its errors name the field."""
     if b"\\u0000" in body:
         return None
     try:
         rows = FAST_METRICS_BATCH.validate_json(body)["rows"]
     except ValueError:  # pydantic's ValidationError included
         return None
-    make = tuple.__new__
-    return [
-        make(
-            MetricRow,
-            (
-                row["kind"],
-                row["total_batches"],
-                row["metrics"],
-                row.get("total_records"),
-                row.get("total_epochs"),
-                row.get("reported_at"),
-            ),
-        )
-        for row in rows
-    ]
+    return cast(list[MetricReport], rows)
 
 
 async def ingest_report(
     ingestor: MetricIngestor,
     trial_id: int,
-    rows: list[MetricRow],
+    rows: Sequence[AnyMetricRow],
     token: str,
     *,
     values_checked: bool = False,
