@@ -67,6 +67,8 @@ def test_every_non_public_route_needs_a_token(client: httpx.Client, database: Da
         "{model}": "some-model",
         "{version}": "1",
         "{tensorboard_id}": "0" * 32,
+        "{agent_id}": "master",
+        "{slot_id}": "0",
         "{workspace_id}": "1",
         "{project_id}": "1",
         "{user_id}": "1",
