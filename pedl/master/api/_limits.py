@@ -232,18 +232,21 @@ class RequestLimits:
         upload = scope["method"] == "POST" and scope["path"] == self.upload_path
         limit = self.max_upload if upload else self.max_body
         setting = "max_upload_bytes" if upload else "max_request_bytes"
-        too_large = error_response(
-            413,
-            f"the request body is larger than {_human(limit)} (the master's {setting} setting)",
-            field="body",
-        )
+
+        def too_large() -> Response:  # made only when needed: an error body costs ~30 µs
+            return error_response(
+                413,
+                f"the request body is larger than {_human(limit)} (the master's {setting} setting)",
+                field="body",
+            )
+
         if self.authenticate is not None:
             refused = await self.authenticate(scope)
             if refused is not None:
                 await refused(scope, receive, send)
                 return
         if length is not None and (not length.isdigit() or int(length) > limit):
-            await too_large(scope, receive, send)
+            await too_large()(scope, receive, send)
             return
         held = _Held(self.memory, upload=upload)
         try:
@@ -263,7 +266,7 @@ class RequestLimits:
                 chunk = message.get("body", b"")
                 size += len(chunk)
                 if size > limit:
-                    await too_large(scope, receive, send)
+                    await too_large()(scope, receive, send)
                     return
                 if length is None and not held.take(len(chunk)):
                     await _answer(self._no_memory(), scope, receive, send)
