@@ -9,9 +9,10 @@ validate every 2 epochs. Per pair: the best validation accuracy of each search (
 ``best_validation`` of the experiment, over every validation of every trial), the epochs each
 trained (sum over trials of the trial's own batches / batches per epoch: a PBT copy's counters
 start at 0 from its parent's weights; checked equal to the 36 planned), how many trials
-errored, wall time (created -> ended, from the master's record) and PBT / random. One JSON
-line per pair goes to ``--out``; a summary (in how many seeds PBT's best >= random's, the
-median difference) is printed.
+errored, whether PBT's first population drew random search's six configurations (the same
+seed) and whether PBT's best trial is a copy, wall time (created -> ended, from the master's
+record) and PBT / random. One JSON line per pair goes to ``--out``; a summary (in how many
+seeds PBT's best >= random's, the median difference) is printed.
 
 ``--variant`` changes the searches, each still at 36 epochs:
 
@@ -197,6 +198,15 @@ def main() -> None:
                         pbt["epochs_trained"], rand["epochs_trained"], rel_tol=1e-9
                     )
                     and math.isclose(pbt["epochs_trained"], BUDGET_EPOCHS, rel_tol=1e-9),
+                    # the same seed draws PBT's first population as random search's trials
+                    "same_initial_draws": [
+                        t["hparams"] for t in pbt["per_trial"] if t["parent_trial_id"] is None
+                    ]
+                    == [t["hparams"] for t in rand["per_trial"]],
+                    "pbt_best_is_a_copy": max(
+                        pbt["per_trial"], key=lambda t: t["best_val_accuracy"] or 0.0
+                    )["parent_trial_id"]
+                    is not None,
                     "wall_ratio": pbt["wall_s"] / rand["wall_s"],
                     "pbt": pbt,
                     "random": rand,
