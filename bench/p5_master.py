@@ -163,7 +163,7 @@ class MasterProcess:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        deadline = time.monotonic() + 240  # a loaded machine migrates a database slowly
+        deadline = time.monotonic() + 900  # a loaded machine (load 20) starts one in minutes
         with httpx.Client(base_url=self.url, timeout=5) as http:
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
