@@ -19,6 +19,7 @@ from pedl._tf_noise import is_tf_noise
 from pedl.cli._master import master_settings
 from pedl.master.rm import LocalResourceManager, TrialLaunch
 from tests.client.helpers import unused_port
+from tests.waits import scaled
 
 
 def test_flags_map_onto_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -57,7 +58,7 @@ def test_pedl_master_serves_the_api(tmp_path: Path) -> None:
         text=True,
     ) as process:
         try:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + scaled(30)
             while True:
                 try:
                     response = httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
@@ -70,7 +71,7 @@ def test_pedl_master_serves_the_api(tmp_path: Path) -> None:
             assert (tmp_path / "home" / "pedl.db").exists()
         finally:
             process.terminate()
-            output = process.communicate(timeout=20)[0]
+            output = process.communicate(timeout=scaled(20))[0]
     assert "Starting the PEDL master" in output
     assert f"PEDL master listening on http://127.0.0.1:{port}" in output
 
@@ -86,7 +87,7 @@ def test_port_in_use_is_one_line_not_a_traceback(tmp_path: Path) -> None:
             env=env,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=scaled(60),
         )
     assert result.returncode == 1, result
     assert result.stderr.splitlines() == [
@@ -154,7 +155,7 @@ def test_trial_logs_leave_out_tensorflow_noise(
     )
     env = {} if level is None else {"TF_CPP_MIN_LOG_LEVEL": level}
     rm.start(TrialLaunch(1, "http://127.0.0.1:1", "token", 1, env))
-    assert exits.get(timeout=20) == 0
+    assert exits.get(timeout=scaled(20)) == 0
     rm.shutdown()
     stderr = [text for stream, text in lines if stream == "stderr"]
     assert stderr == (TRIAL_OUTPUT if dropped else TF_STARTUP + TRIAL_OUTPUT)
