@@ -41,13 +41,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
+from p4_asha import run_experiment
 from p5_master import MasterProcess
 
 from pedl import model_def
@@ -92,26 +92,6 @@ def planned_epochs(raw: dict[str, Any]) -> int:
             * searcher["length_per_round"]["epochs"]
         )
     return int(searcher["max_trials"] * searcher["max_length"]["epochs"])
-
-
-def run_experiment(http: httpx.Client, config_yaml: str, archive: str) -> dict[str, Any]:
-    """Create the experiment, wait until it ends, and return it; raise unless it COMPLETED."""
-    body = {"config": config_yaml, "model_definition": archive}
-    response = http.post("/experiments", json=body)
-    response.raise_for_status()
-    experiment_id = response.json()["id"]
-    while (experiment := http.get(f"/experiments/{experiment_id}").json())["state"] not in (
-        "COMPLETED",
-        "CANCELED",
-        "ERROR",
-    ):
-        time.sleep(0.5)
-    if experiment["state"] != "COMPLETED":
-        raise RuntimeError(
-            f"experiment {experiment_id} ({experiment['name']}) ended {experiment['state']}: "
-            f"{experiment['error']}"
-        )
-    return dict(experiment)
 
 
 def run_search(
