@@ -21,20 +21,35 @@ count; the reference point is the nadir of the two fronts together plus 10% of t
 so the hypervolume measures the fronts' own region, not the empty space below them). The
 goal: ASHA's hypervolume at least 98% of random's at no more than half the epochs.
 
-Run from ``bench/``: ``../.venv/bin/python p4_pareto.py results/p4_curves_s18_seeds1-8.jsonl.gz``.
+With ``--live SEED,...`` the same searches also run on a real master (2 slots, the digits
+example, ``bench/p5_master.py``'s ``MasterProcess``): ASHA's front is read from
+``GET /experiments/{id}/pareto`` and its budget from each trial's batches, and both are printed
+beside the replay's for that seed (they agree when training is deterministic); random
+search's front stays the recorded one, which is what its live run trains.
+
+Run from ``bench/``: ``../.venv/bin/python p4_pareto.py results/p4_curves_s18_seeds1-8.jsonl.gz``
+(``--live 1,2`` to run seeds 1 and 2 live as well).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import gzip
 import json
+import math
 import statistics
+import tempfile
 from pathlib import Path
 from typing import Any
 
+import _env
+import httpx
 import p4_simulate
+from p4_asha import EXAMPLE, RECORDS_PER_EPOCH, run_experiment
+from p5_master import MasterProcess
 
+from pedl import model_def
 from pedl.config import parse_config
 from pedl.searcher import (
     CloseTrial,
@@ -143,6 +158,76 @@ def replay_asha(
     return sum(trained.values()), list(latest.values())
 
 
+def run_live(http: httpx.Client, config_yaml: str) -> dict[str, Any]:
+    """Run the search on the master; return its epochs, its trials' (normalised) latest
+    points and the load around it."""
+    archive = base64.b64encode(model_def.package(EXAMPLE)).decode()
+    load = _env.Load.start()
+    experiment = run_experiment(http, config_yaml, archive)
+    load.stop()
+    trials = http.get(f"/experiments/{experiment['id']}/trials", params={"limit": 1000}).json()
+    epochs = sum(
+        t["total_batches"] / math.ceil(RECORDS_PER_EPOCH / t["hparams"]["global_batch_size"])
+        for t in trials["items"]
+    )
+    front = http.get(f"/experiments/{experiment['id']}/pareto").json()
+    points = [
+        point(float(p["values"][0]), int(p["values"][1]))
+        for p in front["points"]
+        if None not in p["values"]
+    ]
+    return {"experiment_id": experiment["id"], "epochs": epochs, "points": points, **load.as_dict()}
+
+
+def _seed_row(
+    s: dict[str, Any], args: argparse.Namespace, master: MasterProcess | None
+) -> dict[str, Any]:
+    random_points = [
+        point(float(t["epochs"][str(EPOCHS)]["val_accuracy"]), params(t["hparams"]))
+        for t in s["trials"]
+    ]
+    config_yaml = SPACE.format(
+        seed=s["seed"],
+        epochs=EPOCHS,
+        divisor=args.divisor,
+        max_rungs=args.max_rungs,
+        mode=args.mode,
+    )
+    epochs, asha_points = replay_asha(config_yaml, s["trials"])
+    # The reference: the nadir of both fronts together, 10% of their range beyond
+    # (pedl.searcher.reference_point), so the hypervolume is the front's own region.
+    reference = reference_point(front_of(random_points) + front_of(asha_points))
+    random_hv = hypervolume(front_of(random_points), reference)
+    asha_hv = hypervolume(front_of(asha_points), reference)
+    row = {
+        "seed": s["seed"],
+        "asha_epochs": epochs,
+        "random_epochs": EPOCHS * len(s["trials"]),
+        "budget_ratio": epochs / (EPOCHS * len(s["trials"])),
+        "hv_random": random_hv,
+        "hv_asha": asha_hv,
+        "hv_ratio": asha_hv / random_hv,
+        "front_random": len(pareto_front(random_points)),
+        "front_asha": len(pareto_front(asha_points)),
+    }
+    if master is not None:
+        live = run_live(master.client(timeout=60), config_yaml)
+        live_reference = reference_point(front_of(random_points) + front_of(live["points"]))
+        live_hv = hypervolume(front_of(live["points"]), live_reference)
+        row["live"] = {
+            "experiment_id": live["experiment_id"],
+            "asha_epochs": live["epochs"],
+            "budget_ratio": live["epochs"] / (EPOCHS * len(s["trials"])),
+            "hv_ratio": live_hv / hypervolume(front_of(random_points), live_reference),
+            "same_front_as_replay": sorted(front_of(live["points"]))
+            == sorted(front_of(asha_points)),
+            "loadavg_before": live["loadavg_before"],
+            "loadavg_after": live["loadavg_after"],
+            "machine": _env.machine(),
+        }
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("curves", type=Path)
@@ -150,44 +235,29 @@ def main() -> None:
     parser.add_argument("--divisor", type=float, default=3)
     parser.add_argument("--max-rungs", type=int, default=4)
     parser.add_argument("--check-keras", action="store_true")
+    parser.add_argument("--live", default="", help="seeds to run on a real master too: 1,2")
     args = parser.parse_args()
+    live_seeds = {int(x) for x in args.live.split(",") if x}
     if args.check_keras:
         _check_keras()
     opener = gzip.open if args.curves.suffix == ".gz" else open
     with opener(args.curves, "rt") as f:
         seeds = [json.loads(line) for line in f if line.strip()]
     rows = []
-    for s in seeds:
-        random_points = [
-            point(float(t["epochs"][str(EPOCHS)]["val_accuracy"]), params(t["hparams"]))
-            for t in s["trials"]
-        ]
-        config_yaml = SPACE.format(
-            seed=s["seed"],
-            epochs=EPOCHS,
-            divisor=args.divisor,
-            max_rungs=args.max_rungs,
-            mode=args.mode,
+    with tempfile.TemporaryDirectory(prefix="pedl-p4-pareto-") as home:
+        master = (
+            MasterProcess(Path(home), f"sqlite:///{Path(home) / 'master.db'}", cpu_slots=2).start()
+            if live_seeds
+            else None
         )
-        epochs, asha_points = replay_asha(config_yaml, s["trials"])
-        # The reference: the nadir of both fronts together, 10% of their range beyond
-        # (pedl.searcher.reference_point), so the hypervolume is the front's own region.
-        reference = reference_point(front_of(random_points) + front_of(asha_points))
-        random_hv = hypervolume(front_of(random_points), reference)
-        asha_hv = hypervolume(front_of(asha_points), reference)
-        row = {
-            "seed": s["seed"],
-            "asha_epochs": epochs,
-            "random_epochs": EPOCHS * len(s["trials"]),
-            "budget_ratio": epochs / (EPOCHS * len(s["trials"])),
-            "hv_random": random_hv,
-            "hv_asha": asha_hv,
-            "hv_ratio": asha_hv / random_hv,
-            "front_random": len(pareto_front(random_points)),
-            "front_asha": len(pareto_front(asha_points)),
-        }
-        rows.append(row)
-        print(json.dumps(row))
+        try:
+            for s in seeds:
+                row = _seed_row(s, args, master if s["seed"] in live_seeds else None)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+        finally:
+            if master is not None:
+                master.stop()
     met = sum(1 for r in rows if r["hv_ratio"] >= 0.98 and r["budget_ratio"] <= 0.5)
     print(
         f"settings mode={args.mode} divisor={args.divisor} max_rungs={args.max_rungs}: "
