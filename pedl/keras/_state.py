@@ -242,4 +242,5 @@ def restore_rng(directory: Path) -> None:
         state = pickle.load(f)
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
-    tf.random.get_global_generator().state.assign(state["tensorflow"])
+    # read_value=False: no read-back variable object (a fixed cost of every restore)
+    tf.random.get_global_generator().state.assign(state["tensorflow"], read_value=False)
