@@ -52,6 +52,19 @@ def _test_environment() -> None:
     _set_test_environment()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """pytest-timeout's limit (``timeout`` in pyproject.toml), the net under a test that
+    hangs, scales with the machine as the tests' own waits do (:mod:`tests.waits`): a test
+    whose scaled waits add up to more than the fixed limit would otherwise be killed on a
+    loaded machine while its work still went on. A test's own ``timeout`` mark stays."""
+    limit = float(config.getini("timeout") or 0)
+    if limit <= 0:
+        return
+    for item in items:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(round(limit * WAIT_SCALE)))
+
+
 def pytest_report_header() -> str:
     """The factor the tests' waits are scaled by (see :mod:`tests.waits`): imported here,
     in the session's own process, so pytest-xdist's workers inherit it."""
