@@ -25,6 +25,10 @@ def trial_failure_lines(trials: Iterable[Trial]) -> list[str]:
         what = "invalid hyperparameters" if trial.outcome == TrialOutcome.INVALID_HP else "error"
         when = " before training progressed, not restarted" if trial.error.before_progress else ""
         restarts = f" after {trial.restarts} restart(s)" if trial.restarts else ""
+        if trial.error.recurred:
+            restarts += (
+                f", the same error at the same batch ({trial.error.batches}) again: not restarted"
+            )
         lines.append(
             f"trial {trial.id} ({trial.state}, {what}{when}{restarts}): {trial.error.summary()}"
         )

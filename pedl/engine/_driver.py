@@ -39,7 +39,7 @@ Not thread-safe: the shell serialises calls.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pedl.config import ExperimentConfig, Length, flatten_hparams
@@ -667,6 +667,8 @@ class ExperimentDriver:
 
     def _errored(self, trial: _Trial, error: TrialError | None) -> None:
         trial_id = self._id(trial)
+        # ``recurred`` is this rule's to set, never the reporting process's
+        error = replace(error, recurred=False) if error else None
         error = error or TrialError("TrialProcessError", "the trial process failed")
         limit = self.config.max_restarts
         if self.state.is_stopping:
@@ -690,7 +692,9 @@ class ExperimentDriver:
                     "restarted",
                 )
             )
-            self._finish(trial, TrialState.ERROR, TrialOutcome.ERRORED, error)
+            self._finish(
+                trial, TrialState.ERROR, TrialOutcome.ERRORED, replace(error, recurred=True)
+            )
         elif trial.restarts >= limit:
             self._emit(LogTrial(trial_id, f"max_restarts ({limit}) exhausted: the trial errors"))
             self._finish(trial, TrialState.ERROR, TrialOutcome.ERRORED, error)

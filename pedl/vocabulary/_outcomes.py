@@ -61,7 +61,7 @@ class TrialError:
     again on every attempt, so the trial is not restarted. ``batches`` is how many batches
     the trial had trained when it was raised (None: not known): a restarted trial resumes
     exactly, so the same error at the same batch again would recur on every restart
-    (:meth:`recurs`).
+    (:meth:`recurs`); ``recurred`` marks the error that ended a trial for that reason.
     """
 
     type: str
@@ -70,6 +70,7 @@ class TrialError:
     before_progress: bool = False
     traceback: str = ""
     batches: int | None = None
+    recurred: bool = False
 
     @classmethod
     def from_exception(
@@ -119,6 +120,7 @@ class TrialError:
             before_progress=bool(data.get("before_progress", False)),
             traceback=str(data.get("traceback", "")),
             batches=_count(data.get("batches")),
+            recurred=bool(data.get("recurred", False)),
         )
 
 

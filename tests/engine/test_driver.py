@@ -324,8 +324,20 @@ def test_the_same_error_at_the_same_batch_after_a_restart_ends_the_trial() -> No
     run_attempt(shell, trial_id, TrialOutcome.ERRORED, late)
     assert shell.trials[trial_id].state == TrialState.ERROR
     assert shell.trials[trial_id].restarts == 1
-    assert shell.errors[trial_id] == late
+    assert shell.errors[trial_id] == replace(late, recurred=True)
     assert any("same error at the same batch (12)" in line for line in shell.logs[trial_id])
+
+
+def test_only_the_driver_marks_an_error_recurred() -> None:
+    """A process reporting ``recurred`` does not make the driver say so (nor stop restarts)."""
+    shell = start(config(GRID, units=[1], max_restarts=5))
+    (trial_id,) = shell.driver.runnable_trials()
+    claimed = TrialError("ValueError", "nan loss", "model.py:9", batches=12, recurred=True)
+    run_attempt(shell, trial_id, TrialOutcome.ERRORED, claimed)
+    assert shell.trials[trial_id].state == TrialState.ACTIVE
+    run_attempt(shell, trial_id, TrialOutcome.ERRORED, replace(claimed, batches=13))
+    assert shell.trials[trial_id].restarts == 2
+    assert shell.errors[trial_id].recurred is False
 
 
 def test_a_driver_rebuilt_between_the_two_errors_still_ends_the_trial() -> None:

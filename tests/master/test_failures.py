@@ -88,6 +88,8 @@ def test_the_trial_records_why_it_failed(
     assert error["location"] == case.location()
     assert error["before_progress"] == case.before_progress
     assert trial["restarts"] == case.attempts - 1
+    # ended by the rule that a repeat of the error before the restart is not restarted
+    assert error["recurred"] == (not case.before_progress and case.recurs)
     summary = TrialError.from_dict(error).summary()
     assert summary in (experiment(master.http, experiment_id)["error"] or "")
     # The trial's logs hold one traceback per attempt at most.
@@ -110,6 +112,8 @@ def test_describe_and_wait_say_why(
         assert f"Experiment {experiment_id} failed: every trial failed (1 of 1)" in result.output
         assert f"trial {trial['id']} (ERROR, error" in result.output
         assert line in result.output and str(case.location() or "") in result.output
+        said = "the same error at the same batch"
+        assert (said in result.output) == error["recurred"], result.output
         assert result.output.count(error["message"]) == 1, result.output  # said once
 
 

@@ -3783,6 +3783,12 @@ export interface components {
             /** Message */
             message: string;
             /**
+             * Recurred
+             * @description The trial ended because this error repeated the one before its restart (same type, message, line and batch), without spending its other restarts.
+             * @default false
+             */
+            recurred?: boolean;
+            /**
              * Traceback
              * @default
              */
@@ -3811,6 +3817,12 @@ export interface components {
             location: string | null;
             /** Message */
             message: string;
+            /**
+             * Recurred
+             * @description The trial ended because this error repeated the one before its restart (same type, message, line and batch), without spending its other restarts.
+             * @default false
+             */
+            recurred: boolean;
             /**
              * Traceback
              * @default

@@ -596,6 +596,11 @@ class TrialErrorPublic(ResponseBody):
         "known). The same error at the same batch after a restart ends the trial: it resumed "
         "exactly, so every restart would fail the same way.",
     )
+    recurred: bool = Field(
+        default=False,
+        description="The trial ended because this error repeated the one before its restart "
+        "(same type, message, line and batch), without spending its other restarts.",
+    )
 
 
 class TrialExit(BaseModel):

@@ -320,6 +320,13 @@ export class TrialPage implements Page {
       error.before_progress
         ? h("p", { class: "muted small" }, "It failed before training progressed, so it was not restarted.")
         : null,
+      error.recurred
+        ? h(
+            "p",
+            { class: "muted small" },
+            `It failed again with the same error at the same batch (${error.batches ?? "?"}) after resuming exactly from its checkpoint, so it was not restarted.`,
+          )
+        : null,
       error.traceback
         ? h("details", {}, h("summary", {}, "Traceback"), h("pre", { class: "traceback" }, error.traceback))
         : null,
