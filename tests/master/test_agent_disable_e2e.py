@@ -167,10 +167,13 @@ def test_agent_disable_drain_lets_the_running_trial_finish(master: MasterProcess
     assert queued["state"] == "QUEUED"
     reasons = [t["reason"] for t in cluster(master)["queued"] if t["trial_id"] == queued["id"]]
     assert reasons and "is disabled" in reasons[0], reasons
+    halted = cluster(master)["halted"]  # the cluster's own answer says why nothing starts
+    assert halted and "agent 'master' is disabled (draining)" in halted, halted
     assert "starting the trial process" not in logs(master.http, queued["id"])
 
     assert det(master, "agent", "enable", "master").returncode == 0
     wait_for(master.http, waiting, {"COMPLETED"}, master=master)
+    assert cluster(master)["halted"] is None
 
 
 def test_agent_disable_stops_the_running_trial_and_enable_resumes_it(

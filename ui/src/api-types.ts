@@ -369,10 +369,11 @@ export interface paths {
          * Get Cluster
          * @description The cluster's slots (0 on a master that runs no experiments), the RUNNING trials with
          *     the slots each holds (the config's ``resources.slots_per_trial``) and their worker
-         *     processes (``GET /trials/{id}/workers``), the QUEUED ones
-         *     with the scheduler's reason, by trial id; ``halted``: why no trial starts now (the
-         *     master's own disk is full), and ``worker_exits``: the warm and spare workers that exited
-         *     by themselves while idle; ``idle_workers``: those idle now, each holding a slot.
+         *     processes (``GET /trials/{id}/workers``), the QUEUED ones with the scheduler's reason, by
+         *     trial id; ``halted``: why no trial starts now (the master's own disk is full, its resource
+         *     manager is unavailable, its agent is disabled), and ``worker_exits``: the warm and spare
+         *     workers that exited by themselves while idle; ``idle_workers``: those idle now, each
+         *     holding a slot.
          */
         get: operations["get_cluster"];
         put?: never;
@@ -2221,7 +2222,7 @@ export interface components {
         ClusterPublic: {
             /**
              * Halted
-             * @description Why the master starts no trial now (its own disk is full: min_free_disk_bytes), or null.
+             * @description Why the master starts no trial now (its own disk is full: min_free_disk_bytes; its resource manager is unavailable; its agent is disabled: `det agent enable`), or null.
              */
             halted: string | null;
             /**

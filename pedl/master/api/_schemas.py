@@ -800,7 +800,8 @@ class ClusterPublic(ResponseBody):
     halted: str | None = Field(
         default=None,
         description="Why the master starts no trial now (its own disk is full: "
-        "min_free_disk_bytes), or null.",
+        "min_free_disk_bytes; its resource manager is unavailable; its agent is disabled: "
+        "`det agent enable`), or null.",
     )
     worker_exits: list[WorkerExitPublic] = Field(
         default_factory=list,

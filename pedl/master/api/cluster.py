@@ -38,10 +38,11 @@ router.include_router(agents.router)  # /agents: the one agent and its slots
 async def get_cluster(database: DatabaseDep, request: Request) -> ClusterPublic:
     """The cluster's slots (0 on a master that runs no experiments), the RUNNING trials with
     the slots each holds (the config's ``resources.slots_per_trial``) and their worker
-    processes (``GET /trials/{id}/workers``), the QUEUED ones
-    with the scheduler's reason, by trial id; ``halted``: why no trial starts now (the
-    master's own disk is full), and ``worker_exits``: the warm and spare workers that exited
-    by themselves while idle; ``idle_workers``: those idle now, each holding a slot."""
+    processes (``GET /trials/{id}/workers``), the QUEUED ones with the scheduler's reason, by
+    trial id; ``halted``: why no trial starts now (the master's own disk is full, its resource
+    manager is unavailable, its agent is disabled), and ``worker_exits``: the warm and spare
+    workers that exited by themselves while idle; ``idle_workers``: those idle now, each
+    holding a slot."""
     orchestrator = getattr(request.app.state, "orchestrator", None)
     if not isinstance(orchestrator, Orchestrator):
         orchestrator = None

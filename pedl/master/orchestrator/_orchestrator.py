@@ -508,9 +508,7 @@ class Orchestrator:
                     TrialRequest(trial_id, actor.experiment_id, resources.slots_per_trial, trial_id)
                 )
         with self._lock:
-            halted = self._halted
-            if halted is None and not self._slots.agent_enabled:
-                halted = agent_disabled_reason(self._slots.agent_draining)
+            halted = self._halted_reason()
             idle_disabled = self._slots.idle_disabled(total)
         placement = schedule(
             total, running, requests, limits, halted=halted, disabled_slots=idle_disabled
@@ -676,7 +674,15 @@ class Orchestrator:
         self._halted = halted
 
     def scheduling_halted(self) -> str | None:
-        """Why the master starts no trial process now (its disk is full), or ``None``."""
+        """Why the master starts no trial process now (its disk is full, its resource manager
+        is unavailable, or its agent is disabled), or ``None``."""
+        with self._lock:
+            return self._halted_reason()
+
+    def _halted_reason(self) -> str | None:
+        """:meth:`scheduling_halted`, the caller holding :attr:`_lock`."""
+        if self._halted is None and not self._slots.agent_enabled:
+            return agent_disabled_reason(self._slots.agent_draining)
         return self._halted
 
     # workers kept ready for trials -------------------------------------------------------------
