@@ -668,8 +668,11 @@ class ExperimentDriver:
     def _errored(self, trial: _Trial, error: TrialError | None) -> None:
         trial_id = self._id(trial)
         # ``recurred`` is this rule's to set, never the reporting process's
-        error = replace(error, recurred=False) if error else None
-        error = error or TrialError("TrialProcessError", "the trial process failed")
+        error = (
+            replace(error, recurred=False)
+            if error
+            else TrialError("TrialProcessError", "the trial process failed")
+        )
         limit = self.config.max_restarts
         if self.state.is_stopping:
             self._finish(trial, TrialState.CANCELED, TrialOutcome.ERRORED, error)
