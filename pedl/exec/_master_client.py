@@ -19,6 +19,9 @@ _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 _BACKOFF_FIRST_S = 0.1
 _BACKOFF_CAP_S = 5.0
 _RETRY_AFTER_CAP_S = 60.0
+_JITTER = random.Random()
+"""The backoff's own generator: drawing from the global one would move the trial's Python
+random state, which its checkpoints save, by however many retries the load caused."""
 
 
 class MasterError(RuntimeError):
@@ -155,9 +158,9 @@ class MasterClient:
                     f"{method} {path}: the master at {self.master_url} has not answered for "
                     f"{patience:.0f} s (last problem: {problem})"
                 )
-            delay = random.uniform(backoff / 2, backoff)
+            delay = _JITTER.uniform(backoff / 2, backoff)
             if retry_after is not None:
-                delay = max(delay, retry_after * random.uniform(1.0, 1.25))
+                delay = max(delay, retry_after * _JITTER.uniform(1.0, 1.25))
             time.sleep(min(delay, left))
             backoff = min(backoff * 2, _BACKOFF_CAP_S)
 

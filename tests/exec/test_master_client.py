@@ -7,6 +7,7 @@ tests/master/test_backpressure.py.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 
 import httpx
@@ -76,6 +77,17 @@ def test_retry_after_is_honoured_with_jitter(clock: Clock) -> None:
     assert len(seen) == 3
     assert 3.0 <= clock.sleeps[0] <= 3.75 and 2.0 <= clock.sleeps[1] <= 2.5
     assert all(r.headers["Authorization"] == "Bearer tok" for r in seen)
+
+
+def test_retries_leave_the_trials_python_random_state_alone(clock: Clock) -> None:
+    """The trial's ``random`` state is saved in its checkpoints and must be a function of its
+    batches: retries in the report thread (as many as the load causes) must not move it."""
+    random.seed(5)
+    before = random.getstate()
+    client, _ = client_with(iter([shed("1"), httpx.ConnectError("refused"), shed("1", 429), ok()]))
+    assert client.post("/trials/7/metrics", {"rows": []}) == {"ok": True}
+    assert len(clock.sleeps) == 3
+    assert random.getstate() == before
 
 
 def test_connection_errors_and_5xx_back_off_exponentially_up_to_a_cap(clock: Clock) -> None:
