@@ -120,8 +120,16 @@ def test_sigkilled_at_random_batches_then_resumed_ends_exactly_as_undisturbed(
         file.seek(before)
         assert "resumed from checkpoint" in file.read()
     weights, rows = outcome(experiment)
+    # The rows first: the first one that differs says after which resume the runs parted.
+    first = next(
+        (i for i, (a, b) in enumerate(zip(rows, expected_rows, strict=False)) if a != b), None
+    )
+    assert rows == expected_rows, (
+        f"metric rows differ after kills at batches {kills}; first at row {first}: "
+        f"{rows[first] if first is not None else rows[len(expected_rows) :]} against "
+        f"{expected_rows[first] if first is not None else expected_rows[len(rows) :]}"
+    )
     assert weights == expected_weights, f"weights differ after kills at batches {kills}"
-    assert rows == expected_rows, f"metric rows differ after kills at batches {kills}"
 
 
 @pytest.mark.parametrize("kind", ["arrays", "sequence"])
