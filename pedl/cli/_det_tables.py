@@ -292,7 +292,7 @@ def trial_workloads(
             c.total_batches,
             format_time(c.created_at),
             str(c.state),
-            c.uuid if str(c.state) in ("COMPLETED", "DELETED") else None,
+            c.uuid if str(c.state) in ("COMPLETED", "DELETED", "PARTIALLY_DELETED") else None,
             json.dumps(c.metadata, indent=4),
             None,
         ]

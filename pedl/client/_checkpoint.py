@@ -180,7 +180,8 @@ class Checkpoint:
     def remove_files(self, globs: Iterable[str]) -> None:
         """Remove the checkpoint's files matching any of ``globs`` (``fnmatch`` patterns on
         their paths, ``*`` matching ``/`` too, as Determined's) from storage; the master
-        updates its ``resources`` (and marks it DELETED when no file is left). No globs:
+        updates its ``resources`` and marks it PARTIALLY_DELETED (DELETED when no file is
+        left; either way no trial resumes from it). No globs:
         nothing is removed, the resources are read again from storage. The experiment's
         owner or an administrator; refused (:class:`PEDLError` 409, with the reason) for a
         checkpoint a model version holds or a running trial's latest."""

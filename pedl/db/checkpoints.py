@@ -84,6 +84,12 @@ def mark_checkpoints_deleted(session: Session, uuids: Collection[str]) -> None:
     _set_state(session, uuids, CheckpointState.DELETED)
 
 
+def mark_checkpoints_partially_deleted(session: Session, uuids: Collection[str]) -> None:
+    """Record that some of these checkpoints' files were removed: they are no longer any
+    trial's latest or best checkpoint (a trial does not resume from them)."""
+    _set_state(session, uuids, CheckpointState.PARTIALLY_DELETED)
+
+
 def release_claimed(session: Session, uuids: Collection[str]) -> None:
     """Give back claimed checkpoints whose files could not be removed: COMPLETED again (listed,
     the trials' latest/best pointers recomputed), as they were before the claim."""

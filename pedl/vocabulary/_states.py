@@ -62,12 +62,15 @@ class TrialState(StrEnum):
 
 
 class CheckpointState(StrEnum):
-    """``ACTIVE``: being written; ``COMPLETED``: usable; ``ERROR``: failed; ``DELETED``: gone."""
+    """``ACTIVE``: being written; ``COMPLETED``: usable; ``ERROR``: failed; ``DELETED``: gone;
+    ``PARTIALLY_DELETED``: some of its files were removed (``remove_files``, ``det checkpoint rm
+    --glob``): what is left can be downloaded, but no trial resumes or warm-starts from it."""
 
     ACTIVE = "ACTIVE"
     COMPLETED = "COMPLETED"
     ERROR = "ERROR"
     DELETED = "DELETED"
+    PARTIALLY_DELETED = "PARTIALLY_DELETED"
 
 
 class MetricKind(StrEnum):

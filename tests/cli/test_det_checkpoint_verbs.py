@@ -73,6 +73,9 @@ def test_checkpoint_rm_globs(master: LiveMaster, client: Client, filled: Filled)
     assert removed.exit_code == 0, removed.output
     checkpoint = client.get_checkpoint(uuid)
     assert checkpoint.resources == {"model/weights.bin": 7, "notes.txt": 1}
+    # As Determined's: some files gone; no longer the trial's latest (nothing resumes from it).
+    assert checkpoint.state == "PARTIALLY_DELETED"
+    assert client.get_trial(trial_id).latest_checkpoint_uuid is None
     assert not (filled.storage / uuid / "model" / "optimizer.bin").exists()
     assert (filled.storage / uuid / "model" / "weights.bin").is_file()
 

@@ -325,8 +325,9 @@ export interface paths {
         /**
          * Remove Files
          * @description Remove the checkpoint's files matching any of ``globs`` from its storage and record
-         *     what is left as its ``resources`` (DELETED when nothing is: ``det checkpoint rm``,
-         *     Determined's ``Checkpoint.remove_files``); the experiment's owner or an administrator.
+         *     what is left as its ``resources`` (``det checkpoint rm``, Determined's
+         *     ``Checkpoint.remove_files``): PARTIALLY_DELETED when some files were removed, DELETED when
+         *     none is left; the experiment's owner or an administrator.
          *     409, with the reason, for a DELETED checkpoint, one a model version holds or the latest
          *     of a trial that may still run (when ``globs`` would remove anything).
          */
@@ -2136,10 +2137,12 @@ export interface components {
         };
         /**
          * CheckpointState
-         * @description ``ACTIVE``: being written; ``COMPLETED``: usable; ``ERROR``: failed; ``DELETED``: gone.
+         * @description ``ACTIVE``: being written; ``COMPLETED``: usable; ``ERROR``: failed; ``DELETED``: gone;
+         *     ``PARTIALLY_DELETED``: some of its files were removed (``remove_files``, ``det checkpoint rm
+         *     --glob``): what is left can be downloaded, but no trial resumes or warm-starts from it.
          * @enum {string}
          */
-        CheckpointState: "ACTIVE" | "COMPLETED" | "ERROR" | "DELETED";
+        CheckpointState: "ACTIVE" | "COMPLETED" | "ERROR" | "DELETED" | "PARTIALLY_DELETED";
         /**
          * CheckpointStoragePatch
          * @description ``checkpoint_storage`` of ``PATCH /experiments/{id}``: the retention policy (a field

@@ -244,8 +244,9 @@ def remove_files(
     checkpoint_uuid: UUID, body: RemoveFiles, database: DatabaseDep, user: CurrentUser
 ) -> CheckpointPublic:
     """Remove the checkpoint's files matching any of ``globs`` from its storage and record
-    what is left as its ``resources`` (DELETED when nothing is: ``det checkpoint rm``,
-    Determined's ``Checkpoint.remove_files``); the experiment's owner or an administrator.
+    what is left as its ``resources`` (``det checkpoint rm``, Determined's
+    ``Checkpoint.remove_files``): PARTIALLY_DELETED when some files were removed, DELETED when
+    none is left; the experiment's owner or an administrator.
     409, with the reason, for a DELETED checkpoint, one a model version holds or the latest
     of a trial that may still run (when ``globs`` would remove anything)."""
     uuid = str(checkpoint_uuid)
@@ -266,9 +267,12 @@ def remove_files(
         raise ApiError(502, f"checkpoint {uuid}: its storage failed: {err}") from err
     with database.session(write=True) as session:
         row = checkpoints_repo.get_checkpoint(session, uuid, for_update=True)
+        removed = set(row.resources or {}) - set(remaining)
         row.resources = remaining
         if not remaining:
             checkpoints_repo.mark_checkpoints_deleted(session, [uuid])
+        elif removed:
+            checkpoints_repo.mark_checkpoints_partially_deleted(session, [uuid])
     with database.session() as session:
         return describe_checkpoint(session, uuid)
 
