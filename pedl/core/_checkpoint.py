@@ -87,7 +87,7 @@ class CheckpointContext:
                 written_in = path
                 yield path, storage_id
                 # One line: ``indent`` would take json's pure-Python encoder, a fixed cost
-                # of every checkpoint (the config's thousand-odd values; ~0.3 ms).
+                # of every checkpoint (in P3's 249 kB case about half a millisecond of its ~2 ms).
                 (path / METADATA_FILE).write_text(json.dumps(dict(metadata), sort_keys=True))
                 resources = list_resources(path)
         except OSError as err:
