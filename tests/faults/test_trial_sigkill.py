@@ -134,6 +134,21 @@ def test_sigkilled_at_random_batches_then_resumed_ends_exactly_as_undisturbed(
     assert weights == expected_weights, f"weights differ after kills at batches {kills}"
 
 
+def training_data(loader: Any, *, wrapped: bool) -> Any:
+    """The resume model's training input as the Keras controller makes it (per-slot batch of
+    16, shuffled with a trial seed); ``wrapped``: ``loader`` is a wrapped tf.data dataset."""
+    return make_training_data(
+        loader,
+        is_wrapped_dataset=lambda _: wrapped,
+        batch_size=lambda: 16,
+        shuffle=True,
+        seed=1234,
+        fit_workers=0,
+        fit_use_multiprocessing=False,
+        fit_max_queue_size=1,
+    )
+
+
 @pytest.mark.parametrize("kind", ["arrays", "sequence"])
 def test_a_run_resumed_at_any_batch_is_fed_the_undisturbed_runs_batches(kind: str) -> None:
     """The resume model's training data, positioned as the Keras controller positions it (its
@@ -143,17 +158,7 @@ def test_a_run_resumed_at_any_batch_is_fed_the_undisturbed_runs_batches(kind: st
 
     def fed(start: int) -> list[bytes]:
         """The first TOTAL_BATCHES - start batches fed to fit by a run resumed at start."""
-        loader = (x, y) if kind == "arrays" else Batches(x, y, 16)
-        data = make_training_data(
-            loader,
-            is_wrapped_dataset=lambda _: False,
-            batch_size=lambda: 16,
-            shuffle=True,
-            seed=1234,
-            fit_workers=0,
-            fit_use_multiprocessing=False,
-            fit_max_queue_size=1,
-        )
+        data = training_data((x, y) if kind == "arrays" else Batches(x, y, 16), wrapped=False)
         stream = data.fit_input(start)
         count = TOTAL_BATCHES - start
         if kind == "arrays":
@@ -186,16 +191,7 @@ def test_a_saved_dataset_iterator_restores_the_undisturbed_order_whatever_the_ti
     def data() -> Any:
         tf.random.set_seed(1234)
         dataset = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(50, seed=3).batch(16)
-        return make_training_data(
-            dataset,
-            is_wrapped_dataset=lambda _: True,
-            batch_size=lambda: 16,
-            shuffle=True,
-            seed=1234,
-            fit_workers=0,
-            fit_use_multiprocessing=False,
-            fit_max_queue_size=1,
-        )
+        return training_data(dataset, wrapped=True)
 
     def batches(iterator: Any, count: int) -> list[bytes]:
         return [np.asarray(next(iterator)[0]).tobytes() for _ in range(count)]
