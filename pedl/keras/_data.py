@@ -9,8 +9,10 @@ batch count and see exactly the batches an uninterrupted run would have seen:
   seed;
 - a ``keras.utils.Sequence`` / ``PyDataset`` (optionally in a ``SequenceAdapter``) is indexed by
   a ``PyDataset`` that maps global batch numbers onto (epoch, permuted batch index);
-- a wrapped ``tf.data.Dataset`` is repeated, and its iterator state is saved in checkpoints
-  where TensorFlow can save it (else the stream is fast-forwarded with ``skip``).
+- a wrapped ``tf.data.Dataset`` is repeated. With a known number of batches a pass (its
+  cardinality), a resume at batch ``k * passes + j`` starts pass ``k`` as the run did and skips
+  ``j`` batches of it (see :class:`DatasetData`); otherwise its iterator state is saved in
+  checkpoints where TensorFlow can save it (else the stream is fast-forwarded with ``skip``).
 """
 
 from __future__ import annotations
@@ -338,6 +340,19 @@ class SequenceData(TrainingData):
 
 
 class DatasetData(TrainingData):
+    """A wrapped ``tf.data.Dataset``, repeated.
+
+    Where its number of batches a pass is known, a resume needs no saved iterator: a
+    ``shuffle`` that reshuffles each pass draws that pass's seeds from its dataset's seed
+    generator when the pass's iterator starts, so starting (and pulling one batch of) ``k``
+    throwaway passes leaves the generators as ``k`` passes left them; pass ``k`` then starts
+    as it did and ``skip`` drops the ``j`` batches already trained (at most one pass of input
+    work, no training). TensorFlow's saved iterator state is not used there: restored at or
+    near the end of a pass it starts the next pass with the wrong seeds (tensorflow#48178;
+    measured on the resume test's pipeline, at the last batch of a pass and, with a
+    ``prefetch`` at its end, one or two batches before, every time).
+    """
+
     def __init__(self, dataset: tf.data.Dataset) -> None:
         self.dataset = dataset
         """The dataset the data loader returned."""
@@ -366,6 +381,12 @@ class DatasetData(TrainingData):
 
     def fit_input(self, start_batch: int) -> tf.data.Dataset:
         repeated = self._dataset.repeat().with_options(_no_injected_prefetch())
+        per_pass = self.batches_per_pass
+        if per_pass is not None:
+            passes, offset = divmod(start_batch, per_pass)
+            for _ in range(passes):
+                next(iter(self._dataset))  # the pass's seeds drawn, as the run drew them
+            return repeated.skip(offset) if offset else repeated
         if start_batch and self._restore_from is None:
             return repeated.skip(start_batch)
         return repeated
@@ -380,6 +401,8 @@ class DatasetData(TrainingData):
             self._restore_from = None
 
     def save(self, directory: Path) -> dict[str, Any]:
+        if self.batches_per_pass is not None:
+            return {"iterator_saved": False, "positioned_by": "passes"}
         if self._iterator is None:
             return {"iterator_saved": False}
         try:
@@ -396,7 +419,7 @@ class DatasetData(TrainingData):
         return {"iterator_saved": True}
 
     def restore(self, directory: Path, state: dict[str, Any]) -> None:
-        if state.get("iterator_saved"):
+        if state.get("iterator_saved") and self.batches_per_pass is None:
             # The checkpoint directory may be temporary (a download): keep a copy until the
             # iterator exists and can be restored.
             local = Path(tempfile.mkdtemp(prefix="pedl-iterator-"))

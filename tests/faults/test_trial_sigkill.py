@@ -176,14 +176,17 @@ def test_a_run_resumed_at_any_batch_is_fed_the_undisturbed_runs_batches(kind: st
         assert fed(start) == undisturbed[start:], f"{kind}: resumed at batch {start}"
 
 
-def test_a_saved_dataset_iterator_restores_the_undisturbed_order_whatever_the_timing(
-    tmp_path: Path,
+@pytest.mark.parametrize("ending", ["batch", "prefetch"])
+def test_a_dataset_resumed_at_any_batch_is_fed_the_undisturbed_runs_batches(
+    tmp_path: Path, ending: str
 ) -> None:
-    """The dataset kind's position is its iterator's saved state: saved after 12 batches (in
-    the second pass, near its end), whether or not the process paused first (a loaded machine:
-    a background prefetch thread would have run ahead meanwhile), it restores the batches the
-    undisturbed run was fed next. tf.data's injected prefetch made this fail in about one
-    save in ten under load; 30 tries make a regression all but certain to show."""
+    """The dataset kind, resumed at every batch of its first three passes (a pass is 7
+    batches): through a checkpoint's save and restore, fit is fed exactly what the undisturbed
+    run was fed from there. The ends of passes are where TensorFlow's saved iterator state
+    failed (the next pass's shuffle seeds were not restored: at the last batch of a pass, and
+    with a ``prefetch`` at the pipeline's end one or two batches before), and tf.data's
+    injected prefetch made it fail elsewhere too, depending on the timing; a pause before
+    some saves lets a background thread run ahead if one is there."""
     import tensorflow as tf
 
     x, y = blobs(100, 0)
@@ -191,30 +194,31 @@ def test_a_saved_dataset_iterator_restores_the_undisturbed_order_whatever_the_ti
     def data() -> Any:
         tf.random.set_seed(1234)
         dataset = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(50, seed=3).batch(16)
+        if ending == "prefetch":
+            dataset = dataset.prefetch(tf.data.AUTOTUNE)
         return training_data(dataset, wrapped=True)
 
     def batches(iterator: Any, count: int) -> list[bytes]:
         return [np.asarray(next(iterator)[0]).tobytes() for _ in range(count)]
 
-    at, count = 12, 24
-    undisturbed = batches(iter(data().fit_input(0)), at + count)[at:]
-    for attempt in range(30):
+    count = 10
+    undisturbed = batches(iter(data().fit_input(0)), 3 * 7 + 1 + count)
+    for at in range(3 * 7 + 1):
         saved = data()
         iterator = iter(saved.fit_input(0))
         saved.on_fit_iterator(iterator)
         batches(iterator, at)
-        if attempt % 2:
+        if at % 2:
             time.sleep(0.02)
-        directory = tmp_path / str(attempt)
+        directory = tmp_path / str(at)
         directory.mkdir()
         state = saved.save(directory)
-        assert state == {"iterator_saved": True}
 
         resumed = data()
         resumed.restore(directory, state)
         iterator = iter(resumed.fit_input(at))
         resumed.on_fit_iterator(iterator)
-        assert batches(iterator, count) == undisturbed, f"attempt {attempt}"
+        assert batches(iterator, count) == undisturbed[at : at + count], f"resumed at {at}"
 
 
 @pytest.mark.slow
