@@ -54,7 +54,7 @@ from pedl.keras._data import (
     make_validation_input,
 )
 from pedl.keras._keras import keras
-from pedl.keras._shuffle_check import warn_if_unreproducible
+from pedl.keras._shuffle_check import warn_if_inexact_at_pass_ends, warn_if_unreproducible
 from pedl.keras._strategy import multi_worker_strategy
 from pedl.keras.callbacks import Callback, TensorBoard
 
@@ -164,6 +164,7 @@ class TFKerasTrialController:
         )
         if isinstance(self.train_data, DatasetData):
             warn_if_unreproducible(self.train_data.dataset, self._info.code_dir)
+            warn_if_inexact_at_pass_ends(self.train_data.dataset)
         self.validation_input = make_validation_input(
             self.trial.build_validation_data_loader(),
             is_wrapped_dataset=self.context.accepts_dataset,

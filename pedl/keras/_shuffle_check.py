@@ -6,6 +6,10 @@ same order. A shuffle made before that (at import time of the model definition, 
 seed gets TensorFlow's nondeterministic seed (both of its seeds 0): its order
 differs in every process, and exact resume cannot hold for it. PEDL then warns, naming the
 ``.shuffle(...)`` calls without a ``seed=`` in the model definition's code.
+
+And a dataset whose resume relies on TensorFlow's saved iterator at the end of a pass that
+reshuffles (its length unknown, or its own ``repeat`` of a reshuffled pass): restored there,
+the next pass's order is wrong (tensorflow#48178); PEDL warns, naming the ways out.
 """
 
 from __future__ import annotations
@@ -65,5 +69,42 @@ def warn_if_unreproducible(dataset: tf.data.Dataset, code_dir: Path) -> bool:
         "trial will not see the batches an uninterrupted one would. Pass seed= to .shuffle(), "
         "or build the dataset inside build_training_data_loader()",
         where,
+    )
+    return True
+
+
+def _reshuffles(dataset: tf.data.Dataset) -> bool:
+    return any(getattr(d, "_reshuffle_each_iteration", False) for d in dataset_lineage(dataset))
+
+
+def reshuffles_at_unknown_pass_ends(dataset: tf.data.Dataset) -> bool:
+    """Whether a resume of ``dataset`` relies on TensorFlow's saved iterator at the end of a
+    pass that reshuffles: its number of batches is unknown (PEDL then saves the iterator and
+    cannot tell where passes end) and it reshuffles each pass, or its own ``repeat`` repeats
+    a reshuffling ``shuffle``."""
+    cardinality = int(dataset.cardinality())
+    if cardinality == tf.data.UNKNOWN_CARDINALITY:
+        return _reshuffles(dataset)
+    if cardinality == tf.data.INFINITE_CARDINALITY:
+        lineage = dataset_lineage(dataset)
+        repeats = [d for d in lineage if type(d).__name__.lstrip("_") == "RepeatDataset"]
+        return any(_reshuffles(d) for d in repeats)
+    return False
+
+
+def warn_if_inexact_at_pass_ends(dataset: tf.data.Dataset) -> bool:
+    """Log a warning when a resume from a checkpoint at the end of one of the training
+    dataset's passes may not see the batches an uninterrupted run would; return whether it
+    did."""
+    if not reshuffles_at_unknown_pass_ends(dataset):
+        return False
+    logger.warning(
+        "the training dataset reshuffles each pass and its number of batches is unknown (a "
+        "filter(), or its own repeat()): TensorFlow restores a position saved at the end of a "
+        "pass with the next pass's order wrong (tensorflow#48178), so a trial resumed from "
+        "such a checkpoint may not see the batches an uninterrupted one would. Give the "
+        "batched dataset a known length "
+        "(.apply(tf.data.experimental.assert_cardinality(batches))) and leave the repeating "
+        "to PEDL, or shuffle with reshuffle_each_iteration=False"
     )
     return True
