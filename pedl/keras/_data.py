@@ -380,13 +380,15 @@ class DatasetData(TrainingData):
         raise InvalidDataError("the training dataset is empty")
 
     def fit_input(self, start_batch: int) -> tf.data.Dataset:
-        repeated = self._dataset.repeat().with_options(_no_injected_prefetch())
         per_pass = self.batches_per_pass
         if per_pass is not None:
             passes, offset = divmod(start_batch, per_pass)
             for _ in range(passes):
                 next(iter(self._dataset))  # the pass's seeds drawn, as the run drew them
+            repeated = self._dataset.repeat()
             return repeated.skip(offset) if offset else repeated
+        # Its iterator state is saved: no thread may run ahead of fit while it is.
+        repeated = self._dataset.repeat().with_options(_no_injected_prefetch())
         if start_batch and self._restore_from is None:
             return repeated.skip(start_batch)
         return repeated
