@@ -100,7 +100,9 @@ def ray_trainable(config: dict[str, Any]) -> None:
         tune.report({"epoch": epoch, "val_accuracy": float(accuracy)})
 
 
-def run_ray(kind: str, configurations: list[dict[str, Any]], seed: int, epochs: int) -> dict:
+def run_ray(
+    kind: str, configurations: list[dict[str, Any]], seed: int, epochs: int
+) -> dict[str, Any]:
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 
@@ -142,9 +144,9 @@ def run_ray(kind: str, configurations: list[dict[str, Any]], seed: int, epochs: 
         results = tuner.fit()
         wall = time.perf_counter() - started
     load.stop()
-    per_trial = {}
+    per_trial: dict[str, dict[str, Any]] = {}
     epochs_trained = 0.0
-    for result in results:
+    for result in (results[i] for i in range(len(results))):
         if result.error:
             raise RuntimeError(f"Ray trial failed: {result.error}")
         history = result.metrics_dataframe
@@ -193,7 +195,7 @@ def main() -> None:
     archive = base64.b64encode(model_def.package(p4_asha.EXAMPLE)).decode()
     asha_settings = dict(p4_asha.ASHA_DEFAULTS)
     kinds = ["asha", "random", "ray_asha", "ray_fifo"]
-    rows = []
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="pedl-p4-") as home:
         started = time.perf_counter()
         ray.init(
@@ -226,7 +228,7 @@ def main() -> None:
                             configurations = [json.loads(h) for h in result[kind]["per_trial"]]
                     else:
                         result[kind] = run_ray(kind, configurations, seed, args.epochs)
-                row = {
+                row: dict[str, Any] = {
                     "seed": seed,
                     "order": order,
                     "asha_settings": asha_settings,
@@ -258,7 +260,7 @@ def main() -> None:
             "seeds_at_least_random": sum(r[name]["best_at_least_random"] for r in rows),
         }
 
-    summary = {
+    summary: dict[str, Any] = {
         "seeds": len(rows),
         "pedl": tool("pedl"),
         "ray": tool("ray"),
