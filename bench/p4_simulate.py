@@ -38,6 +38,7 @@ import heapq
 import itertools
 import json
 import math
+import random
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -144,8 +145,24 @@ def _recorded_draws(
     raise RuntimeError("trial 1: other hyperparameters than recorded, in either draw order")
 
 
-def simulate(config_yaml: str, curves: list[dict[str, Any]], costs: dict[str, Any]) -> Outcome:
-    """Run the search ``config_yaml`` on the seed's ``curves`` with 2 slots."""
+Objectives = Callable[[dict[str, Any], dict[str, float]], list[float]]
+"""A multi-objective search's objectives of a trial (its recorded hyperparameters) at a
+validation (the curve's point there)."""
+
+
+def simulate(
+    config_yaml: str,
+    curves: list[dict[str, Any]],
+    costs: dict[str, Any],
+    *,
+    objectives: Objectives | None = None,
+    jitter: tuple[random.Random, float] | None = None,
+) -> Outcome:
+    """Run the search ``config_yaml`` on the seed's ``curves`` with 2 slots. A search with
+    ``searcher.metrics`` hears ``objectives`` at each validation. ``jitter`` (an rng and a
+    spread s) multiplies each stretch of training's cost by a factor drawn from
+    lognormal(0, s): the timing noise of a real machine, which decides the order in which an
+    asynchronous search hears its trials."""
     by_request = {int(t["request_id"]): t for t in curves}
     config, names = _recorded_draws(parse_config(config_yaml), by_request)
     metric = config.searcher.metric
@@ -196,6 +213,9 @@ def simulate(config_yaml: str, curves: list[dict[str, Any]], costs: dict[str, An
         length = next_length(trial)
         assert length is not None
         cost = (length - trial.trained) * costs["epoch"][str(trial.batch_size)]
+        if jitter is not None:
+            rng, spread = jitter
+            cost *= rng.lognormvariate(0.0, spread)
         heapq.heappush(
             queue, (start + cost + costs["validation"], next(order), "validated", trial.request_id)
         )
@@ -244,7 +264,10 @@ def simulate(config_yaml: str, curves: list[dict[str, Any]], costs: dict[str, An
             trial.trained = length
             point = trial.curve[length]
             validations.append((request_id, length, point["val_accuracy"]))
-            handle(runner.on_validation_completed(request_id, point[metric], length))
+            values = None
+            if objectives is not None:
+                values = objectives(by_request[request_id]["hparams"], point)
+            handle(runner.on_validation_completed(request_id, point[metric], length, values))
             if next_length(trial) is not None:
                 train(trial, now)
             elif trial.close_requested:
