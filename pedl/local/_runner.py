@@ -29,7 +29,7 @@ import yaml
 
 from pedl import core, model_def
 from pedl._tf_noise import is_tf_noise
-from pedl.config import ConfigError, ConfigIssue, ExperimentConfig, parse_config
+from pedl.config import OPEN_LENGTH, ConfigError, ConfigIssue, ExperimentConfig, parse_config
 from pedl.db import Database, MetricRow, SQLExperimentStore
 from pedl.db import checkpoints as checkpoints_repo
 from pedl.db import experiments as experiments_repo
@@ -270,7 +270,12 @@ class LocalExperiment:
         self._apply(self.driver.trial_started(trial_id))
         trial = self.trial(trial_id)
         target = self.driver.target_length(trial_id)
-        batches = self.driver.to_batches(trial_id, target) if target is not None else None
+        # No max_length (OPEN_LENGTH): the training code decides, so there is no total to show
+        batches = (
+            self.driver.to_batches(trial_id, target)
+            if target is not None and target < OPEN_LENGTH
+            else None
+        )
         self.display.trial_started(trial, batches)
         with _environment(self.config.environment.env_dict(gpu=False)):
             system = self._sample_system_metrics(trial_id)
