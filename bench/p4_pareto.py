@@ -266,6 +266,8 @@ def live_row(
         "asha_full_length_trials": sum(1 for n in asha["lengths"].values() if n == EPOCHS),
         "front_random": len(rand_front),
         "front_asha": len(asha_front),
+        # (-accuracy, parameters / the largest), as the hypervolume takes them
+        "front_points": {"random": sorted(rand_front), "asha": sorted(asha_front)},
         "wall_s": {"asha": asha["wall_s"], "random": rand["wall_s"]},
         "loadavg_before": asha["loadavg_before"],
         "loadavg_after": rand["loadavg_after"],
