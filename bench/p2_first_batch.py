@@ -49,6 +49,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import _env
 import httpx
 import p5_master
 
@@ -180,7 +181,7 @@ def main() -> None:
             os.environ["PEDL_P2_OUT"] = str(out_dir)
         else:
             config += ENVIRONMENT.format(site=SITE_DIR, out=out_dir)
-        load = [p5_master.loadavg()]
+        load = [_env.load_average()[0]]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             master.start()
@@ -201,7 +202,7 @@ def main() -> None:
                     if time.monotonic() > deadline:
                         raise RuntimeError(f"experiment still {state} after {args.timeout} s")
                     time.sleep(0.1)
-                load.append(p5_master.loadavg())
+                load.append(_env.load_average()[0])
                 response = http.get(f"/experiments/{experiment_id}/trials", params={"limit": 1000})
                 response.raise_for_status()
                 trials = response.json()["items"]

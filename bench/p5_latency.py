@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import _env
 import httpx
 import p5_master
 
@@ -222,7 +223,7 @@ def main() -> None:
         try:
             master.start()
             trials = p5_master.make_trials(master, args.trials)
-            load_before = p5_master.loadavg()
+            load_before = _env.load_average()[0]
             cpu_before = p5_master.cpu_seconds(master.pid)
             pg_before = p5_master.postgres_cpu_seconds()
             client_before = time.process_time()
@@ -232,7 +233,7 @@ def main() -> None:
             master_cpu = p5_master.cpu_seconds(master.pid) - cpu_before
             pg_cpu = p5_master.postgres_cpu_seconds() - pg_before
             client_cpu = time.process_time() - client_before
-            load_after = p5_master.loadavg()
+            load_after = _env.load_average()[0]
             stored = p5_master.count_metric_rows(backend.url)
             if recorder.errors:
                 print(master.log()[-6000:], file=sys.stderr)
@@ -260,7 +261,7 @@ def main() -> None:
         "loadgen_cpu_cores": round(client_cpu / wall, 2),
         "loadavg_1m": [load_before, load_after],
         "stored_rows": stored,
-        **p5_master.machine(),
+        "machine": _env.machine(),
     }
     print(json.dumps(summary), flush=True)
     if args.out:

@@ -23,7 +23,6 @@ import tarfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import psycopg
@@ -274,25 +273,3 @@ def quantile(sorted_values: list[float], q: float) -> float:
         return float("nan")
     index = min(len(sorted_values) - 1, max(0, math.ceil(q * len(sorted_values)) - 1))
     return sorted_values[index]
-
-
-def loadavg() -> float:
-    """The 1-minute load average (the machine is shared; this says how busy it was)."""
-    return float(Path("/proc/loadavg").read_text().split()[0])
-
-
-def machine() -> dict[str, Any]:
-    """The machine and the code measured: cores, Python, the commit (``+`` if the tree has
-    changes)."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        commit = subprocess.run(
-            ["git", "describe", "--always", "--dirty=+"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
-    return {"nproc": os.cpu_count(), "python": sys.version.split()[0], "commit": commit}

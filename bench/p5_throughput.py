@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _env
 import httpx
 import p5_master
 
@@ -78,7 +79,7 @@ def run_round(
     cpu_before = p5_master.cpu_seconds(master.pid)
     pg_before = p5_master.postgres_cpu_seconds()
     client_before = time.process_time()
-    load = p5_master.loadavg()
+    load = _env.load_average()[0]
     start = time.perf_counter()
     for thread in threads:
         thread.start()
@@ -114,7 +115,7 @@ def run_db_layer(
         for trial_id, _ in trials:
             body = p5_master.rows_body(first_batch + r * batch, batch, seed=trial_id)
             bodies.append((trial_id, metric_rows(MetricsBatch.model_validate_json(body))))
-    load = p5_master.loadavg()
+    load = _env.load_average()[0]
     pg_before = p5_master.postgres_cpu_seconds()
     cpu_before = time.process_time()
     start = time.perf_counter()
@@ -210,7 +211,7 @@ def main() -> None:
             r["rows_per_master_cpu_s"] for r in results
         ),
         "stored_rows_checked": stored,
-        **p5_master.machine(),
+        "machine": _env.machine(),
     }
     print(json.dumps(summary), flush=True)
     if args.out:

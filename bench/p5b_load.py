@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _env
 import p5_latency
 import p5_master
 
@@ -160,7 +161,7 @@ def main() -> None:
             master.start()
             trials = p5_master.make_trials(master, args.trials)
             experiment_id = 1  # the only experiment of a fresh database
-            load_before = p5_master.loadavg()
+            load_before = _env.load_average()[0]
             cpu_before = p5_master.cpu_seconds(master.pid)
             readers_pids = p5_master.child_pids(master.pid)  # its read processes
             readers_before = p5_master.cpu_seconds_of(readers_pids)
@@ -173,7 +174,7 @@ def main() -> None:
             readers_cpu = p5_master.cpu_seconds_of(readers_pids) - readers_before
             pg_cpu = p5_master.postgres_cpu_seconds() - pg_before
             client_cpu = time.process_time() - client_before
-            load_after = p5_master.loadavg()
+            load_after = _env.load_average()[0]
             stored = p5_master.count_metric_rows(backend.url)
             if reporters.errors or readers.errors:
                 print(master.log()[-4000:], file=sys.stderr)
@@ -201,7 +202,7 @@ def main() -> None:
         "loadavg_1m": [load_before, load_after],
         "stored_rows": stored,
         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        **p5_master.machine(),
+        "machine": _env.machine(),
     }
     print(json.dumps(summary), flush=True)
     if args.out:
