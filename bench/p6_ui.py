@@ -676,6 +676,88 @@ def page_load(browser: Browser, url: str, token: str, timeout: float) -> dict[st
         context.close()
 
 
+TRACE_CATEGORIES = [
+    "toplevel",
+    "devtools.timeline",
+    "disabled-by-default-devtools.timeline",
+    "v8",
+    "v8.execute",
+    "blink",
+    "cc",
+    "gpu",
+]
+
+
+def traced_load(
+    browser: Browser, url: str, token: str, timeout: float, path: Path
+) -> dict[str, Any]:
+    """One more load of ``url`` under Chromium's tracing (written to ``path``, from before the
+    navigation to the mark): the renderer main thread's tasks, in all and by event."""
+    browser.start_tracing(path=str(path), categories=TRACE_CATEGORIES)  # every renderer
+    try:
+        sample = page_load(browser, url, token, timeout)
+    finally:
+        browser.stop_tracing()
+    return {"ms": sample["ms"], **main_thread_tasks(json.loads(path.read_text()))}
+
+
+def main_thread_tasks(trace: dict[str, Any] | list[dict[str, Any]]) -> dict[str, Any]:
+    """The busiest renderer main thread's top-level tasks in all, and the self time (its
+    own, its children's taken out) of the events on it by name: where the thread's time
+    went."""
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    mains = {
+        (e["pid"], e["tid"])
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "thread_name"
+        and e.get("args", {}).get("name") == "CrRendererMain"
+    }  # fmt: skip
+    spans: dict[tuple[int, int], list[dict[str, Any]]] = {m: [] for m in mains}
+    begun: dict[tuple[int, int], list[dict[str, Any]]] = {m: [] for m in mains}
+    for e in events:
+        key = (e.get("pid"), e.get("tid"))
+        if key not in spans:
+            continue
+        if e.get("ph") == "X" and "dur" in e:
+            spans[key].append(e)
+        elif e.get("ph") == "B":  # a begin/end pair is one span
+            begun[key].append(e)
+        elif e.get("ph") == "E" and begun[key]:
+            start = begun[key].pop()
+            spans[key].append({**start, "dur": e["ts"] - start["ts"]})
+    if not spans:
+        return {"main_thread_ms": None}
+    # the page's renderer: the one whose thread ran the most JavaScript
+    busiest = sorted(
+        max(spans.values(), key=lambda es: sum(e["dur"] for e in es if e["name"] == SCRIPT)),
+        key=lambda e: (e["ts"], -e["dur"]),
+    )
+    own: dict[str, float] = {}
+    stack: list[dict[str, Any]] = []
+    tasks = 0.0
+    for e in busiest:
+        while stack and e["ts"] >= stack[-1]["ts"] + stack[-1]["dur"]:
+            stack.pop()
+        if stack:
+            own[stack[-1]["name"]] -= e["dur"]
+        elif e["name"] == TOP_TASK:
+            tasks += e["dur"]
+        own[e["name"]] = own.get(e["name"], 0.0) + e["dur"]
+        stack.append(e)
+    top = sorted(own.items(), key=lambda kv: -kv[1])[:15]
+    return {
+        "main_thread_ms": round(tasks / 1000, 1),
+        "self_ms_by_event": {name: round(us / 1000, 1) for name, us in top},
+    }
+
+
+TOP_TASK = "RunTask"
+"""Chromium's outermost event of a task a thread runs."""
+SCRIPT = "v8.callFunction"
+"""V8 running a JavaScript function called from the browser (an event handler, a timer, a
+promise's continuation)."""
+
+
 def importance_ready(base: str, experiment_id: int, token: str, timeout: float) -> float | None:
     """Seconds until ``/importance`` answers ``ready`` (computed in the master's background:
     its memory counts), ``None`` past ``timeout``."""
@@ -767,6 +849,11 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, Any]:
                         ]
                         cpu_after = tree_cpu(master.pid)
                         system_load.stop()
+                        traced = (
+                            traced_load(browser, url, token, args.timeout, args.trace)
+                            if args.trace
+                            else None
+                        )
                         master_cpu = cpu_after[0] - cpu_before[0]
                         browser_cpu = cpu_after[1] - cpu_before[1]
                     finally:
@@ -829,6 +916,7 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, Any]:
             "end": rss_end,
         },
         "importance_ready_s": importance_s,
+        "traced_load": traced,
         "api_median_ms_in_page": {p: statistics.median(d) for p, d in sorted(api_calls.items())},
         "endpoint_median_ms": endpoints,
         **system_load.as_dict(),
@@ -849,6 +937,12 @@ def main() -> None:
         "--keep", action="store_true", help="keep the loaded database (SQLite: in /tmp)"
     )
     parser.add_argument("--db-url", help="measure a database loaded before (with --backend)")
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        help="after the loads, one more under Chromium's tracing, written here; its renderer "
+        "main thread's tasks are summarised in the result",
+    )
     parser.add_argument(
         "--chromium-arg", action="append", default=[], help="another Chromium flag (repeatable)"
     )
