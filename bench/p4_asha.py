@@ -146,6 +146,24 @@ def run_search(
     }
 
 
+def without_per_trial(search: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in search.items() if k != "per_trial"}
+
+
+def ratios(asha: dict[str, Any], full: dict[str, Any]) -> dict[str, Any]:
+    """ASHA's search against the full search of the same configurations: wall time, epochs,
+    and whether its best validation accuracy matches (or, as ASHA validates at every rung and
+    can see a configuration's peak, is at least) the full search's."""
+    return {
+        "wall_ratio": asha["wall_s"] / full["wall_s"],
+        "epochs_ratio": asha["epochs_trained"] / full["epochs_trained"],
+        "best_matches": math.isclose(
+            asha["best_val_accuracy"], full["best_val_accuracy"], abs_tol=1e-9
+        ),
+        "best_at_least_random": asha["best_val_accuracy"] >= full["best_val_accuracy"] - 1e-9,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", type=int, default=8)
@@ -189,21 +207,13 @@ def main() -> None:
                     "asha_settings": asha_settings,
                     "order": order,
                     "same_configurations": asha["per_trial"].keys() <= rand["per_trial"].keys(),
-                    "wall_ratio": asha["wall_s"] / rand["wall_s"],
-                    "epochs_ratio": asha["epochs_trained"] / rand["epochs_trained"],
-                    "best_matches": math.isclose(
-                        asha["best_val_accuracy"], rand["best_val_accuracy"], abs_tol=1e-9
-                    ),
-                    # ASHA validates at every rung, random search only at the end: a
-                    # configuration can peak at a rung above random search's best
-                    "best_at_least_random": asha["best_val_accuracy"]
-                    >= rand["best_val_accuracy"] - 1e-9,
+                    **ratios(asha, rand),
                     # random's best configuration: how far ASHA trained it, and what it reached
                     "random_best_in_asha": asha["per_trial"].get(
                         max(rand["per_trial"].items(), key=lambda kv: kv[1]["best_val_accuracy"])[0]
                     ),
-                    "asha": {k: v for k, v in asha.items() if k != "per_trial"},
-                    "random": {k: v for k, v in rand.items() if k != "per_trial"},
+                    "asha": without_per_trial(asha),
+                    "random": without_per_trial(rand),
                     "commit": commit,
                     "utc": datetime.utcnow().isoformat(timespec="seconds"),
                 }

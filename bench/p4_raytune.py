@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import math
 import statistics
 import sys
 import tempfile
@@ -150,11 +149,12 @@ def run_ray(
         if result.error:
             raise RuntimeError(f"Ray trial failed: {result.error}")
         history = result.metrics_dataframe
+        trained = int(history["epoch"].max())
         per_trial[json.dumps(result.config["hparams"], sort_keys=True)] = {
-            "epochs": int(history["epoch"].max()),
+            "epochs": trained,
             "best_val_accuracy": float(history["val_accuracy"].max()),
         }
-        epochs_trained += int(history["epoch"].max())
+        epochs_trained += trained
     return {
         "wall_s": wall,
         "epochs_trained": epochs_trained,
@@ -162,21 +162,6 @@ def run_ray(
         "trials": len(per_trial),
         **load.as_dict(),
         "per_trial": per_trial,
-    }
-
-
-def without_per_trial(search: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in search.items() if k != "per_trial"}
-
-
-def ratios(asha: dict[str, Any], full: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "wall_ratio": asha["wall_s"] / full["wall_s"],
-        "epochs_ratio": asha["epochs_trained"] / full["epochs_trained"],
-        "best_matches": math.isclose(
-            asha["best_val_accuracy"], full["best_val_accuracy"], abs_tol=1e-9
-        ),
-        "best_at_least_random": asha["best_val_accuracy"] >= full["best_val_accuracy"] - 1e-9,
     }
 
 
@@ -237,9 +222,9 @@ def main() -> None:
                         for k in ("ray_asha", "ray_fifo")
                     )
                     and result["asha"]["per_trial"].keys() <= result["random"]["per_trial"].keys(),
-                    "pedl": ratios(result["asha"], result["random"]),
-                    "ray": ratios(result["ray_asha"], result["ray_fifo"]),
-                    **{k: without_per_trial(v) for k, v in result.items()},
+                    "pedl": p4_asha.ratios(result["asha"], result["random"]),
+                    "ray": p4_asha.ratios(result["ray_asha"], result["ray_fifo"]),
+                    **{k: p4_asha.without_per_trial(v) for k, v in result.items()},
                     "utc": datetime.utcnow().isoformat(timespec="seconds"),
                 }
                 rows.append(row)

@@ -676,6 +676,11 @@ def page_load(browser: Browser, url: str, token: str, timeout: float) -> dict[st
         context.close()
 
 
+TOP_TASK = "RunTask"
+"""Chromium's outermost event of a task a thread runs."""
+SCRIPT = "v8.callFunction"
+"""V8 running a JavaScript function called from the browser (an event handler, a timer, a
+promise's continuation)."""
 TRACE_CATEGORIES = [
     "toplevel",
     "devtools.timeline",
@@ -749,13 +754,6 @@ def main_thread_tasks(trace: dict[str, Any] | list[dict[str, Any]]) -> dict[str,
         "main_thread_ms": round(tasks / 1000, 1),
         "self_ms_by_event": {name: round(us / 1000, 1) for name, us in top},
     }
-
-
-TOP_TASK = "RunTask"
-"""Chromium's outermost event of a task a thread runs."""
-SCRIPT = "v8.callFunction"
-"""V8 running a JavaScript function called from the browser (an event handler, a timer, a
-promise's continuation)."""
 
 
 def importance_ready(base: str, experiment_id: int, token: str, timeout: float) -> float | None:
