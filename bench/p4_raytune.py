@@ -14,7 +14,8 @@ three in an order that rotates by seed):
 
 Ray's trials train the configurations PEDL's random search drew for that seed (read back from
 its trials), the same model (``examples/digits_keras``'s layers, loss and optimizer), the same
-data split, batch size and epochs; each trains with one ``fit`` per segment between rungs
+data split, batch size and epochs, each from its own initial seed (the seed times 1000 plus its
+index: PEDL gives each trial one too); each trains with one ``fit`` per segment between rungs
 (as PEDL's trials train between validations) and validates only at a rung (ASHA) or at the end
 (FIFO), as PEDL's searches validate. Each tool's wall ratio is its ASHA's wall time ÷ its own
 random search's; "matching" is its ASHA's best validation accuracy equal to (or above) its own
@@ -63,7 +64,8 @@ def ray_trainable(config: dict[str, Any]) -> None:
     from examples.digits_keras import data
 
     hp = config["hparams"]
-    keras.utils.set_random_seed(config["seed"])
+    # one seed per trial, as PEDL gives each trial its own
+    keras.utils.set_random_seed(config["trial_seeds"][json.dumps(hp, sort_keys=True)])
     tf.config.experimental.enable_op_determinism()
     (x, y), (x_val, y_val) = data.load(0.2)
     model = keras.Sequential(
@@ -123,7 +125,9 @@ def run_ray(
         "hparams": tune.grid_search(configurations),
         "report_at": report_at,
         "root": str(ROOT),
-        "seed": seed,
+        "trial_seeds": {
+            json.dumps(c, sort_keys=True): seed * 1000 + i for i, c in enumerate(configurations)
+        },
     }
     load = _env.Load.start()
     with tempfile.TemporaryDirectory(prefix="pedl-p4-ray-") as storage:
