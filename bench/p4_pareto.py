@@ -32,6 +32,9 @@ do (checked: ``full_length_points_equal``). The live order in which trials repor
 asynchronous promotions, which the replay models only as one sequence of events; ``--timed N``
 replays each seed N times more on ``p4_simulate``'s two timed slots, each stretch of training
 jittered (``--spread``).
+``--noise-floor N`` scores random search itself, stopped 1 to N epochs before the end (each
+trial's accuracy there), against its own full front: how much the measure moves when only
+the last epochs' validation noise changes.
 ``--against recorded`` runs only ASHA live and compares it with the recorded full search,
 which is valid when the curves were recorded by the same code: every point of the live
 front must then equal the recorded curve's at the length its trial trained to (checked:
@@ -131,6 +134,19 @@ def meets_goal(row: dict[str, Any]) -> bool:
 
 def front_of(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return [points[i] for i in pareto_front(points)]
+
+
+def shortened_random(curves: list[dict[str, Any]], epochs: int) -> float:
+    """The hypervolume ratio of the same full random search stopped at ``epochs`` (every
+    trial's accuracy there) against its front at :data:`EPOCHS`: how far the measure moves
+    when nothing but the last epochs' validation noise changes (``--noise-floor``)."""
+    full = [
+        point(float(t["epochs"][str(EPOCHS)]["val_accuracy"]), params(t["hparams"])) for t in curves
+    ]
+    shortened = [
+        point(float(t["epochs"][str(epochs)]["val_accuracy"]), params(t["hparams"])) for t in curves
+    ]
+    return hv_ratio(shortened, full)
 
 
 def replay_asha(
@@ -361,6 +377,11 @@ def _seed_row(
         "front_random": len(pareto_front(random_points)),
         "front_asha": len(pareto_front(asha_points)),
     }
+    if args.noise_floor:
+        row["random_shortened"] = {
+            str(e): shortened_random(s["trials"], e)
+            for e in range(EPOCHS - args.noise_floor, EPOCHS)
+        }
     if args.timed:
         timed = []
         for jitter_seed in range(args.timed):
@@ -397,6 +418,12 @@ def main() -> None:
         help="also replay each seed this many times on two timed slots, jittered",
     )
     parser.add_argument("--spread", type=float, default=0.2, help="the jitter's lognormal sigma")
+    parser.add_argument(
+        "--noise-floor",
+        type=int,
+        default=0,
+        help="also score random search itself stopped 1..N epochs early against its full front",
+    )
     parser.add_argument(
         "--against",
         choices=["live", "recorded"],
@@ -437,6 +464,15 @@ def main() -> None:
             f" of {len(live)}; load {_env.load_range(live)}"
         )
     met = sum(map(meets_goal, rows))
+    if args.noise_floor:
+        for e in range(EPOCHS - args.noise_floor, EPOCHS):
+            ratios = [r["random_shortened"][str(e)] for r in rows]
+            print(
+                f"random search itself at {e} of {EPOCHS} epochs: hypervolume ratio >= 0.98 in "
+                f"{sum(x >= 0.98 for x in ratios)} of {len(ratios)} seeds, within 2% either way "
+                f"in {sum(0.98 <= x <= 1.02 for x in ratios)}; "
+                f"median {statistics.median(ratios):.4f}, min {min(ratios):.4f}"
+            )
     if args.timed:
         runs = [t for r in rows for t in r["timed"]]
         timed_met = sum(map(meets_goal, runs))
