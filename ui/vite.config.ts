@@ -13,6 +13,8 @@ export default defineConfig({
     emptyOutDir: true,
     target: "es2022",
   },
+  // The charts' worker (src/components/chart.worker.ts) is a module worker, bundled on its own.
+  worker: { format: "es" },
   server: {
     proxy: { "/api": { target: master, changeOrigin: true } },
   },

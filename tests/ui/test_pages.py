@@ -15,6 +15,7 @@ from tests.master.e2e import experiment, trials, wait_for
 from tests.waits import scaled_ms
 
 from .conftest import Experiments, running_trial, screenshot
+from .painted import painted_pixels
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -69,15 +70,9 @@ def test_visualization_parallel_coordinates_render(page: Page, experiments: Expe
     box = canvas.bounding_box()
     assert box is not None and box["width"] > 100 and box["height"] > 100
     # Something was drawn: the canvas is not one flat colour.
-    colours = canvas.evaluate(
-        """(c) => {
-            const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-            const seen = new Set();
-            for (let i = 0; i < data.length; i += 97 * 4) seen.add(data.slice(i, i + 4).join());
-            return seen.size;
-        }"""
-    )
-    assert colours > 3
+    data = painted_pixels(canvas)
+    colours = {tuple(data[i : i + 4]) for i in range(0, len(data), 97 * 4)}
+    assert len(colours) > 3
     expect(page.get_by_test_id("hp-scatter")).to_be_visible()
     screenshot(page, "experiment-visualization")
 

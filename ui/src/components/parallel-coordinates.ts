@@ -10,6 +10,8 @@ import { h } from "../dom";
 import { chartTheme } from "../theme";
 import { formatAxisNumbers, formatNumber, formatValue } from "../format";
 import { BEST_COLOR, metricShade, sequentialColor, sequentialRgb } from "../palette";
+import { NOT_DRAWN, type ParallelScene, traceRow } from "./chart-paint";
+import { ChartSurface } from "./chart-surface";
 import type { Axis } from "./hp-axis";
 import { niceTicks } from "./search-charts";
 import { SELECTED_COLOR, isAdditive } from "./selection";
@@ -24,7 +26,6 @@ export interface ParallelData {
 }
 
 const PAD = { left: 56, right: 84, top: 46, bottom: 22 };
-const FONT = "12px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
 const HOVER_PX = 6;
 const GREY: [number, number, number] = [150, 158, 172];
 /** Above this many trials the lines are thinner, fainter and drawn by colour bucket. */
@@ -47,7 +48,8 @@ export function withinBrushes(
 
 export class ParallelCoordinates {
   readonly el: HTMLElement;
-  private readonly base: HTMLCanvasElement;
+  /** The many lines and the axes, drawn by the charts' worker where the browser can. */
+  private readonly base: ChartSurface;
   private readonly overlay: HTMLCanvasElement;
   private readonly tooltip: HTMLElement;
   private readonly legend: HTMLElement;
@@ -77,14 +79,14 @@ export class ParallelCoordinates {
     private readonly onPick: (trialId: number, additive: boolean) => void,
     private readonly onBrush: () => void = () => undefined,
   ) {
-    this.base = h("canvas", { class: "pc-base" });
+    this.base = new ChartSurface("pc-base", () => this.draw());
     this.overlay = h("canvas", { class: "pc-overlay" });
     this.tooltip = h("div", { class: "chart-tooltip", hidden: true, role: "status" });
     this.legend = h("div", { class: "pc-legend" });
     this.stack = h(
       "div",
       { class: "pc-stack", style: `height: ${height}px`, role: "img" },
-      this.base,
+      this.base.el,
       this.overlay,
       this.tooltip,
     );
@@ -113,13 +115,15 @@ export class ParallelCoordinates {
     this.resizeObserver.observe(this.el);
   }
 
-  setData(data: ParallelData): void {
+  /** Draw `data`; resolves once the lines are drawn. */
+  setData(data: ParallelData): Promise<void> {
     this.data = data;
-    this.draw();
+    return this.draw();
   }
 
   dispose(): void {
     this.resizeObserver.disconnect();
+    this.base.dispose();
   }
 
   /** Outline these trials' lines (drawn on the overlay: the many lines stay as they are). */
@@ -220,23 +224,18 @@ export class ParallelCoordinates {
     return this.data ? [...this.data.axes, this.data.metric] : [];
   }
 
-  /** Lay out and draw every line (synchronously: the canvas holds them when this returns). */
-  draw(): void {
+  /** Lay out and draw every line (on the base canvas, by the charts' worker where the browser
+   * can: resolves once drawn); the overlay, the legend and the hit-testing stay here. */
+  draw(): Promise<void> {
     const data = this.data;
-    if (!data) return;
+    if (!data) return Promise.resolve();
     const axes = this.allAxes();
     this.width = Math.max(320, Math.floor(this.el.clientWidth || 800));
     const ratio = window.devicePixelRatio || 1;
-    for (const canvas of [this.base, this.overlay]) {
-      canvas.width = Math.round(this.width * ratio);
-      canvas.height = Math.round(this.height * ratio);
-      canvas.style.width = `${this.width}px`;
-      canvas.style.height = `${this.height}px`;
-    }
-    const ctx = this.base.getContext("2d");
-    if (!ctx) return;
-    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    ctx.clearRect(0, 0, this.width, this.height);
+    this.overlay.width = Math.round(this.width * ratio);
+    this.overlay.height = Math.round(this.height * ratio);
+    this.overlay.style.width = `${this.width}px`;
+    this.overlay.style.height = `${this.height}px`;
 
     const plotW = this.width - PAD.left - PAD.right;
     const plotH = this.height - PAD.top - PAD.bottom;
@@ -254,75 +253,74 @@ export class ParallelCoordinates {
 
     // Within one bucket's path overlaps do not add up; across the buckets they do.
     const alpha = n <= 50 ? 0.85 : n <= MANY ? 0.5 : 0.12;
-    ctx.lineJoin = "round";
     const score = (i: number) => {
       const t = data.metric.normalized(i);
       if (t == null) return -1;
       return data.smallerIsBetter ? 1 - t : t;
     };
-    const scores = Array.from({ length: n }, (_x, i) => score(i));
     // Colour buckets drawn in order: trials without a metric (grey) first, then from worse
     // to better, so the better ones stay visible on top; the best last, on their own.
     const BUCKETS = 32;
-    const buckets: number[][] = Array.from({ length: BUCKETS + 2 }, () => []);
-    const bestRows: number[] = [];
+    const bucket = new Uint8Array(n);
+    const best: [number, string][] = [];
     const kept = this.brushFilter();
     this.kept = kept;
     let keptCount = 0;
+    let grey = 0;
     for (let i = 0; i < n; i++) {
-      if (!kept || kept(i)) keptCount += 1;
-      if (kept && !kept(i))
-        (buckets[0] as number[]).push(i); // outside a brush: grey
-      else if (data.best.has(data.trialIds[i] as number)) bestRows.push(i);
-      else {
-        const s = scores[i] ?? -1;
-        (buckets[s < 0 ? 0 : 1 + Math.round(s * BUCKETS)] as number[]).push(i);
+      const inside = !kept || kept(i);
+      if (inside) keptCount += 1;
+      if (!inside)
+        bucket[i] = 0; // outside a brush: grey
+      else if (data.best.has(data.trialIds[i] as number)) {
+        const s = score(i);
+        bucket[i] = NOT_DRAWN;
+        best.push([i, s < 0 ? BEST_COLOR : sequentialColor(metricShade(s * 0.9), 1)]);
+      } else {
+        const s = score(i);
+        bucket[i] = s < 0 ? 0 : 1 + Math.round(s * BUCKETS);
       }
+      if (bucket[i] === 0) grey += 1;
     }
-    const colours = buckets.map((_rows, b): [number, number, number] =>
+    const colours = Array.from({ length: BUCKETS + 2 }, (_x, b): [number, number, number] =>
       b === 0 ? GREY : sequentialRgb(metricShade(((b - 1) / BUCKETS) * 0.9)),
     );
     this.el.dataset.worstColor = `rgb(${(colours[1] ?? GREY).join(", ")})`;
     // Many lines: one path per colour bucket, one device pixel wide (wider strokes of many
     // overlapping lines cost Skia ten times more without a GPU). Few: one stroke each.
-    const many = n > MANY;
-    ctx.lineWidth = many ? 1 / ratio : 1.4;
-    buckets.forEach((rows, b) => {
-      if (rows.length === 0) return;
-      const [r, g, bl] = colours[b] ?? GREY;
-      ctx.strokeStyle = `rgba(${r}, ${g}, ${bl}, ${b === 0 ? Math.min(0.35, alpha) : alpha})`;
-      if (many) {
-        ctx.beginPath();
-        for (const i of rows) this.traceRow(ctx, i);
-        ctx.stroke();
-      } else {
-        for (const i of rows) this.strokeRow(ctx, i);
-      }
-    });
-    // The best: thick, in their metric colour, outlined in dark so they stand out.
-    for (const i of bestRows) {
-      const s = scores[i] ?? -1;
-      ctx.lineWidth = 5.5;
-      ctx.strokeStyle = "rgba(29, 36, 48, 0.85)";
-      this.strokeRow(ctx, i);
-      ctx.lineWidth = 3;
-      ctx.strokeStyle = s < 0 ? BEST_COLOR : sequentialColor(metricShade(s * 0.9), 1);
-      this.strokeRow(ctx, i);
-    }
-    this.drawAxes(ctx, axes, plotH);
+    const theme = chartTheme();
+    const scene: ParallelScene = {
+      kind: "parallel",
+      width: this.width,
+      height: this.height,
+      ratio,
+      xs: this.xs,
+      top: PAD.top,
+      plotH,
+      ys: this.ys.slice(),
+      axisCount: m,
+      bucket,
+      strokes: colours.map(([r, g, b], k) => `rgba(${r}, ${g}, ${b}, ${k === 0 ? Math.min(0.35, alpha) : alpha})`),
+      many: n > MANY,
+      best,
+      axes: axes.map((axis, k) => ({
+        title: axis.name,
+        sub: k === axes.length - 1 ? "metric" : axis.kind === "log" ? "log scale" : "",
+        ticks: ticks(axis),
+      })),
+      theme: { text: theme.text, line: theme.line, halo: theme.halo, grid: theme.grid },
+    };
+    const painted = this.base.paint(scene);
     this.el.dataset.trialCount = String(n);
     this.el.dataset.kept = String(keptCount);
     this.stack.setAttribute(
       "aria-label",
       `Parallel coordinates of ${n} trials over ${axes.map((a) => a.name).join(", ")}; the ${data.best.size} best trials highlighted.`,
     );
-    this.marks = {
-      grey: (buckets[0] as number[]).length,
-      outside: kept ? n - keptCount : 0,
-      best: bestRows.length,
-    };
+    this.marks = { grey, outside: kept ? n - keptCount : 0, best: best.length };
     this.renderLegend(data);
     this.setHovered(-1);
+    return painted;
   }
 
   private strokeRow(ctx: CanvasRenderingContext2D, i: number): void {
@@ -333,62 +331,7 @@ export class ParallelCoordinates {
 
   /** Add trial i's polyline to the current path (broken where it has no value). */
   private traceRow(ctx: CanvasRenderingContext2D, i: number): void {
-    const m = this.axisCount;
-    let drawing = false;
-    for (let k = 0; k < m; k++) {
-      const y = this.ys[i * m + k] as number;
-      if (Number.isNaN(y)) {
-        drawing = false;
-        continue;
-      }
-      const x = this.xs[k] as number;
-      if (drawing) ctx.lineTo(x, y);
-      else ctx.moveTo(x, y);
-      drawing = true;
-    }
-  }
-
-  private drawAxes(ctx: CanvasRenderingContext2D, axes: readonly Axis[], plotH: number): void {
-    ctx.font = FONT;
-    const theme = chartTheme();
-    const spacing = axes.length > 1 ? (this.xs[1] as number) - (this.xs[0] as number) : this.width;
-    axes.forEach((axis, k) => {
-      const x = this.xs[k] as number;
-      ctx.strokeStyle = theme.line;
-      ctx.lineWidth = 1;
-      ctx.beginPath();
-      ctx.moveTo(x, PAD.top);
-      ctx.lineTo(x, PAD.top + plotH);
-      ctx.stroke();
-      // Title above the axis, cut to the room between axes.
-      ctx.fillStyle = theme.text;
-      ctx.textAlign = "center";
-      ctx.textBaseline = "bottom";
-      ctx.font = `600 ${FONT}`;
-      const isMetric = k === axes.length - 1;
-      ctx.fillText(fit(ctx, axis.name, Math.max(60, spacing - 8)), x, PAD.top - 20);
-      ctx.font = FONT;
-      ctx.fillStyle = theme.line;
-      ctx.fillText(isMetric ? "metric" : axis.kind === "log" ? "log scale" : "", x, PAD.top - 6);
-      // Ticks.
-      ctx.textAlign = "left";
-      ctx.textBaseline = "middle";
-      for (const [t, label] of ticks(axis)) {
-        const y = PAD.top + (1 - t) * plotH;
-        ctx.beginPath();
-        ctx.moveTo(x - 3, y);
-        ctx.lineTo(x + 3, y);
-        ctx.stroke();
-        ctx.lineWidth = 3;
-        ctx.strokeStyle = theme.halo;
-        const text = fit(ctx, label, Math.max(40, spacing - 16));
-        ctx.strokeText(text, x + 6, y);
-        ctx.fillStyle = theme.text;
-        ctx.fillText(text, x + 6, y);
-        ctx.lineWidth = 1;
-        ctx.strokeStyle = theme.line;
-      }
-    });
+    traceRow(ctx, this.xs, this.ys, this.axisCount, i);
   }
 
   /** The legend of the marks drawn: the metric's colours, and only those of the best, grey
@@ -525,12 +468,4 @@ function ticks(axis: Axis): [number, string][] {
   // One number format per axis.
   const labels = formatAxisNumbers(at.map(([, v]) => v));
   return at.map(([t], i): [number, string] => [t, labels[i] ?? ""]);
-}
-
-/** `text` cut with an ellipsis to fit `width` pixels. */
-function fit(ctx: CanvasRenderingContext2D, text: string, width: number): string {
-  if (ctx.measureText(text).width <= width) return text;
-  let cut = text;
-  while (cut.length > 1 && ctx.measureText(`${cut}…`).width > width) cut = cut.slice(0, -1);
-  return `${cut}…`;
 }

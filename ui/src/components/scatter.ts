@@ -4,9 +4,11 @@
 // positions, and so do integers with few distinct values (both jittered sideways so equal
 // values stay visible).
 //
-// uPlot draws the axes, grid and cursor; the dots are drawn by this module in uPlot's draw
-// hook, from typed arrays (uPlot is handed only the corners of the data, for its scales):
-// 10,000 trials cost a few milliseconds instead of uPlot's ~100 ms of arcs.
+// uPlot draws the axes, grid and cursor; the dots are drawn from typed arrays (uPlot is handed
+// only the corners of the data, for its scales): 10,000 trials cost a few milliseconds instead
+// of uPlot's ~100 ms of arcs. Where the browser can, they are drawn by the charts' worker on a
+// canvas of their own laid over uPlot's (chart-surface.ts); else in uPlot's draw hook on its
+// canvas (chart-paint.ts draws both).
 //
 // A click selects the trial of the nearest dot (shift, ctrl or cmd: adds it); a box dragged
 // over the plot selects the trials inside (found through a grid of the dots' positions,
@@ -17,12 +19,12 @@ import uPlot from "uplot";
 import { h } from "../dom";
 import { uplotAxis } from "../theme";
 import { formatNumber, formatValue } from "../format";
-import { BEST_COLOR, withAlpha } from "../palette";
+import { BEST, GREYED, SELECTED, type ScatterScene, drawScatter } from "./chart-paint";
+import { ChartSurface, paintsOffMainThread } from "./chart-surface";
 import type { Axis } from "./hp-axis";
 import { axisValues } from "./line-chart";
-import { blendSquares } from "./blend";
 import { leastInset, paddedRange } from "./plot-margin";
-import { PointGrid, SELECTED_COLOR, isAdditive } from "./selection";
+import { PointGrid, isAdditive } from "./selection";
 
 export interface ScatterData {
   axis: Axis;
@@ -33,8 +35,6 @@ export interface ScatterData {
   metricName: string;
 }
 
-const OTHER_COLOR = "#4e79a7";
-const GREY_COLOR = "#a3abb8";
 const MAX_JITTERED_INTEGERS = 20;
 const HOVER_PX = 14;
 
@@ -83,8 +83,10 @@ export class HpScatter {
   private selected: ReadonlySet<number> = new Set();
   private additive = false;
   private boxed = false;
-  /** The canvas the many dots are blended on before they are drawn over the plot. */
-  private readonly layer = h("canvas");
+  /** The dots' own canvas, drawn by the charts' worker (null: drawn on uPlot's canvas). */
+  private dots: ChartSurface | null = null;
+  private firstPaint: () => void = () => undefined;
+  private readonly painted = new Promise<void>((resolve) => (this.firstPaint = resolve));
   private readonly resizeObserver: ResizeObserver;
 
   constructor(
@@ -94,6 +96,13 @@ export class HpScatter {
   ) {
     this.tooltip = h("div", { class: "chart-tooltip", hidden: true, role: "status" });
     this.el = h("div", { class: "chart scatter", role: "img" });
+    if (paintsOffMainThread())
+      this.dots = new ChartSurface("scatter-dots", () => {
+        // The worker failed: the dots go back to uPlot's canvas.
+        this.dots?.el.remove();
+        this.dots = null;
+        this.plot?.redraw(false, false);
+      });
     this.resizeObserver = new ResizeObserver(() => {
       const width = this.width();
       if (this.plot && Math.abs(width - this.plot.width) >= 1) this.plot.setSize({ width, height: this.height });
@@ -185,6 +194,7 @@ export class HpScatter {
       this.el,
     );
     this.plot.over.append(this.tooltip);
+    if (this.dots) this.plot.over.before(this.dots.el);
     this.plot.over.addEventListener("mousedown", (event) => {
       this.additive = isAdditive(event);
       this.boxed = false;
@@ -206,9 +216,16 @@ export class HpScatter {
     this.plot?.redraw(false, false);
   }
 
+  /** Resolves once the dots were first drawn. */
+  whenPainted(): Promise<void> {
+    return this.painted;
+  }
+
   dispose(): void {
     this.resizeObserver.disconnect();
     this.plot?.destroy();
+    this.dots?.dispose();
+    this.firstPaint();
   }
 
   private markGreyed(): void {
@@ -248,11 +265,9 @@ export class HpScatter {
   }
 
   private drawDots(u: uPlot): void {
-    const { ctx, bbox } = u;
+    const { bbox } = u;
     const ratio = window.devicePixelRatio || 1;
     const count = this.xs.length;
-    const many = count > 500;
-    const half = (many ? 1.6 : 2.6) * ratio;
     const px = mapper(u, "x");
     const py = mapper(u, "y");
     // Device pixels on the canvas, and CSS pixels of the plot area for the hit-testing.
@@ -266,77 +281,31 @@ export class HpScatter {
     // How far the nearest dot's centre is from the plot's edges, in CSS pixels (tests read it).
     this.el.dataset.inset = count > 0 ? String(Math.floor(leastInset(cx, cy, bbox) / ratio)) : "";
     this.gridCache = null;
-    const greyed = this.greyed;
-    const plain = (k: number) => !this.best[k] && !greyed[k];
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(bbox.left, bbox.top, bbox.width, bbox.height);
-    ctx.clip();
-    if (many) {
-      this.blendLayers(u, cx, cy, Math.max(2, Math.round(2 * half)), [
-        [GREY_COLOR, 0.25, (k) => greyed[k] === 1],
-        [OTHER_COLOR, 0.35, plain],
-      ]);
-    } else {
-      for (const [colour, alpha, include] of [
-        [GREY_COLOR, 0.45, (k: number) => greyed[k] === 1],
-        [OTHER_COLOR, 0.65, plain],
-      ] as const) {
-        ctx.fillStyle = withAlpha(colour, alpha);
-        ctx.beginPath();
-        for (let k = 0; k < count; k++) {
-          if (include(k)) ctx.rect((cx[k] as number) - half, (cy[k] as number) - half, 2 * half, 2 * half);
-        }
-        ctx.fill();
-      }
-    }
-    ctx.fillStyle = BEST_COLOR;
-    ctx.strokeStyle = "#ffffff";
-    ctx.lineWidth = 1.5 * ratio;
+    const flags = new Uint8Array(count);
+    const ids = this.data?.trialIds ?? [];
+    const anySelected = this.selected.size > 0;
     for (let k = 0; k < count; k++) {
-      if (!this.best[k] || greyed[k]) continue;
-      ctx.beginPath();
-      ctx.arc(cx[k] as number, cy[k] as number, 5 * ratio, 0, 2 * Math.PI);
-      ctx.fill();
-      ctx.stroke();
+      flags[k] =
+        (this.best[k] ? BEST : 0) |
+        (this.greyed[k] ? GREYED : 0) |
+        (anySelected && this.selected.has(ids[this.index[k] as number] as number) ? SELECTED : 0);
     }
-    if (this.selected.size > 0 && this.data) {
-      const ids = this.data.trialIds;
-      ctx.strokeStyle = SELECTED_COLOR;
-      ctx.lineWidth = 2 * ratio;
-      ctx.beginPath();
-      for (let k = 0; k < count; k++) {
-        if (!this.selected.has(ids[this.index[k] as number] as number)) continue;
-        ctx.moveTo((cx[k] as number) + 6 * ratio, cy[k] as number);
-        ctx.arc(cx[k] as number, cy[k] as number, 6 * ratio, 0, 2 * Math.PI);
-      }
-      ctx.stroke();
+    const { left, top, width, height } = bbox;
+    const scene: ScatterScene = {
+      kind: "scatter",
+      canvasWidth: u.ctx.canvas.width,
+      canvasHeight: u.ctx.canvas.height,
+      ratio,
+      bbox: { left, top, width, height },
+      cx: this.dots ? cx.slice() : cx,
+      cy: this.dots ? cy.slice() : cy,
+      flags,
+    };
+    if (this.dots) void this.dots.paint(scene).then(this.firstPaint);
+    else {
+      drawScatter(u.ctx, scene);
+      this.firstPaint();
     }
-    ctx.restore();
-  }
-
-  /** The many dots as `size`-pixel squares blended into pixels of their own, in layers (a
-   * colour, its alpha, which dots), then drawn over the plot area at once: instead of 10,000
-   * fillRect calls (~8 ms each 10,000 without a GPU, per plot), and without reading the
-   * plot's pixels back (blend.ts). */
-  private blendLayers(
-    u: uPlot,
-    cx: Float64Array,
-    cy: Float64Array,
-    size: number,
-    layers: [string, number, (k: number) => boolean][],
-  ): void {
-    const left = Math.floor(u.bbox.left);
-    const top = Math.floor(u.bbox.top);
-    const width = Math.ceil(u.bbox.width);
-    const height = Math.ceil(u.bbox.height);
-    if (width <= 0 || height <= 0) return;
-    const image = new ImageData(width, height);
-    blendSquares(image.data, width, height, cx, cy, left, top, size, layers);
-    this.layer.width = width;
-    this.layer.height = height;
-    this.layer.getContext("2d")?.putImageData(image, 0, 0);
-    u.ctx.drawImage(this.layer, left, top);
   }
 
   private grid(): PointGrid | null {
@@ -357,8 +326,9 @@ export class HpScatter {
     const left = u.cursor.left ?? -1;
     const top = u.cursor.top ?? -1;
     const data = this.data;
+    if (left < 0 || !data) return this.show(null);
     const grid = this.grid();
-    if (left < 0 || !data || !grid) return this.show(null);
+    if (!grid) return this.show(null);
     const ratio = window.devicePixelRatio || 1;
     const nearest = grid.nearest(left, top, HOVER_PX, (k) => (this.greyed[k] ? -HOVER_PX : this.best[k] ? 3 : 0));
     if (nearest < 0) return this.show(null);

@@ -1,6 +1,7 @@
 // What a search found, at a glance: hyperparameter importance (bars), the optimization
 // history (each trial's best value as it ended, and the best so far as a step line) and the
-// timeline of trials' attempts over slots. The two plots are canvases with a legend; each
+// timeline of trials' attempts over slots. The two plots are canvases with a legend, drawn by
+// the charts' worker where the browser can (chart-surface.ts; chart-paint.ts draws them); each
 // chart also lists what it drew in a table for screen readers (the first MAX_ROWS rows),
 // built once the browser is idle: the charts come first. The history greys the trials
 // outside the parallel coordinates' brushes (`setKept`).
@@ -18,9 +19,10 @@ import {
 } from "../format";
 import { BEST_COLOR, MUTED_COLOR, seriesColor } from "../palette";
 import { chartTheme } from "../theme";
+import { type SceneTheme, type Ticks, type TimelineAttempts, timelineBars } from "./chart-paint";
+import { ChartSurface } from "./chart-surface";
 import { MARGIN_FRACTION, paddedRange } from "./plot-margin";
 
-const FONT = "12px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
 const PAD = { left: 64, right: 16, top: 12, bottom: 34 };
 const MAX_ROWS = 200;
 /** Above this many points the history draws squares, one path per colour. */
@@ -106,50 +108,9 @@ export function markLegend(items: readonly LegendMark[]): HTMLElement {
   );
 }
 
-/** A canvas sized to its host's width (device pixels), with a 2D context scaled to CSS px. */
-function sizedCanvas(canvas: HTMLCanvasElement, width: number, height: number): CanvasRenderingContext2D | null {
-  const ratio = window.devicePixelRatio || 1;
-  canvas.width = Math.round(width * ratio);
-  canvas.height = Math.round(height * ratio);
-  canvas.style.width = `${width}px`;
-  canvas.style.height = `${height}px`;
-  const ctx = canvas.getContext("2d");
-  ctx?.setTransform(ratio, 0, 0, ratio, 0, 0);
-  return ctx;
-}
-
-function drawFrame(
-  ctx: CanvasRenderingContext2D,
-  width: number,
-  height: number,
-  xTicks: [number, string][],
-  yTicks: [number, string][],
-  xLabel: string,
-): void {
-  const theme = chartTheme();
-  ctx.font = FONT;
-  ctx.strokeStyle = theme.grid;
-  ctx.fillStyle = theme.text;
-  ctx.lineWidth = 1;
-  ctx.textAlign = "right";
-  ctx.textBaseline = "middle";
-  for (const [y, label] of yTicks) {
-    ctx.beginPath();
-    ctx.moveTo(PAD.left, y);
-    ctx.lineTo(width - PAD.right, y);
-    ctx.stroke();
-    ctx.fillText(label, PAD.left - 6, y);
-  }
-  ctx.textAlign = "center";
-  ctx.textBaseline = "top";
-  for (const [x, label] of xTicks) ctx.fillText(label, x, height - PAD.bottom + 4);
-  ctx.fillText(xLabel, PAD.left + (width - PAD.left - PAD.right) / 2, height - 14);
-  ctx.strokeStyle = theme.line;
-  ctx.beginPath();
-  ctx.moveTo(PAD.left, PAD.top);
-  ctx.lineTo(PAD.left, height - PAD.bottom);
-  ctx.lineTo(width - PAD.right, height - PAD.bottom);
-  ctx.stroke();
+function sceneTheme(): SceneTheme {
+  const { text, line, halo, grid } = chartTheme();
+  return { text, line, halo, grid };
 }
 
 function timeLabel(seconds: number): string {
@@ -217,7 +178,7 @@ export function importanceChart(data: Importance): HTMLElement {
 
 export class HistoryChart {
   readonly el: HTMLElement;
-  private readonly canvas = h("canvas");
+  private readonly canvas = new ChartSurface("history-plot", () => void this.draw());
   private readonly caption = h("p", { class: "muted small" });
   private readonly table = h("div");
   private readonly legendHost = h("div");
@@ -228,14 +189,15 @@ export class HistoryChart {
     this.el = h(
       "div",
       { class: "chart history", "data-testid": "history", "data-trial-count": 0 },
-      this.canvas,
+      this.canvas.el,
       this.legendHost,
       this.caption,
       this.table,
     );
   }
 
-  setData(data: History): void {
+  /** Draw `data`; resolves once drawn. */
+  setData(data: History): Promise<void> {
     this.data = data;
     const n = data.trial_ids.length;
     this.el.dataset.trialCount = String(n);
@@ -256,89 +218,124 @@ export class HistoryChart {
         hiddenTable("Optimization history", ["Trial", "Ended after", "Value", "Best so far"], rows, n),
       ),
     );
-    this.draw();
+    return this.draw();
   }
 
   /** The trials kept by the brushes (null: all): the others' points turn grey. */
   setKept(kept: ReadonlySet<number> | null): void {
     if (kept === this.kept) return;
     this.kept = kept;
-    this.draw();
+    void this.draw();
   }
 
-  draw(): void {
+  dispose(): void {
+    this.canvas.dispose();
+  }
+
+  draw(): Promise<void> {
     const data = this.data;
-    if (!data) return;
+    if (!data) return Promise.resolve();
     const width = Math.max(320, Math.floor(this.el.clientWidth || 640));
-    const ctx = sizedCanvas(this.canvas, width, this.height);
-    if (!ctx || data.trial_ids.length === 0) {
+    const ratio = window.devicePixelRatio || 1;
+    const n = data.trial_ids.length;
+    const frame = {
+      width,
+      height: this.height,
+      ratio,
+      theme: sceneTheme(),
+      pad: PAD,
+      xLabel: "Time since the experiment started",
+    };
+    const empty = { px: new Float32Array(0), py: new Float32Array(0), outside: new Uint8Array(0) };
+    if (n === 0) {
       this.legendHost.replaceChildren();
-      return;
+      return this.canvas.paint({
+        kind: "history",
+        ...frame,
+        ...empty,
+        xTicks: [],
+        yTicks: [],
+        many: false,
+        keptColor: "",
+        outsideColor: "",
+        line: new Float32Array(0),
+        lineColor: "",
+      });
     }
     const xs = data.times;
-    const all = [...data.values, ...data.best_so_far].filter(Number.isFinite);
     // A margin around the values (one value: a tenth of it either side), so no dot is cut.
-    const [lo, hi] = paddedRange(Math.min(...all), Math.max(...all));
-    const xMax = Math.max(1e-9, ...xs) * (1 + MARGIN_FRACTION);
+    let yMin = Infinity;
+    let yMax = -Infinity;
+    let xTop = 1e-9;
+    for (let i = 0; i < n; i++) {
+      for (const v of [data.values[i] as number, data.best_so_far[i] as number]) {
+        if (!Number.isFinite(v)) continue;
+        if (v < yMin) yMin = v;
+        if (v > yMax) yMax = v;
+      }
+      if ((xs[i] as number) > xTop) xTop = xs[i] as number;
+    }
+    const [lo, hi] = paddedRange(yMin, yMax);
+    const xMax = xTop * (1 + MARGIN_FRACTION);
     const plotW = width - PAD.left - PAD.right;
     const plotH = this.height - PAD.top - PAD.bottom;
     const px = (x: number) => PAD.left + (x / xMax) * plotW;
     const py = (y: number) => PAD.top + (1 - (y - lo) / (hi - lo)) * plotH;
-    drawFrame(
-      ctx,
-      width,
-      this.height,
-      durationTicks(xMax).map(([t, label]) => [px(t), label]),
-      axisTicks(lo, hi).map(([t, label]) => [py(t), label]),
-      "Time since the experiment started",
-    );
+    const xTicks: Ticks = durationTicks(xMax).map(([t, label]) => [px(t), label]);
     this.el.dataset.yRange = `${lo},${hi}`;
     this.el.dataset.xTicks = durationTicks(xMax)
       .map(([, label]) => label)
       .join("|");
-    // One path per colour: the greyed points first, under the kept ones.
+    // The points (the greyed ones drawn first, under the kept ones) and the step line.
     const kept = this.kept;
-    const many = xs.length > MANY_POINTS;
+    const pointX = new Float32Array(n);
+    const pointY = new Float32Array(n);
+    const outside = new Uint8Array(n);
     let greyed = 0;
-    for (const outside of [true, false]) {
-      ctx.fillStyle = outside ? MUTED_COLOR : seriesColor(0);
-      ctx.globalAlpha = many ? (outside ? 0.2 : 0.35) : outside ? 0.45 : 0.8;
-      ctx.beginPath();
-      for (let i = 0; i < xs.length; i++) {
-        if ((kept !== null && !kept.has(data.trial_ids[i] as number)) !== outside) continue;
-        if (outside) greyed += 1;
-        const x = px(xs[i] ?? 0);
-        const y = py(data.values[i] ?? 0);
-        if (many) ctx.rect(x - 1.5, y - 1.5, 3, 3);
-        else {
-          ctx.moveTo(x + 2.5, y);
-          ctx.arc(x, y, 2.5, 0, 2 * Math.PI);
-        }
+    for (let i = 0; i < n; i++) {
+      pointX[i] = px(xs[i] ?? 0);
+      pointY[i] = py(data.values[i] ?? 0);
+      if (kept !== null && !kept.has(data.trial_ids[i] as number)) {
+        outside[i] = 1;
+        greyed += 1;
       }
-      ctx.fill();
     }
-    this.el.dataset.greyed = String(greyed);
-    ctx.globalAlpha = 1;
-    ctx.strokeStyle = BEST_COLOR;
-    ctx.lineWidth = 2;
-    ctx.beginPath();
+    const line = new Float32Array(4 * n);
+    let at = 0;
     data.best_so_far.forEach((best, i) => {
       const x = px(xs[i] ?? 0);
-      if (i === 0) ctx.moveTo(x, py(best));
-      else {
-        ctx.lineTo(x, py(data.best_so_far[i - 1] ?? best));
-        ctx.lineTo(x, py(best));
+      if (i > 0) {
+        line[at++] = x;
+        line[at++] = py(data.best_so_far[i - 1] ?? best);
       }
+      line[at++] = x;
+      line[at++] = py(best);
     });
-    ctx.lineTo(px(xMax), py(data.best_so_far[data.best_so_far.length - 1] ?? 0));
-    ctx.stroke();
+    line[at++] = px(xMax);
+    line[at++] = py(data.best_so_far[n - 1] ?? 0);
+    this.el.dataset.greyed = String(greyed);
+    const painted = this.canvas.paint({
+      kind: "history",
+      ...frame,
+      xTicks,
+      yTicks: axisTicks(lo, hi).map(([t, label]) => [py(t), label]),
+      px: pointX,
+      py: pointY,
+      outside,
+      many: n > MANY_POINTS,
+      keptColor: seriesColor(0),
+      outsideColor: MUTED_COLOR,
+      line: line.subarray(0, at),
+      lineColor: BEST_COLOR,
+    });
     // The legend of what was drawn: the dots (kept, greyed: only those there are), the line.
     const marks: LegendMark[] = [];
-    if (xs.length - greyed > 0)
+    if (n - greyed > 0)
       marks.push({ mark: "dot", color: seriesColor(0), label: "a trial's best value, when it ended" });
     if (greyed > 0) marks.push({ mark: "dot", color: MUTED_COLOR, label: "outside the brushed ranges" });
     marks.push({ mark: "line", color: BEST_COLOR, label: "best so far" });
     this.legendHost.replaceChildren(markLegend(marks));
+    return painted;
   }
 }
 
@@ -351,7 +348,7 @@ const STATE_COLORS: Partial<Record<TrialState, string>> = {
 
 export class TimelineChart {
   readonly el: HTMLElement;
-  private readonly canvas = h("canvas");
+  private readonly canvas = new ChartSurface("timeline-plot", () => void this.draw());
   private readonly legendHost = h("div");
   private readonly caption = h("p", { class: "muted small" });
   private readonly table = h("div");
@@ -362,7 +359,7 @@ export class TimelineChart {
     this.el = h(
       "div",
       { class: "chart timeline", "data-testid": "timeline", "data-attempt-count": 0, "data-slots": 0 },
-      this.canvas,
+      this.canvas.el,
       this.legendHost,
       this.caption,
       this.table,
@@ -370,8 +367,8 @@ export class TimelineChart {
   }
 
   /** Draw `data`; `endedAt`: when the experiment ended (an ISO time; null while it runs), the
-   * end of the time axis (else the answer's `now`). */
-  setData(data: Timeline, endedAt: string | null = null): void {
+   * end of the time axis (else the answer's `now`). Resolves once drawn. */
+  setData(data: Timeline, endedAt: string | null = null): Promise<void> {
     this.data = data;
     this.endedAt = endedAt === null ? null : (Date.parse(endedAt) - Date.parse(data.started_at)) / 1000;
     const n = data.trial_ids.length;
@@ -395,17 +392,19 @@ export class TimelineChart {
     whenIdle(() =>
       this.table.replaceChildren(hiddenTable("Timeline of trials", ["Trial", "Slot", "Started", "Ended"], rows, n)),
     );
-    this.draw();
+    return this.draw();
   }
 
-  draw(): void {
+  dispose(): void {
+    this.canvas.dispose();
+  }
+
+  draw(): Promise<void> {
     const data = this.data;
-    if (!data) return;
+    if (!data) return Promise.resolve();
     const width = Math.max(320, Math.floor(this.el.clientWidth || 640));
     const lanes = Math.max(1, data.slots);
     const height = PAD.top + PAD.bottom + lanes * this.laneHeight;
-    const ctx = sizedCanvas(this.canvas, width, height);
-    if (!ctx) return;
     // From the experiment's start to its end, or to now while it runs; or to the last end if
     // later (an experiment's clock and its trials' may differ).
     let xMax = Math.max(1e-9, this.endedAt !== null && Number.isFinite(this.endedAt) ? this.endedAt : data.now);
@@ -417,64 +416,80 @@ export class TimelineChart {
     const plotW = width - PAD.left - PAD.right;
     const px = (x: number) => PAD.left + (x / xMax) * plotW;
     const lane = (slot: number) => PAD.top + slot * this.laneHeight;
-    drawFrame(
-      ctx,
+    const { attempts, colours } = timelineAttempts(data);
+    const labels: [string, number, number][] = [];
+    if (data.trial_ids.length <= 500) {
+      for (let i = 0; i < data.trial_ids.length; i++) {
+        const x0 = px(data.starts[i] ?? 0);
+        const x1 = px(data.ends[i] ?? data.now);
+        if (x1 - x0 > 40)
+          labels.push([String(data.trial_ids[i]), x0 + 3, lane(data.slot[i] ?? 0) + this.laneHeight / 2]);
+      }
+    }
+    return this.canvas.paint({
+      kind: "timeline",
       width,
       height,
-      durationTicks(xMax).map(([t, label]) => [px(t), label]),
-      Array.from({ length: lanes }, (_x, s): [number, string] => [lane(s) + this.laneHeight / 2, `slot ${s}`]).filter(
-        (_t, s) => lanes <= 16 || s % Math.ceil(lanes / 16) === 0,
-      ),
-      "Time since the experiment started",
-    );
-    const theme = chartTheme();
-    const barHeight = this.laneHeight * data.slots_per_trial - 2;
-    for (const [colour, bars] of timelineRuns(data, px)) {
-      ctx.fillStyle = colour;
-      for (const [x0, x1, slot] of bars) ctx.fillRect(x0, lane(slot) + 1, x1 - x0, barHeight);
-    }
-    if (data.trial_ids.length > 500) return;
-    ctx.fillStyle = theme.halo;
-    ctx.font = FONT;
-    ctx.textAlign = "left";
-    ctx.textBaseline = "middle";
-    for (let i = 0; i < data.trial_ids.length; i++) {
-      const x0 = px(data.starts[i] ?? 0);
-      const x1 = px(data.ends[i] ?? data.now);
-      if (x1 - x0 > 40) ctx.fillText(String(data.trial_ids[i]), x0 + 3, lane(data.slot[i] ?? 0) + this.laneHeight / 2);
-    }
+      ratio: window.devicePixelRatio || 1,
+      theme: sceneTheme(),
+      pad: PAD,
+      xTicks: durationTicks(xMax).map(([t, label]) => [px(t), label]),
+      yTicks: Array.from({ length: lanes }, (_x, s): [number, string] => [
+        lane(s) + this.laneHeight / 2,
+        `slot ${s}`,
+      ]).filter((_t, s) => lanes <= 16 || s % Math.ceil(lanes / 16) === 0),
+      xLabel: "Time since the experiment started",
+      laneHeight: this.laneHeight,
+      barHeight: this.laneHeight * data.slots_per_trial - 2,
+      attempts,
+      colours,
+      now: data.now,
+      xMax,
+      labels,
+    });
   }
+}
+
+/** A timeline's attempts as typed arrays, each with its colour by the trial's state (an index
+ * into `colours`, in the order they first appear). */
+function timelineAttempts(data: Timeline): { attempts: TimelineAttempts; colours: string[] } {
+  const n = data.trial_ids.length;
+  const attempts: TimelineAttempts = {
+    starts: new Float64Array(n),
+    ends: new Float64Array(n),
+    slot: new Int32Array(n),
+    colour: new Uint8Array(n),
+  };
+  const colours: string[] = [];
+  const index = new Map<string, number>();
+  for (let i = 0; i < n; i++) {
+    const colour = STATE_COLORS[data.states[i] as TrialState] ?? seriesColor(4);
+    let c = index.get(colour);
+    if (c === undefined) {
+      c = colours.push(colour) - 1;
+      index.set(colour, c);
+    }
+    attempts.starts[i] = data.starts[i] ?? 0;
+    attempts.ends[i] = data.ends[i] ?? Number.NaN;
+    attempts.slot[i] = data.slot[i] ?? 0;
+    attempts.colour[i] = c;
+  }
+  return { attempts, colours };
 }
 
 /** The timeline's bars by colour, in whole pixels: [x0, x1, slot], where the attempts of one
  * slot and colour that touch or overlap (at 10,000 attempts most are under a pixel wide)
- * are merged into one bar. */
+ * are merged into one bar (chart-paint.ts' timelineBars, which draws them). */
 export function timelineRuns(data: Timeline, px: (seconds: number) => number): Map<string, [number, number, number][]> {
-  // By colour, then by slot.
-  const grouped = new Map<string, Map<number, [number, number, number][]>>();
-  for (let i = 0; i < data.trial_ids.length; i++) {
-    const colour = STATE_COLORS[data.states[i] as TrialState] ?? seriesColor(4);
-    const slot = data.slot[i] ?? 0;
-    const x0 = Math.floor(px(data.starts[i] ?? 0));
-    const x1 = Math.max(x0 + 1, Math.ceil(px(data.ends[i] ?? data.now)));
-    let slots = grouped.get(colour);
-    if (!slots) grouped.set(colour, (slots = new Map()));
-    let bars = slots.get(slot);
-    if (!bars) slots.set(slot, (bars = []));
-    bars.push([x0, x1, slot]);
-  }
-  const out = new Map<string, [number, number, number][]>();
-  for (const [colour, slots] of grouped) {
-    const merged: [number, number, number][] = [];
-    for (const bars of slots.values()) {
-      bars.sort((a, b) => a[0] - b[0]);
-      let last: [number, number, number] | null = null;
-      for (const bar of bars) {
-        if (last && bar[0] <= last[1]) last[1] = Math.max(last[1], bar[1]);
-        else merged.push((last = [...bar]));
-      }
-    }
-    out.set(colour, merged);
-  }
-  return out;
+  const { attempts, colours } = timelineAttempts(data);
+  const bars = timelineBars(attempts, colours.length, data.now, px);
+  return new Map(
+    colours.map((colour, c) => {
+      const flat = bars[c] ?? new Int32Array(0);
+      return [
+        colour,
+        Array.from({ length: flat.length / 3 }, (_x, j) => [flat[3 * j], flat[3 * j + 1], flat[3 * j + 2]]),
+      ];
+    }),
+  ) as Map<string, [number, number, number][]>;
 }

@@ -332,6 +332,8 @@ export class VisualizationTab implements ExperimentTab {
     this.poller.stop();
     this.curves?.dispose();
     this.pc.dispose();
+    this.history.dispose();
+    this.timeline.dispose();
     for (const s of this.scatters) s.dispose();
   }
 
@@ -350,7 +352,7 @@ export class VisualizationTab implements ExperimentTab {
     const curvesPainted = this.startCurves(experiment);
     let summaryDrawn: Promise<void> = Promise.resolve();
     try {
-      this.showSummary(await summary, experiment);
+      summaryDrawn = this.showSummary(await summary, experiment);
     } catch (err) {
       if (signal.aborted) return;
       this.message.replaceChildren(notice(`Could not load the trials summary: ${errorMessage(err)}`));
@@ -383,6 +385,7 @@ export class VisualizationTab implements ExperimentTab {
         await new Promise((resolve) => window.setTimeout(resolve, IMPORTANCE_RETRY_MS));
       }
     })();
+    // Each resolves once its chart is drawn (by the charts' worker, where it draws them).
     const history = api.history(id, signal).then((data) => this.history.setData(data));
     const timeline = Promise.all([api.timeline(id, signal), this.context.ready]).then(([data, first]) =>
       this.timeline.setData(data, (this.context.experiment ?? first).ended_at),
@@ -507,11 +510,12 @@ export class VisualizationTab implements ExperimentTab {
   private async refreshSummary(): Promise<boolean> {
     const live = this.context.live;
     const experiment = await this.context.ready;
-    this.showSummary(await api.trialsSummary(this.context.id, this.controller.signal), experiment);
+    void this.showSummary(await api.trialsSummary(this.context.id, this.controller.signal), experiment);
     return live;
   }
 
-  private showSummary(summary: TrialsSummary, experiment: Experiment): void {
+  /** Show the trials summary; resolves once its charts are drawn. */
+  private showSummary(summary: TrialsSummary, experiment: Experiment): Promise<void> {
     this.summary = summary;
     this.smallerIsBetter = experiment.smaller_is_better;
     const metricName = experiment.searcher_metric ?? "metric";
@@ -536,6 +540,7 @@ export class VisualizationTab implements ExperimentTab {
         ? `${n === 1 ? "Its values" : "The same in every trial"} (no axis): ${constant.sort().join(", ")}`
         : "";
     this.constants.hidden = this.constants.textContent === "";
+    let pcDrawn: Promise<void> = Promise.resolve();
     if (n === 0) {
       this.pcHost.replaceChildren(h("p", { class: "muted" }, "No trials yet."));
     } else if (axes.length === 0) {
@@ -551,7 +556,7 @@ export class VisualizationTab implements ExperimentTab {
       );
     } else {
       if (!this.pc.el.isConnected) this.pcHost.replaceChildren(this.pc.el);
-      this.pc.setData({
+      pcDrawn = this.pc.setData({
         trialIds: summary.trial_ids,
         axes,
         metric,
@@ -563,6 +568,7 @@ export class VisualizationTab implements ExperimentTab {
     this.table.setData(summary, axes, metric, experiment.smaller_is_better, this.keptFilter);
     this.renderScatters(summary, axes, best, metricName);
     this.applyView();
+    return Promise.all([pcDrawn, ...this.scatters.map((s) => s.whenPainted())]).then(() => undefined);
   }
 
   private renderScatters(summary: TrialsSummary, axes: Axis[], best: Set<number>, metricName: string): void {
