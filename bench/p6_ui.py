@@ -697,7 +697,8 @@ def traced_load(
     browser: Browser, url: str, token: str, timeout: float, path: Path
 ) -> dict[str, Any]:
     """One more load of ``url`` under Chromium's tracing (written to ``path``, from before the
-    navigation to the mark): the renderer main thread's tasks, in all and by event."""
+    navigation until the page is closed after the mark): the renderer main thread's tasks, in
+    all and by event, and its workers' tasks in all."""
     browser.start_tracing(path=str(path), categories=TRACE_CATEGORIES)  # every renderer
     try:
         sample = page_load(browser, url, token, timeout)
@@ -706,19 +707,59 @@ def traced_load(
     return {"ms": sample["ms"], **main_thread_tasks(json.loads(path.read_text()))}
 
 
-def main_thread_tasks(trace: dict[str, Any] | list[dict[str, Any]]) -> dict[str, Any]:
-    """The busiest renderer main thread's top-level tasks in all, and the self time (its
-    own, its children's taken out) of the events on it by name: where the thread's time
-    went."""
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    mains = {
+def traced_loads(
+    browser: Browser, url: str, token: str, timeout: float, path: Path, count: int
+) -> dict[str, Any]:
+    """``count`` traced loads (``traced_load``; the traces written to ``path``, or with
+    ``-1``, ``-2``, ... added to its name when more than one): their median summary."""
+    paths = [path] if count == 1 else [path.with_stem(f"{path.stem}-{k + 1}") for k in range(count)]
+    return median_summary([traced_load(browser, url, token, timeout, p) for p in paths])
+
+
+def median_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median of traced loads' summaries, number by number (an event missing from a
+    load's top 15 counts as 0 there), with each load's main-thread total."""
+    if len(summaries) == 1:
+        return summaries[0]
+
+    def median(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return round(statistics.median(known), 1) if known else None
+
+    events = {name for s in summaries for name in s.get("self_ms_by_event", {})}
+    by_event = {
+        name: median([s.get("self_ms_by_event", {}).get(name, 0.0) for s in summaries])
+        for name in events
+    }
+    return {
+        "loads": len(summaries),
+        "ms": median([s["ms"] for s in summaries]),
+        "main_thread_ms": median([s["main_thread_ms"] for s in summaries]),
+        "main_thread_ms_each": [s["main_thread_ms"] for s in summaries],
+        "worker_thread_ms": median([s.get("worker_thread_ms") for s in summaries]),
+        "self_ms_by_event": dict(sorted(by_event.items(), key=lambda kv: -(kv[1] or 0))[:15]),
+    }
+
+
+WORKER_THREAD = "DedicatedWorker thread"
+"""Chromium's name of a page's worker thread (the UI's charts are drawn in one)."""
+
+
+def _threads(events: list[dict[str, Any]], name: str) -> set[tuple[int, int]]:
+    return {
         (e["pid"], e["tid"])
         for e in events
         if e.get("ph") == "M" and e.get("name") == "thread_name"
-        and e.get("args", {}).get("name") == "CrRendererMain"
+        and e.get("args", {}).get("name") == name
     }  # fmt: skip
-    spans: dict[tuple[int, int], list[dict[str, Any]]] = {m: [] for m in mains}
-    begun: dict[tuple[int, int], list[dict[str, Any]]] = {m: [] for m in mains}
+
+
+def _spans(
+    events: list[dict[str, Any]], threads: set[tuple[int, int]]
+) -> dict[tuple[int, int], list[dict[str, Any]]]:
+    """Each thread's spans (complete events, and begin/end pairs made one)."""
+    spans: dict[tuple[int, int], list[dict[str, Any]]] = {t: [] for t in threads}
+    begun: dict[tuple[int, int], list[dict[str, Any]]] = {t: [] for t in threads}
     for e in events:
         key = (e.get("pid"), e.get("tid"))
         if key not in spans:
@@ -730,17 +771,16 @@ def main_thread_tasks(trace: dict[str, Any] | list[dict[str, Any]]) -> dict[str,
         elif e.get("ph") == "E" and begun[key]:
             start = begun[key].pop()
             spans[key].append({**start, "dur": e["ts"] - start["ts"]})
-    if not spans:
-        return {"main_thread_ms": None}
-    # the page's renderer: the one whose thread ran the most JavaScript
-    busiest = sorted(
-        max(spans.values(), key=lambda es: sum(e["dur"] for e in es if e["name"] == SCRIPT)),
-        key=lambda e: (e["ts"], -e["dur"]),
-    )
+    return spans
+
+
+def _self_times(spans: list[dict[str, Any]]) -> tuple[float, dict[str, float]]:
+    """The top-level tasks' time in all (µs), and each event's own time (its children's
+    taken out) by name."""
     own: dict[str, float] = {}
     stack: list[dict[str, Any]] = []
     tasks = 0.0
-    for e in busiest:
+    for e in sorted(spans, key=lambda e: (e["ts"], -e["dur"])):
         while stack and e["ts"] >= stack[-1]["ts"] + stack[-1]["dur"]:
             stack.pop()
         if stack:
@@ -749,9 +789,27 @@ def main_thread_tasks(trace: dict[str, Any] | list[dict[str, Any]]) -> dict[str,
             tasks += e["dur"]
         own[e["name"]] = own.get(e["name"], 0.0) + e["dur"]
         stack.append(e)
+    return tasks, own
+
+
+def main_thread_tasks(trace: dict[str, Any] | list[dict[str, Any]]) -> dict[str, Any]:
+    """The busiest renderer main thread's top-level tasks in all, and the self time (its
+    own, its children's taken out) of the events on it by name: where the thread's time
+    went; and the top-level tasks of that renderer's workers in all (``None``: it had none)."""
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    spans = _spans(events, _threads(events, "CrRendererMain"))
+    if not spans:
+        return {"main_thread_ms": None}
+    # the page's renderer: the one whose thread ran the most JavaScript
+    page = max(spans, key=lambda t: sum(e["dur"] for e in spans[t] if e["name"] == SCRIPT))
+    tasks, own = _self_times(spans[page])
+    workers = _spans(events, {t for t in _threads(events, WORKER_THREAD) if t[0] == page[0]})
     top = sorted(own.items(), key=lambda kv: -kv[1])[:15]
     return {
         "main_thread_ms": round(tasks / 1000, 1),
+        "worker_thread_ms": (
+            round(sum(_self_times(w)[0] for w in workers.values()) / 1000, 1) if workers else None
+        ),
         "self_ms_by_event": {name: round(us / 1000, 1) for name, us in top},
     }
 
@@ -848,7 +906,9 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, Any]:
                         cpu_after = tree_cpu(master.pid)
                         system_load.stop()
                         traced = (
-                            traced_load(browser, url, token, args.timeout, args.trace)
+                            traced_loads(
+                                browser, url, token, args.timeout, args.trace, args.trace_loads
+                            )
                             if args.trace
                             else None
                         )
@@ -940,6 +1000,13 @@ def main() -> None:
         type=Path,
         help="after the loads, one more under Chromium's tracing, written here; its renderer "
         "main thread's tasks are summarised in the result",
+    )
+    parser.add_argument(
+        "--trace-loads",
+        type=int,
+        default=1,
+        help="with --trace: this many traced loads (FILE-1, FILE-2, ... when more than one), "
+        "their median summary",
     )
     parser.add_argument(
         "--chromium-arg", action="append", default=[], help="another Chromium flag (repeatable)"

@@ -60,3 +60,50 @@ def test_self_times_add_up_to_the_tasks(tasks: list[tuple[int, int]]) -> None:
     summary = p6_ui.main_thread_tasks(events)
     assert summary["main_thread_ms"] == pytest.approx(sum(length for length, _ in tasks))
     assert sum(summary["self_ms_by_event"].values()) == pytest.approx(summary["main_thread_ms"])
+
+
+def test_the_page_renderers_worker_threads_are_summed_apart() -> None:
+    worker = {"ph": "M", "name": "thread_name", "pid": 2, "tid": 9,
+              "args": {"name": "DedicatedWorker thread"}}  # fmt: skip
+    other = {"ph": "M", "name": "thread_name", "pid": 1, "tid": 8,
+             "args": {"name": "DedicatedWorker thread"}}  # fmt: skip
+    events = [
+        _thread(1),
+        _thread(2),
+        worker,
+        other,
+        _span(2, "RunTask", 0, 100_000),
+        _span(2, "v8.callFunction", 0, 50_000),
+        # the page's worker: two tasks, one with a child; another renderer's worker: not counted
+        {**_span(2, "RunTask", 10_000, 30_000), "tid": 9},
+        {**_span(2, "v8.callFunction", 10_000, 20_000), "tid": 9},
+        {**_span(2, "RunTask", 50_000, 40_000), "tid": 9},
+        {**_span(1, "RunTask", 0, 900_000), "tid": 8},
+    ]
+    summary = p6_ui.main_thread_tasks(events)
+    assert summary["main_thread_ms"] == 100.0
+    assert summary["worker_thread_ms"] == 70.0
+    assert (
+        p6_ui.main_thread_tasks([_thread(3), _span(3, "RunTask", 0, 1000)])["worker_thread_ms"]
+        is None
+    )
+
+
+def test_several_traced_loads_are_summarised_by_their_medians() -> None:
+    loads = [
+        {"ms": 500.0, "main_thread_ms": 400.0, "worker_thread_ms": 90.0,
+         "self_ms_by_event": {"Layout": 50.0, "FunctionCall": 100.0}},
+        {"ms": 700.0, "main_thread_ms": 300.0, "worker_thread_ms": 110.0,
+         "self_ms_by_event": {"Layout": 70.0}},
+        {"ms": 600.0, "main_thread_ms": 350.0, "worker_thread_ms": 100.0,
+         "self_ms_by_event": {"Layout": 60.0, "FunctionCall": 80.0}},
+    ]  # fmt: skip
+    summary = p6_ui.median_summary(loads)
+    assert summary["loads"] == 3
+    assert summary["ms"] == 600.0
+    assert summary["main_thread_ms"] == 350.0
+    assert summary["main_thread_ms_each"] == [400.0, 300.0, 350.0]
+    assert summary["worker_thread_ms"] == 100.0
+    # an event missing from a load's summary counts as 0 there
+    assert summary["self_ms_by_event"] == {"FunctionCall": 80.0, "Layout": 60.0}
+    assert p6_ui.median_summary(loads[:1]) == loads[0]
