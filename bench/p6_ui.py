@@ -704,7 +704,7 @@ def traced_load(
         sample = page_load(browser, url, token, timeout)
     finally:
         browser.stop_tracing()
-    return {"ms": sample["ms"], **main_thread_tasks(json.loads(path.read_text()))}
+    return {"ms": sample["ms"], **main_thread_tasks(json.loads(path.read_text()), url)}
 
 
 def traced_loads(
@@ -792,16 +792,43 @@ def _self_times(spans: list[dict[str, Any]]) -> tuple[float, dict[str, float]]:
     return tasks, own
 
 
-def main_thread_tasks(trace: dict[str, Any] | list[dict[str, Any]]) -> dict[str, Any]:
-    """The busiest renderer main thread's top-level tasks in all, and the self time (its
-    own, its children's taken out) of the events on it by name: where the thread's time
-    went; and the top-level tasks of that renderer's workers in all (``None``: it had none)."""
+PAGE_EVENTS = {"CommitLoad", "ParseHTML", "ResourceSendRequest"}
+"""Events of a renderer's main thread that name the address it loads or asks for."""
+
+
+def _page_renderer(
+    events: list[dict[str, Any]],
+    spans: dict[tuple[int, int], list[dict[str, Any]]],
+    url: str | None,
+) -> tuple[int, int]:
+    """The main thread of the renderer that loaded ``url`` (an event of it names the address's
+    origin); without ``url``, or where none does, the one that ran the most JavaScript (the
+    browser's own pages, a new tab's, may run more than a page whose charts a worker draws)."""
+    if url is not None:
+        origin = "/".join(url.split("/")[:3])
+        named = {
+            (e.get("pid"), e.get("tid"))
+            for e in events
+            if e.get("name") in PAGE_EVENTS and origin in json.dumps(e.get("args", {}))
+        }
+        for thread in spans:
+            if thread in named:
+                return thread
+    return max(spans, key=lambda t: sum(e["dur"] for e in spans[t] if e["name"] == SCRIPT))
+
+
+def main_thread_tasks(
+    trace: dict[str, Any] | list[dict[str, Any]], url: str | None = None
+) -> dict[str, Any]:
+    """The main thread of the page's renderer (``_page_renderer``): its top-level tasks in
+    all, and the self time (its own, its children's taken out) of the events on it by name:
+    where the thread's time went; and the top-level tasks of that renderer's workers in all
+    (``None``: it had none)."""
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
     spans = _spans(events, _threads(events, "CrRendererMain"))
     if not spans:
         return {"main_thread_ms": None}
-    # the page's renderer: the one whose thread ran the most JavaScript
-    page = max(spans, key=lambda t: sum(e["dur"] for e in spans[t] if e["name"] == SCRIPT))
+    page = _page_renderer(events, spans, url)
     tasks, own = _self_times(spans[page])
     workers = _spans(events, {t for t in _threads(events, WORKER_THREAD) if t[0] == page[0]})
     top = sorted(own.items(), key=lambda kv: -kv[1])[:15]

@@ -107,3 +107,23 @@ def test_several_traced_loads_are_summarised_by_their_medians() -> None:
     # an event missing from a load's summary counts as 0 there
     assert summary["self_ms_by_event"] == {"FunctionCall": 80.0, "Layout": 60.0}
     assert p6_ui.median_summary(loads[:1]) == loads[0]
+
+
+def test_the_page_is_the_renderer_that_loaded_its_address_where_given() -> None:
+    url = "http://127.0.0.1:8080/#/experiments/1/visualization"
+    events = [
+        _thread(1),
+        _thread(2),
+        # renderer 1: the browser's own page, running more script than the page
+        _span(1, "RunTask", 0, 300_000),
+        _span(1, "v8.callFunction", 0, 200_000),
+        # renderer 2: the page, whose charts a worker draws
+        _span(2, "RunTask", 0, 100_000),
+        _span(2, "v8.callFunction", 0, 10_000),
+        {**_span(2, "ResourceSendRequest", 20_000, 0), "ph": "I",
+         "args": {"data": {"url": "http://127.0.0.1:8080/api/v1/experiments/1"}}},
+    ]  # fmt: skip
+    assert p6_ui.main_thread_tasks(events, url)["main_thread_ms"] == 100.0
+    assert p6_ui.main_thread_tasks(events)["main_thread_ms"] == 300.0
+    # an address no renderer loaded: the one that ran the most script
+    assert p6_ui.main_thread_tasks(events, "http://127.0.0.1:9/")["main_thread_ms"] == 300.0
