@@ -135,17 +135,17 @@ def front_of(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return [points[i] for i in pareto_front(points)]
 
 
+def curve_point(trial: dict[str, Any], epochs: int = EPOCHS) -> tuple[float, float]:
+    """A recorded trial's (normalised) point after ``epochs``."""
+    return point(float(trial["epochs"][str(epochs)]["val_accuracy"]), params(trial["hparams"]))
+
+
 def shortened_random(curves: list[dict[str, Any]], epochs: int) -> float:
     """The hypervolume ratio of the same full random search stopped at ``epochs`` (every
     trial's accuracy there) against its front at :data:`EPOCHS`: how far the measure moves
     when nothing but the last epochs' validation noise changes (``--noise-floor``)."""
-    full = [
-        point(float(t["epochs"][str(EPOCHS)]["val_accuracy"]), params(t["hparams"])) for t in curves
-    ]
-    shortened = [
-        point(float(t["epochs"][str(epochs)]["val_accuracy"]), params(t["hparams"])) for t in curves
-    ]
-    return hv_ratio(shortened, full)
+    full = [curve_point(t) for t in curves]
+    return hv_ratio([curve_point(t, epochs) for t in curves], full)
 
 
 def replay_asha(
@@ -278,9 +278,7 @@ def live_against_recorded(
     where it was paused)."""
     asha = run_live(http, config_yaml)
     by_hparams = {json.dumps(t["hparams"], sort_keys=True): t for t in curves}
-    random_points = [
-        point(float(t["epochs"][str(EPOCHS)]["val_accuracy"]), params(t["hparams"])) for t in curves
-    ]
+    random_points = [curve_point(t) for t in curves]
     asha_points = list(asha["points"].values())
     random_epochs = EPOCHS * len(curves)
     return {
@@ -290,12 +288,7 @@ def live_against_recorded(
         "budget_ratio": asha["epochs"] / random_epochs,
         "hv_ratio": hv_ratio(asha_points, random_points),
         "points_equal_recorded": all(
-            h in by_hparams
-            and p
-            == point(
-                float(by_hparams[h]["epochs"][str(asha["lengths"][h])]["val_accuracy"]),
-                params(by_hparams[h]["hparams"]),
-            )
+            h in by_hparams and p == curve_point(by_hparams[h], asha["lengths"][h])
             for h, p in asha["points"].items()
         ),
         "asha_full_length_trials": sum(1 for n in asha["lengths"].values() if n == EPOCHS),
@@ -351,10 +344,7 @@ def live_row(
 def _seed_row(
     s: dict[str, Any], args: argparse.Namespace, master: MasterProcess | None
 ) -> dict[str, Any]:
-    random_points = [
-        point(float(t["epochs"][str(EPOCHS)]["val_accuracy"]), params(t["hparams"]))
-        for t in s["trials"]
-    ]
+    random_points = [curve_point(t) for t in s["trials"]]
     config_yaml = SPACE.format(
         seed=s["seed"],
         epochs=EPOCHS,
