@@ -43,6 +43,26 @@ function tabOf(query: URLSearchParams): TabId {
   return (TABS.find((t) => t.id === tab)?.id ?? "overview") as TabId;
 }
 
+/**
+ * A copy's lineage (population-based training): its parent (a link), the batch of the
+ * parent's checkpoint it started from, and the hyperparameters it changed.
+ */
+export function lineageNote(trial: Trial): HTMLElement {
+  const changed = Object.entries(trial.changed_hparams ?? {}).map(([name, change]) => {
+    const { from, to } = (change ?? {}) as { from?: unknown; to?: unknown };
+    return `${name} ${formatValue(from)} → ${formatValue(to)}`;
+  });
+  const checkpoint = trial.warm_start_checkpoint_uuid;
+  return h(
+    "span",
+    { "data-testid": "trial-parent" },
+    h("a", { href: href(`/trials/${trial.parent_trial_id}`) }, `trial ${trial.parent_trial_id}`),
+    trial.parent_batches == null ? "" : ` at batch ${formatInteger(trial.parent_batches)}`,
+    checkpoint ? h("span", { class: "mono", title: checkpoint }, ` (checkpoint ${checkpoint.slice(0, 8)})`) : "",
+    changed.length > 0 ? `; changed: ${changed.join(", ")}` : "; no hyperparameter changed",
+  );
+}
+
 function fact(label: string, value: Node | string): HTMLElement[] {
   return [h("dt", {}, label), h("dd", {}, value)];
 }
@@ -284,6 +304,7 @@ export class TrialPage implements Page {
           ? h("span", { class: "mono", title: trial.best_checkpoint_uuid }, trial.best_checkpoint_uuid.slice(0, 8))
           : EM_DASH,
       ),
+      ...(trial.parent_trial_id == null ? [] : fact("Copy of", lineageNote(trial))),
     );
     this.errorHost.replaceChildren(trial.error ? this.errorBox(trial) : "");
     if (first) {
