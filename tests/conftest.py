@@ -22,6 +22,21 @@ from tests.diagnostics import event_loop_tasks, port_sockets, thread_stacks
 from tests.waits import ENV as WAIT_SCALE_ENV
 from tests.waits import SCALE as WAIT_SCALE
 
+
+def _no_hypothesis_deadline() -> None:
+    """Property tests judge answers, never speed: Hypothesis's default 200 ms deadline per
+    example fails them on a loaded machine (a busy CI runner), so no test here has one.
+    (.venv-estimator, which runs tests/estimator, has no Hypothesis.)"""
+    try:
+        from hypothesis import settings
+    except ImportError:
+        return
+    settings.register_profile("pedl", deadline=None)
+    settings.load_profile("pedl")
+
+
+_no_hypothesis_deadline()
+
 _config_dir = ""
 
 _THREADS_SECTION = "threads when the request timed out"
