@@ -616,9 +616,22 @@ def _loaded_experiment(url: str) -> int:
     return rows[0].id
 
 
-def page_load(browser: Browser, url: str, token: str, timeout: float) -> dict[str, Any]:
+SETTLED = """async () => {
+    // The work the page put off until the browser is idle (the charts' screen-reader tables)
+    // done, and the frame after it drawn.
+    const idle = () => new Promise((done) => requestIdleCallback(() => done(), { timeout: 5000 }));
+    await idle();
+    await new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)));
+    await idle();
+}"""
+
+
+def page_load(
+    browser: Browser, url: str, token: str, timeout: float, settle: bool = False
+) -> dict[str, Any]:
     """One load of ``url`` in a fresh context, signed in as a browser that signed in earlier is
-    (the session's cookies): ms to the mark, and what the charts drew."""
+    (the session's cookies): ms to the mark, and what the charts drew. ``settle``: before the
+    page is closed, also wait until it has done what it put off until the browser is idle."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     context.add_cookies(
         [
@@ -638,6 +651,8 @@ def page_load(browser: Browser, url: str, token: str, timeout: float) -> dict[st
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no {MARK} within {timeout} s")
             time.sleep(0.02)
+        if settle:
+            page.evaluate(SETTLED)
         metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
         sample: dict[str, Any] = page.evaluate(
             """(mark) => {
@@ -697,11 +712,12 @@ def traced_load(
     browser: Browser, url: str, token: str, timeout: float, path: Path
 ) -> dict[str, Any]:
     """One more load of ``url`` under Chromium's tracing (written to ``path``, from before the
-    navigation until the page is closed after the mark): the renderer main thread's tasks, in
-    all and by event, and its workers' tasks in all."""
+    navigation until the page, after the mark, has done what it put off until the browser is
+    idle, so that work put off past the mark counts too): the renderer main thread's tasks,
+    in all and by event, and its workers' tasks in all."""
     browser.start_tracing(path=str(path), categories=TRACE_CATEGORIES)  # every renderer
     try:
-        sample = page_load(browser, url, token, timeout)
+        sample = page_load(browser, url, token, timeout, settle=True)
     finally:
         browser.stop_tracing()
     return {"ms": sample["ms"], **main_thread_tasks(json.loads(path.read_text()), url)}
