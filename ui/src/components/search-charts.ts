@@ -28,10 +28,27 @@ const MAX_ROWS = 200;
 /** Above this many points the history draws squares, one path per colour. */
 const MANY_POINTS = 1000;
 
-/** Run `task` when the browser is idle (within `timeout` ms at the latest). */
+const idleTasks: (() => void)[] = [];
+
+/** Run `task` when the browser is idle (within `timeout` ms at the latest). The tasks put off
+ * until then run together, in one callback, in the order given: the DOM they build (the
+ * screen-reader tables, the trials table) is laid out and painted in one frame, not one each. */
 export function whenIdle(task: () => void, timeout = 1000): void {
-  if (typeof window.requestIdleCallback === "function") window.requestIdleCallback(task, { timeout });
-  else window.setTimeout(task, 0); // a browser without it
+  idleTasks.push(task);
+  if (idleTasks.length > 1) return; // a callback is already asked for
+  const run = () => {
+    for (const next of idleTasks.splice(0)) {
+      try {
+        next();
+      } catch (err) {
+        window.setTimeout(() => {
+          throw err; // reported as uncaught, the tasks after it still run
+        });
+      }
+    }
+  };
+  if (typeof window.requestIdleCallback === "function") window.requestIdleCallback(run, { timeout });
+  else window.setTimeout(run, 0); // a browser without it
 }
 
 /** Up to ~6 "nice" tick values (1, 2, 5 × 10^k steps) covering [lo, hi]. */
