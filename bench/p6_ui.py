@@ -22,8 +22,11 @@ apart. Also measured: each chart API call's time in the page (resource timing), 
 the endpoints alone, and the master's resident memory (psutil: the master and every process
 below it, summed, sampled every 0.1 s) at its peak during the loads and during the endpoint
 calls (which ask every chart's data, the visualization tab's included, whatever ``--page``).
-Needs ``make ui`` and /usr/bin/chromium. Prints one JSON line per database, with the load
-average before the first page load and after the last, and the machine (``bench/_env.py``).
+Chromium runs without its address-bar popup's WebUI (``OMNIBOX_POPUP_FEATURES``): each fresh
+context's window started a renderer for it that competed with the page for the CPUs (the
+figures before 2026-11-30 08:00 UTC include it). Needs ``make ui`` and /usr/bin/chromium.
+Prints one JSON line per database, with the load average before the first page load and after
+the last, and the machine (``bench/_env.py``).
 
 ``--optuna`` also loads the same trials (the same random numbers: hyperparameters, each
 trial's val_loss at each batch count as its intermediate values, its best val_loss as its
@@ -91,7 +94,16 @@ from pedl.master.api._web_ui import UI_DIST
 from pedl.vocabulary import ExperimentState, MetricKind, TrialState
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-dev-shm-usage"]
+OMNIBOX_POPUP_FEATURES = "WebUIOmniboxPopup,WebUIOmniboxFullPopup,WebUIOmniboxAimPopup"
+"""Chromium's address-bar popup drawn as a page (WebUI): every fresh context's window starts a
+renderer for it (chrome://omnibox-popup.top-chrome), ~270 ms of CPU beside the measured page on
+this 2-vCPU machine, where a user's browser started it once, with its first window."""
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-dev-shm-usage",
+    f"--disable-features={OMNIBOX_POPUP_FEATURES}",
+]
 MARK = "pedl:charts-painted"
 BATCHES_PER_POINT = 100
 TRIALS_PER_CHUNK = 1_000
