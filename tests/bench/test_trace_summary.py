@@ -127,3 +127,23 @@ def test_the_page_is_the_renderer_that_loaded_its_address_where_given() -> None:
     assert p6_ui.main_thread_tasks(events)["main_thread_ms"] == 300.0
     # an address no renderer loaded: the one that ran the most script
     assert p6_ui.main_thread_tasks(events, "http://127.0.0.1:9/")["main_thread_ms"] == 300.0
+
+
+def test_the_main_threads_cpu_time_is_its_top_level_tasks_thread_time() -> None:
+    # two tasks that waited for a CPU (thread time below their duration), a nested task not
+    # counted twice; a trace without thread times has none
+    events = [
+        _thread(2),
+        {**_span(2, "RunTask", 0, 300_000), "tdur": 120_000},
+        {**_span(2, "RunTask", 10_000, 100_000), "tdur": 90_000},
+        {**_span(2, "RunTask", 400_000, 100_000), "tdur": 40_000},
+    ]
+    summary = p6_ui.main_thread_tasks(events)
+    assert summary["main_thread_ms"] == 400.0
+    assert summary["main_thread_cpu_ms"] == 160.0
+    assert (
+        p6_ui.main_thread_tasks([_thread(3), _span(3, "RunTask", 0, 1000)])["main_thread_cpu_ms"]
+        is None
+    )
+    loads = [{"ms": 1.0, "main_thread_ms": 1.0, "main_thread_cpu_ms": c} for c in (3.0, None, 1.0)]
+    assert p6_ui.median_summary(loads)["main_thread_cpu_ms"] == 2.0
