@@ -132,6 +132,10 @@ class _Trial:
     """A trial from before a continuation whose request id this searcher log has not
     created yet: the searcher hears of it only when it creates that request id."""
     warm_start: str | None = None
+    owes_checkpoint: bool = False
+    """Its process died with the shell after a validation and before the checkpoint that
+    ends a trial: it runs once more, from its latest checkpoint, to save it (see
+    :meth:`ExperimentDriver.start`)."""
 
 
 _EXIT_REASONS = {
@@ -222,6 +226,7 @@ class ExperimentDriver:
                         TrialState.QUEUED,
                     )
                 ):
+                    trial.owes_checkpoint = self._behind_its_checkpoint(trial)
                     self._set_state(trial, self._waiting_state())
             self._handle(self._runner.outstanding_operations)
 
@@ -623,6 +628,7 @@ class ExperimentDriver:
         master_fault: bool = False,
     ) -> None:
         trial.running = False
+        trial.owes_checkpoint = False  # one run after a crash, whatever it saved
         trial_id = self._id(trial)
         if trial.state.is_terminal:
             return
@@ -751,8 +757,9 @@ class ExperimentDriver:
             if trial.running or trial.trial_id is None:
                 continue
             if self.state == ExperimentState.ACTIVE:
-                if trial.searcher_closed or (
-                    self._done_with_searcher(trial) and not self._has_work(trial)
+                if not trial.owes_checkpoint and (
+                    trial.searcher_closed
+                    or (self._done_with_searcher(trial) and not self._has_work(trial))
                 ):
                     failed = trial.exit_reason == ExitedReason.ERRORED
                     self._finish(
@@ -870,7 +877,17 @@ class ExperimentDriver:
         return trial.validated < max_length
 
     def _has_work(self, trial: _Trial) -> bool:
-        return any(length > trial.validated for length in trial.issued)
+        return trial.owes_checkpoint or any(length > trial.validated for length in trial.issued)
+
+    def _behind_its_checkpoint(self, trial: _Trial) -> bool:
+        """Whether the trial validated further than its latest checkpoint reaches, without
+        having errored or stopped: its process died between that validation and the
+        checkpoint it saves as it ends (a trial's process always checkpoints last), so its
+        final weights exist nowhere yet."""
+        if not trial.validated or trial.exit_reason is not None:
+            return False
+        batches = self._to_batches(trial.validated, trial.hparams)
+        return batches is not None and batches > (trial.latest_checkpoint_batches or 0)
 
     def _resume_point(self, trial: _Trial) -> int:
         """The largest issued length that a process restored from the trial's latest

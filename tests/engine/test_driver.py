@@ -288,6 +288,54 @@ def test_a_crash_between_a_checkpoint_and_its_validation_report_gives_the_length
     assert shell.experiment == ExperimentState.COMPLETED
 
 
+def test_a_crash_between_the_last_validation_and_the_final_checkpoint_runs_it_again() -> None:
+    """The process checkpointed at batch 5, trained to its length (10), reported the
+    validation there, and the shell died (with the process) before the checkpoint a trial
+    saves as it ends: the rebuilt driver runs the trial once more from batch 5 (the searcher
+    already heard its length; it hears nothing new), so the trial ends with its final
+    weights, not with batch 5's (a master SIGKILLed there lost them)."""
+    shell = start(config(GRID, units=[1]))
+    (trial_id,) = shell.driver.runnable_trials()
+    shell.apply(shell.driver.trial_started(trial_id))
+    assert shell.driver.next_operation(trial_id) == OperationAnswer("train", 10)
+    shell.checkpoint(trial_id, 5)  # min_checkpoint_period's
+    shell.validate(trial_id, 10, 0.5)
+    shell.driver = shell.rebuilt()
+    shell.apply(shell.driver.start())
+    assert shell.trials[trial_id].state != TrialState.COMPLETED
+    assert shell.driver.runnable_trials() == [trial_id]
+    shell.apply(shell.driver.trial_started(trial_id))
+    assert shell.driver.next_operation(trial_id) == OperationAnswer("train", 10)
+    shell.validate(trial_id, 10, 0.5)
+    assert shell.driver.next_operation(trial_id) == OperationAnswer("closed")
+    shell.checkpoint(trial_id, 10)
+    shell.apply(shell.driver.trial_exited(trial_id, TrialOutcome.COMPLETED))
+    assert shell.trials[trial_id].state == TrialState.COMPLETED
+    assert shell.trials[trial_id].latest_checkpoint_batches == 10
+    assert shell.experiment == ExperimentState.COMPLETED
+    heard = [e for e in shell.events if e["kind"] == "validation_completed"]
+    assert len(heard) == 1  # the searcher heard the length once
+
+
+def test_a_rerun_that_saves_no_checkpoint_still_ends() -> None:
+    """A trial owed its final checkpoint runs once more, not forever: a Core API script may
+    save none (its run after the crash ends it)."""
+    shell = start(config(GRID, units=[1]))
+    (trial_id,) = shell.driver.runnable_trials()
+    shell.apply(shell.driver.trial_started(trial_id))
+    assert shell.driver.next_operation(trial_id) == OperationAnswer("train", 10)
+    shell.validate(trial_id, 10, 0.5)
+    shell.driver = shell.rebuilt()
+    shell.apply(shell.driver.start())
+    assert shell.driver.runnable_trials() == [trial_id]
+    shell.apply(shell.driver.trial_started(trial_id))
+    assert shell.driver.next_operation(trial_id) == OperationAnswer("train", 10)
+    shell.validate(trial_id, 10, 0.5)
+    shell.apply(shell.driver.trial_exited(trial_id, TrialOutcome.COMPLETED))
+    assert shell.trials[trial_id].state == TrialState.COMPLETED
+    assert shell.experiment == ExperimentState.COMPLETED
+
+
 def test_an_error_before_progress_ends_the_trial_after_one_attempt() -> None:
     shell = start(config(GRID, units=[1]))
     (trial_id,) = shell.driver.runnable_trials()
