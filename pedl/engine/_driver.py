@@ -153,7 +153,8 @@ class ExperimentDriver:
     searcher ``events`` in order, its ``trials`` and COMPLETED ``checkpoints``), then call
     :meth:`start` once: for a new experiment it asks the searcher for its first operations;
     for a restored one it redoes what a crash interrupted and makes the trials that were
-    running (their processes died with the shell) runnable again.
+    running (their processes died with the shell) runnable again, a trial that had
+    validated past its latest checkpoint included (it runs once more to save its final one).
     """
 
     def __init__(
