@@ -3,9 +3,10 @@
 // line, and a dashed line from a parent's point to its copy's first point. Drawn as plain
 // SVG: a pbt search has tens of trials, not thousands.
 
-import { api } from "../api";
+import { type Trial, api } from "../api";
 import { h } from "../dom";
-import { formatNumber } from "../format";
+import { formatInteger, formatNumber, formatValue } from "../format";
+import { href } from "../router";
 
 const SVG = "http://www.w3.org/2000/svg";
 const WIDTH = 640;
@@ -186,4 +187,24 @@ export function pbtBatchesPerRound(config: Record<string, unknown>): number | nu
   if (typeof records === "number" && batchSize) return Math.ceil(records / batchSize);
   if (typeof epochs === "number" && batchSize && perEpoch) return Math.ceil((epochs * perEpoch) / batchSize);
   return null;
+}
+
+/**
+ * A copy's lineage (population-based training): its parent (a link), the batch of the
+ * parent's checkpoint it started from, and the hyperparameters it changed.
+ */
+export function lineageNote(trial: Trial): HTMLElement {
+  const changed = Object.entries(trial.changed_hparams ?? {}).map(([name, change]) => {
+    const { from, to } = (change ?? {}) as { from?: unknown; to?: unknown };
+    return `${name} ${formatValue(from)} → ${formatValue(to)}`;
+  });
+  const checkpoint = trial.warm_start_checkpoint_uuid;
+  return h(
+    "span",
+    { "data-testid": "trial-parent" },
+    h("a", { href: href(`/trials/${trial.parent_trial_id}`) }, `trial ${trial.parent_trial_id}`),
+    trial.parent_batches == null ? "" : ` at batch ${formatInteger(trial.parent_batches)}`,
+    checkpoint ? h("span", { class: "mono", title: checkpoint }, ` (checkpoint ${checkpoint.slice(0, 8)})`) : "",
+    changed.length > 0 ? `; changed: ${changed.join(", ")}` : "; no hyperparameter changed",
+  );
 }

@@ -34,7 +34,7 @@ const MEANINGS: Record<StateKind, Record<string, string>> = {
     ERROR: "Its upload failed: not usable.",
     DELETED: "Its files were deleted (by the retention policy or a user).",
     PARTIALLY_DELETED:
-      "Some of its files were removed by a user: what is left can be downloaded; no trial " + "resumes from it.",
+      "Some of its files were removed by a user: what is left can be downloaded; no trial resumes from it.",
   },
 };
 

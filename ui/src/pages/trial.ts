@@ -4,6 +4,7 @@
 
 import { type Experiment, type Trial, type TrialWorker, api, isTerminal } from "../api";
 import { confirmAction } from "../components/dialog";
+import { lineageNote } from "../components/pbt-lineage";
 import { errorMessage, notice, toast } from "../components/notice";
 import { outcomeNote, stateBadge } from "../components/state-badge";
 import { dataTable, swapTable } from "../components/table";
@@ -41,26 +42,6 @@ const LOG_POLL_MS = 2000;
 function tabOf(query: URLSearchParams): TabId {
   const tab = query.get("tab");
   return (TABS.find((t) => t.id === tab)?.id ?? "overview") as TabId;
-}
-
-/**
- * A copy's lineage (population-based training): its parent (a link), the batch of the
- * parent's checkpoint it started from, and the hyperparameters it changed.
- */
-export function lineageNote(trial: Trial): HTMLElement {
-  const changed = Object.entries(trial.changed_hparams ?? {}).map(([name, change]) => {
-    const { from, to } = (change ?? {}) as { from?: unknown; to?: unknown };
-    return `${name} ${formatValue(from)} → ${formatValue(to)}`;
-  });
-  const checkpoint = trial.warm_start_checkpoint_uuid;
-  return h(
-    "span",
-    { "data-testid": "trial-parent" },
-    h("a", { href: href(`/trials/${trial.parent_trial_id}`) }, `trial ${trial.parent_trial_id}`),
-    trial.parent_batches == null ? "" : ` at batch ${formatInteger(trial.parent_batches)}`,
-    checkpoint ? h("span", { class: "mono", title: checkpoint }, ` (checkpoint ${checkpoint.slice(0, 8)})`) : "",
-    changed.length > 0 ? `; changed: ${changed.join(", ")}` : "; no hyperparameter changed",
-  );
 }
 
 function fact(label: string, value: Node | string): HTMLElement[] {
