@@ -228,6 +228,15 @@ class ExperimentDriver:
                     )
                 ):
                     trial.owes_checkpoint = self._behind_its_checkpoint(trial)
+                    if trial.owes_checkpoint:
+                        self._emit(
+                            LogTrial(
+                                self._id(trial),
+                                "the master stopped after the trial's last validation and before"
+                                " its final checkpoint: it runs once more from its latest"
+                                " checkpoint to save it",
+                            )
+                        )
                     self._set_state(trial, self._waiting_state())
             self._handle(self._runner.outstanding_operations)
 

@@ -303,6 +303,7 @@ def test_a_crash_between_the_last_validation_and_the_final_checkpoint_runs_it_ag
     shell.driver = shell.rebuilt()
     shell.apply(shell.driver.start())
     assert shell.trials[trial_id].state != TrialState.COMPLETED
+    assert any("before its final checkpoint" in line for line in shell.logs[trial_id])
     assert shell.driver.runnable_trials() == [trial_id]
     shell.apply(shell.driver.trial_started(trial_id))
     assert shell.driver.next_operation(trial_id) == OperationAnswer("train", 10)
