@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, NotRequired, TypedDict, cast
 
+from pydantic_core import PydanticSerializationError, to_json
 from sqlalchemy import String, Table, Text, TextClause, bindparam, select, text, type_coerce, update
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.orm import Session
@@ -220,13 +221,13 @@ def upsert_metrics_of_trials(
     if not latest:
         return written
     values = list(latest.values())
-    document = json.dumps(values)
+    document = _json_array(values)
     if "NaN" in document or "Infinity" in document:
         # A non-finite value (or a name or string that merely spells one): values as
         # encode_metric_value stores them, a non-finite float as its string.
         for value in values:
             value[5] = {name: encode_metric_value(v) for name, v in value[5].items()}
-        document = json.dumps(values)
+        document = _json_array(values)
     session.execute(statement, {"rows": document})
     top: dict[int, int] = {}
     validated: set[int] = set()
@@ -245,6 +246,20 @@ def upsert_metrics_of_trials(
     for trial_id in sorted(validated):
         trials_repo.refresh_trial_best(session, trial_id)
     return written
+
+
+def _json_array(values: list[list[Any]]) -> str:
+    """``values`` as JSON text, non-finite floats as ``NaN`` / ``Infinity`` (as
+    :func:`json.dumps` writes them, so the caller can look for them). pydantic's serializer
+    writes it ~4x faster than :func:`json.dumps` (floats above all), and it holds the GIL
+    that the event loop's next reports need; what it cannot write (a string with a lone
+    surrogate, a type it does not know) is left to :func:`json.dumps`, with its errors. The
+    text differs only in spacing and float spelling (``1e-7``, not ``1e-07``): the same
+    values."""
+    try:
+        return to_json(values, inf_nan_mode="constants").decode()
+    except PydanticSerializationError:
+        return json.dumps(values)
 
 
 _KINDS: dict[object, str] = {

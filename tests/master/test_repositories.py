@@ -312,3 +312,45 @@ def test_non_finite_metric_values_round_trip_as_strings(database: Database) -> N
     with database.session() as session:
         (row,) = metrics.list_metrics(session, trial_id)
         assert row.metrics == {"a": "NaN", "b": math.pi}
+
+
+_SPELLINGS = [
+    0.1, 1 / 3, 1e16, 1.5e16, 1e-7, 2e-320, 5e-324, 1e300, -1e300, -0.0, 123456.789,
+    9007199254740993, None,
+]  # fmt: skip
+
+
+def test_metric_values_round_trip_exactly_whatever_their_spelling(database: Database) -> None:
+    """The batch's JSON text is written by pydantic's serializer (``1e-7``, not Python's
+    ``1e-07``): every value comes back as the same number, non-ASCII and quoted names too
+    (read as the API reads them: PostgreSQL's ``jsonb`` gives floats from 1e16 on back as
+    integers, which ``as_floats`` mends)."""
+    trial_id = _trial(database, _experiment(database))
+    sent = {f"m{i}": value for i, value in enumerate(_SPELLINGS)}
+    sent |= {"é ü 名": 0.25, 'say "hi"': 2.0, "NaN": 1.0}
+    with database.session(write=True) as session:
+        metrics.upsert_metrics(
+            session, trial_id, [MetricRow(kind=TRAINING, total_batches=1, metrics=sent)]
+        )
+    with database.session() as session:
+        (row,) = metrics.list_metrics(session, trial_id)
+    stored = metrics.as_floats(row.metrics)
+    assert stored == sent
+    for name, value in sent.items():  # the same type too: an int stays an int
+        assert type(stored[name]) is type(value), name
+
+
+def test_a_name_the_fast_serializer_cannot_write_takes_json_dumps(database: Database) -> None:
+    """A lone surrogate (which no UTF-8 text holds) is left to ``json.dumps``, which escapes
+    it: SQLite stores it; PostgreSQL refuses it, as it did before the serializer."""
+    trial_id = _trial(database, _experiment(database))
+    row = MetricRow(kind=TRAINING, total_batches=1, metrics={"a\ud800": 1.0})
+    if database.engine.dialect.name == "postgresql":
+        with pytest.raises(Exception, match="surrogate"), database.session(write=True) as s:
+            metrics.upsert_metrics(s, trial_id, [row])
+        return
+    with database.session(write=True) as session:
+        metrics.upsert_metrics(session, trial_id, [row])
+    with database.session() as session:
+        (stored,) = metrics.list_metrics(session, trial_id)
+    assert stored.metrics == {"a\ud800": 1.0}
