@@ -16,6 +16,9 @@ are not scaled.
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
+from typing import Any
 
 ENV = "PEDL_TEST_WAIT_SCALE"
 MAX_SCALE = 6.0
@@ -47,3 +50,13 @@ def scaled(seconds: float) -> float:
 def scaled_ms(seconds: float) -> float:
     """``seconds`` times :data:`SCALE`, in milliseconds (Playwright's timeouts)."""
     return seconds * SCALE * 1000
+
+
+def until(condition: Callable[[], Any], what: str, timeout: float = 60, every: float = 0.1) -> Any:
+    """Call ``condition`` every ``every`` seconds until it returns something true, and return
+    that; fail naming ``what`` after ``timeout`` seconds (:func:`scaled`)."""
+    deadline = time.monotonic() + scaled(timeout)
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(every)
+    return value

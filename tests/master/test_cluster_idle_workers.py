@@ -7,8 +7,6 @@ manager, real worker processes) over HTTP on SQLite."""
 from __future__ import annotations
 
 import base64
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ import httpx
 from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
 from pedl.master.orchestrator import Orchestrator
-from tests.waits import scaled
+from tests.waits import scaled, until
 
 from .e2e import free_port
 from .helpers import LiveServer, make_archive, sign_in
@@ -37,14 +35,6 @@ entrypoint: model_def:MyTrial
 hyperparameters: {global_batch_size: 4}
 searcher: {name: single, metric: val_loss, max_length: {batches: 10}}
 """
-
-
-def _wait(condition: Callable[[], Any], what: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + scaled(timeout)
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-    return value
 
 
 def test_the_spare_and_the_warm_worker_show_while_idle(tmp_path: Path) -> None:
@@ -66,7 +56,7 @@ def test_the_spare_and_the_warm_worker_show_while_idle(tmp_path: Path) -> None:
             def idle() -> list[dict[str, Any]]:
                 return list(http.get("/cluster").json()["idle_workers"])
 
-            (spare,) = _wait(idle, "the spare worker on the cluster")
+            (spare,) = until(idle, "the spare worker on the cluster")
             assert spare["spare"] is True and spare["pid"] > 0
             assert spare["experiment_id"] is None and spare["trial_id"] is None
             since = datetime.fromisoformat(spare["idle_since"].replace("Z", "+00:00"))
@@ -84,14 +74,14 @@ def test_the_spare_and_the_warm_worker_show_while_idle(tmp_path: Path) -> None:
                 items = http.get(f"/experiments/{experiment_id}/trials").json()["items"]
                 return items[0] if items and items[0]["outcome"] == "INVALID_HP" else None
 
-            trial = _wait(ended, "the trial to reject its hyperparameters", timeout=120)
+            trial = until(ended, "the trial to reject its hyperparameters", timeout=120)
 
             def both() -> list[dict[str, Any]] | None:
                 workers = idle()
                 return workers if len(workers) == 2 else None
 
             warm, new_spare = sorted(
-                _wait(both, "a warm worker and a new spare"), key=lambda w: w["spare"]
+                until(both, "a warm worker and a new spare"), key=lambda w: w["spare"]
             )
             # The trial ran in the spare, which is now the experiment's.
             assert warm["pid"] == spare["pid"] and warm["spare"] is False

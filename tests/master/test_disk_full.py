@@ -13,7 +13,6 @@ import base64
 import os
 import signal
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ import httpx
 from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
 from pedl.master.orchestrator import Orchestrator
-from tests.waits import scaled
+from tests.waits import scaled, until
 
 from .e2e import free_port
 from .helpers import LiveServer, make_archive, sign_in
@@ -37,14 +36,6 @@ max_restarts: 0
 """
 FULL = 1 << 62
 """A min_free_disk_bytes no disk has free."""
-
-
-def _wait(condition: Callable[[], Any], what: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + scaled(timeout)
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-    return value
 
 
 def _trial_processes() -> list[int]:
@@ -97,7 +88,7 @@ def test_a_full_disk_queues_trials_with_a_reason_and_spends_no_restart(
                 return cluster if reasons and "disk is full" in reasons[0] else None
 
             # Nothing starts; the queued trial, the cluster and the trial's log say why.
-            cluster = _wait(queued_for_the_disk, "the trial queued for the full disk")
+            cluster = until(queued_for_the_disk, "the trial queued for the full disk")
             assert "min_free_disk_bytes" in cluster["halted"]
             assert cluster["running"] == [] and _trial_processes() == []
             trial_id = trial()["id"]
@@ -108,16 +99,16 @@ def test_a_full_disk_queues_trials_with_a_reason_and_spends_no_restart(
 
             # Room again: the trial starts.
             settings.min_free_disk_bytes = 0
-            (pid,) = _wait(_trial_processes, "the trial's process")
-            _wait(lambda: trial()["state"] == "RUNNING", "the trial to run")
+            (pid,) = until(_trial_processes, "the trial's process")
+            until(lambda: trial()["state"] == "RUNNING", "the trial to run")
             assert http.get("/cluster").json()["halted"] is None
 
             # Full again, and the trial's process dies: the master's failure, not the trial's
             # (max_restarts is 0: counted, it would have ended the trial in ERROR).
             settings.min_free_disk_bytes = FULL
-            _wait(lambda: http.get("/cluster").json()["halted"], "the master to see the disk")
+            until(lambda: http.get("/cluster").json()["halted"], "the master to see the disk")
             os.kill(pid, signal.SIGKILL)
-            failed = _wait(
+            failed = until(
                 lambda: (t := trial())["outcome"] == "ERRORED" and t["state"] == "QUEUED" and t,
                 "the trial to wait again",
             )
@@ -128,8 +119,8 @@ def test_a_full_disk_queues_trials_with_a_reason_and_spends_no_restart(
             assert trial()["state"] == "QUEUED" and _trial_processes() == []
 
             settings.min_free_disk_bytes = 0
-            _wait(_trial_processes, "the trial's process again")
-            _wait(lambda: trial()["state"] == "RUNNING", "the trial to run again")
+            until(_trial_processes, "the trial's process again")
+            until(lambda: trial()["state"] == "RUNNING", "the trial to run again")
             assert trial()["restarts"] == 0
     finally:
         database.dispose()

@@ -14,7 +14,7 @@ import os
 import random
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from pedl.client import Client
 from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
 from pedl.master.orchestrator import Orchestrator
-from tests.waits import scaled
+from tests.waits import scaled, until
 
 from .e2e import free_port
 from .helpers import LiveServer, sign_in
@@ -42,14 +42,6 @@ searcher: {{name: single, metric: val_loss, max_length: {{batches: {batches}}}}}
 resources: {{slots_per_trial: 2}}
 max_restarts: {max_restarts}
 """
-
-
-def _wait(condition: Callable[[], Any], what: str, timeout: float = 90) -> Any:
-    deadline = time.monotonic() + scaled(timeout)
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-    return value
 
 
 @contextlib.contextmanager
@@ -116,7 +108,7 @@ def _completed(http: httpx.Client, experiment_id: int, timeout: float = 120) -> 
         return _trial(http, experiment_id) if body["state"] == "COMPLETED" else None
 
     try:
-        result: dict[str, Any] = _wait(done, "the experiment to complete", timeout)
+        result: dict[str, Any] = until(done, "the experiment to complete", timeout)
     except AssertionError:
         trial = _trial(http, experiment_id)
         text = "\n".join(line["message"] for line in _logs(http, trial["id"]))
@@ -147,8 +139,8 @@ def test_two_workers_run_together_with_their_environment_and_ranked_logs(
 ) -> None:
     with _master(fresh_db_url, tmp_path / "home") as http:
         experiment_id = _create(http)
-        trial_id = _wait(lambda: _trial_id(http, experiment_id), "the trial")
-        workers = _wait(lambda: _running_workers(http, trial_id), "two running workers")
+        trial_id = until(lambda: _trial_id(http, experiment_id), "the trial", timeout=90)
+        workers = until(lambda: _running_workers(http, trial_id), "two running workers", timeout=90)
         assert [w["rank"] for w in workers] == [0, 1]
         assert len({w["pid"] for w in workers}) == 2
         assert all(w["heartbeat_age"] is not None for w in workers)
@@ -229,14 +221,18 @@ def test_a_sigkilled_worker_restarts_the_trial_from_its_checkpoint(
     draw = random.Random(20 + victim)
     with _master(fresh_db_url, tmp_path / "home") as http:
         experiment_id = _create(http, batches=30)
-        trial_id = _wait(lambda: _trial_id(http, experiment_id), "the trial")
-        workers = _wait(lambda: _running_workers(http, trial_id), "two running workers")
+        trial_id = until(lambda: _trial_id(http, experiment_id), "the trial", timeout=90)
+        workers = until(lambda: _running_workers(http, trial_id), "two running workers", timeout=90)
         # a moment after the first checkpoint (5 batches), drawn with a seed
-        _wait(lambda: _trial(http, experiment_id)["latest_checkpoint_uuid"], "a checkpoint")
+        until(
+            lambda: _trial(http, experiment_id)["latest_checkpoint_uuid"],
+            "a checkpoint",
+            timeout=90,
+        )
         time.sleep(draw.uniform(0.0, 0.4))
         pids = {w["rank"]: w["pid"] for w in workers}
         os.kill(pids[victim], signal.SIGKILL)
-        _wait(lambda: all(_process_gone(pid) for pid in pids.values()), "both workers gone", 30)
+        until(lambda: all(_process_gone(pid) for pid in pids.values()), "both workers gone", 30)
         trial = _completed(http, experiment_id)
         assert trial["restarts"] == 1 and trial["total_batches"] == 30
         text = "\n".join(line["message"] for line in _logs(http, trial_id))
@@ -255,12 +251,16 @@ def test_a_stopped_worker_is_noticed_and_the_trial_restarts(
 ) -> None:
     with _master(fresh_db_url, tmp_path / "home", heartbeat_timeout=4) as http:
         experiment_id = _create(http, batches=30)
-        trial_id = _wait(lambda: _trial_id(http, experiment_id), "the trial")
-        workers = _wait(lambda: _running_workers(http, trial_id), "two running workers")
-        _wait(lambda: _trial(http, experiment_id)["latest_checkpoint_uuid"], "a checkpoint")
+        trial_id = until(lambda: _trial_id(http, experiment_id), "the trial", timeout=90)
+        workers = until(lambda: _running_workers(http, trial_id), "two running workers", timeout=90)
+        until(
+            lambda: _trial(http, experiment_id)["latest_checkpoint_uuid"],
+            "a checkpoint",
+            timeout=90,
+        )
         stopped_at = time.monotonic()
         os.kill(workers[1]["pid"], signal.SIGSTOP)
-        _wait(lambda: _process_gone(workers[1]["pid"]), "the hung worker killed", 30)
+        until(lambda: _process_gone(workers[1]["pid"]), "the hung worker killed", 30)
         assert time.monotonic() - stopped_at < 4 + 10
         trial = _completed(http, experiment_id)
         assert trial["restarts"] == 1 and trial["total_batches"] == 30

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from pedl.db import Database
 from pedl.master import MasterSettings, create_app
 from pedl.master._reads import ReadProcesses
 from pedl.master.api._forward import Forwarding
-from tests.waits import scaled
+from tests.waits import scaled, until
 
 from .e2e import MasterProcess
 from .helpers import LiveServer, bearer, create_experiment, create_trial
@@ -43,13 +42,6 @@ class ReadsMaster:
         stats = self.app.state.read_forwarding
         assert isinstance(stats, Forwarding)
         return stats
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + scaled(timeout)
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -73,7 +65,7 @@ def reads_master(
                 assert http.get("/experiments").status_code == 200
                 return master.stats.forwarded > 0
 
-            wait_for(answered, "the read process")
+            until(answered, "the read process")
             yield master
     finally:
         server.stop()
@@ -165,14 +157,14 @@ def test_reads_are_answered_while_the_read_process_restarts(reads_master: ReadsM
     served_here = reads_master.stats.served_here
     for _ in range(20):  # the master answers them itself until a read process is back
         assert reads_master.http.get("/experiments").status_code == 200
-    wait_for(lambda: reads_master.reads.restarts == 1, "the read process to be restarted")
+    until(lambda: reads_master.reads.restarts == 1, "the read process to be restarted")
     forwarded = reads_master.stats.forwarded
 
     def forwarded_again() -> bool:
         assert reads_master.http.get("/experiments").status_code == 200
         return reads_master.stats.forwarded > forwarded
 
-    wait_for(forwarded_again, "the new read process")
+    until(forwarded_again, "the new read process")
     assert reads_master.reads.pids() != [pid]
     assert reads_master.stats.served_here > served_here
 
@@ -219,14 +211,15 @@ def test_the_read_process_exits_with_the_master(tmp_path: Path, how: str) -> Non
     master = MasterProcess(tmp_path).start()
     try:
         assert master.proc is not None
-        wait_for(lambda: len(_children(master.proc.pid)) == 1, "the read process")
-        (reader,) = _children(master.proc.pid)
+        pid = master.proc.pid
+        until(lambda: len(_children(pid)) == 1, "the read process")
+        (reader,) = _children(pid)
         assert master.http.get("/experiments").status_code == 200
         if how == "SIGKILL":
             master.sigkill()
         else:
             master.stop()
-        wait_for(lambda: _gone(reader), "the read process to exit", timeout=30)
+        until(lambda: _gone(reader), "the read process to exit", timeout=30)
     finally:
         master.stop()
     if how == "SIGTERM":

@@ -10,10 +10,8 @@ the trials are a framework-free script (no TensorFlow)."""
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -21,7 +19,7 @@ from click.testing import CliRunner
 
 from pedl.cli import cli
 from tests.master.e2e import MasterProcess, create_experiment, trials, wait_for
-from tests.waits import scaled
+from tests.waits import scaled, until
 
 pytestmark = pytest.mark.slow
 
@@ -48,16 +46,6 @@ def _tensorboard_processes(board_id: str) -> list[int]:
         if f"/tensorboard/{board_id}".encode() in cmdline:
             pids.append(int(entry.name))
     return pids
-
-
-def _wait(what: str, check: Any, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + scaled(timeout)
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.25)
 
 
 @pytest.fixture(scope="module")
@@ -111,10 +99,10 @@ def test_tensorboard_over_finished_and_running_experiments(
         MODEL_DIR,
     )
     wait_for(http, finished, {"COMPLETED"}, master=master)
-    running_trial = _wait("the running trial", lambda: trials(http, running))[0]["id"]
-    _wait(
-        "a metric of the running trial",
+    running_trial = until(lambda: trials(http, running), "the running trial")[0]["id"]
+    until(
         lambda: http.get(f"/trials/{running_trial}/metrics").json(),
+        "a metric of the running trial",
     )
     finished_trial = trials(http, finished)[0]["id"]
 
@@ -139,13 +127,13 @@ def test_tensorboard_over_finished_and_running_experiments(
         return [(int(step), float(value)) for _wall, step, value in answer.json()]
 
     # The finished experiment: every reported value, training and validation.
-    tags = _wait(
-        "the finished trial's tags",
+    tags = until(
         lambda: (
             signed_in.get(f"{base}/data/plugin/scalars/tags")
             .json()
             .get(f"experiment_{finished}/trial_{finished_trial}")
         ),
+        "the finished trial's tags",
     )
     assert {"PEDL/x", "PEDL/val_score"} <= set(tags)
     assert scalars((finished, finished_trial), "PEDL/x") == [(1, 1.0), (2, 2.0), (3, 3.0)]
@@ -156,13 +144,13 @@ def test_tensorboard_over_finished_and_running_experiments(
     ]
 
     # What the trial wrote itself (uploaded to its checkpoint storage, fetched from there).
-    custom = _wait(
-        "the trial's own event file",
+    custom = until(
         lambda: (
             signed_in.get(f"{base}/data/plugin/scalars/tags")
             .json()
             .get(f"experiment_{finished}/trial_{finished_trial}/custom")
         ),
+        "the trial's own event file",
     )
     assert set(custom) == {"user/y"}
     assert scalars((finished, finished_trial), "user/y", "custom") == [
@@ -174,21 +162,21 @@ def test_tensorboard_over_finished_and_running_experiments(
     # The running one: a value reported after the start shows up, then its last one.
     at_start = max(
         step
-        for step, _ in _wait(
-            "the running trial's scalars", lambda: scalars((running, running_trial), "PEDL/x")
+        for step, _ in until(
+            lambda: scalars((running, running_trial), "PEDL/x"), "the running trial's scalars"
         )
     )
-    reported = _wait(
-        "a later value",
+    reported = until(
         lambda: [p for p in scalars((running, running_trial), "PEDL/x") if p[0] > at_start + 2],
+        "a later value",
     )
     assert all(value == float(step) for step, value in reported)
     stop_file.touch()
     wait_for(http, running, {"COMPLETED"}, master=master)
     last = max(row["total_batches"] for row in http.get(f"/trials/{running_trial}/metrics").json())
-    _wait(
-        "the running trial's last value",
+    until(
         lambda: (last, float(last)) in scalars((running, running_trial), "PEDL/x"),
+        "the running trial's last value",
     )
 
     # Refused without a sign-in (and with a made-up token or cookie); the cookie of the start

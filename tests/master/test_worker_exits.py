@@ -10,8 +10,6 @@ from __future__ import annotations
 import base64
 import os
 import signal
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ from pedl.cli import cli
 from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
 from pedl.master.orchestrator import Orchestrator
-from tests.waits import scaled
+from tests.waits import scaled, until
 
 from .e2e import free_port
 from .helpers import LiveServer, make_archive, sign_in
@@ -42,14 +40,6 @@ entrypoint: model_def:MyTrial
 hyperparameters: {global_batch_size: 4}
 searcher: {name: single, metric: val_loss, max_length: {batches: 10}}
 """
-
-
-def _wait(condition: Callable[[], Any], what: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + scaled(timeout)
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-    return value
 
 
 def _workers() -> list[int]:
@@ -85,14 +75,14 @@ def test_a_spare_worker_that_dies_shows_on_the_cluster(fresh_db_url: str, tmp_pa
                 base_url=server.url + "/api/v1", timeout=scaled(30), headers=sign_in(database)
             ) as http,
         ):
-            (pid,) = _wait(_workers, "the spare worker")
+            (pid,) = until(_workers, "the spare worker")
             assert http.get("/cluster").json()["worker_exits"] == []
             os.kill(pid, signal.SIGKILL)
 
             def exits() -> list[dict[str, Any]]:
                 return list(http.get("/cluster").json()["worker_exits"])
 
-            (gone,) = _wait(exits, "the spare worker's exit on the cluster", timeout=30)
+            (gone,) = until(exits, "the spare worker's exit on the cluster", timeout=30)
             assert gone["pid"] == pid and gone["spare"] is True
             assert gone["exit"] == "signal SIGKILL"
             assert gone["experiment_id"] is None and gone["trial_id"] is None
@@ -128,14 +118,14 @@ def test_a_warm_worker_that_dies_shows_in_describe(tmp_path: Path) -> None:
                 items = http.get(f"/experiments/{experiment_id}/trials").json()["items"]
                 return items[0] if items and items[0]["outcome"] == "INVALID_HP" else None
 
-            trial = _wait(ended, "the trial to reject its hyperparameters", timeout=120)
-            (pid,) = _wait(_workers, "the idle warm worker")
+            trial = until(ended, "the trial to reject its hyperparameters", timeout=120)
+            (pid,) = until(_workers, "the idle warm worker")
             os.kill(pid, signal.SIGKILL)
 
             def exits() -> list[dict[str, Any]]:
                 return list(http.get("/cluster").json()["worker_exits"])
 
-            (gone,) = _wait(exits, "the worker's exit on the cluster", timeout=30)
+            (gone,) = until(exits, "the worker's exit on the cluster", timeout=30)
             assert gone["pid"] == pid and gone["spare"] is False
             assert gone["experiment_id"] == experiment_id and gone["trial_id"] == trial["id"]
 
@@ -143,7 +133,7 @@ def test_a_warm_worker_that_dies_shows_in_describe(tmp_path: Path) -> None:
                 lines = http.get(f"/trials/{trial['id']}/logs").json()
                 return any(f"warm worker process {pid}" in line["message"] for line in lines)
 
-            _wait(logged, "the line in the trial's log")
+            until(logged, "the line in the trial's log")
             described = CliRunner().invoke(
                 cli,
                 ["--master", server.url, "experiment", "describe", str(experiment_id)],
