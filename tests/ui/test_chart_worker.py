@@ -23,10 +23,10 @@ CANVASES = {
     "parallel coordinates": "[data-testid=parallel-coordinates] canvas.pc-base",
     "history": "[data-testid=history] canvas.history-plot",
     "timeline": "[data-testid=timeline] canvas.timeline-plot",
-    "first scatter plot": "[data-testid=hp-scatter] .scatter >> nth=0 >> canvas",
+    "first scatter plot": "[data-testid=hp-scatter] .scatter >> nth=0 >> canvas.scatter-plot",
 }
-"""What is compared between the worker's drawing and the page's: a scatter plot's canvases
-laid one over the other (its dots are on a canvas of their own over uPlot's, or on uPlot's)."""
+"""What is compared between the worker's drawing and the page's (a scatter plot's axes and
+dots are one canvas)."""
 
 COMPOSITE = """(canvases) => {
     // The canvases drawn one over the other in page order (as the page shows them), as base64
@@ -56,9 +56,7 @@ def _open(page: Page, experiments: Experiments, query: str = "") -> None:
 
 
 def _canvases(page: Page) -> list[Locator]:
-    return [page.locator(selector).first for selector in list(CANVASES.values())[:3]] + [
-        page.locator("[data-testid=hp-scatter] canvas.scatter-dots").first
-    ]
+    return [page.locator(selector).first for selector in CANVASES.values()]
 
 
 def _shows_something(canvas: Locator) -> None:
@@ -78,19 +76,19 @@ def test_the_charts_are_drawn_by_a_worker(page: Page, experiments: Experiments) 
     for canvas in _canvases(page):
         expect(canvas).to_have_attribute("data-offscreen", "true")
         _shows_something(canvas)
-    # One dots canvas per scatter plot, over its uPlot canvas.
+    # Every scatter plot's canvas drawn by the worker.
     scatters = page.locator("[data-testid=hp-scatter] .scatter")
     expect(scatters.first).to_be_visible()
-    expect(page.locator("[data-testid=hp-scatter] canvas.scatter-dots")).to_have_count(
-        scatters.count()
-    )
+    expect(
+        page.locator("[data-testid=hp-scatter] canvas.scatter-plot[data-offscreen=true]")
+    ).to_have_count(scatters.count())
 
 
 def test_selecting_a_trial_is_drawn_again_by_the_worker(
     page: Page, experiments: Experiments
 ) -> None:
     _open(page, experiments)
-    dots = page.locator("[data-testid=hp-scatter] canvas.scatter-dots").first
+    dots = page.locator("[data-testid=hp-scatter] canvas.scatter-plot").first
     _shows_something(dots)
     painted = int(dots.get_attribute("data-painted") or 0)
     before = dots.evaluate(CHECKSUM)
@@ -115,17 +113,16 @@ def test_the_page_draws_the_same_pixels_itself(page: Page, experiments: Experime
     try:
         page.reload()
         _open(page, experiments)
-        for selector in list(CANVASES.values())[:3]:
-            canvas = page.locator(selector).first
+        for canvas in _canvases(page):
             expect(canvas).not_to_have_attribute("data-offscreen", "true")
             _shows_something(canvas)
-        expect(page.locator("canvas.scatter-dots")).to_have_count(0)
+        expect(page.locator("canvas[data-offscreen=true]")).to_have_count(0)
         by_page = _pixels(page)
     finally:
         page.evaluate("() => localStorage.removeItem('pedl:charts-on-main')")
     for name, pixels in by_worker.items():
         assert len(pixels) == len(by_page[name]), name
-        # (the scatter plot's dots blended over its axes by compositing: a shade apart at most)
+        # (a blend rounded apart in the worker and on the page: a shade at most)
         differing = sum(1 for a, b in zip(pixels, by_page[name], strict=True) if abs(a - b) > 8)
         assert differing == 0, f"{name}: {differing} of {len(pixels)} bytes differ"
 
@@ -135,8 +132,7 @@ def test_the_page_draws_the_charts_where_the_worker_cannot_start(
 ) -> None:
     page.route("**/chart.worker-*.js", lambda route: route.abort())
     _open(page, experiments)
-    for selector in list(CANVASES.values())[:3]:
-        canvas = page.locator(selector).first
+    for canvas in _canvases(page):
         expect(canvas).not_to_have_attribute("data-offscreen", "true")
         _shows_something(canvas)
-    expect(page.locator("canvas.scatter-dots")).to_have_count(0)
+    expect(page.locator("canvas[data-offscreen=true]")).to_have_count(0)

@@ -379,7 +379,7 @@ def test_a_box_on_a_scatter_plot_selects_the_trials_inside(page: Page, seeded: S
     page.goto(f"{seeded.master.url}/#/experiments/{seeded.experiment_id}/visualization")
     figure = _scatter(page, "opt")
     expect(figure.locator(".chart.scatter")).to_have_attribute("data-points", str(TRIALS))
-    over = figure.locator(".u-over")
+    over = figure.locator(".scatter-over")  # the plot area
     over.scroll_into_view_if_needed()
     box = over.bounding_box()
     assert box is not None

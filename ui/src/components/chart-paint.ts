@@ -72,18 +72,21 @@ export interface ParallelScene {
 /** The bucket of a row that `ParallelScene.bucket` does not draw (the best: drawn apart). */
 export const NOT_DRAWN = 255;
 
-/** A scatter plot's dots, over uPlot's canvas (scatter.ts): device pixels throughout. */
+/** A scatter plot (scatter.ts): its dots in device pixels; its axes, grid and labels (`frame`,
+ * CSS pixels; none: the dots alone), drawn under the dots. */
 export interface ScatterScene {
   kind: "scatter";
-  /** The canvas' size (device pixels) where the scene is drawn on a canvas of its own. */
+  /** The canvas' size (device pixels). */
   canvasWidth: number;
   canvasHeight: number;
   ratio: number;
+  /** The plot area (device pixels): the dots are clipped to it. */
   bbox: { left: number; top: number; width: number; height: number };
   cx: Float64Array;
   cy: Float64Array;
   /** Per dot: BEST, GREYED (outside the brushes) and SELECTED bits. */
   flags: Uint8Array;
+  frame?: Frame;
 }
 
 export const BEST = 1;
@@ -93,7 +96,9 @@ export const SELECTED = 4;
 /** Ticks along an axis: [position in CSS pixels, label]. */
 export type Ticks = [at: number, label: string][];
 
-interface Frame {
+/** A plot's axes (CSS pixels): the y ticks' grid lines and labels, the x ticks' labels (and
+ * grid lines with `xGrid`), the axes' names, and the axis lines left and below. */
+export interface Frame {
   width: number;
   height: number;
   ratio: number;
@@ -101,6 +106,9 @@ interface Frame {
   xTicks: Ticks;
   yTicks: Ticks;
   xLabel: string;
+  /** Written upwards along the left edge. */
+  yLabel?: string;
+  xGrid?: boolean;
   pad: { left: number; right: number; top: number; bottom: number };
 }
 
@@ -175,7 +183,14 @@ export function paintScene(canvas: Paintable, scene: Scene): void {
   if (!ctx) return;
   ctx.setTransform(1, 0, 0, 1, 0, 0);
   ctx.clearRect(0, 0, width, height);
-  if (scene.kind === "scatter") return drawScatter(ctx, scene);
+  if (scene.kind === "scatter") {
+    if (scene.frame) {
+      ctx.setTransform(scene.ratio, 0, 0, scene.ratio, 0, 0);
+      drawFrame(ctx, scene.frame);
+      ctx.setTransform(1, 0, 0, 1, 0, 0);
+    }
+    return drawScatter(ctx, scene);
+  }
   ctx.setTransform(scene.ratio, 0, 0, scene.ratio, 0, 0);
   if (scene.kind === "parallel") drawParallel(ctx, scene);
   else if (scene.kind === "history") drawHistory(ctx, scene);
@@ -312,8 +327,7 @@ function layerCanvas(width: number, height: number): (Paintable & CanvasImageSou
   return canvas;
 }
 
-/** The dots of a scatter plot on `ctx` (uPlot's own canvas, or one as large over it), clipped
- * to the plot area: the many blended in layers (grey under the others), the best as circles,
+/** The dots of a scatter plot on `ctx`, clipped to the plot area: the many blended in layers (grey under the others), the best as circles,
  * the selected outlined. */
 export function drawScatter(ctx: Ctx2D, scene: ScatterScene): void {
   const { cx, cy, flags, bbox, ratio } = scene;
@@ -409,10 +423,25 @@ function drawFrame(ctx: Ctx2D, frame: Frame): void {
     ctx.stroke();
     ctx.fillText(label, pad.left - 6, y);
   }
+  if (frame.xGrid) {
+    ctx.beginPath();
+    for (const [x] of frame.xTicks) {
+      ctx.moveTo(x, pad.top);
+      ctx.lineTo(x, height - pad.bottom);
+    }
+    ctx.stroke();
+  }
   ctx.textAlign = "center";
   ctx.textBaseline = "top";
   for (const [x, label] of frame.xTicks) ctx.fillText(label, x, height - pad.bottom + 4);
   ctx.fillText(frame.xLabel, pad.left + (width - pad.left - pad.right) / 2, height - 14);
+  if (frame.yLabel) {
+    ctx.save();
+    ctx.translate(4, pad.top + (height - pad.top - pad.bottom) / 2);
+    ctx.rotate(-Math.PI / 2);
+    ctx.fillText(frame.yLabel, 0, 0);
+    ctx.restore();
+  }
   ctx.strokeStyle = theme.line;
   ctx.beginPath();
   ctx.moveTo(pad.left, pad.top);

@@ -86,13 +86,20 @@ export class ChartSurface {
     }
   }
 
+  /** Whether the worker draws this canvas (a scene's typed arrays are then handed over). */
+  get offMainThread(): boolean {
+    return this.offscreen;
+  }
+
   /** Draw `scene` (its typed arrays are handed over: the caller keeps none of them); resolves
-   * once it is drawn. A scatter scene takes the canvas' CSS size from the stylesheet. */
+   * once it is drawn. The canvas takes the scene's size (CSS pixels). */
   paint(scene: Scene): Promise<void> {
-    if (scene.kind !== "scatter") {
-      this.el.style.width = `${scene.width}px`;
-      this.el.style.height = `${scene.height}px`;
-    }
+    const [width, height] =
+      scene.kind === "scatter"
+        ? [scene.canvasWidth / scene.ratio, scene.canvasHeight / scene.ratio]
+        : [scene.width, scene.height];
+    this.el.style.width = `${width}px`;
+    this.el.style.height = `${height}px`;
     const seq = ++this.seq;
     if (!this.offscreen) {
       paintScene(this.el, scene);

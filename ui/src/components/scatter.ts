@@ -1,29 +1,26 @@
-// A scatter plot of one hyperparameter against the searcher metric, on uPlot (canvas): one
-// dot per trial, the best trials larger and in the highlight colour. Numbers spanning more
-// than two decades (learning rates) use a log axis; categories sit at evenly spaced
-// positions, and so do integers with few distinct values (both jittered sideways so equal
-// values stay visible).
+// A scatter plot of one hyperparameter against the searcher metric, on a canvas: one dot per
+// trial, the best trials larger and in the highlight colour. Numbers spanning more than two
+// decades (learning rates) use a log axis; categories sit at evenly spaced positions, and so
+// do integers with few distinct values (both jittered sideways so equal values stay visible).
 //
-// uPlot draws the axes, grid and cursor; the dots are drawn from typed arrays (uPlot is handed
-// only the corners of the data, for its scales): 10,000 trials cost a few milliseconds instead
-// of uPlot's ~100 ms of arcs. Where the browser can, they are drawn by the charts' worker on a
-// canvas of their own laid over uPlot's (chart-surface.ts); else in uPlot's draw hook on its
-// canvas (chart-paint.ts draws both).
+// The axes, grid, labels and dots are one scene (chart-paint.ts) drawn from typed arrays: by
+// the charts' worker where the browser can (chart-surface.ts), else on the page. No plotting
+// library: the page lays out nothing but the canvas and an element over the plot area that
+// takes the pointer (hit-testing, the tooltip, the box being dragged).
 //
 // A click selects the trial of the nearest dot (shift, ctrl or cmd: adds it); a box dragged
 // over the plot selects the trials inside (found through a grid of the dots' positions,
 // selection.ts). The selected trials' dots are outlined; trials outside the parallel
 // coordinates' brushes (`setView`'s `kept`) are drawn grey, under the others.
 
-import uPlot from "uplot";
 import { h } from "../dom";
-import { uplotAxis } from "../theme";
-import { formatNumber, formatValue } from "../format";
-import { BEST, GREYED, SELECTED, type ScatterScene, drawScatter } from "./chart-paint";
-import { ChartSurface, paintsOffMainThread } from "./chart-surface";
+import { chartTheme } from "../theme";
+import { formatAxisNumbers, formatNumber, formatValue } from "../format";
+import { BEST, GREYED, SELECTED, type ScatterScene, type Ticks } from "./chart-paint";
+import { ChartSurface } from "./chart-surface";
 import type { Axis } from "./hp-axis";
-import { axisValues } from "./line-chart";
 import { leastInset, paddedRange } from "./plot-margin";
+import { niceTicks } from "./search-charts";
 import { PointGrid, isAdditive } from "./selection";
 
 export interface ScatterData {
@@ -37,6 +34,10 @@ export interface ScatterData {
 
 const MAX_JITTERED_INTEGERS = 20;
 const HOVER_PX = 14;
+/** Room around the plot area (CSS pixels): the y axis' ticks and name left, the x axis' below. */
+const PAD = { left: 76, right: 14, top: 10, bottom: 42 };
+/** A drag shorter than this (CSS pixels) either way is a click, not a box. */
+const BOX_MIN_PX = 3;
 
 /** Whether the axis holds only integers, at most MAX_JITTERED_INTEGERS apart. */
 function fewIntegers(axis: Axis): boolean {
@@ -50,28 +51,55 @@ function jitter(id: number): number {
   return x - Math.floor(x) - 0.5;
 }
 
-/** Value → canvas pixel of one of uPlot's scales (linear or log), for the current layout. */
-function mapper(u: uPlot, key: "x" | "y"): (value: number) => number {
-  const scale = u.scales[key];
-  const log = scale?.distr === 3;
-  const f = (v: number) => (log ? Math.log10(v) : v);
-  const lo = f(scale?.min ?? 0);
-  const hi = f(scale?.max ?? 1);
-  const span = hi - lo || 1;
-  const { left, top, width, height } = u.bbox;
-  return key === "x" ? (v) => left + ((f(v) - lo) / span) * width : (v) => top + height - ((f(v) - lo) / span) * height;
+/** One of the plot's scales: its range and whether it is logarithmic. */
+interface Scale {
+  lo: number;
+  hi: number;
+  log: boolean;
+}
+
+/** Value → fraction of the scale's span, 0 at `lo`, 1 at `hi`. */
+function along(scale: Scale): (v: number) => number {
+  const f = scale.log ? Math.log10 : (v: number) => v;
+  const lo = f(scale.lo);
+  const span = f(scale.hi) - lo || 1;
+  return (v) => (f(v) - lo) / span;
+}
+
+/** The ticks of a numeric scale (values inside it): nice steps, or decades on a log scale
+ * (with 2 and 5 between them where it spans few). */
+function scaleTicks(scale: Scale, count: number): number[] {
+  if (!scale.log) return niceTicks(scale.lo, scale.hi, count).filter((v) => v >= scale.lo && v <= scale.hi);
+  const out: number[] = [];
+  const decades = Math.log10(scale.hi) - Math.log10(scale.lo);
+  const mantissas = decades < 2 ? [1, 2, 5] : [1];
+  const step = Math.max(1, Math.ceil(decades / count));
+  for (let e = Math.floor(Math.log10(scale.lo)); e <= Math.ceil(Math.log10(scale.hi)); e += step) {
+    for (const m of mantissas) {
+      const v = Number((m * 10 ** e).toPrecision(12));
+      if (v >= scale.lo && v <= scale.hi) out.push(v);
+    }
+  }
+  return out;
 }
 
 export class HpScatter {
   readonly el: HTMLElement;
-  private plot: uPlot | null = null;
+  /** The element over the plot area: takes the pointer, holds the tooltip and the box. */
+  private readonly over: HTMLElement;
+  private readonly box: HTMLElement;
   private readonly tooltip: HTMLElement;
+  /** The canvas: axes and dots, drawn by the charts' worker where the browser can. */
+  private readonly surface: ChartSurface;
   /** The drawn trials: summary index, position on x, metric. */
   private index = new Uint32Array(0);
   private xs = new Float64Array(0);
   private ys = new Float64Array(0);
   private best = new Uint8Array(0);
   private data: ScatterData | null = null;
+  private scales: { x: Scale; y: Scale } | null = null;
+  /** The width (CSS pixels) the plot was last laid out for. */
+  private drawnWidth = 0;
   private hovered: number | null = null;
   /** The dots' canvas positions as last drawn (device pixels), and the grid of them in CSS
    * pixels of the plot area, built when first hovered or boxed (not at every draw). */
@@ -81,10 +109,9 @@ export class HpScatter {
   private greyed = new Uint8Array(0);
   private kept: ((i: number) => boolean) | null = null;
   private selected: ReadonlySet<number> = new Set();
-  private additive = false;
+  /** A box being dragged: where it started (CSS pixels of the plot area), and whether it adds. */
+  private dragging: { x: number; y: number; additive: boolean } | null = null;
   private boxed = false;
-  /** The dots' own canvas, drawn by the charts' worker (null: drawn on uPlot's canvas). */
-  private dots: ChartSurface | null = null;
   private firstPaint: () => void = () => undefined;
   private readonly painted = new Promise<void>((resolve) => (this.firstPaint = resolve));
   private readonly resizeObserver: ResizeObserver;
@@ -95,17 +122,28 @@ export class HpScatter {
     private readonly onPick: (trialIds: number[], additive: boolean) => void,
   ) {
     this.tooltip = h("div", { class: "chart-tooltip", hidden: true, role: "status" });
-    this.el = h("div", { class: "chart scatter", role: "img" });
-    if (paintsOffMainThread())
-      this.dots = new ChartSurface("scatter-dots", () => {
-        // The worker failed: the dots go back to uPlot's canvas.
-        this.dots?.el.remove();
-        this.dots = null;
-        this.plot?.redraw(false, false);
-      });
+    this.box = h("div", { class: "scatter-box", hidden: true });
+    this.over = h("div", { class: "scatter-over" }, this.box, this.tooltip);
+    this.surface = new ChartSurface("scatter-plot", () => this.draw());
+    this.el = h(
+      "div",
+      { class: "chart scatter", role: "img", style: `height: ${height}px` },
+      this.surface.el,
+      this.over,
+    );
+    this.over.addEventListener("mousemove", (event) => {
+      if (!this.dragging) this.hover(...this.at(event));
+    });
+    this.over.addEventListener("mouseleave", () => {
+      if (!this.dragging) this.show(null);
+    });
+    this.over.addEventListener("mousedown", (event) => this.startBox(event));
+    this.over.addEventListener("click", (event) => {
+      if (this.boxed) return;
+      if (this.hovered != null) this.onPick([this.hovered], isAdditive(event));
+    });
     this.resizeObserver = new ResizeObserver(() => {
-      const width = this.width();
-      if (this.plot && Math.abs(width - this.plot.width) >= 1) this.plot.setSize({ width, height: this.height });
+      if (this.data && Math.abs(this.width() - this.drawnWidth) >= 1) this.draw();
     });
     this.resizeObserver.observe(this.el);
   }
@@ -146,74 +184,28 @@ export class HpScatter {
     this.xs = xs.subarray(0, count);
     this.ys = ys.subarray(0, count);
     this.best = best.subarray(0, count);
+    // Ranges with margins, so no dot at an extreme is cut by the plot's edge.
+    const log = axis.kind === "log";
+    const [xLo, xHi] =
+      axis.kind === "categorical"
+        ? [-0.6, axis.categories.length - 0.4]
+        : count > 0
+          ? paddedRange(xMin, xMax, { log })
+          : [0, 1];
+    const [yLo, yHi] = count > 0 ? paddedRange(yMin, yMax) : [0, 1];
+    this.scales = { x: { lo: xLo, hi: xHi, log }, y: { lo: yLo, hi: yHi, log: false } };
     this.markGreyed();
-    const corners: uPlot.AlignedData =
-      count > 0
-        ? [
-            [xMin, xMax],
-            [yMin, yMax],
-          ]
-        : [[], []];
-
-    this.plot?.destroy();
-    const xAxis: uPlot.Axis = {
-      ...uplotAxis(),
-      label: axis.name,
-      labelSize: 20,
-      values: (u, splits) =>
-        axis.kind === "categorical"
-          ? splits.map((v) => String(axis.categories[Math.round(v)] ?? ""))
-          : axisValues(u, splits),
-    };
-    if (axis.kind === "categorical") xAxis.splits = () => axis.categories.map((_c, i) => i);
-    this.plot = new uPlot(
-      {
-        width,
-        height: this.height,
-        legend: { show: false },
-        cursor: { points: { show: false }, drag: { x: true, y: true, setScale: false }, focus: { prox: -1 } },
-        scales: {
-          // Ranges with margins, so no dot at an extreme is cut by the plot's edge.
-          x:
-            axis.kind === "categorical"
-              ? { time: false, range: () => [-0.6, axis.categories.length - 0.4] }
-              : axis.kind === "log"
-                ? { time: false, distr: 3, log: 10, range: (_u, lo, hi) => paddedRange(lo, hi, { log: true }) }
-                : { time: false, range: (_u, lo, hi) => paddedRange(lo, hi) },
-          y: { range: (_u, lo, hi) => paddedRange(lo, hi) },
-        },
-        axes: [xAxis, { ...uplotAxis(), label: data.metricName, labelSize: 20, size: 56, values: axisValues }],
-        series: [{}, { label: data.metricName, paths: () => null, points: { show: false } }],
-        hooks: {
-          draw: [(u) => this.drawDots(u)],
-          setCursor: [(u) => this.hover(u)],
-          setSelect: [(u) => this.boxSelect(u)],
-        },
-      },
-      corners,
-      this.el,
-    );
-    this.plot.over.append(this.tooltip);
-    if (this.dots) this.plot.over.before(this.dots.el);
-    this.plot.over.addEventListener("mousedown", (event) => {
-      this.additive = isAdditive(event);
-      this.boxed = false;
-    });
-    this.plot.over.addEventListener("click", (event) => {
-      if (this.boxed) return;
-      if (this.hovered != null) this.onPick([this.hovered], isAdditive(event));
-    });
-    this.plot.over.addEventListener("mouseleave", () => this.show(null));
+    this.draw(width);
   }
 
   /** Which trials are kept by the brushes (by summary index; null: all) and which are
-   * selected (ids): redrawn without rebuilding the plot. */
+   * selected (ids): redrawn without laying the plot out again. */
   setView(kept: ((i: number) => boolean) | null, selected: ReadonlySet<number>): void {
     if (kept === this.kept && selected === this.selected) return;
     this.kept = kept;
     this.selected = selected;
     this.markGreyed();
-    this.plot?.redraw(false, false);
+    if (this.data) this.draw(this.drawnWidth);
   }
 
   /** Resolves once the dots were first drawn. */
@@ -223,9 +215,13 @@ export class HpScatter {
 
   dispose(): void {
     this.resizeObserver.disconnect();
-    this.plot?.destroy();
-    this.dots?.dispose();
+    this.endBox();
+    this.surface.dispose();
     this.firstPaint();
+  }
+
+  width(): number {
+    return Math.max(200, Math.floor(this.el.clientWidth || 320));
   }
 
   private markGreyed(): void {
@@ -245,44 +241,54 @@ export class HpScatter {
     this.el.dataset.selected = String(this.index.filter((i) => this.selected.has(this.data?.trialIds[i] ?? -1)).length);
   }
 
-  /** A box dragged over the plot: the trials of the dots inside it (not the greyed ones). */
-  private boxSelect(u: uPlot): void {
-    const { left, top, width, height } = u.select;
-    const grid = this.grid();
-    if (width < 3 || height < 3 || !grid || !this.data) return;
-    this.boxed = true;
+  /** The plot area (CSS pixels) at this width. */
+  private plotArea(width: number): { left: number; top: number; width: number; height: number } {
+    return {
+      left: PAD.left,
+      top: PAD.top,
+      width: Math.max(1, width - PAD.left - PAD.right),
+      height: Math.max(1, this.height - PAD.top - PAD.bottom),
+    };
+  }
+
+  /** Lay the plot out for `width` (CSS pixels) and draw it: axes and dots. */
+  private draw(width = this.width()): void {
     const data = this.data;
-    const ids = grid
-      .inBox(left, top, left + width, top + height)
-      .filter((k) => !this.greyed[k])
-      .map((k) => data.trialIds[this.index[k] as number] as number);
-    u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
-    if (ids.length > 0 || !this.additive) this.onPick(ids, this.additive);
-  }
-
-  width(): number {
-    return Math.max(200, Math.floor(this.el.clientWidth || 320));
-  }
-
-  private drawDots(u: uPlot): void {
-    const { bbox } = u;
+    const scales = this.scales;
+    if (!data || !scales) return;
+    this.drawnWidth = width;
     const ratio = window.devicePixelRatio || 1;
-    const count = this.xs.length;
-    const px = mapper(u, "x");
-    const py = mapper(u, "y");
+    const area = this.plotArea(width);
+    const fx = along(scales.x);
+    const fy = along(scales.y);
+    const px = (v: number) => area.left + fx(v) * area.width;
+    const py = (v: number) => area.top + (1 - fy(v)) * area.height;
+    Object.assign(this.over.style, {
+      left: `${area.left}px`,
+      top: `${area.top}px`,
+      width: `${area.width}px`,
+      height: `${area.height}px`,
+    });
     // Device pixels on the canvas, and CSS pixels of the plot area for the hit-testing.
+    const count = this.xs.length;
     const cx = new Float64Array(count);
     const cy = new Float64Array(count);
     for (let k = 0; k < count; k++) {
-      cx[k] = px(this.xs[k] as number);
-      cy[k] = py(this.ys[k] as number);
+      cx[k] = px(this.xs[k] as number) * ratio;
+      cy[k] = py(this.ys[k] as number) * ratio;
     }
+    const bbox = {
+      left: area.left * ratio,
+      top: area.top * ratio,
+      width: area.width * ratio,
+      height: area.height * ratio,
+    };
     this.drawn = { cx, cy, left: bbox.left, top: bbox.top, ratio };
     // How far the nearest dot's centre is from the plot's edges, in CSS pixels (tests read it).
     this.el.dataset.inset = count > 0 ? String(Math.floor(leastInset(cx, cy, bbox) / ratio)) : "";
     this.gridCache = null;
     const flags = new Uint8Array(count);
-    const ids = this.data?.trialIds ?? [];
+    const ids = data.trialIds;
     const anySelected = this.selected.size > 0;
     for (let k = 0; k < count; k++) {
       flags[k] =
@@ -290,22 +296,45 @@ export class HpScatter {
         (this.greyed[k] ? GREYED : 0) |
         (anySelected && this.selected.has(ids[this.index[k] as number] as number) ? SELECTED : 0);
     }
-    const { left, top, width, height } = bbox;
+    const { axis } = data;
+    let xTicks: Ticks;
+    if (axis.kind === "categorical") xTicks = axis.categories.map((c, i): [number, string] => [px(i), c]);
+    else if (fewIntegers(axis)) {
+      // Every integer, or every other (...) where they would crowd.
+      const step = Math.max(1, Math.ceil((axis.max - axis.min + 1) / Math.max(2, Math.floor(area.width / 40))));
+      xTicks = [];
+      for (let v = axis.min; v <= axis.max; v += step) xTicks.push([px(v), formatNumber(v)]);
+    } else {
+      const values = scaleTicks(scales.x, Math.max(2, Math.floor(area.width / 70)));
+      const labels = formatAxisNumbers(values);
+      xTicks = values.map((v, i): [number, string] => [px(v), labels[i] ?? ""]);
+    }
+    const yValues = scaleTicks(scales.y, Math.max(2, Math.floor(area.height / 30)));
+    const yLabels = formatAxisNumbers(yValues);
+    const theme = chartTheme();
     const scene: ScatterScene = {
       kind: "scatter",
-      canvasWidth: u.ctx.canvas.width,
-      canvasHeight: u.ctx.canvas.height,
+      canvasWidth: Math.round(width * ratio),
+      canvasHeight: Math.round(this.height * ratio),
       ratio,
-      bbox: { left, top, width, height },
-      cx: this.dots ? cx.slice() : cx,
-      cy: this.dots ? cy.slice() : cy,
+      bbox,
+      cx: this.surface.offMainThread ? cx.slice() : cx,
+      cy: this.surface.offMainThread ? cy.slice() : cy,
       flags,
+      frame: {
+        width,
+        height: this.height,
+        ratio,
+        theme: { text: theme.axis, line: theme.line, halo: theme.halo, grid: theme.grid },
+        pad: PAD,
+        xTicks,
+        yTicks: yValues.map((v, i): [number, string] => [py(v), yLabels[i] ?? ""]),
+        xLabel: axis.name,
+        yLabel: data.metricName,
+        xGrid: true,
+      },
     };
-    if (this.dots) void this.dots.paint(scene).then(this.firstPaint);
-    else {
-      drawScatter(u.ctx, scene);
-      this.firstPaint();
-    }
+    void this.surface.paint(scene).then(this.firstPaint);
   }
 
   private grid(): PointGrid | null {
@@ -321,20 +350,86 @@ export class HpScatter {
     return this.gridCache;
   }
 
-  /** The dot nearest the cursor (CSS pixels), within HOVER_PX; greyed dots are skipped. */
-  private hover(u: uPlot): void {
-    const left = u.cursor.left ?? -1;
-    const top = u.cursor.top ?? -1;
-    const data = this.data;
-    if (left < 0 || !data) return this.show(null);
+  /** The pointer's position over the plot area (CSS pixels). */
+  private at(event: MouseEvent): [number, number] {
+    const rect = this.over.getBoundingClientRect();
+    return [event.clientX - rect.left, event.clientY - rect.top];
+  }
+
+  private readonly onMove = (event: MouseEvent): void => {
+    const start = this.dragging;
+    if (!start) return;
+    const [x, y] = this.clamp(...this.at(event));
+    Object.assign(this.box.style, {
+      left: `${Math.min(x, start.x)}px`,
+      top: `${Math.min(y, start.y)}px`,
+      width: `${Math.abs(x - start.x)}px`,
+      height: `${Math.abs(y - start.y)}px`,
+    });
+    this.box.hidden = false;
+  };
+
+  private readonly onUp = (event: MouseEvent): void => {
+    const start = this.dragging;
+    this.endBox();
+    if (!start) return;
+    const [x, y] = this.clamp(...this.at(event));
+    this.boxSelect(
+      Math.min(x, start.x),
+      Math.min(y, start.y),
+      Math.abs(x - start.x),
+      Math.abs(y - start.y),
+      start.additive,
+    );
+  };
+
+  private clamp(x: number, y: number): [number, number] {
+    const { width, height } = this.over.getBoundingClientRect();
+    return [Math.max(0, Math.min(width, x)), Math.max(0, Math.min(height, y))];
+  }
+
+  private startBox(event: MouseEvent): void {
+    if (event.button !== 0) return;
+    event.preventDefault(); // no text selected while dragging
+    const [x, y] = this.at(event);
+    this.dragging = { x, y, additive: isAdditive(event) };
+    this.boxed = false;
+    window.addEventListener("mousemove", this.onMove);
+    window.addEventListener("mouseup", this.onUp);
+  }
+
+  private endBox(): void {
+    this.dragging = null;
+    this.box.hidden = true;
+    window.removeEventListener("mousemove", this.onMove);
+    window.removeEventListener("mouseup", this.onUp);
+  }
+
+  /** A box dragged over the plot: the trials of the dots inside it (not the greyed ones). */
+  private boxSelect(left: number, top: number, width: number, height: number, additive: boolean): void {
     const grid = this.grid();
-    if (!grid) return this.show(null);
-    const ratio = window.devicePixelRatio || 1;
+    if (width < BOX_MIN_PX || height < BOX_MIN_PX || !grid || !this.data) return;
+    this.boxed = true;
+    const data = this.data;
+    const ids = grid
+      .inBox(left, top, left + width, top + height)
+      .filter((k) => !this.greyed[k])
+      .map((k) => data.trialIds[this.index[k] as number] as number);
+    if (ids.length > 0 || !additive) this.onPick(ids, additive);
+  }
+
+  /** The dot nearest the pointer (CSS pixels of the plot area), within HOVER_PX; greyed dots
+   * are skipped. */
+  private hover(left: number, top: number): void {
+    const data = this.data;
+    const drawn = this.drawn;
+    const grid = this.grid();
+    if (!data || !drawn || !grid) return this.show(null);
     const nearest = grid.nearest(left, top, HOVER_PX, (k) => (this.greyed[k] ? -HOVER_PX : this.best[k] ? 3 : 0));
     if (nearest < 0) return this.show(null);
     const at: [number, number] = [
-      (mapper(u, "x")(this.xs[nearest] as number) - u.bbox.left) / ratio,
-      (mapper(u, "y")(this.ys[nearest] as number) - u.bbox.top) / ratio,
+      ((drawn.cx[nearest] as number) - drawn.left) / drawn.ratio,
+      ((drawn.cy[nearest] as number) - drawn.top) / drawn.ratio,
     ];
     const i = this.index[nearest] as number;
     const id = data.trialIds[i] as number;
@@ -344,13 +439,13 @@ export class HpScatter {
       h("span", {}, `${data.axis.name}: ${formatValue(data.axis.values[i])}`),
       h("span", {}, `${data.metricName}: ${formatNumber(this.ys[nearest])}`),
     );
-    const flip = at[0] > u.over.clientWidth - 140;
+    const flip = at[0] > this.over.clientWidth - 140;
     this.tooltip.style.transform = `translate(${flip ? at[0] - 10 : at[0] + 10}px, ${Math.max(0, at[1] - 40)}px)${flip ? " translateX(-100%)" : ""}`;
   }
 
   private show(id: number | null): void {
     this.hovered = id;
     this.tooltip.hidden = id === null;
-    if (this.plot) this.plot.over.style.cursor = id === null ? "" : "pointer";
+    this.over.style.cursor = id === null ? "" : "pointer";
   }
 }
