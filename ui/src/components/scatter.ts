@@ -51,6 +51,32 @@ function jitter(id: number): number {
   return x - Math.floor(x) - 0.5;
 }
 
+/** The columns every plot of one summary shares, read once for all of them: each trial's
+ * metric (NaN: none) and whether it is among the best. */
+interface Shared {
+  best: ReadonlySet<number>;
+  metric: Float64Array;
+  isBest: Uint8Array;
+}
+
+const sharedColumns = new WeakMap<object, Shared>();
+
+function shared(data: ScatterData): Shared {
+  const known = sharedColumns.get(data.metric);
+  if (known && known.best === data.best) return known;
+  const n = data.trialIds.length;
+  const metric = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const y = data.metric[i];
+    metric[i] = y == null || !Number.isFinite(y) ? Number.NaN : y;
+  }
+  const isBest = new Uint8Array(n);
+  if (data.best.size > 0) data.trialIds.forEach((id, i) => (isBest[i] = data.best.has(id) ? 1 : 0));
+  const columns = { best: data.best, metric, isBest };
+  sharedColumns.set(data.metric, columns);
+  return columns;
+}
+
 /** One of the plot's scales: its range and whether it is logarithmic. */
 interface Scale {
   lo: number;
@@ -155,6 +181,7 @@ export class HpScatter {
     this.el.setAttribute("aria-label", `${data.metricName} by ${axis.name}`);
     const spread = axis.kind === "categorical" ? 0.5 : fewIntegers(axis) ? 0.4 : 0;
     const n = data.trialIds.length;
+    const { metric, isBest } = shared(data);
     const index = new Uint32Array(n);
     const xs = new Float64Array(n);
     const ys = new Float64Array(n);
@@ -165,15 +192,15 @@ export class HpScatter {
     let yMin = Infinity;
     let yMax = -Infinity;
     for (let i = 0; i < n; i++) {
-      const y = data.metric[i];
+      const y = metric[i] as number;
+      if (Number.isNaN(y)) continue;
       const position = axis.position(i);
-      if (y == null || !Number.isFinite(y) || position == null) continue;
-      const id = data.trialIds[i] as number;
-      const x = spread > 0 ? position + jitter(id) * spread : position;
+      if (position == null) continue;
+      const x = spread > 0 ? position + jitter(data.trialIds[i] as number) * spread : position;
       index[count] = i;
       xs[count] = x;
       ys[count] = y;
-      best[count] = data.best.has(id) ? 1 : 0;
+      best[count] = isBest[i] as number;
       count += 1;
       if (x < xMin) xMin = x;
       if (x > xMax) xMax = x;
@@ -263,6 +290,15 @@ export class HpScatter {
     const fy = along(scales.y);
     const px = (v: number) => area.left + fx(v) * area.width;
     const py = (v: number) => area.top + (1 - fy(v)) * area.height;
+    // The dots in one pass: device pixel = offset + value (its log10 on a log scale) × scale.
+    const linear = (scale: Scale, from: number, size: number, flip: boolean) => {
+      const f = scale.log ? Math.log10 : (v: number) => v;
+      const lo = f(scale.lo);
+      const k = (size / (f(scale.hi) - lo || 1)) * (flip ? -1 : 1) * ratio;
+      return [(flip ? from + size : from) * ratio - lo * k, k] as const;
+    };
+    const [ox, kx] = linear(scales.x, area.left, area.width, false);
+    const [oy, ky] = linear(scales.y, area.top, area.height, true);
     Object.assign(this.over.style, {
       left: `${area.left}px`,
       top: `${area.top}px`,
@@ -273,10 +309,11 @@ export class HpScatter {
     const count = this.xs.length;
     const cx = new Float64Array(count);
     const cy = new Float64Array(count);
-    for (let k = 0; k < count; k++) {
-      cx[k] = px(this.xs[k] as number) * ratio;
-      cy[k] = py(this.ys[k] as number) * ratio;
-    }
+    const xs = this.xs;
+    const ys = this.ys;
+    if (scales.x.log) for (let k = 0; k < count; k++) cx[k] = ox + Math.log10(xs[k] as number) * kx;
+    else for (let k = 0; k < count; k++) cx[k] = ox + (xs[k] as number) * kx;
+    for (let k = 0; k < count; k++) cy[k] = oy + (ys[k] as number) * ky;
     const bbox = {
       left: area.left * ratio,
       top: area.top * ratio,
