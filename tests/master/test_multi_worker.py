@@ -214,6 +214,20 @@ def test_two_workers_run_together_with_their_environment_and_ranked_logs(
         assert [w["state"] for w in ended] == ["exited", "exited"] or ended[0]["exit_code"] == 0
 
 
+def _running_past_a_checkpoint(
+    http: httpx.Client, experiment_id: int
+) -> tuple[int, list[dict[str, Any]]]:
+    """The experiment's trial and its two running workers, once it has a checkpoint."""
+    trial_id = until(lambda: _trial_id(http, experiment_id), "the trial", timeout=90)
+    workers = until(lambda: _running_workers(http, trial_id), "two running workers", timeout=90)
+    until(
+        lambda: _trial(http, experiment_id)["latest_checkpoint_uuid"],
+        "a checkpoint",
+        timeout=90,
+    )
+    return trial_id, workers
+
+
 @pytest.mark.parametrize("victim", [1, 0])
 def test_a_sigkilled_worker_restarts_the_trial_from_its_checkpoint(
     fresh_db_url: str, tmp_path: Path, victim: int
@@ -221,14 +235,8 @@ def test_a_sigkilled_worker_restarts_the_trial_from_its_checkpoint(
     draw = random.Random(20 + victim)
     with _master(fresh_db_url, tmp_path / "home") as http:
         experiment_id = _create(http, batches=30)
-        trial_id = until(lambda: _trial_id(http, experiment_id), "the trial", timeout=90)
-        workers = until(lambda: _running_workers(http, trial_id), "two running workers", timeout=90)
+        trial_id, workers = _running_past_a_checkpoint(http, experiment_id)
         # a moment after the first checkpoint (5 batches), drawn with a seed
-        until(
-            lambda: _trial(http, experiment_id)["latest_checkpoint_uuid"],
-            "a checkpoint",
-            timeout=90,
-        )
         time.sleep(draw.uniform(0.0, 0.4))
         pids = {w["rank"]: w["pid"] for w in workers}
         os.kill(pids[victim], signal.SIGKILL)
@@ -251,13 +259,7 @@ def test_a_stopped_worker_is_noticed_and_the_trial_restarts(
 ) -> None:
     with _master(fresh_db_url, tmp_path / "home", heartbeat_timeout=4) as http:
         experiment_id = _create(http, batches=30)
-        trial_id = until(lambda: _trial_id(http, experiment_id), "the trial", timeout=90)
-        workers = until(lambda: _running_workers(http, trial_id), "two running workers", timeout=90)
-        until(
-            lambda: _trial(http, experiment_id)["latest_checkpoint_uuid"],
-            "a checkpoint",
-            timeout=90,
-        )
+        trial_id, workers = _running_past_a_checkpoint(http, experiment_id)
         stopped_at = time.monotonic()
         os.kill(workers[1]["pid"], signal.SIGSTOP)
         until(lambda: _process_gone(workers[1]["pid"]), "the hung worker killed", 30)
