@@ -37,9 +37,8 @@ from tests.master.test_multi_worker import (
     _logs,
     _running_workers,
     _trial_id,
-    _wait,
 )
-from tests.waits import scaled
+from tests.waits import scaled, until
 
 KERAS_MODEL = Path(__file__).parents[1] / "local" / "keras_workers_model"
 KERAS_CONFIG = """
@@ -172,9 +171,9 @@ def test_a_two_worker_trial_on_two_nodes_completes_on_a_real_master(
     /trials/{id}/workers shows each one's heartbeat age, as the local resource manager does."""
     with _ray_master(cluster, tmp_path) as http:
         experiment_id = _create(http, step=0.2)
-        trial_id = _wait(lambda: _trial_id(http, experiment_id), "the trial")
-        workers = _wait(lambda: _running_workers(http, trial_id), "two running workers")
-        ages = _wait(lambda: _heartbeat_ages(http, trial_id), "heartbeat ages")
+        trial_id = until(lambda: _trial_id(http, experiment_id), "the trial", timeout=90)
+        workers = until(lambda: _running_workers(http, trial_id), "two running workers", timeout=90)
+        ages = until(lambda: _heartbeat_ages(http, trial_id), "heartbeat ages", timeout=90)
         assert [w["rank"] for w in workers] == [0, 1]
         assert len(ages) == 2 and all(0 <= age < 30 for age in ages), ages
         trial = _completed(http, experiment_id, timeout=180)
