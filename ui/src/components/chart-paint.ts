@@ -327,8 +327,8 @@ function layerCanvas(width: number, height: number): (Paintable & CanvasImageSou
   return canvas;
 }
 
-/** The dots of a scatter plot on `ctx`, clipped to the plot area: the many blended in layers (grey under the others), the best as circles,
- * the selected outlined. */
+/** The dots of a scatter plot on `ctx`, clipped to the plot area: the many blended in layers
+ * (grey under the others), the best as circles, the selected outlined. */
 export function drawScatter(ctx: Ctx2D, scene: ScatterScene): void {
   const { cx, cy, flags, bbox, ratio } = scene;
   const count = cx.length;

@@ -84,12 +84,18 @@ interface Scale {
   log: boolean;
 }
 
-/** Value → fraction of the scale's span, 0 at `lo`, 1 at `hi`. */
-function along(scale: Scale): (v: number) => number {
+/** A scale laid over `size` pixels from `from` (`flip`: upwards) as pixel = `o` + `f`(value)
+ * × `k`, `f` the identity or log10: the dots are placed in one pass per axis. */
+function pixels(
+  scale: Scale,
+  from: number,
+  size: number,
+  flip: boolean,
+): { f: (v: number) => number; o: number; k: number } {
   const f = scale.log ? Math.log10 : (v: number) => v;
   const lo = f(scale.lo);
-  const span = f(scale.hi) - lo || 1;
-  return (v) => (f(v) - lo) / span;
+  const k = (size / (f(scale.hi) - lo || 1)) * (flip ? -1 : 1);
+  return { f, o: (flip ? from + size : from) - lo * k, k };
 }
 
 /** The ticks of a numeric scale (values inside it): nice steps, or decades on a log scale
@@ -286,19 +292,12 @@ export class HpScatter {
     this.drawnWidth = width;
     const ratio = window.devicePixelRatio || 1;
     const area = this.plotArea(width);
-    const fx = along(scales.x);
-    const fy = along(scales.y);
-    const px = (v: number) => area.left + fx(v) * area.width;
-    const py = (v: number) => area.top + (1 - fy(v)) * area.height;
-    // The dots in one pass: device pixel = offset + value (its log10 on a log scale) × scale.
-    const linear = (scale: Scale, from: number, size: number, flip: boolean) => {
-      const f = scale.log ? Math.log10 : (v: number) => v;
-      const lo = f(scale.lo);
-      const k = (size / (f(scale.hi) - lo || 1)) * (flip ? -1 : 1) * ratio;
-      return [(flip ? from + size : from) * ratio - lo * k, k] as const;
-    };
-    const [ox, kx] = linear(scales.x, area.left, area.width, false);
-    const [oy, ky] = linear(scales.y, area.top, area.height, true);
+    // CSS pixels for the ticks; device pixels (times `ratio`) for the dots.
+    const x = pixels(scales.x, area.left, area.width, false);
+    const y = pixels(scales.y, area.top, area.height, true);
+    const px = (v: number) => x.o + x.f(v) * x.k;
+    const py = (v: number) => y.o + y.f(v) * y.k;
+    const [ox, kx, oy, ky] = [x.o * ratio, x.k * ratio, y.o * ratio, y.k * ratio];
     Object.assign(this.over.style, {
       left: `${area.left}px`,
       top: `${area.top}px`,
