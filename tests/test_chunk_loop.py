@@ -176,7 +176,7 @@ schedules = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(
     lengths=operation_lengths,
     schedule=schedules,
@@ -248,7 +248,7 @@ def test_chunks_validations_checkpoints_and_the_stop_order(
     assert backend.batches("training") == [b for kind, b in events if kind == "chunk"]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(
     lengths=operation_lengths,
     schedule=schedules,

@@ -183,7 +183,7 @@ def test_format_number_keeps_four_digits_hypothesis() -> None:
     hypothesis = pytest.importorskip("hypothesis")
     from hypothesis import strategies as st
 
-    @hypothesis.settings(max_examples=2000, deadline=None)
+    @hypothesis.settings(max_examples=2000)
     @hypothesis.given(st.floats(allow_nan=False, allow_infinity=False))
     def check(value: float) -> None:
         _check_float(value)

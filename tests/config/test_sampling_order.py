@@ -75,7 +75,7 @@ def key_orders(values: Any) -> list[list[str]]:
     return found
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(space=SPACES, seed=st.integers(0, 2**32), data=st.data())
 def test_random_draws_do_not_depend_on_the_key_order(
     space: dict[str, Any], seed: int, data: st.DataObject
@@ -88,7 +88,7 @@ def test_random_draws_do_not_depend_on_the_key_order(
         assert key_orders(other_drawn) == key_orders(_shaped_like(other_drawn, other))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(space=SPACES, data=st.data())
 def test_grid_points_and_their_order_do_not_depend_on_the_key_order(
     space: dict[str, Any], data: st.DataObject

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pedl import core
@@ -317,7 +317,6 @@ def test_a_single_process_context_opens_no_socket() -> None:
     assert distributed.gather_local(4) == [4]
 
 
-@settings(deadline=None)
 @given(
     st.integers(1, 8).flatmap(
         lambda machines: st.tuples(

@@ -208,7 +208,7 @@ ATTEMPTS = st.sampled_from(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(
     searcher=st.sampled_from([GRID, {"name": "random", "max_trials": 3}]),
     plan=st.lists(ATTEMPTS, min_size=1, max_size=40),
@@ -724,7 +724,7 @@ def test_a_waiting_carried_trial_killed_is_not_rerun() -> None:
     assert exits == [(3, "USER_CANCELED")]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(
     searcher=st.sampled_from([{"name": "grid"}, {"name": "random", "max_trials": 4}]),
     limit=st.sampled_from([0, 1, 2]),

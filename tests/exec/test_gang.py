@@ -52,7 +52,7 @@ elif mode == "stop":
 """
 
 
-@settings(deadline=None, max_examples=60)
+@settings(max_examples=60)
 @given(
     size=st.integers(1, 8),
     base=st.integers(1024, 60000),

@@ -107,13 +107,13 @@ def _refused_with_fields(source: Any) -> None:
     assert isinstance(parsed, ExperimentConfig)
 
 
-@settings(max_examples=120, derandomize=True, deadline=None)
+@settings(max_examples=120, derandomize=True)
 @given(config=invalid_configs())
 def test_invalid_mappings_are_refused_field_by_field(config: dict[str, Any]) -> None:
     _refused_with_fields(config)
 
 
-@settings(max_examples=60, derandomize=True, deadline=None)
+@settings(max_examples=60, derandomize=True)
 @given(config=invalid_configs())
 def test_invalid_yaml_texts_are_refused_with_lines(config: dict[str, Any]) -> None:
     try:
@@ -123,7 +123,7 @@ def test_invalid_yaml_texts_are_refused_with_lines(config: dict[str, Any]) -> No
     _refused_with_fields(text)
 
 
-@settings(max_examples=100, derandomize=True, deadline=None)
+@settings(max_examples=100, derandomize=True)
 @given(text=st.text(alphabet=st.sampled_from(list("ab:-[]{}&*!|>'\"\n #,.\\0u")), max_size=80))
 def test_arbitrary_yaml_text_never_crashes(text: str) -> None:
     _refused_with_fields(text)
@@ -132,7 +132,6 @@ def test_arbitrary_yaml_text_never_crashes(text: str) -> None:
 @settings(
     max_examples=25,
     derandomize=True,
-    deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

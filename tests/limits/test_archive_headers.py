@@ -497,7 +497,7 @@ def _piece() -> st.SearchStrategy[bytes]:
     )
 
 
-@settings(max_examples=150, derandomize=True, deadline=None)
+@settings(max_examples=150, derandomize=True)
 @given(
     pieces=st.lists(_piece(), max_size=6),
     flips=st.lists(st.tuples(st.integers(0, 4000), st.integers(1, 255)), max_size=2),

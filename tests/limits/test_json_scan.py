@@ -28,7 +28,7 @@ def _depth(value: Any) -> int:
     return 0
 
 
-@settings(max_examples=100, derandomize=True, deadline=None)
+@settings(max_examples=100, derandomize=True)
 @given(value=_JSON, max_depth=st.integers(min_value=2, max_value=6), ascii_only=st.booleans())
 def test_depth_is_the_parsers(value: Any, max_depth: int, ascii_only: bool) -> None:
     body = json.dumps(value, ensure_ascii=ascii_only).encode()

@@ -26,7 +26,7 @@ def _plain_too_deep(body: bytes, max_depth: int) -> bool:
     return len(brackets) > max_depth and _deeper_than(brackets, max_depth)
 
 
-@settings(max_examples=2000, derandomize=True, deadline=None)
+@settings(max_examples=2000, derandomize=True)
 @example(body=b'"[[""', max_depth=1)  # an odd number of quotes: not paired as even ones are
 @example(body=b'"[[""[', max_depth=1)
 @example(body=b'"[" "[[" [[', max_depth=1)

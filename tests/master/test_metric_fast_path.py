@@ -97,7 +97,7 @@ def _stored(any_rows: list[AnyMetricRow]) -> list[Any]:
     ]
 
 
-@settings(max_examples=600, derandomize=True, deadline=None)
+@settings(max_examples=600, derandomize=True)
 @given(body=_bodies())
 def test_the_fast_schema_takes_what_the_route_takes_or_leaves_it_to_the_route(
     body: bytes,

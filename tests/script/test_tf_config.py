@@ -7,7 +7,7 @@ import json
 
 import determined
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pedl import core
@@ -15,7 +15,6 @@ from pedl.script._distributed import tf_config_ranks
 from tests.core.test_distributed import ranks
 
 
-@settings(deadline=None)
 @given(st.integers(2, 16).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n - 1))))
 def test_a_multi_worker_tf_config_gives_one_machine_per_worker(n_index: tuple[int, int]) -> None:
     n, index = n_index

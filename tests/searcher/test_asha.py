@@ -710,7 +710,7 @@ def metric_table(seed: int) -> Callable[[int, int], float]:
     return metric
 
 
-PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow])
 
 
 @PROPERTY

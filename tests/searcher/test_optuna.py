@@ -210,7 +210,7 @@ def searched_names(space: dict[str, Any], route: str = "") -> list[str]:
     return names
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(space=SPACES, seed=st.integers(0, 2**32 - 1))
 def test_any_space_maps_or_is_refused_for_a_name_clash(space: dict[str, Any], seed: int) -> None:
     cfg = config({"max_trials": 3, "n_startup_trials": 1}, space=space, seed=seed)
@@ -231,7 +231,7 @@ def test_any_space_maps_or_is_refused_for_a_name_clash(space: dict[str, Any], se
 EXIT_REASONS = st.sampled_from(list(ExitedReason))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 @given(
     max_trials=st.integers(1, 6),
     limit=st.integers(0, 4),

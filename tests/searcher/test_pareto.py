@@ -21,7 +21,7 @@ from pedl.searcher import (
     reference_point,
 )
 
-PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _points(dims: int, max_size: int = 12) -> st.SearchStrategy[list[tuple[float, ...]]]:

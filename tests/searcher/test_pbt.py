@@ -112,7 +112,7 @@ def _simulate(
     return log
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(
     population=st.integers(1, 8),
     rounds=st.integers(1, 4),
@@ -157,7 +157,7 @@ def test_population_size_and_truncation_hold_every_round(
     assert search.progress(SearcherState()) == 1.0
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(
     population=st.integers(2, 6),
     rounds=st.integers(2, 4),
@@ -212,7 +212,7 @@ def test_operations_round_trip_a_copy() -> None:
     assert op.checkpoint_uuid is None and op.parent == TrialCheckpoint(uuid.UUID(int=2), 30)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(seed=st.integers(0, 10**6), resample=st.floats(0, 1), factor=st.floats(0, 1))
 def test_explored_values_stay_in_range_and_move_by_the_factor(
     seed: int, resample: float, factor: float

@@ -34,7 +34,7 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.lists(step, max_size=25))
 def test_the_copy_equals_the_directory(steps: list[tuple[object, ...]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -63,7 +63,7 @@ def test_the_copy_equals_the_directory(steps: list[tuple[object, ...]]) -> None:
 
 
 @given(st.integers(min_value=0, max_value=70))
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30)
 def test_first_free_snapshot(count: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         storage = SharedFSStorage(tmp)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pedl.searcher import dominates
 from pedl.storage import CheckpointSummary, checkpoint_objectives, checkpoints_to_delete
 
-PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 
 value = st.one_of(st.none(), st.integers(min_value=0, max_value=9).map(float))
 checkpoint_lists = st.lists(
