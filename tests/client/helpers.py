@@ -110,9 +110,16 @@ def report(
 
 
 def store_checkpoint(
-    api: httpx.Client, trial_id: int, storage: Path, batches: int, files: dict[str, bytes]
+    api: httpx.Client,
+    trial_id: int,
+    storage: Path,
+    batches: int,
+    files: dict[str, bytes],
+    *,
+    validation_metrics: dict[str, float] | None = None,
 ) -> str:
-    """Write ``files`` as a checkpoint in shared_fs ``storage`` and register it; its uuid."""
+    """Write ``files`` as a checkpoint in shared_fs ``storage`` and register it (its metadata
+    holding ``validation_metrics``, as a trial's does, if given); its uuid."""
     checkpoint_uuid = str(uuid.uuid4())
     for relpath, data in files.items():
         path = storage / checkpoint_uuid / relpath
@@ -124,6 +131,8 @@ def store_checkpoint(
         "resources": {relpath: len(data) for relpath, data in files.items()},
         "metadata": {"framework": "test"},
     }
+    if validation_metrics is not None:
+        body["metadata"]["validation_metrics"] = validation_metrics
     response = api.post(f"/trials/{trial_id}/checkpoints", json=body)
     assert response.status_code == 201, response.text
     return checkpoint_uuid

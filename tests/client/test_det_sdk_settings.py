@@ -9,9 +9,15 @@ import httpx
 import pytest
 
 from pedl.client import Client, ExperimentState, PEDLError, Session
-from pedl.vocabulary import CheckpointState
+from pedl.vocabulary import CheckpointState, TrialState
 from tests.cli.test_cli_det import LOG_LINES, Filled, fill
-from tests.client.helpers import LiveMaster
+from tests.client.helpers import (
+    LiveMaster,
+    report,
+    store_checkpoint,
+    write_config,
+    write_model_dir,
+)
 
 
 @pytest.fixture
@@ -94,3 +100,53 @@ def test_log_filters_travel_as_query_parameters(master: LiveMaster, filled: Fill
         everything = [message for message, _, _ in LOG_LINES]
         assert list(trial.iter_logs(head=20_000)) == everything  # paged, cut here
         assert list(trial.iter_logs(tail=20_000)) == everything
+
+
+MULTI_OBJECTIVE_CONFIG = """\
+name: sdk-pareto
+entrypoint: model_def:MyTrial
+hyperparameters:
+  lr: {{type: const, val: 0.1}}
+searcher:
+  name: random
+  max_trials: 2
+  metrics:
+    - {{name: val_loss, smaller_is_better: true}}
+    - {{name: val_params, smaller_is_better: false}}
+  max_length: {{batches: 100}}
+checkpoint_storage:
+  type: shared_fs
+  host_path: {storage}
+"""
+
+
+def test_gc_policy_of_a_multi_objective_experiment_keeps_its_front(
+    master: LiveMaster, client: Client, tmp_path: Path
+) -> None:
+    """``save_experiment_best`` ranks a multi-objective search's checkpoints by Pareto order,
+    as the experiment's own retention does: a preview and a change of the policy keep every
+    checkpoint of the front, not only the best of the first objective."""
+    storage = tmp_path / "checkpoints"
+    storage.mkdir()
+    config = write_config(tmp_path, storage, MULTI_OBJECTIVE_CONFIG.format(storage=storage))
+    exp = client.create_experiment(config, write_model_dir(tmp_path))
+    uuids = {}
+    # Neither trial beats the other in both objectives: both are on the front.
+    for name, val_loss, val_params in (("a", 0.5, 10.0), ("b", 0.3, 5.0)):
+        trial_id, token = master.create_trial(exp.id)
+        validation = {"val_loss": val_loss, "val_params": val_params}
+        with master.trial_api(token) as api:
+            report(api, trial_id, "validation", 10, **validation)
+            uuids[name] = store_checkpoint(
+                api, trial_id, storage, 10, {"w.bin": b"w"}, validation_metrics=validation
+            )
+        master.set_trial_state(trial_id, TrialState.COMPLETED)
+    master.set_experiment_state(exp.id, ExperimentState.COMPLETED)
+
+    front = {"save_experiment_best": 1, "save_trial_best": 0, "save_trial_latest": 0}
+    assert exp.preview_gc(**front) == []
+    exp.set_gc_policy(**front)
+    states = {c.uuid: c.state for c in exp.list_checkpoints()}
+    assert states == dict.fromkeys(uuids.values(), CheckpointState.COMPLETED)
+    nothing = {"save_experiment_best": 0, "save_trial_best": 0, "save_trial_latest": 0}
+    assert {c.uuid for c in exp.preview_gc(**nothing)} == set(uuids.values())

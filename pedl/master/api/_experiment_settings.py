@@ -108,7 +108,8 @@ def doomed_checkpoints(
     database: Database, experiment_id: int, config: ExperimentConfig
 ) -> list[str]:
     """The ids of the experiment's completed checkpoints that ``config``'s retention policy
-    does not keep (the latest checkpoint of each trial that may still run is kept)."""
+    does not keep (the latest checkpoint of each trial that may still run is kept), by the
+    rule the experiment itself applies (a multi-objective search's best in Pareto order)."""
     stored = SQLExperimentStore(database).load(experiment_id)
     storage = config.checkpoint_storage
     keep = [t.latest_checkpoint for t in stored.trials if t.state.is_live and t.latest_checkpoint]
@@ -119,6 +120,7 @@ def doomed_checkpoints(
         save_trial_best=storage.save_trial_best,
         save_experiment_best=storage.save_experiment_best,
         keep=[k for k in keep if k],
+        directions=[o.smaller_is_better for o in config.searcher.objectives],
     )
     return sorted(doomed)
 
