@@ -125,14 +125,15 @@ def store_checkpoint(
         path = storage / checkpoint_uuid / relpath
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+    metadata: dict[str, Any] = {"framework": "test"}
+    if validation_metrics is not None:
+        metadata["validation_metrics"] = validation_metrics
     body = {
         "uuid": checkpoint_uuid,
         "total_batches": batches,
         "resources": {relpath: len(data) for relpath, data in files.items()},
-        "metadata": {"framework": "test"},
+        "metadata": metadata,
     }
-    if validation_metrics is not None:
-        body["metadata"]["validation_metrics"] = validation_metrics
     response = api.post(f"/trials/{trial_id}/checkpoints", json=body)
     assert response.status_code == 201, response.text
     return checkpoint_uuid
