@@ -1,6 +1,7 @@
 """The experiment engine: a pure driver (events in, actions out) that local mode and the
 master both run, the actions it asks for, the contract of the store its shells keep, and
-:func:`delete_checkpoints`, the one executor of its deletions.
+:func:`checkpoints_past_retention`, its retention rule, and :func:`delete_checkpoints`, the one
+executor of its deletions.
 
 The vocabulary it speaks (states, metric kinds, outcomes, transitions) lives below it, in
 :mod:`pedl.vocabulary`.
@@ -20,6 +21,7 @@ from pedl.engine._actions import (
 from pedl.engine._defaults import with_default_storage
 from pedl.engine._deletion import delete_checkpoints
 from pedl.engine._driver import ExperimentDriver, OperationAnswer, TrialRecord
+from pedl.engine._retention import RetainedTrial, checkpoints_past_retention
 from pedl.engine._store import ExperimentStore, StoredExperiment
 
 __all__ = [
@@ -32,11 +34,13 @@ __all__ = [
     "KillTrial",
     "LogTrial",
     "OperationAnswer",
+    "RetainedTrial",
     "SetExperimentState",
     "SetProgress",
     "SetTrialState",
     "StoredExperiment",
     "TrialRecord",
+    "checkpoints_past_retention",
     "delete_checkpoints",
     "with_default_storage",
 ]

@@ -54,6 +54,7 @@ from pedl.engine._actions import (
     SetProgress,
     SetTrialState,
 )
+from pedl.engine._retention import checkpoints_past_retention
 from pedl.searcher import (
     CloseTrial,
     ExitedReason,
@@ -65,7 +66,7 @@ from pedl.searcher import (
     TrialOperation,
     make_search_method,
 )
-from pedl.storage import CheckpointSummary, checkpoints_to_delete
+from pedl.storage import CheckpointSummary
 from pedl.vocabulary._outcomes import TrialError, TrialOutcome
 from pedl.vocabulary._states import ExperimentState, TrialState
 
@@ -824,20 +825,8 @@ class ExperimentDriver:
         self._emit(SetExperimentState(state, error))
 
     def _collect_garbage(self) -> None:
-        storage = self.config.checkpoint_storage
-        keep = [
-            t.latest_checkpoint or t.warm_start
-            for t in self._trials.values()
-            if t.state.is_live and (t.latest_checkpoint or t.warm_start)
-        ]
-        doomed = checkpoints_to_delete(
-            self._checkpoints.values(),
-            smaller_is_better=self.config.searcher.smaller_is_better,
-            save_trial_latest=storage.save_trial_latest,
-            save_trial_best=storage.save_trial_best,
-            save_experiment_best=storage.save_experiment_best,
-            keep=[k for k in keep if k],
-            directions=[o.smaller_is_better for o in self.config.searcher.objectives],
+        doomed = checkpoints_past_retention(
+            self.config, self._checkpoints.values(), self._trials.values()
         )
         if doomed:
             for storage_id in doomed:

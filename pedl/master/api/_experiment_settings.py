@@ -15,10 +15,10 @@ from pedl.config import MAX_SLOTS, ExperimentConfig, parse_config
 from pedl.db import Database, SQLExperimentStore
 from pedl.db import experiment_config as config_repo
 from pedl.db import experiments as experiments_repo
-from pedl.engine import delete_checkpoints
+from pedl.engine import checkpoints_past_retention, delete_checkpoints
 from pedl.master.api._errors import ApiError
 from pedl.master.orchestrator import Orchestrator
-from pedl.storage import checkpoints_to_delete, make_storage
+from pedl.storage import make_storage
 
 logger = logging.getLogger(__name__)
 
@@ -108,21 +108,10 @@ def doomed_checkpoints(
     database: Database, experiment_id: int, config: ExperimentConfig
 ) -> list[str]:
     """The ids of the experiment's completed checkpoints that ``config``'s retention policy
-    does not keep (the latest checkpoint of each trial that may still run is kept), by the
-    rule the experiment itself applies (a multi-objective search's best in Pareto order)."""
+    does not keep, by the rule the experiment itself applies
+    (:func:`pedl.engine.checkpoints_past_retention`)."""
     stored = SQLExperimentStore(database).load(experiment_id)
-    storage = config.checkpoint_storage
-    keep = [t.latest_checkpoint for t in stored.trials if t.state.is_live and t.latest_checkpoint]
-    doomed = checkpoints_to_delete(
-        stored.checkpoints,
-        smaller_is_better=config.searcher.smaller_is_better,
-        save_trial_latest=storage.save_trial_latest,
-        save_trial_best=storage.save_trial_best,
-        save_experiment_best=storage.save_experiment_best,
-        keep=[k for k in keep if k],
-        directions=[o.smaller_is_better for o in config.searcher.objectives],
-    )
-    return sorted(doomed)
+    return sorted(checkpoints_past_retention(config, stored.checkpoints, stored.trials))
 
 
 def collect_garbage(database: Database, experiment_id: int, config: ExperimentConfig) -> None:
