@@ -3,12 +3,14 @@
 // (chart-paint.ts; their typed arrays are transferred, not copied). Where the browser cannot
 // (no OffscreenCanvas, as in a test's DOM), where the worker fails to start, or where
 // localStorage's "pedl:charts-on-main" is "1" (to compare), the same scenes are drawn on the
-// canvas on the main thread, as before. `paint` resolves once the scene is drawn; the canvas'
+// canvas on the main thread, as before. A scatter plot is sent as its columns (`layOut`): the
+// worker lays it out as well. `paint` and `layOut` resolve once the plot is drawn; the canvas'
 // `data-painted` counts the scenes drawn on it (the browser tests wait for it).
 
 import { h } from "../dom";
 import { type Scene, paintScene, sceneBuffers } from "./chart-paint";
 import type { FromWorker, ToWorker } from "./chart.worker";
+import { type ScatterInfo, type ScatterInput, type ScatterLayout, layoutScatter } from "./scatter-layout";
 
 const ON_MAIN_KEY = "pedl:charts-on-main";
 
@@ -68,7 +70,7 @@ export class ChartSurface {
   private offscreen = false;
   private seq = 0;
   private drawn = 0;
-  private pending: [seq: number, done: () => void][] = [];
+  private pending: [seq: number, done: (info?: ScatterInfo) => void][] = [];
 
   /** `repaint`: draw the chart again (after a fallback to the main thread, on a new canvas). */
   constructor(
@@ -107,21 +109,40 @@ export class ChartSurface {
       return Promise.resolve();
     }
     post({ op: "paint", id: this.id, seq, scene }, sceneBuffers(scene));
-    return new Promise((resolve) => this.pending.push([seq, resolve]));
+    return new Promise((resolve) => this.pending.push([seq, () => resolve()]));
+  }
+
+  /** Lay a scatter plot out from `input` and draw it: by the worker where it draws this canvas
+   * (the input's columns are copied to it, not handed over), else here. Resolves with the
+   * plot's counts once drawn, and with the layout where it was made here; with neither where
+   * the worker failed first (the plot is drawn again on the page: `repaint`). */
+  layOut(input: ScatterInput): Promise<{ info?: ScatterInfo; layout?: ScatterLayout }> {
+    this.el.style.width = `${input.width}px`;
+    this.el.style.height = `${input.height}px`;
+    const seq = ++this.seq;
+    if (!this.offscreen) {
+      const layout = layoutScatter(input);
+      paintScene(this.el, layout.scene);
+      this.markDrawn(seq);
+      return Promise.resolve({ info: layout.info, layout });
+    }
+    post({ op: "scatter", id: this.id, seq, input });
+    return new Promise((resolve) => this.pending.push([seq, (info) => resolve({ info })]));
   }
 
   /** The worker drew scene `seq` (and every one before it). */
-  painted({ seq, error }: FromWorker): void {
+  painted({ seq, error, info }: FromWorker): void {
     if (error) console.error("A chart could not be drawn:", error);
-    this.markDrawn(seq);
+    this.markDrawn(seq, info);
   }
 
-  private markDrawn(seq: number): void {
+  private markDrawn(seq: number, info?: ScatterInfo): void {
     this.drawn = Math.max(this.drawn, seq);
     this.el.dataset.painted = String(this.drawn);
     const done = this.pending.filter(([s]) => s <= seq);
     this.pending = this.pending.filter(([s]) => s > seq);
-    for (const [, resolve] of done) resolve();
+    // The counts are the latest scene's; an earlier one's caller gets none.
+    for (const [s, resolve] of done) resolve(s === seq ? info : undefined);
   }
 
   /** The worker failed: a new canvas in this one's place, drawn here from now on. */

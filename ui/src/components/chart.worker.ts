@@ -1,20 +1,26 @@
 // The worker that draws the visualization tab's custom canvases (chart-surface.ts hands it
 // each canvas with `transferControlToOffscreen`, then scenes to draw on it; chart-paint.ts
 // draws them). The page's main thread neither runs that drawing nor rasterizes its pixels:
-// the worker's frames go to the compositor directly. Each scene drawn is answered with its
-// canvas' id and sequence number, so the page knows when its charts are up.
+// the worker's frames go to the compositor directly. A scatter plot comes as its columns, not
+// as a scene: the worker lays it out too (scatter-layout.ts). Each scene drawn is answered with
+// its canvas' id and sequence number (and a scatter plot's counts), so the page knows when its
+// charts are up.
 
 import { type Scene, paintScene } from "./chart-paint";
+import { type ScatterInfo, type ScatterInput, layoutScatter } from "./scatter-layout";
 
 export type ToWorker =
   | { op: "attach"; id: number; canvas: OffscreenCanvas }
   | { op: "paint"; id: number; seq: number; scene: Scene }
+  | { op: "scatter"; id: number; seq: number; input: ScatterInput }
   | { op: "detach"; id: number };
 
 export interface FromWorker {
   id: number;
   seq: number;
   error?: string;
+  /** A scatter plot's counts, as laid out. */
+  info?: ScatterInfo;
 }
 
 interface WorkerScope {
@@ -30,12 +36,16 @@ scope.onmessage = ({ data }) => {
   else if (data.op === "detach") canvases.delete(data.id);
   else {
     const canvas = canvases.get(data.id);
-    let error: string | undefined;
+    const answer: FromWorker = { id: data.id, seq: data.seq };
     try {
-      if (canvas) paintScene(canvas, data.scene);
+      if (data.op === "scatter") {
+        const layout = layoutScatter(data.input);
+        if (canvas) paintScene(canvas, layout.scene);
+        answer.info = layout.info;
+      } else if (canvas) paintScene(canvas, data.scene);
     } catch (err) {
-      error = String(err);
+      answer.error = String(err);
     }
-    scope.postMessage(error === undefined ? { id: data.id, seq: data.seq } : { id: data.id, seq: data.seq, error });
+    scope.postMessage(answer);
   }
 };

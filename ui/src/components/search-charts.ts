@@ -21,7 +21,7 @@ import { BEST_COLOR, MUTED_COLOR, seriesColor } from "../palette";
 import { chartTheme } from "../theme";
 import { type SceneTheme, type Ticks, type TimelineAttempts, timelineBars } from "./chart-paint";
 import { ChartSurface } from "./chart-surface";
-import { MARGIN_FRACTION, paddedRange } from "./plot-margin";
+import { MARGIN_FRACTION, niceTicks, paddedRange } from "./plot-margin";
 
 const PAD = { left: 64, right: 16, top: 12, bottom: 34 };
 const MAX_ROWS = 200;
@@ -51,17 +51,8 @@ export function whenIdle(task: () => void, timeout = 1000): void {
   else window.setTimeout(run, 0); // a browser without it
 }
 
-/** Up to ~6 "nice" tick values (1, 2, 5 × 10^k steps) covering [lo, hi]. */
-export function niceTicks(lo: number, hi: number, count = 5): number[] {
-  if (!Number.isFinite(lo) || !Number.isFinite(hi)) return [];
-  if (lo === hi) return [lo];
-  const raw = (hi - lo) / count;
-  const power = 10 ** Math.floor(Math.log10(raw));
-  const step = ([1, 2, 5, 10].find((m) => m * power >= raw) ?? 10) * power;
-  const out: number[] = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
-  return out;
-}
+/** The ticks' steps (plot-margin.ts, which the charts' worker imports without this module). */
+export { niceTicks };
 
 /** Nice ticks over [lo, hi] with their labels in one number format. */
 function axisTicks(lo: number, hi: number): [number, string][] {
