@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { niceTicks } from "../src/components/search-charts";
+import { niceTicks } from "../src/components/plot-margin";
 import { passes } from "../src/components/summary-table";
 
 describe("niceTicks", () => {

@@ -26,6 +26,26 @@ function categoryKey(value: unknown): string {
   return typeof value === "string" ? value : formatValue(value);
 }
 
+/** Trial i's value in axis units on an axis of `kind` over `values`: the number itself, or on a
+ * categorical axis its category's index in `categories` (null: none). Also what the charts'
+ * worker places a scatter plot's dots by (scatter-layout.ts), from the axis' plain data. */
+export function positionOf(
+  kind: Axis["kind"],
+  values: readonly unknown[],
+  categories: readonly string[],
+): (i: number) => number | null {
+  if (kind !== "categorical")
+    return (i) => {
+      const v = values[i];
+      return typeof v === "number" && Number.isFinite(v) ? v : null;
+    };
+  const index = new Map(categories.map((c, i) => [c, i]));
+  return (i) => {
+    const v = values[i];
+    return v == null ? null : (index.get(categoryKey(v)) ?? null);
+  };
+}
+
 /** The axis of these values, or null when they never vary (nothing to show). A declared
  * `categorical` is categorical even with numeric values; a declared `log` is a log axis. */
 export function buildAxis(name: string, values: readonly unknown[], declared?: DeclaredType): Axis | null {
@@ -51,10 +71,7 @@ export function buildAxis(name: string, values: readonly unknown[], declared?: D
       categories: [],
       min,
       max,
-      position: (i) => {
-        const v = values[i];
-        return typeof v === "number" && Number.isFinite(v) ? v : null;
-      },
+      position: positionOf("linear", values, []),
       normalized: (i) => {
         const v = values[i];
         if (typeof v !== "number" || !Number.isFinite(v)) return null;
@@ -68,11 +85,7 @@ export function buildAxis(name: string, values: readonly unknown[], declared?: D
   distinct.sort(
     allNumbers ? (a, b) => Number(a) - Number(b) : (a, b) => a.localeCompare(b, undefined, { numeric: true }),
   );
-  const index = new Map(distinct.map((c, i) => [c, i]));
-  const positionOf = (i: number) => {
-    const v = values[i];
-    return v == null ? null : (index.get(categoryKey(v)) ?? null);
-  };
+  const position = positionOf("categorical", values, distinct);
   return {
     name,
     kind: "categorical",
@@ -80,9 +93,9 @@ export function buildAxis(name: string, values: readonly unknown[], declared?: D
     categories: distinct,
     min: 0,
     max: distinct.length - 1,
-    position: positionOf,
+    position,
     normalized: (i) => {
-      const p = positionOf(i);
+      const p = position(i);
       return p == null ? null : distinct.length === 1 ? 0.5 : p / (distinct.length - 1);
     },
   };

@@ -13,7 +13,7 @@ import { BEST_COLOR, metricShade, sequentialColor, sequentialRgb } from "../pale
 import { NOT_DRAWN, type ParallelScene, traceRow } from "./chart-paint";
 import { ChartSurface } from "./chart-surface";
 import type { Axis } from "./hp-axis";
-import { niceTicks } from "./search-charts";
+import { niceTicks } from "./plot-margin";
 import { SELECTED_COLOR, isAdditive } from "./selection";
 
 export interface ParallelData {

@@ -4,8 +4,9 @@
 // posts them, chart-surface.ts), and the page runs the same function only where it draws the
 // plot itself, or when the pointer first arrives over a plot (its hit-testing).
 
-import { formatAxisNumbers, formatNumber, formatValue } from "../format";
+import { formatAxisNumbers, formatNumber } from "../format";
 import { BEST, GREYED, SELECTED, type ScatterScene, type SceneTheme, type Ticks } from "./chart-paint";
+import { positionOf } from "./hp-axis";
 import { leastInset, niceTicks, paddedRange } from "./plot-margin";
 
 /** The axis of one hyperparameter, as hp-axis.ts built it, without its functions. */
@@ -70,10 +71,6 @@ export function plotArea(width: number, height: number): { left: number; top: nu
   };
 }
 
-function categoryKey(value: unknown): string {
-  return typeof value === "string" ? value : formatValue(value);
-}
-
 /** Whether the axis holds only integers, at most MAX_JITTERED_INTEGERS apart. */
 function fewIntegers(axis: ScatterAxisSpec): boolean {
   if (axis.kind !== "linear" || axis.max - axis.min > MAX_JITTERED_INTEGERS) return false;
@@ -131,7 +128,7 @@ export function layoutScatter(input: ScatterInput): ScatterLayout {
   const { axis, ids, metric, isBest, view, width, height, ratio } = input;
   const few = fewIntegers(axis);
   const spread = axis.kind === "categorical" ? 0.5 : few ? 0.4 : 0;
-  const categories = axis.kind === "categorical" ? new Map(axis.categories.map((c, i) => [c, i])) : null;
+  const positionAt = positionOf(axis.kind, axis.values, axis.categories);
   const n = ids.length;
   const index = new Uint32Array(n);
   const xs = new Float64Array(n);
@@ -144,21 +141,11 @@ export function layoutScatter(input: ScatterInput): ScatterLayout {
   let xMax = -Infinity;
   let yMin = Infinity;
   let yMax = -Infinity;
-  const values = axis.values;
   for (let i = 0; i < n; i++) {
     const y = metric[i] as number;
     if (Number.isNaN(y)) continue;
-    const v = values[i];
-    let position: number;
-    if (categories) {
-      if (v == null) continue;
-      const at = categories.get(categoryKey(v));
-      if (at === undefined) continue;
-      position = at;
-    } else {
-      if (typeof v !== "number" || !Number.isFinite(v)) continue;
-      position = v;
-    }
+    const position = positionAt(i);
+    if (position == null) continue;
     const x = spread > 0 ? position + jitter(ids[i] as number) * spread : position;
     const bits = view ? (view[i] as number) : 0;
     index[count] = i;

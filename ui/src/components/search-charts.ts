@@ -51,9 +51,6 @@ export function whenIdle(task: () => void, timeout = 1000): void {
   else window.setTimeout(run, 0); // a browser without it
 }
 
-/** The ticks' steps (plot-margin.ts, which the charts' worker imports without this module). */
-export { niceTicks };
-
 /** Nice ticks over [lo, hi] with their labels in one number format. */
 function axisTicks(lo: number, hi: number): [number, string][] {
   const values = niceTicks(lo, hi);
