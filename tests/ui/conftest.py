@@ -14,14 +14,19 @@ import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 from playwright._impl._api_structures import SetCookieParam
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
+from pedl.config import parse_config
+from pedl.db import Database
+from pedl.db import experiments as experiments_repo
 from pedl.master.api._session_cookie import CSRF_COOKIE, SESSION_COOKIE, csrf_token
 from pedl.master.api._web_ui import UI_DIST
+from pedl.vocabulary import ExperimentState
 from tests.master.e2e import MasterProcess, create_experiment, trials, wait_for
 from tests.waits import scaled, scaled_ms
 
@@ -93,12 +98,19 @@ def browser(chromium_path: Path) -> Iterator[Browser]:
 
 
 @contextlib.contextmanager
-def signed_in_tab(browser: Browser, master: MasterProcess, *, width: int = 1400) -> Iterator[Page]:
+def signed_in_tab(
+    browser: Browser,
+    master: MasterProcess,
+    *,
+    width: int = 1400,
+    height: int = 900,
+    timeout_ms: float = PAGE_TIMEOUT_MS,
+) -> Iterator[Page]:
     """A tab signed in to ``master`` as its test administrator (the session of ``master.http``
     put where the UI's sign-in form puts it; tests/ui/test_sign_in.py uses the form), which
     fails the test if the page raised a JavaScript error."""
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    context.set_default_timeout(PAGE_TIMEOUT_MS)
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.set_default_timeout(timeout_ms)
     sign_in_context(context, master)
     tab = context.new_page()
     errors: list[str] = []
@@ -132,6 +144,57 @@ def screenshot(page: Page, name: str) -> None:
     """Save the page as ``build/screenshots/<name>.png`` (``name`` may hold a folder)."""
     (SCREENSHOTS / f"{name}.png").parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def master_database(master: MasterProcess) -> Database:
+    """``master``'s own SQLite database, to write what a test shows straight into it."""
+    return Database(f"sqlite:///{master.home / 'pedl' / 'pedl.db'}")
+
+
+@contextlib.contextmanager
+def seeded_master(
+    tmp_path_factory: pytest.TempPathFactory, name: str
+) -> Iterator[tuple[MasterProcess, Database]]:
+    """A master of its own (one slot; no trial runs on it) and its database, for a module
+    whose experiments are written into the database (see :func:`ended_experiment`)."""
+    master = MasterProcess(tmp_path_factory.mktemp(name), cpu_slots=1).start()
+    database = master_database(master)
+    try:
+        yield master, database
+    finally:
+        database.dispose()
+        master.stop()
+
+
+def ended_experiment(
+    database: Database,
+    text: str,
+    *,
+    name: str,
+    metric: str,
+    smaller_is_better: bool,
+    progress: float = 1.0,
+    description: str | None = None,
+    labels: tuple[str, ...] = (),
+) -> tuple[int, datetime]:
+    """An experiment of config ``text`` written into ``database`` COMPLETED, so that the
+    master's orchestrator starts no searcher for it: its id and creation time."""
+    with database.session(write=True) as session:
+        experiment = experiments_repo.create_experiment(
+            session,
+            config=parse_config(text).as_dict(),
+            config_text=text,
+            model_definition=b"",
+            owner="admin",
+            name=name,
+            description=description,
+            labels=labels,
+            searcher_metric=metric,
+            smaller_is_better=smaller_is_better,
+        )
+        experiment.state = ExperimentState.COMPLETED
+        experiment.progress = progress
+        return experiment.id, experiment.created_at
 
 
 @dataclass(frozen=True)

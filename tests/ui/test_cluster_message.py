@@ -13,7 +13,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.master.e2e import MasterProcess
 
-from .conftest import PAGE_TIMEOUT_MS, screenshot, sign_in_context
+from .conftest import screenshot, signed_in_tab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -31,17 +31,8 @@ def master(
 
 @pytest.fixture
 def tab(browser: Browser, master: MasterProcess) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1200, "height": 800})
-    context.set_default_timeout(PAGE_TIMEOUT_MS)
-    sign_in_context(context, master)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    try:
-        yield page
-    finally:
-        context.close()
-    assert errors == [], f"JavaScript errors on the page: {errors}"
+    with signed_in_tab(browser, master, width=1200, height=800) as tab:
+        yield tab
 
 
 def test_the_message_shows_while_it_is_current(tab: Page, master: MasterProcess) -> None:

@@ -8,18 +8,17 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from pedl.db import Database
 from pedl.db import logs as logs_repo
 from tests.master.e2e import trials
 
-from .conftest import Experiments
+from .conftest import Experiments, master_database
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def test_rank_filter_and_download(page: Page, experiments: Experiments, tmp_path: Path) -> None:
     trial = trials(experiments.master.http, experiments.finished)[-1]
-    database = Database(f"sqlite:///{experiments.master.home / 'pedl' / 'pedl.db'}")
+    database = master_database(experiments.master)
     try:
         with database.session(write=True) as session:
             logs_repo.append_logs(

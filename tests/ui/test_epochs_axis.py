@@ -17,14 +17,12 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 from sqlalchemy import insert
 
-from pedl.config import parse_config
-from pedl.db import Database, Metric, Trial
-from pedl.db import experiments as experiments_repo
-from pedl.vocabulary import ExperimentState, MetricKind, TrialState
+from pedl.db import Metric, Trial
+from pedl.vocabulary import MetricKind, TrialState
 from tests.master.e2e import MasterProcess
 from tests.waits import scaled
 
-from .conftest import screenshot, signed_in_tab
+from .conftest import ended_experiment, screenshot, seeded_master, signed_in_tab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -48,27 +46,16 @@ class Seeded:
 
 @pytest.fixture(scope="module")
 def seeded(chromium_path: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
-    master = MasterProcess(tmp_path_factory.mktemp("ui-epochs"), cpu_slots=1).start()
-    database = Database(f"sqlite:///{master.home / 'pedl' / 'pedl.db'}")
-    try:
+    with seeded_master(tmp_path_factory, "ui-epochs") as (master, database):
         ids = []
         for name, epochs in (("with-epochs", True), ("without-epochs", False)):
-            text = CONFIG.format(name=name)
-            with database.session(write=True) as session:
-                experiment = experiments_repo.create_experiment(
-                    session,
-                    config=parse_config(text).as_dict(),
-                    config_text=text,
-                    model_definition=b"",
-                    owner="admin",
-                    name=name,
-                    searcher_metric="val_loss",
-                    smaller_is_better=True,
-                )
-                # Ended before the master sees it: its orchestrator starts nothing for it.
-                experiment.state = ExperimentState.COMPLETED
-                experiment.progress = 1.0
-                experiment_id, start = experiment.id, experiment.created_at
+            experiment_id, start = ended_experiment(
+                database,
+                CONFIG.format(name=name),
+                name=name,
+                metric="val_loss",
+                smaller_is_better=True,
+            )
             trial = {
                 "experiment_id": experiment_id,
                 "request_id": f"ui-epochs-{name}",
@@ -98,9 +85,6 @@ def seeded(chromium_path: object, tmp_path_factory: pytest.TempPathFactory) -> I
                 session.execute(insert(Metric.__table__), rows)
             ids.append(experiment_id)
         yield Seeded(master, ids[0], ids[1])
-    finally:
-        database.dispose()
-        master.stop()
 
 
 @pytest.fixture

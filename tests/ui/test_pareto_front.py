@@ -13,13 +13,11 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 from sqlalchemy import insert
 
-from pedl.config import parse_config
 from pedl.db import Database, Metric, Trial
-from pedl.db import experiments as experiments_repo
-from pedl.vocabulary import ExperimentState, MetricKind, TrialState
+from pedl.vocabulary import MetricKind, TrialState
 from tests.master.e2e import MasterProcess
 
-from .conftest import screenshot, signed_in_tab
+from .conftest import ended_experiment, screenshot, seeded_master, signed_in_tab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -59,20 +57,9 @@ class Seeded:
 
 def seed(database: Database, count: int) -> tuple[int, list[int]]:
     text = CONFIG.format(count=count, extra=THIRD if count == 3 else "")
-    with database.session(write=True) as session:
-        experiment = experiments_repo.create_experiment(
-            session,
-            config=parse_config(text).as_dict(),
-            config_text=text,
-            model_definition=b"",
-            owner="admin",
-            name=f"ui-pareto-{count}",
-            searcher_metric="val_accuracy",
-            smaller_is_better=False,
-        )
-        experiment.state = ExperimentState.COMPLETED  # its orchestrator starts no searcher
-        experiment.progress = 1.0
-        experiment_id = experiment.id
+    experiment_id, _ = ended_experiment(
+        database, text, name=f"ui-pareto-{count}", metric="val_accuracy", smaller_is_better=False
+    )
     rows = [
         {
             "experiment_id": experiment_id,
@@ -104,15 +91,10 @@ def seed(database: Database, count: int) -> tuple[int, list[int]]:
 
 @pytest.fixture(scope="module")
 def seeded(chromium_path: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
-    master = MasterProcess(tmp_path_factory.mktemp("ui-pareto"), cpu_slots=1).start()
-    database = Database(f"sqlite:///{master.home / 'pedl' / 'pedl.db'}")
-    try:
+    with seeded_master(tmp_path_factory, "ui-pareto") as (master, database):
         two, two_ids = seed(database, 2)
         three, three_ids = seed(database, 3)
         yield Seeded(master, two, three, {two: two_ids, three: three_ids})
-    finally:
-        database.dispose()
-        master.stop()
 
 
 @pytest.fixture

@@ -14,13 +14,11 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 from sqlalchemy import insert
 
-from pedl.config import parse_config
 from pedl.db import Database, Metric, Trial
-from pedl.db import experiments as experiments_repo
-from pedl.vocabulary import ExperimentState, MetricKind, TrialState
+from pedl.vocabulary import MetricKind, TrialState
 from tests.master.e2e import MasterProcess
 
-from .conftest import screenshot, signed_in_tab
+from .conftest import ended_experiment, screenshot, seeded_master, signed_in_tab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -54,20 +52,9 @@ class Seeded:
 def seed(database: Database) -> tuple[int, int, int, int]:
     """Round 1: trials A (0.90) and B (0.50); B is replaced by C, a copy of A from A's
     checkpoint at batch 10 with lr perturbed. Round 2: A 0.95, C 0.93."""
-    with database.session(write=True) as session:
-        experiment = experiments_repo.create_experiment(
-            session,
-            config=parse_config(CONFIG).as_dict(),
-            config_text=CONFIG,
-            model_definition=b"",
-            owner="admin",
-            name="ui-pbt-lineage",
-            searcher_metric="val_accuracy",
-            smaller_is_better=False,
-        )
-        experiment.state = ExperimentState.COMPLETED  # its orchestrator starts no searcher
-        experiment.progress = 1.0
-        experiment_id = experiment.id
+    experiment_id, _ = ended_experiment(
+        database, CONFIG, name="ui-pbt-lineage", metric="val_accuracy", smaller_is_better=False
+    )
 
     def trial(request: str, lr: float, batches: int, **lineage: object) -> dict[str, object]:
         return {
@@ -129,13 +116,8 @@ def seed(database: Database) -> tuple[int, int, int, int]:
 
 @pytest.fixture(scope="module")
 def seeded(chromium_path: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
-    master = MasterProcess(tmp_path_factory.mktemp("ui-pbt"), cpu_slots=1).start()
-    database = Database(f"sqlite:///{master.home / 'pedl' / 'pedl.db'}")
-    try:
+    with seeded_master(tmp_path_factory, "ui-pbt") as (master, database):
         yield Seeded(master, *seed(database))
-    finally:
-        database.dispose()
-        master.stop()
 
 
 @pytest.fixture

@@ -20,16 +20,14 @@ import pytest
 from playwright.sync_api import Browser, FloatRect, Locator, Page, expect
 from sqlalchemy import insert
 
-from pedl.config import parse_config
-from pedl.db import Database, LogLine, Metric, Trial
-from pedl.db import experiments as experiments_repo
+from pedl.db import LogLine, Metric, Trial
 from pedl.db import logs as logs_repo
 from pedl.db.search_history import ATTEMPT_EXITED, ATTEMPT_STARTED, MASTER_STREAM
-from pedl.vocabulary import ExperimentState, MetricKind, TrialState
+from pedl.vocabulary import MetricKind, TrialState
 from tests.master.e2e import MasterProcess
 from tests.waits import scaled, scaled_ms
 
-from .conftest import PAGE_TIMEOUT_MS, screenshot, sign_in_context
+from .conftest import ended_experiment, master_database, screenshot, seeded_master, signed_in_tab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -64,27 +62,17 @@ class Seeded:
 def seeded(chromium_path: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
     """A master of its own (no trial runs on it) with the experiment written into its
     database."""
-    master = MasterProcess(tmp_path_factory.mktemp("ui-search"), cpu_slots=1).start()
-    database = Database(f"sqlite:///{master.home / 'pedl' / 'pedl.db'}")
     rng = random.Random(11)
-    try:
-        with database.session(write=True) as session:
-            experiment = experiments_repo.create_experiment(
-                session,
-                config=parse_config(SEARCH).as_dict(),
-                config_text=SEARCH,
-                model_definition=b"",
-                owner="admin",
-                name="ui-search",
-                description="seeded for the search charts",
-                labels=["ui-search"],
-                searcher_metric="val_loss",
-                smaller_is_better=True,
-            )
-            # Ended before the master sees it: its orchestrator starts no searcher for it.
-            experiment.state = ExperimentState.COMPLETED
-            experiment.progress = 1.0
-            experiment_id, start = experiment.id, experiment.created_at
+    with seeded_master(tmp_path_factory, "ui-search") as (master, database):
+        experiment_id, start = ended_experiment(
+            database,
+            SEARCH,
+            name="ui-search",
+            description="seeded for the search charts",
+            labels=("ui-search",),
+            metric="val_loss",
+            smaller_is_better=True,
+        )
         trials, metrics, opts = [], [], []
         for index, units in enumerate(UNITS):
             loss = units / 100
@@ -146,26 +134,14 @@ def seeded(chromium_path: object, tmp_path_factory: pytest.TempPathFactory) -> I
             dict(zip(ids, UNITS, strict=True)),
             dict(zip(ids, opts, strict=True)),
         )
-    finally:
-        database.dispose()
-        master.stop()
 
 
 @pytest.fixture
 def page(browser: Browser, seeded: Seeded) -> Iterator[Page]:
     """A tab signed in to the seeded master (conftest's ``page`` is of the trained
     experiments' master)."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(PAGE_TIMEOUT_MS)
-    sign_in_context(context, seeded.master)
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda err: errors.append(str(err)))
-    try:
+    with signed_in_tab(browser, seeded.master) as tab:
         yield tab
-    finally:
-        context.close()
-    assert errors == [], f"JavaScript errors on the page: {errors}"
 
 
 def test_importance_history_and_timeline(page: Page, seeded: Seeded) -> None:
@@ -425,24 +401,19 @@ def test_sort_and_filter_by_a_hyperparameter(page: Page, seeded: Seeded) -> None
 def test_bulk_archive_from_the_list(page: Page, seeded: Seeded) -> None:
     http = seeded.master.http
     ids = []
-    database = Database(f"sqlite:///{seeded.master.home / 'pedl' / 'pedl.db'}")
+    database = master_database(seeded.master)
     try:
         for name in ("ui-bulk-a", "ui-bulk-b", "ui-bulk-kept"):
-            with database.session(write=True) as session:
-                experiment = experiments_repo.create_experiment(
-                    session,
-                    config=parse_config(SEARCH).as_dict(),
-                    config_text=SEARCH,
-                    model_definition=b"",
-                    owner="admin",
-                    name=name,
-                    description="bulk",
-                    labels=[],
-                    searcher_metric="val_loss",
-                    smaller_is_better=True,
-                )
-                experiment.state = ExperimentState.COMPLETED
-                ids.append(experiment.id)
+            experiment_id, _ = ended_experiment(
+                database,
+                SEARCH,
+                name=name,
+                description="bulk",
+                metric="val_loss",
+                smaller_is_better=True,
+                progress=0.0,
+            )
+            ids.append(experiment_id)
     finally:
         database.dispose()
     page.goto(f"{seeded.master.url}/#/experiments?name=ui-bulk")

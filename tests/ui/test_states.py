@@ -19,7 +19,7 @@ from playwright.sync_api import Browser, Page, expect
 from tests.master.e2e import MasterProcess, create_experiment, experiment, trials
 from tests.waits import scaled, scaled_ms
 
-from .conftest import screenshot, sign_in_context
+from .conftest import screenshot, signed_in_tab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -63,17 +63,8 @@ def master(chromium_path: Path, tmp_path: Path) -> Iterator[MasterProcess]:
 
 @pytest.fixture
 def tab(browser: Browser, master: MasterProcess) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(scaled_ms(30))
-    sign_in_context(context, master)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    try:
-        yield page
-    finally:
-        context.close()
-    assert errors == [], f"JavaScript errors on the page: {errors}"
+    with signed_in_tab(browser, master, timeout_ms=scaled_ms(30)) as tab:
+        yield tab
 
 
 def _shown_counts(page: Page) -> dict[str, int]:

@@ -17,14 +17,13 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 from sqlalchemy import insert
 
-from pedl.config import parse_config
 from pedl.db import Database, Metric, Trial
 from pedl.db import experiments as experiments_repo
-from pedl.vocabulary import ExperimentState, MetricKind, TrialState
+from pedl.vocabulary import MetricKind, TrialState
 from tests.master.e2e import MasterProcess, create_experiment, trials, wait_for
 from tests.waits import scaled
 
-from .conftest import PAGE_TIMEOUT_MS, config, screenshot, sign_in_context
+from .conftest import config, ended_experiment, screenshot, seeded_master, signed_in_tab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -61,21 +60,16 @@ class Seeded:
 
 
 def _experiment(database: Database, name: str, description: str) -> int:
-    with database.session(write=True) as session:
-        experiment = experiments_repo.create_experiment(
-            session,
-            config=parse_config(SEARCH).as_dict(),
-            config_text=SEARCH,
-            model_definition=b"",
-            owner="admin",
-            name=name,
-            description=description,
-            searcher_metric="val_loss",
-            smaller_is_better=True,
-        )
-        # Ended before the master sees it: its orchestrator starts no searcher for it.
-        experiment.state = ExperimentState.COMPLETED
-        return experiment.id
+    experiment_id, _ = ended_experiment(
+        database,
+        SEARCH,
+        name=name,
+        description=description,
+        metric="val_loss",
+        smaller_is_better=True,
+        progress=0.0,
+    )
+    return experiment_id
 
 
 @pytest.fixture(scope="module")
@@ -83,10 +77,8 @@ def seeded(chromium_path: object, tmp_path_factory: pytest.TempPathFactory) -> I
     """A master of its own (no trial runs on it) with the experiments written into its
     database: one of 12 trials whose latest val_acc is 1 - units/100 (an earlier one is 0.5
     for all), and three for the list with known descriptions and durations."""
-    master = MasterProcess(tmp_path_factory.mktemp("ui-tables"), cpu_slots=1).start()
-    database = Database(f"sqlite:///{master.home / 'pedl' / 'pedl.db'}")
     rng = random.Random(7)
-    try:
+    with seeded_master(tmp_path_factory, "ui-tables") as (master, database):
         experiment_id = _experiment(database, "ui-tables", "seeded for the trials tab")
         now = datetime.now(UTC)
         trials = [
@@ -142,25 +134,13 @@ def seeded(chromium_path: object, tmp_path_factory: pytest.TempPathFactory) -> I
             dict(zip(ids, OPTS, strict=True)),
             listed,
         )
-    finally:
-        database.dispose()
-        master.stop()
 
 
 @pytest.fixture
 def page(browser: Browser, seeded: Seeded) -> Iterator[Page]:
     """A tab signed in to the seeded master."""
-    context = browser.new_context(viewport={"width": 1600, "height": 900})
-    context.set_default_timeout(PAGE_TIMEOUT_MS)
-    sign_in_context(context, seeded.master)
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda err: errors.append(str(err)))
-    try:
+    with signed_in_tab(browser, seeded.master, width=1600) as tab:
         yield tab
-    finally:
-        context.close()
-    assert errors == [], f"JavaScript errors on the page: {errors}"
 
 
 def _trial_ids(page: Page) -> list[int]:

@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, Page, expect
 from tests.master.e2e import MasterProcess, create_experiment, trials
 from tests.waits import scaled
 
-from .conftest import PAGE_TIMEOUT_MS, screenshot, sign_in_context
+from .conftest import screenshot, signed_in_tab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -41,17 +41,8 @@ def master(chromium_path: Path, tmp_path: Path) -> Iterator[MasterProcess]:
 
 @pytest.fixture
 def tab(browser: Browser, master: MasterProcess) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(PAGE_TIMEOUT_MS)
-    sign_in_context(context, master)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    try:
-        yield page
-    finally:
-        context.close()
-    assert errors == [], f"JavaScript errors on the page: {errors}"
+    with signed_in_tab(browser, master) as tab:
+        yield tab
 
 
 def test_a_multi_worker_trial_page_lists_its_workers_and_ranked_logs(
