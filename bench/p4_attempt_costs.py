@@ -92,22 +92,12 @@ def keras_new_model_costs(models: int) -> dict[str, Any]:
 
     sys.path.insert(0, str(ROOT))
     from examples.digits_keras import data
+    from examples.digits_keras.model_def import network
 
     (x, y), (x_val, y_val) = data.load(0.2)
     rows = []
     for _ in range(models):
-        model = keras.Sequential(
-            [
-                keras.Input(shape=(8, 8, 1)),
-                keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
-                keras.layers.MaxPooling2D(),
-                keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
-                keras.layers.Flatten(),
-                keras.layers.Dense(64, activation="relu"),
-                keras.layers.Dropout(0.2),
-                keras.layers.Dense(10, activation="softmax"),
-            ]
-        )
+        model = network(16, 64, 0.2)
         model.compile(
             optimizer=keras.optimizers.Adam(1e-3),
             loss="sparse_categorical_crossentropy",

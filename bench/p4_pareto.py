@@ -52,6 +52,7 @@ import gzip
 import json
 import random
 import statistics
+import sys
 import tempfile
 from datetime import datetime
 from pathlib import Path
@@ -487,21 +488,11 @@ def _points_equal(live: dict[str, Any]) -> bool:
 
 
 def _check_keras() -> None:
-    import keras
+    sys.path.insert(0, str(EXAMPLE.parents[1]))
+    from examples.digits_keras.model_def import network
 
     for units in (16, 100, 128):
-        model = keras.Sequential(
-            [
-                keras.Input(shape=(8, 8, 1)),
-                keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
-                keras.layers.MaxPooling2D(),
-                keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
-                keras.layers.Flatten(),
-                keras.layers.Dense(units, activation="relu"),
-                keras.layers.Dropout(0.1),
-                keras.layers.Dense(10, activation="softmax"),
-            ]
-        )
+        model = network(16, units, 0.1)
         assert model.count_params() == params({"dense_units": units}), units
 
 

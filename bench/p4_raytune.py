@@ -62,24 +62,14 @@ def ray_trainable(config: dict[str, Any]) -> None:
     from ray import tune
 
     from examples.digits_keras import data
+    from examples.digits_keras.model_def import network
 
     hp = config["hparams"]
     # one seed per trial, as PEDL gives each trial its own
     keras.utils.set_random_seed(config["trial_seeds"][json.dumps(hp, sort_keys=True)])
     tf.config.experimental.enable_op_determinism()
     (x, y), (x_val, y_val) = data.load(0.2)
-    model = keras.Sequential(
-        [
-            keras.Input(shape=(8, 8, 1)),
-            keras.layers.Conv2D(hp["conv_filters"], 3, padding="same", activation="relu"),
-            keras.layers.MaxPooling2D(),
-            keras.layers.Conv2D(2 * hp["conv_filters"], 3, padding="same", activation="relu"),
-            keras.layers.Flatten(),
-            keras.layers.Dense(hp["dense_units"], activation="relu"),
-            keras.layers.Dropout(hp["dropout"]),
-            keras.layers.Dense(10, activation="softmax"),
-        ]
-    )
+    model = network(hp["conv_filters"], hp["dense_units"], hp["dropout"])
     model.compile(
         optimizer=keras.optimizers.Adam(learning_rate=hp["learning_rate"]),
         loss="sparse_categorical_crossentropy",

@@ -12,6 +12,22 @@ from . import data
 from .params_metric import ParameterCount
 
 
+def network(conv_filters: int, dense_units: int, dropout: float) -> keras.Sequential:
+    """The model's layers for these hyperparameters (the benchmarks build the same one)."""
+    return keras.Sequential(
+        [
+            keras.Input(shape=(8, 8, 1)),
+            keras.layers.Conv2D(conv_filters, 3, padding="same", activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Conv2D(2 * conv_filters, 3, padding="same", activation="relu"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(dense_units, activation="relu"),
+            keras.layers.Dropout(dropout),
+            keras.layers.Dense(10, activation="softmax"),
+        ]
+    )
+
+
 class DigitsTrial(TFKerasTrial):
     def __init__(self, context: TFKerasTrialContext) -> None:
         super().__init__(context)
@@ -21,19 +37,9 @@ class DigitsTrial(TFKerasTrial):
 
     def build_model(self) -> keras.Model:
         hp = self.context.get_hparam
-        model = keras.Sequential(
-            [
-                keras.Input(shape=(8, 8, 1)),
-                keras.layers.Conv2D(hp("conv_filters"), 3, padding="same", activation="relu"),
-                keras.layers.MaxPooling2D(),
-                keras.layers.Conv2D(2 * hp("conv_filters"), 3, padding="same", activation="relu"),
-                keras.layers.Flatten(),
-                keras.layers.Dense(hp("dense_units"), activation="relu"),
-                keras.layers.Dropout(hp("dropout")),
-                keras.layers.Dense(10, activation="softmax"),
-            ]
+        model = self.context.wrap_model(
+            network(hp("conv_filters"), hp("dense_units"), hp("dropout"))
         )
-        model = self.context.wrap_model(model)
         optimizer = self.context.wrap_optimizer(
             keras.optimizers.Adam(learning_rate=hp("learning_rate"))
         )
