@@ -16,8 +16,11 @@ Beside each repetition, in the same run and on the same database (the master idl
 master's own database layer alone: one thread calls ``pedl.db.metrics.upsert_metrics`` with
 the same bodies already parsed into rows (``--threads`` times ``--requests`` bodies, one
 transaction each, on the trials' next batches), rows/s over its wall time (``db_rows_per_s``).
-The summary gives the ratio master ÷ database layer (issue 38's goal: ≥ 0.9, both ≥ 100,000
-rows/s), and, since wall time on a shared machine mostly measures the other load, the same
+On SQLite also the form the master's writer takes for these bodies since 2026-11-30
+(``report_text``: SQLite reads the rows from the body's text): ``report_text`` then
+``upsert_reports``, one transaction per body (``db_text_rows_per_s``, ratio
+``master_over_db_text``). The summary gives the ratio master ÷ database layer (issue 38's
+goal: ≥ 0.9, both ≥ 100,000 rows/s), and, since wall time on a shared machine mostly measures the other load, the same
 per CPU second (``rows_per_cpu_s``: the master's process, or this one's for the database
 layer, plus every PostgreSQL process's CPU; with PostgreSQL, other users of the server are
 counted too).
@@ -40,9 +43,8 @@ import p5_master
 
 from pedl.db import Database
 from pedl.db import metrics as metrics_repo
-from pedl.db.metrics import MetricRow
 from pedl.master.api._schemas import MetricsBatch
-from pedl.master.api.trials import metric_rows
+from pedl.master.api.trials import fast_metric_rows, metric_rows
 
 
 def post_all(url: str, trial_id: int, token: str, bodies: list[bytes], errors: list[str]) -> None:
@@ -105,23 +107,43 @@ def run_round(
 
 
 def run_db_layer(
-    database: Database, trials: list[tuple[int, str]], batch: int, requests: int, first_batch: int
+    database: Database,
+    trials: list[tuple[int, str]],
+    batch: int,
+    requests: int,
+    first_batch: int,
+    *,
+    text: bool = False,
 ) -> dict[str, Any]:
     """The database layer alone, in this process's one thread: each trial's ``requests``
     bodies of ``batch`` rows (as the master parses them, before the clock) through
-    ``upsert_metrics``, one transaction per body, the trials taking turns."""
-    bodies: list[tuple[int, list[MetricRow]]] = []
+    ``upsert_metrics``, one transaction per body, the trials taking turns. ``text``: as the
+    master's writer stores them on SQLite instead, from the body's text
+    (``report_text``, timed, then ``upsert_reports``)."""
+    bodies: list[tuple[int, bytes, list[Any]]] = []
     for r in range(requests):
         for trial_id, _ in trials:
             body = p5_master.rows_body(first_batch + r * batch, batch, seed=trial_id)
-            bodies.append((trial_id, metric_rows(MetricsBatch.model_validate_json(body))))
+            if text:
+                fast = fast_metric_rows(body)
+                assert fast is not None
+                bodies.append((trial_id, body, fast))
+            else:
+                parsed = metric_rows(MetricsBatch.model_validate_json(body))
+                bodies.append((trial_id, body, parsed))
     load = _env.load_average()[0]
     pg_before = p5_master.postgres_cpu_seconds()
     cpu_before = time.process_time()
     start = time.perf_counter()
-    for trial_id, rows in bodies:
+    for trial_id, body, rows in bodies:
+        if text:
+            report = metrics_repo.report_text(body, rows)
+            assert report is not None, "the benchmark's bodies are stored from their text"
         with database.session(write=True, serialize=True) as session:
-            metrics_repo.upsert_metrics(session, trial_id, rows)
+            if text:
+                metrics_repo.upsert_reports(session, [(trial_id, report)])
+            else:
+                metrics_repo.upsert_metrics(session, trial_id, rows)
     wall = time.perf_counter() - start
     cpu = time.process_time() - cpu_before + p5_master.postgres_cpu_seconds() - pg_before
     rows_written = batch * len(bodies)
@@ -163,6 +185,16 @@ def main() -> None:
                 db = run_db_layer(database, trials, args.batch, args.requests, next_batch)
                 next_batch += args.requests * args.batch
                 acknowledged += db["rows"]
+                if args.backend == "sqlite":
+                    db_text = run_db_layer(
+                        database, trials, args.batch, args.requests, next_batch, text=True
+                    )
+                    next_batch += args.requests * args.batch
+                    acknowledged += db_text["rows"]
+                    result.update(
+                        db_text_rows_per_s=db_text["rows_per_s"],
+                        master_over_db_text=round(result["rows_per_s"] / db_text["rows_per_s"], 3),
+                    )
                 result.update(
                     rep=rep,
                     backend=args.backend,
@@ -199,6 +231,18 @@ def main() -> None:
         "db_rows_per_s_median": statistics.median(r["db_rows_per_s"] for r in results),
         "master_over_db_median": statistics.median(r["master_over_db"] for r in results),
         "master_over_db_min": min(r["master_over_db"] for r in results),
+        **(
+            {
+                "db_text_rows_per_s_median": statistics.median(
+                    r["db_text_rows_per_s"] for r in results
+                ),
+                "master_over_db_text_median": statistics.median(
+                    r["master_over_db_text"] for r in results
+                ),
+            }
+            if args.backend == "sqlite"
+            else {}
+        ),
         "rows_per_cpu_s_median": statistics.median(r["rows_per_cpu_s"] for r in results),
         "db_rows_per_cpu_s_median": statistics.median(r["db_rows_per_cpu_s"] for r in results),
         "master_over_db_per_cpu_median": statistics.median(

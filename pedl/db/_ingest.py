@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import suppress
 from dataclasses import dataclass
+from typing import cast
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -20,7 +21,15 @@ from pedl.db import trials as trials_repo
 from pedl.db._database import Database
 from pedl.db._errors import ConflictError, NotFoundError
 from pedl.db._models import Trial
-from pedl.db.metrics import AnyMetricRow, as_metric_row, most_batches, row_keys
+from pedl.db.metrics import (
+    AnyMetricRow,
+    MetricReport,
+    ReportText,
+    as_metric_row,
+    most_batches,
+    report_text,
+    row_keys,
+)
 from pedl.vocabulary import MetricKind
 
 logger = logging.getLogger("pedl.db")
@@ -58,9 +67,20 @@ class _Request:
     trial_id: int
     rows: Sequence[AnyMetricRow]
     token_hash: str | None
+    body: bytes | None = None
     future: Future[int] | None = None
     waiter: asyncio.Future[int] | None = None
     loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def report(self) -> Sequence[AnyMetricRow] | ReportText:
+        """The rows, or their body's text where SQLite may store that
+        (:func:`~pedl.db.metrics.report_text`)."""
+        if self.body is not None:
+            text = report_text(self.body, cast(Sequence[MetricReport], self.rows))
+            if text is not None:
+                return text
+        return self.rows
 
     @property
     def distinct_keys(self) -> int:
@@ -114,9 +134,10 @@ class MetricIngestor:
     The writer takes the oldest queued request plus everything queued behind it, up to
     ``max_requests`` requests or ``max_rows`` rows, and writes that batch in ONE transaction:
     one query checking all its trials (and tokens), then
-    :func:`~pedl.db.metrics.upsert_metrics_of_trials` with each trial's rows in arrival
-    order (one statement for the whole batch; same idempotent upsert: the last row for a
-    ``(trial, kind, total_batches)`` wins); it commits once, then answers every request.
+    :func:`~pedl.db.metrics.upsert_reports` with the requests in arrival order (one
+    statement for the batch's rows, plus one per report SQLite reads from its text; same
+    idempotent upsert: the last row for a ``(trial, kind, total_batches)`` wins); it commits
+    once, then answers every request.
 
     Contract:
 
@@ -178,6 +199,7 @@ class MetricIngestor:
         self._stopped = False
         self._thread: threading.Thread | None = None
         self._batch_limits: dict[int, int] = {}
+        self._sqlite = database.dialect == "sqlite"
 
     MAX_LIMITS = 100_000
     """How many trials' limits :meth:`limit_batches` keeps (the oldest are forgotten)."""
@@ -245,6 +267,7 @@ class MetricIngestor:
         *,
         token: str | None = None,
         values_checked: bool = False,
+        body: bytes | None = None,
     ) -> asyncio.Future[int]:
         """:meth:`submit` for a caller on an event loop (call it on that loop): the returned
         future of that loop is resolved there, with those of the other requests of the same
@@ -252,13 +275,17 @@ class MetricIngestor:
         gave up) drops the request if the writer has not taken it yet. ``values_checked``:
         the caller has already refused every value beyond
         :data:`~pedl.db.metrics.MAX_METRIC_MAGNITUDE` (the API's schema did), so they are
-        not checked again."""
+        not checked again. ``body``: the JSON text the API's schema validated into ``rows``
+        (dicts); on SQLite the writer stores the rows from that text when it says exactly
+        what they say (:func:`~pedl.db.metrics.report_text`, checked in the writer's thread,
+        not the event loop's)."""
         if not values_checked:
             metrics_repo.check_metric_values(rows)
         token_hash = None if token is None else trials_repo.hash_token(token)
+        body = body if self._sqlite else None
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[int] = loop.create_future()
-        self._enqueue(_Request(trial_id, list(rows), token_hash, waiter=waiter, loop=loop))
+        self._enqueue(_Request(trial_id, list(rows), token_hash, body, waiter=waiter, loop=loop))
         return waiter
 
     def _enqueue(self, request: _Request) -> None:
@@ -350,13 +377,11 @@ class MetricIngestor:
         """Write the batch in one transaction, skipping the requests refused (unknown or
         ended trial, wrong token, a row past the trial's limit); returns those with their
         errors."""
+        reports = [(request, request.report) for request in batch]  # before taking the lock
         with self.database.session(write=True, serialize=True) as session:
             refused = _refused(session, batch, self._batch_limits)
-            by_trial: dict[int, list[AnyMetricRow]] = {}
-            for request in batch:
-                if request not in refused:
-                    by_trial.setdefault(request.trial_id, []).extend(request.rows)
-            metrics_repo.upsert_metrics_of_trials(session, by_trial)
+            accepted = [(r.trial_id, report) for r, report in reports if r not in refused]
+            metrics_repo.upsert_reports(session, accepted)
         return refused
 
     def _write_one(self, request: _Request) -> int | Exception:
@@ -367,7 +392,8 @@ class MetricIngestor:
                 refused = _refused(session, [request], self._batch_limits)
                 if request in refused:
                     raise refused[request]
-                return metrics_repo.upsert_metrics(session, request.trial_id, request.rows)
+                metrics_repo.upsert_reports(session, [(request.trial_id, request.report)])
+                return request.distinct_keys
         except Exception as err:  # answered to the request, never kills the writer
             return err
 

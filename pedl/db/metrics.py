@@ -187,9 +187,75 @@ def upsert_metrics_of_trials(
     session: Session, rows_by_trial: Mapping[int, Sequence[AnyMetricRow]]
 ) -> dict[int, int]:
     """:func:`upsert_metrics` for several trials at once: ONE upsert statement for all their
-    rows and one executemany ``UPDATE`` of their ``total_batches`` (the metric writer's
-    batch), then a best-validation refresh per trial that reported validation rows. Returns
-    the number of distinct keys written per trial."""
+    rows and one executemany ``UPDATE`` of their ``total_batches``, then a best-validation
+    refresh per trial that reported validation rows. Returns the number of distinct keys
+    written per trial."""
+    keys = _write_rows(session, rows_by_trial)
+    written = dict.fromkeys(rows_by_trial, 0)
+    top: dict[int, int] = {}
+    validated: set[int] = set()
+    for trial_id, kind, batches in keys:
+        written[trial_id] += 1
+        _note_row(top, validated, trial_id, kind, batches)
+    _advance_trials(session, top, validated)
+    return written
+
+
+class ReportText(NamedTuple):
+    """A report's rows as the JSON text they arrived in, ``{"rows": [...]}``, beside the rows
+    the API's schema made of it; made only by :func:`report_text`, which checks that the text
+    says exactly what the rows say. SQLite reads such a report's rows from its text itself
+    (:func:`upsert_reports`): no array per row to build and serialize while holding the GIL
+    that the master's event loop needs for the next reports."""
+
+    body: str
+    rows: Sequence[MetricReport]
+
+
+def upsert_reports(
+    session: Session, reports: Sequence[tuple[int, Sequence[AnyMetricRow] | ReportText]]
+) -> None:
+    """Store several reports ``(trial_id, rows)`` in the order given, as
+    :func:`upsert_metrics_of_trials` stores rows (the last row for a key wins, across reports
+    too), then advance each trial's ``total_batches`` and refresh its best validation once
+    (the metric writer's batch). Consecutive reports of rows go in one statement; a
+    :class:`ReportText` goes in a statement of its own on SQLite, which unpacks its text
+    (``json_each``), and as its rows on PostgreSQL."""
+    sqlite = session.get_bind().dialect.name == "sqlite"
+    top: dict[int, int] = {}
+    validated: set[int] = set()
+    pending: dict[int, list[AnyMetricRow]] = {}
+    now = _sqlite_stamp(utcnow())
+
+    def flush() -> None:
+        for trial_id, kind, batches in _write_rows(session, pending):
+            _note_row(top, validated, trial_id, kind, batches)
+        pending.clear()
+
+    for trial_id, report in reports:
+        if not isinstance(report, ReportText) or not sqlite:
+            rows = report.rows if isinstance(report, ReportText) else report
+            pending.setdefault(trial_id, []).extend(rows)
+            continue
+        if pending:
+            flush()
+        session.execute(_SQLITE_TEXT_UPSERT, {"trial": trial_id, "body": report.body, "now": now})
+        training = MetricKind.TRAINING
+        trained = [row["total_batches"] for row in report.rows if row["kind"] == training]
+        if trained:
+            _note_row(top, validated, trial_id, training.value, max(trained))
+        if len(trained) < len(report.rows):
+            validated.add(trial_id)
+    if pending:
+        flush()
+    _advance_trials(session, top, validated)
+
+
+def _write_rows(
+    session: Session, rows_by_trial: Mapping[int, Sequence[AnyMetricRow]]
+) -> list[tuple[int, str, int]]:
+    """Upsert these trials' rows in ONE statement; the ``(trial, kind, total_batches)``
+    keys written (each once)."""
     dialect = session.get_bind().dialect.name
     statement, stamp = _UPSERTS[dialect]
     now = stamp(utcnow())
@@ -217,9 +283,8 @@ def upsert_metrics_of_trials(
                 metrics if type(metrics) is dict else dict(metrics),
                 now if reported_at is None else stamp(reported_at),
             ]
-    written = dict.fromkeys(rows_by_trial, 0)
     if not latest:
-        return written
+        return []
     values = list(latest.values())
     document = _json_array(values)
     if "NaN" in document or "Infinity" in document:
@@ -229,23 +294,74 @@ def upsert_metrics_of_trials(
             value[5] = {name: encode_metric_value(v) for name, v in value[5].items()}
         document = _json_array(values)
     session.execute(statement, {"rows": document})
-    top: dict[int, int] = {}
-    validated: set[int] = set()
-    training = MetricKind.TRAINING.value
-    for trial_id, kind, batches in latest:
-        written[trial_id] += 1
-        if kind == training:
-            if batches > top.get(trial_id, batches - 1):
-                top[trial_id] = batches
-        else:
-            validated.add(trial_id)
+    return list(latest)
+
+
+def _note_row(
+    top: dict[int, int], validated: set[int], trial_id: int, kind: str, batches: int
+) -> None:
+    """Note a written row for :func:`_advance_trials`: a training row's batch count, a trial
+    with validation rows."""
+    if kind == _TRAINING:
+        if batches > top.get(trial_id, batches - 1):
+            top[trial_id] = batches
+    else:
+        validated.add(trial_id)
+
+
+_TRAINING = MetricKind.TRAINING.value
+
+
+def _advance_trials(session: Session, top: Mapping[int, int], validated: set[int]) -> None:
+    """After rows were written: one executemany ``UPDATE`` raising each trial's
+    ``total_batches`` to its ``top`` training row, then a best-validation refresh per
+    ``validated`` trial."""
     if top:
         session.execute(
             _ADVANCE_TOTAL_BATCHES, [{"trial": t, "top": b} for t, b in sorted(top.items())]
         )
     for trial_id in sorted(validated):
         trials_repo.refresh_trial_best(session, trial_id)
-    return written
+
+
+# What report_text reads of a body: its bytes without whitespace, digits and '-', and with
+# '}' as ',' (an integer value then reads '":,'). Without a backslash (checked first) no
+# string holds an escaped quote, so every '"' opens or closes a string and '":' ends a key.
+_BARE = bytes.maketrans(b"}", b","), b" \t\n\r-0123456789"
+_LITERAL_VALUE = re.compile(rb":(?:NaN|Infinity|true|false)")
+
+
+def report_text(body: bytes, rows: Sequence[MetricReport]) -> ReportText | None:
+    """``body`` (a ``{"rows": [...]}`` report the API's schema validated into ``rows``) as a
+    :class:`ReportText` when its text says exactly what ``rows`` say, in the form the rows
+    would be stored in, so that SQLite may store the text's values; else ``None`` (the rows
+    are stored as rows). The schema read the text laxly (an integer or ``true`` as a float, a
+    numeric string as a number, the last of two equal keys); the text is taken only when
+    counting over its bytes (no parse) shows none of that: no escape (a stored name keeps
+    its spelling), no non-finite or boolean literal, no integer but the batch and record
+    counts, no ``reported_at`` (stored in SQLite's own spelling), and exactly as many
+    strings as ``rows`` has keys and kinds: every one of those comes from the text, so any
+    more is a repeated key or a string value. Costs ~0.3 ms for 1,000 rows (SQLite then
+    parses the text without the GIL)."""
+    bare = body.translate(*_BARE)
+    if b"\\" in bare or _LITERAL_VALUE.search(bare) is not None:
+        return None
+    counts = len(rows)  # every batch count, an integer literal
+    if bare.count(b'"total_batches":,') != counts:
+        return None
+    if b'"total_records"' in bare:
+        records = bare.count(b'"total_records":,')
+        if bare.count(b'"total_records"') != records + bare.count(b'"total_records":null'):
+            return None
+        counts += records
+    if b'"reported_at"' in bare and bare.count(b'"reported_at"') != bare.count(
+        b'"reported_at":null'
+    ):
+        return None
+    strings = 1 + len(rows) + sum(map(len, rows)) + sum(len(row["metrics"]) for row in rows)
+    if bare.count(b'":,') != counts or bare.count(b'"') != 2 * strings:
+        return None
+    return ReportText(body.decode(), rows)
 
 
 def _json_array(values: list[list[Any]]) -> str:
@@ -310,6 +426,19 @@ _SQLITE_UPSERT = text(
            json_extract(value, '$[4]'), json_extract(value, '$[5]'),
            json_extract(value, '$[6]')
     FROM json_each(:rows) WHERE true
+    {_SET_ON_CONFLICT}
+    """
+)
+
+
+# A ReportText's rows, unpacked from its text by SQLite (rows without reported_at: now).
+_SQLITE_TEXT_UPSERT = text(
+    f"""
+    INSERT INTO metrics ({_COLUMNS})
+    SELECT :trial, json_extract(value, '$.kind'), json_extract(value, '$.total_batches'),
+           json_extract(value, '$.total_records'), json_extract(value, '$.total_epochs'),
+           json_extract(value, '$.metrics'), :now
+    FROM json_each(:body, '$.rows') WHERE true
     {_SET_ON_CONFLICT}
     """
 )

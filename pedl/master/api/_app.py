@@ -210,13 +210,15 @@ class MetricReportFastPath:
         if rows is None:
             await self.app(scope, replay_body(body, receive), send)
             return
-        response = await self._ingest(int(match[1]), rows, token)
+        response = await self._ingest(int(match[1]), rows, token, body)
         await response(scope, receive, send)
 
-    async def _ingest(self, trial_id: int, rows: list[MetricReport], token: str) -> Response:
+    async def _ingest(
+        self, trial_id: int, rows: list[MetricReport], token: str, body: bytes
+    ) -> Response:
         try:
             answer = await trials.ingest_report(
-                self.ingestor, trial_id, rows, token, values_checked=True
+                self.ingestor, trial_id, rows, token, values_checked=True, body=body
             )
         except ApiError as err:
             return error_response(

@@ -175,15 +175,19 @@ async def ingest_report(
     token: str,
     *,
     values_checked: bool = False,
+    body: bytes | None = None,
 ) -> MetricsIngested:
     """Hand one report to the metric writer and await its commit (no worker thread); raises
     :class:`ApiError` 401/403 (token), 409 (the trial ended, a row past its length), 422 (a
     value beyond the bound), 503 (queue full, writer stuck or stopped), or the writer's own
     error (404 unknown trial, a database error). Shared by the route and the app's fast path
     (:class:`pedl.master.api._app.MetricReportFastPath`), whose schema has already checked
-    the values' bound (``values_checked``)."""
+    the values' bound (``values_checked``) and hands over the body's text (``body``, see
+    :meth:`~pedl.db.MetricIngestor.submit_async`)."""
     try:
-        waiter = ingestor.submit_async(trial_id, rows, token=token, values_checked=values_checked)
+        waiter = ingestor.submit_async(
+            trial_id, rows, token=token, values_checked=values_checked, body=body
+        )
         try:
             # On timeout the waiter is cancelled: the writer drops the report if still queued.
             async with asyncio.timeout(INGEST_TIMEOUT_S):

@@ -1,0 +1,246 @@
+"""Reports stored from their text (``report_text``, SQLite's ``json_each``) against the same
+reports stored from their rows: the text is taken only where every reader gets the same
+values, of the same JSON types, back; everything else is stored from its rows."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from pedl.db import Database, experiments, trials
+from pedl.db import metrics as metrics_repo
+from pedl.db.metrics import AnyMetricRow, MetricReport, ReportText, report_text
+from pedl.master.api.trials import fast_metric_rows
+from pedl.vocabulary import MetricKind
+from tests.master.helpers import make_archive
+
+from .metric_bodies import report_bodies
+
+
+@pytest.fixture
+def sqlite_database(tmp_path: Path) -> Iterator[Database]:
+    """A migrated SQLite database (the text is read by SQLite only)."""
+    database = Database(f"sqlite:///{tmp_path / 'pedl.db'}")
+    database.upgrade()
+    try:
+        yield database
+    finally:
+        database.dispose()
+
+
+def _trial(database: Database) -> int:
+    with database.session(write=True) as session:
+        experiment = experiments.create_experiment(
+            session,
+            config={"searcher": {"metric": "loss"}},
+            config_text="searcher: {}",
+            model_definition=make_archive(),
+            owner="alice",
+            searcher_metric="loss",
+            smaller_is_better=True,
+        )
+        trial, _token = trials.create_trial(
+            session, experiment_id=experiment.id, hparams={"lr": 0.5}, seed=3
+        )
+        return trial.id
+
+
+def _typed(value: Any) -> Any:
+    """``value`` with every number tagged by its JSON type (1 and 1.0 differ)."""
+    if isinstance(value, dict):
+        return {name: _typed(item) for name, item in value.items()}
+    if isinstance(value, list):
+        return [_typed(item) for item in value]
+    return (type(value).__name__, value)
+
+
+def _read(database: Database, trial_id: int) -> Any:
+    """What the API and the charts read of a trial's rows: the rows' JSON (all but the trial
+    and the time), each metric's series, the trial's best validation and batch count."""
+    with database.session() as session:
+        rows = json.loads(metrics_repo.metrics_json(session, trial_id))
+        names = sorted({name for row in rows for name in row["metrics"]})
+        series = {
+            (kind, name): [
+                json.loads(found.points)
+                for found in metrics_repo.series(session, [trial_id], kind, name, epochs=True)
+            ]
+            for kind in MetricKind
+            for name in names
+        }
+        trial = trials.get_trial(session, trial_id)
+        summary = (trial.best_validation, trial.total_batches)
+    for row in rows:
+        del row["trial_id"], row["reported_at"]
+    return _typed([rows, sorted(series.items()), summary])
+
+
+def _stored_both_ways(database: Database, body: bytes) -> tuple[Any, Any] | None:
+    """The body's rows read back when stored from its rows and from its text; ``None`` where
+    the fast schema or ``report_text`` leaves it to the rows."""
+    rows = fast_metric_rows(body)
+    if rows is None:
+        return None
+    text = report_text(body, rows)
+    if text is None:
+        return None
+    from_rows, from_text = _trial(database), _trial(database)
+    with database.session(write=True) as session:
+        metrics_repo.upsert_reports(session, [(from_rows, rows)])
+        metrics_repo.upsert_reports(session, [(from_text, text)])
+    return _read(database, from_rows), _read(database, from_text)
+
+
+# Bodies a client writes (floats in every spelling, spaces anywhere), with now and then one
+# thing the text must not be taken for: an integer or boolean value, a numeric string, a
+# repeated key.
+_FLOATS = ["0.5", "-0.0", "1e300", "-1e300", "2e-320", "0.10", "1E5", "1.0", "null",
+           "0.1000000000000000055511151231257827", "123456789012345678901234567890.0"]  # fmt: skip
+_OPTIONAL = ["", ',"total_records":64', ',"total_records":null', ',"total_epochs":1.5',
+             ',"total_epochs":2', ',"reported_at":null']  # fmt: skip
+_TRAPS = ["1", "-3", "true", "false", '"0.5"', "DUPLICATE"]
+
+
+@st.composite
+def _client_bodies(draw: st.DrawFn) -> bytes:
+    space = st.sampled_from(["", " ", "\n  "])
+    trap = draw(st.sampled_from([None] * 8 + _TRAPS))
+    rows = []
+    for index in range(draw(st.integers(min_value=0, max_value=4))):
+        names = draw(st.lists(st.sampled_from(["loss", "acc", "kind", "rows", "m"]), unique=True))
+        values = [draw(st.sampled_from(_FLOATS)) for _ in names]
+        pairs = [f'"{n}"{draw(space)}:{draw(space)}{v}' for n, v in zip(names, values, strict=True)]
+        if trap is not None and index == 0:
+            pairs.append('"loss":0.25,"loss":0.75' if trap == "DUPLICATE" else f'"t":{trap}')
+        optional = draw(st.sampled_from(_OPTIONAL))
+        kind = draw(st.sampled_from(["training", "validation"]))
+        batches = draw(st.integers(min_value=0, max_value=3))
+        rows.append(
+            f'{{{draw(space)}"kind":"{kind}",{draw(space)}"total_batches":{batches},'
+            f'"metrics":{{{",".join(pairs)}}}{optional}}}'
+        )
+    return ('{"rows":[' + f",{draw(space)}".join(rows) + "]}").encode()
+
+
+_SETTINGS = settings(
+    max_examples=300,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+
+
+@_SETTINGS
+@given(body=_client_bodies())
+def test_a_report_stored_from_its_text_reads_back_as_from_its_rows(
+    sqlite_database: Database, body: bytes
+) -> None:
+    stored = _stored_both_ways(sqlite_database, body)
+    event("stored from the text" if stored is not None else "stored from the rows")
+    if stored is not None:
+        assert stored[1] == stored[0], body
+
+
+@_SETTINGS
+@given(body=report_bodies())
+def test_the_route_schemas_edge_cases_read_back_as_from_their_rows(
+    sqlite_database: Database, body: bytes
+) -> None:
+    stored = _stored_both_ways(sqlite_database, body)
+    event("stored from the text" if stored is not None else "stored from the rows")
+    if stored is not None:
+        assert stored[1] == stored[0], body
+
+
+def test_what_a_client_writes_is_stored_from_its_text() -> None:
+    rows = [
+        {"kind": "training", "total_batches": 10, "metrics": {"loss": 0.25, "acc": 1.0}},
+        {
+            "kind": "validation",
+            "total_batches": 10,
+            "total_records": 320,
+            "total_epochs": 0.5,
+            "reported_at": None,
+            "metrics": {"val_loss": 1e-7, "n": None},
+        },
+    ]
+    for body in (json.dumps({"rows": rows}), json.dumps({"rows": rows}, indent=2), '{"rows":[]}'):
+        fast = fast_metric_rows(body.encode())
+        assert fast is not None
+        assert isinstance(report_text(body.encode(), fast), ReportText), body
+
+
+def test_what_the_text_would_store_otherwise_is_stored_from_the_rows() -> None:
+    def body(metrics: str, optional: str = "") -> bytes:
+        row = f'{{"kind":"training","total_batches":1,"metrics":{metrics}{optional}}}'
+        return f'{{"rows":[{row}]}}'.encode()
+
+    for left in (
+        body('{"loss":1}'),  # stored as 1.0 from the rows
+        body('{"loss":true}'),  # 1.0
+        body('{"loss":"0.5"}'),  # 0.5
+        body('{"loss":0.5,"loss":0.25}'),  # the last one; SQLite would read the first
+        body('{"loss":0.5}', ',"total_batches":2'),  # a repeated field
+        body('{"loss":"NaN"}'),
+        body('{"\\u00e9":0.5}'),  # an escape: the name is stored unescaped from the rows
+        body('{"loss":0.5}', ',"total_epochs":2'),
+        body('{"loss":0.5}', ',"reported_at":"2026-01-02T03:04:05Z"'),
+        b'{"rows":[],"rows":[{"kind":"training","total_batches":1,"metrics":{}}]}',
+        # a batch count written as a float beside an integer value: as many integers
+        b'{"rows":[{"kind":"training","total_batches":1.0,"metrics":{"loss":1}}]}',
+    ):
+        rows = fast_metric_rows(left)
+        assert rows is not None, left
+        assert report_text(left, rows) is None, left
+
+
+def test_reports_apply_in_order_whatever_their_form(database: Database) -> None:
+    """Rows, text and rows again for the same keys: the last report's values win (on
+    PostgreSQL a ReportText is stored as its rows)."""
+    trial_id = _trial(database)
+
+    def report(values: list[float], *, as_text: bool) -> Any:
+        body = json.dumps(
+            {
+                "rows": [
+                    {"kind": kind, "total_batches": b, "metrics": {"loss": v}}
+                    for (b, v), kind in zip(
+                        enumerate(values, start=1),
+                        itertools.cycle(["training", "validation"]),
+                        strict=False,
+                    )
+                ]
+            }
+        ).encode()
+        rows: list[MetricReport] | None = fast_metric_rows(body)
+        assert rows is not None
+        text = report_text(body, rows) if as_text else None
+        assert (text is not None) == as_text
+        form: list[AnyMetricRow] | ReportText = text if text is not None else list(rows)
+        return form
+
+    with database.session(write=True) as session:
+        metrics_repo.upsert_reports(
+            session,
+            [
+                (trial_id, report([0.9, 0.8, 0.7], as_text=False)),
+                (trial_id, report([0.6, 0.5], as_text=True)),
+                (trial_id, report([0.4], as_text=False)),
+            ],
+        )
+    with database.session() as session:
+        stored = json.loads(metrics_repo.metrics_json(session, trial_id))
+        trial = trials.get_trial(session, trial_id)
+    assert [(r["kind"], r["total_batches"], r["metrics"]["loss"]) for r in stored] == [
+        ("training", 1, 0.4),
+        ("training", 3, 0.7),
+        ("validation", 2, 0.5),
+    ]
+    assert (trial.total_batches, trial.best_validation) == (3, pytest.approx(0.5))
