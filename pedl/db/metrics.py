@@ -192,11 +192,11 @@ def upsert_metrics_of_trials(
     written per trial."""
     keys = _write_rows(session, rows_by_trial)
     written = dict.fromkeys(rows_by_trial, 0)
+    for trial_id, _, _ in keys:
+        written[trial_id] += 1
     top: dict[int, int] = {}
     validated: set[int] = set()
-    for trial_id, kind, batches in keys:
-        written[trial_id] += 1
-        _note_row(top, validated, trial_id, kind, batches)
+    _note_rows(top, validated, keys)
     _advance_trials(session, top, validated)
     return written
 
@@ -228,8 +228,7 @@ def upsert_reports(
     now = _sqlite_stamp(utcnow())
 
     def flush() -> None:
-        for trial_id, kind, batches in _write_rows(session, pending):
-            _note_row(top, validated, trial_id, kind, batches)
+        _note_rows(top, validated, _write_rows(session, pending))
         pending.clear()
 
     for trial_id, report in reports:
@@ -243,7 +242,7 @@ def upsert_reports(
         training = MetricKind.TRAINING
         trained = [row["total_batches"] for row in report.rows if row["kind"] == training]
         if trained:
-            _note_row(top, validated, trial_id, training.value, max(trained))
+            _note_rows(top, validated, [(trial_id, _TRAINING, max(trained))])
         if len(trained) < len(report.rows):
             validated.add(trial_id)
     if pending:
@@ -297,16 +296,18 @@ def _write_rows(
     return list(latest)
 
 
-def _note_row(
-    top: dict[int, int], validated: set[int], trial_id: int, kind: str, batches: int
+def _note_rows(
+    top: dict[int, int], validated: set[int], keys: Sequence[tuple[int, str, int]]
 ) -> None:
-    """Note a written row for :func:`_advance_trials`: a training row's batch count, a trial
-    with validation rows."""
-    if kind == _TRAINING:
-        if batches > top.get(trial_id, batches - 1):
-            top[trial_id] = batches
-    else:
-        validated.add(trial_id)
+    """Note written rows for :func:`_advance_trials`: each trial's largest training batch
+    count, the trials with validation rows."""
+    training = _TRAINING
+    for trial_id, kind, batches in keys:
+        if kind == training:
+            if batches > top.get(trial_id, batches - 1):
+                top[trial_id] = batches
+        else:
+            validated.add(trial_id)
 
 
 _TRAINING = MetricKind.TRAINING.value
