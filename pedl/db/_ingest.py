@@ -385,15 +385,15 @@ class MetricIngestor:
         return refused
 
     def _write_one(self, request: _Request) -> int | Exception:
-        """Write one request in its own transaction: the number of keys written, or the
-        error to answer it with."""
+        """Write one request in its own transaction, from its rows (never its text: a text
+        SQLite could not read fails its batch, and is then stored like any other report):
+        the number of keys written, or the error to answer it with."""
         try:
             with self.database.session(write=True, serialize=True) as session:
                 refused = _refused(session, [request], self._batch_limits)
                 if request in refused:
                     raise refused[request]
-                metrics_repo.upsert_reports(session, [(request.trial_id, request.report)])
-                return request.distinct_keys
+                return metrics_repo.upsert_metrics(session, request.trial_id, request.rows)
         except Exception as err:  # answered to the request, never kills the writer
             return err
 

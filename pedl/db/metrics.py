@@ -362,7 +362,10 @@ def report_text(body: bytes, rows: Sequence[MetricReport]) -> ReportText | None:
     strings = 1 + len(rows) + sum(map(len, rows)) + sum(len(row["metrics"]) for row in rows)
     if bare.count(b'":,') != counts or bare.count(b'"') != 2 * strings:
         return None
-    return ReportText(body.decode(), rows)
+    try:
+        return ReportText(body.decode(), rows)
+    except UnicodeDecodeError:  # (the schema's parser refuses it first)
+        return None
 
 
 def _json_array(values: list[list[Any]]) -> str:

@@ -20,6 +20,8 @@ from pedl.db import (
     NotFoundError,
     TrialTokenError,
 )
+from pedl.db.metrics import report_text
+from pedl.master.api.trials import fast_metric_rows
 from pedl.vocabulary import MetricKind
 from tests.waits import scaled
 
@@ -208,3 +210,31 @@ def test_async_submissions_are_answered_on_their_loop(
     assert answers[52] == 1
     assert _count(database, first) + _count(database, second) == 51
     assert _count(database, first, [1000, 2000]) == 0
+
+
+def test_a_text_sqlite_cannot_read_is_stored_from_its_rows(
+    client: httpx.Client, database: Database
+) -> None:
+    """A body whose text passes ``report_text`` but that SQLite's JSON reader refuses (here
+    cut short: a parser that disagreed with the schema's would look the same) fails its
+    batch; each of its requests is then written alone, from its rows."""
+    (trial_id, _), (other, _) = _trials(client, database, 2)
+    whole = b'{"rows":[{"kind":"training","total_batches":5,"metrics":{"loss":0.5}}]}'
+    rows = fast_metric_rows(whole)
+    assert rows is not None and report_text(whole[:-1], rows) is not None
+    ingestor = MetricIngestor(database, max_requests=16)
+
+    async def scenario() -> list[Any]:
+        waiters = [
+            ingestor.submit_async(trial_id, rows, body=whole[:-1]),
+            ingestor.submit_async(other, _rows([7])),
+        ]
+        ingestor.start()
+        return await asyncio.gather(*waiters, return_exceptions=True)
+
+    try:
+        answers = asyncio.run(scenario())
+    finally:
+        ingestor.stop()
+    assert answers == [1, 1]
+    assert _count(database, trial_id, [5]) == 1 and _count(database, other, [7]) == 1
