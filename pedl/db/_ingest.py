@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -62,29 +62,21 @@ class TrialTokenError(PermissionError):
 @dataclass(eq=False)
 class _Request:
     """One request; answered through ``future`` (:meth:`MetricIngestor.submit`) or, from an
-    event loop, through ``waiter`` on ``loop`` (:meth:`MetricIngestor.submit_async`)."""
+    event loop, through ``waiter`` on ``loop`` (:meth:`MetricIngestor.submit_async`).
+    Everything the writer needs per row is worked out by the submitting thread
+    (:func:`_request`): the writer thread, which every report waits for, runs little
+    Python beside its SQL."""
 
     trial_id: int
     rows: Sequence[AnyMetricRow]
     token_hash: str | None
-    body: bytes | None = None
+    report: Sequence[AnyMetricRow] | ReportText
+    """The rows, or their body's text where SQLite may store that."""
+    distinct_keys: int
+    most_batches: int
     future: Future[int] | None = None
     waiter: asyncio.Future[int] | None = None
     loop: asyncio.AbstractEventLoop | None = None
-
-    @property
-    def report(self) -> Sequence[AnyMetricRow] | ReportText:
-        """The rows, or their body's text where SQLite may store that
-        (:func:`~pedl.db.metrics.report_text`)."""
-        if self.body is not None:
-            text = report_text(self.body, cast(Sequence[MetricReport], self.rows))
-            if text is not None:
-                return text
-        return self.rows
-
-    @property
-    def distinct_keys(self) -> int:
-        return len(row_keys(self.rows))
 
     def claim(self) -> bool:
         """Whether the request is still wanted (its caller has not given up): the writer
@@ -93,6 +85,29 @@ class _Request:
             return not self.waiter.done()  # cancelled by its caller's timeout
         assert self.future is not None
         return self.future.set_running_or_notify_cancel()
+
+
+def _request(
+    trial_id: int,
+    rows: Sequence[AnyMetricRow],
+    token: str | None,
+    body: bytes | None,
+    **answer: Any,
+) -> _Request:
+    """A :class:`_Request`, its per-row work done here (``body``: the text the rows were
+    validated from, read by SQLite where :func:`~pedl.db.metrics.report_text` allows)."""
+    rows = list(rows)
+    token_hash = None if token is None else trials_repo.hash_token(token)
+    text = None if body is None else report_text(body, cast(Sequence[MetricReport], rows))
+    return _Request(
+        trial_id,
+        rows,
+        token_hash,
+        rows if text is None else text,
+        len(row_keys(rows)),
+        most_batches(rows),
+        **answer,
+    )
 
 
 def _answer(outcomes: list[tuple[_Request, int | BaseException]]) -> None:
@@ -254,8 +269,7 @@ class MetricIngestor:
         ``max_queued`` requests are already waiting, and
         :class:`~pedl.db.metrics.MetricValueError` for a value no reader could use."""
         metrics_repo.check_metric_values(rows)
-        token_hash = None if token is None else trials_repo.hash_token(token)
-        request = _Request(trial_id, list(rows), token_hash, future=Future())
+        request = _request(trial_id, rows, token, None, future=Future())
         self._enqueue(request)
         assert request.future is not None
         return request.future
@@ -277,15 +291,14 @@ class MetricIngestor:
         :data:`~pedl.db.metrics.MAX_METRIC_MAGNITUDE` (the API's schema did), so they are
         not checked again. ``body``: the JSON text the API's schema validated into ``rows``
         (dicts); on SQLite the writer stores the rows from that text when it says exactly
-        what they say (:func:`~pedl.db.metrics.report_text`, checked in the writer's thread,
-        not the event loop's)."""
+        what they say (:func:`~pedl.db.metrics.report_text`, checked here, on the event loop:
+        off the writer's path, which every report waits for)."""
         if not values_checked:
             metrics_repo.check_metric_values(rows)
-        token_hash = None if token is None else trials_repo.hash_token(token)
         body = body if self._sqlite else None
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[int] = loop.create_future()
-        self._enqueue(_Request(trial_id, list(rows), token_hash, body, waiter=waiter, loop=loop))
+        self._enqueue(_request(trial_id, rows, token, body, waiter=waiter, loop=loop))
         return waiter
 
     def _enqueue(self, request: _Request) -> None:
@@ -377,10 +390,9 @@ class MetricIngestor:
         """Write the batch in one transaction, skipping the requests refused (unknown or
         ended trial, wrong token, a row past the trial's limit); returns those with their
         errors."""
-        reports = [(request, request.report) for request in batch]  # before taking the lock
         with self.database.session(write=True, serialize=True) as session:
             refused = _refused(session, batch, self._batch_limits)
-            accepted = [(r.trial_id, report) for r, report in reports if r not in refused]
+            accepted = [(r.trial_id, r.report) for r in batch if r not in refused]
             metrics_repo.upsert_reports(session, accepted)
         return refused
 
@@ -440,7 +452,7 @@ def _refused(
 
 def _past_limit(request: _Request, limit: int | None) -> ConflictError | None:
     """The error for the request's first row past ``limit`` batches, if it has one."""
-    if limit is None or most_batches(request.rows) <= limit:
+    if limit is None or request.most_batches <= limit:
         return None
     for index, any_row in enumerate(request.rows):
         row = as_metric_row(any_row)
