@@ -176,9 +176,10 @@ class MetricReportFastPath:
     (:func:`~pedl.master.api.trials.report_metrics`): the body is parsed once, by pydantic's
     core alone (:func:`~pedl.master.api.trials.fast_metric_rows`: no ``json.loads``, no
     Python call per value, the values' bound checked there), then handed to the same
-    :func:`~pedl.master.api.trials.ingest_report`. Anything unusual (no bearer token, not
-    JSON, a body that schema refuses, over 1 MiB, not a report) goes to the app itself, body
-    replayed, so its errors are exactly the route's."""
+    :func:`~pedl.master.api.trials.ingest_report` with the body's text (which SQLite may
+    store as it is, see :func:`~pedl.db.metrics.report_text`). Anything unusual (no bearer
+    token, not JSON, a body that schema refuses, over 1 MiB, not a report) goes to the app
+    itself, body replayed, so its errors are exactly the route's."""
 
     def __init__(self, app: ASGIApp, *, ingestor: MetricIngestor, retry_after_s: int) -> None:
         self.app = app
