@@ -20,10 +20,10 @@ On SQLite also the form the master's writer takes for these bodies since 2026-11
 (``report_text``: SQLite reads the rows from the body's text): ``report_text`` then
 ``upsert_reports``, one transaction per body (``db_text_rows_per_s``, ratio
 ``master_over_db_text``). The summary gives the ratio master ÷ database layer (issue 38's
-goal: ≥ 0.9, both ≥ 100,000 rows/s), and, since wall time on a shared machine mostly measures the other load, the same
-per CPU second (``rows_per_cpu_s``: the master's process, or this one's for the database
-layer, plus every PostgreSQL process's CPU; with PostgreSQL, other users of the server are
-counted too).
+goal: ≥ 0.9, both ≥ 100,000 rows/s), and, since wall time on a shared machine mostly
+measures the other load, the same per CPU second (``rows_per_cpu_s``: the master's process,
+or this one's for the database layer, plus every PostgreSQL process's CPU; with PostgreSQL,
+other users of the server are counted too).
 """
 
 from __future__ import annotations
