@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import select
 import signal
 import socket
@@ -25,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from pedl.core import DistributedContext
@@ -52,12 +54,41 @@ class GangPorts:
     tf_ports: tuple[int, ...]
 
 
+LOWEST_PORT = 10_000
+"""The lowest port :func:`free_ports` picks."""
+
+
+def _ephemeral_ports_start() -> int:
+    """The first port of the kernel's range for outgoing connections' source ports."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct TCP ports that are free on ``host`` now (all bound at once, so
-    none repeats, then released: a process of the gang binds each soon after)."""
+    """``count`` distinct TCP ports that are free on ``host`` now, drawn at random below the
+    kernel's range of ephemeral ports (from :data:`LOWEST_PORT`; from that range only where
+    it leaves no room below). All are held at once, so none repeats, then released: a process
+    of the gang binds each seconds later, once it has imported its framework. Meanwhile a
+    port in the ephemeral range can be taken by any process's outgoing connection as its
+    source port, and a worker's own attempts to connect to a port not bound yet can connect
+    to themselves (TCP simultaneous open); outside it, only an explicit bind can take it."""
+    high = _ephemeral_ports_start()
+    draw = random.SystemRandom()
     sockets: list[socket.socket] = []
     try:
-        for _ in range(count):
+        for _ in range(100 * count if high > LOWEST_PORT else 0):
+            if len(sockets) == count:
+                break
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                sock.bind((host, draw.randrange(LOWEST_PORT, high)))
+            except OSError:
+                sock.close()
+                continue
+            sockets.append(sock)
+        while len(sockets) < count:  # no room below the range: any free port
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sockets.append(sock)
             sock.bind((host, 0))

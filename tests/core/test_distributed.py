@@ -12,7 +12,6 @@ import multiprocessing
 import os
 import queue
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pedl import core
+from pedl.exec import free_ports
 from tests.waits import scaled
 
 
@@ -43,16 +43,6 @@ def objects() -> dict[str, Any]:
         "array": np.arange(6, dtype="float32").reshape(2, 3),
         "large": b"x" * 2_000_000,
     }
-
-
-def free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def collectives(distributed: core.DistributedContext) -> dict[str, Any]:

@@ -13,27 +13,16 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from pedl import core
+from pedl.exec import free_ports
 from tests.waits import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def worker_environments(size: int, *, timeout: float = 120.0) -> list[dict[str, str]]:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +14,7 @@ from typing import Any
 import httpx
 
 from pedl import model_def
+from pedl.exec import free_ports
 from tests.accounts import ADMIN, ADMIN_PASSWORD
 from tests.waits import scaled
 
@@ -23,35 +22,13 @@ MODEL_DIR = Path(__file__).parent / "trial_model"
 TERMINAL = {"COMPLETED", "CANCELED", "ERROR"}
 
 
-LOWEST_PORT = 10_000
-
-
-def _ephemeral_ports_start() -> int:
-    """The first port of the kernel's range for outgoing connections' source ports."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768  # Linux's default
-
-
 def free_port() -> int:
-    """A free loopback port below the kernel's range of ephemeral ports (from
-    :data:`LOWEST_PORT`). Tests stop masters and start them again on the same port; while one
-    is down, a port in that range can be taken by any process's outgoing connection as its
-    source port, or by a trial's own retry, which then connects to itself (TCP simultaneous
-    open), and the restarted master fails with "address already in use". Outside the range
-    only an explicit bind can take it."""
-    high = _ephemeral_ports_start()
-    draw = random.SystemRandom()
-    for _ in range(1000):
-        port = draw.randrange(LOWEST_PORT, high)
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError(f"no free loopback port in {LOWEST_PORT}..{high - 1}")
+    """A free loopback port below the kernel's range of ephemeral ports
+    (:func:`pedl.exec.free_ports`). Tests stop masters and start them again on the same
+    port; while one is down, a port in that range can be taken by any process's outgoing
+    connection as its source port, or by a trial's own retry, which then connects to itself
+    (TCP simultaneous open), and the restarted master fails with "address already in use"."""
+    return free_ports(1)[0]
 
 
 class MasterProcess:

@@ -5,7 +5,6 @@ chief's, so both workers stop at the same step once the searcher closes the tria
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 from pedl import core
 from pedl.config import parse_config
+from pedl.exec import free_ports
 from pedl.script._core_api import CoreApiRun
 from pedl.storage import SharedFSStorage
 from pedl.vocabulary import MetricKind
@@ -53,16 +53,6 @@ class Platform:
 
     def should_preempt(self) -> bool:
         return False
-
-
-def free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def test_only_the_chief_reports_and_both_workers_stop_at_its_answer(tmp_path: Path) -> None:
