@@ -243,8 +243,8 @@ def upsert_reports(
         if pending:
             flush()
         session.execute(_SQLITE_TEXT_UPSERT, {"trial": trial_id, "body": report.body, "now": now})
-        if report.top is not None:
-            _note_rows(top, validated, [(trial_id, _TRAINING, report.top)])
+        if report.top is not None and report.top > top.get(trial_id, -1):
+            top[trial_id] = report.top
         if report.validated:
             validated.add(trial_id)
     if pending:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -38,6 +39,23 @@ def _count(database: Database, trial_id: int, batches: list[int] | None = None) 
 
 def _rows(batches: list[int], kind: Any = MetricKind.TRAINING) -> list[MetricRow]:
     return [MetricRow(kind=kind, total_batches=b, metrics={"loss": 1.0 / b}) for b in batches]
+
+
+def _answers(
+    ingestor: MetricIngestor, submit: Callable[[], list[asyncio.Future[int]]]
+) -> list[Any]:
+    """On a new event loop: ``submit`` (queued before the writer starts, so they share its
+    batches), then start the writer and gather the answers (errors as values); stop it."""
+
+    async def scenario() -> list[Any]:
+        waiters = submit()
+        ingestor.start()
+        return await asyncio.gather(*waiters, return_exceptions=True)
+
+    try:
+        return asyncio.run(scenario())
+    finally:
+        ingestor.stop()
 
 
 def _trials(client: httpx.Client, database: Database, count: int) -> list[tuple[int, str]]:
@@ -189,7 +207,7 @@ def test_async_submissions_are_answered_on_their_loop(
     (first, first_token), (second, _) = _trials(client, database, 2)
     ingestor = MetricIngestor(database, max_requests=16)
 
-    async def scenario() -> list[Any]:
+    def submit() -> list[asyncio.Future[int]]:
         dropped = ingestor.submit_async(first, _rows([1000]))
         dropped.cancel()  # its caller gave up before the writer started
         waiters = [
@@ -198,13 +216,9 @@ def test_async_submissions_are_answered_on_their_loop(
         waiters.append(ingestor.submit_async(first, _rows([2000]), token="not-a-token"))
         waiters.append(ingestor.submit_async(987_654, _rows([1])))
         waiters.append(ingestor.submit_async(first, _rows([3000]), token=first_token))
-        ingestor.start()
-        return await asyncio.gather(*waiters, return_exceptions=True)
+        return waiters
 
-    try:
-        answers = asyncio.run(scenario())
-    finally:
-        ingestor.stop()
+    answers = _answers(ingestor, submit)
     assert answers[:50] == [1] * 50
     assert isinstance(answers[50], TrialTokenError) and isinstance(answers[51], NotFoundError)
     assert answers[52] == 1
@@ -224,17 +238,12 @@ def test_a_text_sqlite_cannot_read_is_stored_from_its_rows(
     assert rows is not None and report_text(whole[:-1], rows) is not None
     ingestor = MetricIngestor(database, max_requests=16)
 
-    async def scenario() -> list[Any]:
-        waiters = [
+    answers = _answers(
+        ingestor,
+        lambda: [
             ingestor.submit_async(trial_id, rows, body=whole[:-1]),
             ingestor.submit_async(other, _rows([7])),
-        ]
-        ingestor.start()
-        return await asyncio.gather(*waiters, return_exceptions=True)
-
-    try:
-        answers = asyncio.run(scenario())
-    finally:
-        ingestor.stop()
+        ],
+    )
     assert answers == [1, 1]
     assert _count(database, trial_id, [5]) == 1 and _count(database, other, [7]) == 1
