@@ -12,6 +12,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import event, inspect, text
 
 from pedl.db import Base, Database, _migrate, current_revision, head_revision
+from pedl.db._models import exists_on
 from tests.waits import scaled
 
 
@@ -37,7 +38,10 @@ def test_migrations_create_exactly_the_models(fresh_db_url: str) -> None:
     try:
         database.upgrade()
         with database.engine.connect() as conn:
-            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            context = MigrationContext.configure(
+                conn,
+                opts={"compare_type": True, "include_object": exists_on(conn.dialect.name)},
+            )
             differences = compare_metadata(context, Base.metadata)
         assert differences == []
     finally:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 import threading
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select, text
+from sqlalchemy.exc import IntegrityError
 
 from pedl.db import (
     Checkpoint,
@@ -36,6 +38,7 @@ from pedl.vocabulary import (
     MetricKind,
     TrialState,
 )
+from tests.waits import scaled, until
 
 from .helpers import make_archive
 
@@ -202,6 +205,94 @@ def test_metric_upsert_from_concurrent_threads(database: Database) -> None:
     for thread in threads:
         thread.join()
     assert [_count(database, Metric, t) for t in trial_ids] == [200] * 4
+
+
+def _one_row(database: Database, trial_id: int) -> None:
+    with database.session(write=True) as session:
+        metrics.upsert_metrics(
+            session, trial_id, [MetricRow(kind=TRAINING, total_batches=1, metrics={"loss": 1.0})]
+        )
+
+
+def test_metric_rows_need_their_trial_and_go_with_it(database: Database) -> None:
+    """A foreign key on SQLite, statement triggers on PostgreSQL (migration 0018): same rules."""
+    experiment_id = _experiment(database)
+    kept, deleted = _trial(database, experiment_id), _trial(database, experiment_id)
+    missing = deleted + 1000
+    with pytest.raises(IntegrityError) as refused:
+        _one_row(database, missing)
+    if database.dialect == "postgresql":
+        assert f"Key (trial_id)=({missing}) is not present" in str(refused.value)
+    assert _count(database, Metric, missing) == 0
+    for trial_id in (kept, deleted):
+        _one_row(database, trial_id)
+    with database.session(write=True) as session:
+        session.execute(delete(Trial).where(Trial.id == deleted))
+    assert (_count(database, Metric, kept), _count(database, Metric, deleted)) == (1, 0)
+    # An experiment's deletion cascades to its trials, and on to their rows.
+    other = _trial(database, _experiment(database))
+    _one_row(database, other)
+    with database.session(write=True) as session:
+        experiments.apply_experiment_action(session, experiment_id, ExperimentAction.KILL)
+        experiments.set_experiment_state(session, experiment_id, ExperimentState.CANCELED)
+        experiments.delete_experiment(session, experiment_id)
+    assert (_count(database, Metric, kept), _count(database, Metric, other)) == (0, 1)
+
+
+def _lock_waits(database: Database) -> int:
+    with database.session() as session:
+        query = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        return session.execute(text(query)).scalar_one()
+
+
+def test_metric_rows_and_their_trials_deletion_wait_for_each_other(database: Database) -> None:
+    """PostgreSQL's trial check locks the trial as a foreign key would: rows written while
+    their trial is being deleted never outlive it, whichever transaction comes first."""
+    if database.dialect != "postgresql":
+        pytest.skip("SQLite has one writer at a time")
+    experiment_id = _experiment(database)
+    errors: list[BaseException] = []
+
+    def in_thread(work: Callable[[], None]) -> threading.Thread:
+        def run() -> None:
+            try:
+                work()
+            except BaseException as error:  # handed to the test's thread
+                errors.append(error)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    def delete_trial(trial_id: int) -> Callable[[], None]:
+        def work() -> None:
+            with database.session(write=True) as session:
+                session.execute(delete(Trial).where(Trial.id == trial_id))
+
+        return work
+
+    # The rows' transaction first: the deletion waits for it, then deletes its rows too.
+    first = _trial(database, experiment_id)
+    with database.session(write=True) as session:
+        metrics.upsert_metrics(
+            session, first, [MetricRow(kind=TRAINING, total_batches=1, metrics={"loss": 1.0})]
+        )
+        deleting = in_thread(delete_trial(first))
+        until(lambda: _lock_waits(database), "the deletion to wait for the rows' transaction")
+    deleting.join(scaled(30))
+    assert not deleting.is_alive() and errors == []
+    assert _count(database, Metric, first) == 0
+
+    # The deletion first: the rows wait for it, then fail; nothing is left behind.
+    second = _trial(database, experiment_id)
+    with database.session(write=True) as session:
+        session.execute(delete(Trial).where(Trial.id == second))
+        writing = in_thread(lambda: _one_row(database, second))
+        until(lambda: _lock_waits(database), "the rows to wait for the trial's deletion")
+    writing.join(scaled(30))
+    assert not writing.is_alive()
+    assert [type(error) for error in errors] == [IntegrityError]
+    assert _count(database, Metric, second) == 0
 
 
 def test_logs_are_idempotent_by_seq(database: Database) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
-from pedl.db._models import Base
+from pedl.db._models import Base, exists_on
 
 
 def run_migrations_online() -> None:
@@ -25,6 +25,7 @@ def run_migrations_online() -> None:
         target_metadata=Base.metadata,
         render_as_batch=True,  # SQLite needs table rebuilds for most ALTERs
         compare_type=True,
+        include_object=exists_on(connection.dialect.name),
     )
     with context.begin_transaction():
         context.run_migrations()
