@@ -71,7 +71,7 @@ class _Request:
     rows: Sequence[AnyMetricRow]
     token_hash: str | None
     report: Sequence[AnyMetricRow] | ReportText
-    """The rows, or their body's text where SQLite may store that."""
+    """The rows, or their body's text where the database may store that."""
     distinct_keys: int
     most_batches: int
     future: Future[int] | None = None
@@ -92,13 +92,15 @@ def _request(
     rows: Sequence[AnyMetricRow],
     token: str | None,
     body: bytes | None,
+    dialect: str,
     **answer: Any,
 ) -> _Request:
     """A :class:`_Request`, its per-row work done here (``body``: the text the rows were
-    validated from, read by SQLite where :func:`~pedl.db.metrics.report_text` allows)."""
+    validated from, read by the database where :func:`~pedl.db.metrics.report_text`
+    allows)."""
     rows = list(rows)
     token_hash = None if token is None else trials_repo.hash_token(token)
-    text = None if body is None else report_text(body, cast(Sequence[MetricReport], rows))
+    text = None if body is None else report_text(body, cast(Sequence[MetricReport], rows), dialect)
     return _Request(
         trial_id,
         rows,
@@ -150,7 +152,7 @@ class MetricIngestor:
     ``max_requests`` requests or ``max_rows`` rows, and writes that batch in ONE transaction:
     one query checking all its trials (and tokens), then
     :func:`~pedl.db.metrics.upsert_reports` with the requests in arrival order (one
-    statement for the batch's rows, plus one per report SQLite reads from its text; same
+    statement for the batch's rows, plus one per report the database reads from its text; same
     idempotent upsert: the last row for a ``(trial, kind, total_batches)`` wins); it commits
     once, then answers every request.
 
@@ -214,7 +216,6 @@ class MetricIngestor:
         self._stopped = False
         self._thread: threading.Thread | None = None
         self._batch_limits: dict[int, int] = {}
-        self._sqlite = database.dialect == "sqlite"
 
     MAX_LIMITS = 100_000
     """How many trials' limits :meth:`limit_batches` keeps (the oldest are forgotten)."""
@@ -269,7 +270,7 @@ class MetricIngestor:
         ``max_queued`` requests are already waiting, and
         :class:`~pedl.db.metrics.MetricValueError` for a value no reader could use."""
         metrics_repo.check_metric_values(rows)
-        request = _request(trial_id, rows, token, None, future=Future())
+        request = _request(trial_id, rows, token, None, self.database.dialect, future=Future())
         self._enqueue(request)
         assert request.future is not None
         return request.future
@@ -290,15 +291,16 @@ class MetricIngestor:
         the caller has already refused every value beyond
         :data:`~pedl.db.metrics.MAX_METRIC_MAGNITUDE` (the API's schema did), so they are
         not checked again. ``body``: the JSON text the API's schema validated into ``rows``
-        (dicts); on SQLite the writer stores the rows from that text when it says exactly
+        (dicts); the writer stores the rows from that text when it says exactly
         what they say (:func:`~pedl.db.metrics.report_text`, checked here, on the event loop:
         off the writer's path, which every report waits for)."""
         if not values_checked:
             metrics_repo.check_metric_values(rows)
-        body = body if self._sqlite else None
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[int] = loop.create_future()
-        self._enqueue(_request(trial_id, rows, token, body, waiter=waiter, loop=loop))
+        self._enqueue(
+            _request(trial_id, rows, token, body, self.database.dialect, waiter=waiter, loop=loop)
+        )
         return waiter
 
     def _enqueue(self, request: _Request) -> None:
@@ -398,7 +400,7 @@ class MetricIngestor:
 
     def _write_one(self, request: _Request) -> int | Exception:
         """Write one request in its own transaction, from its rows (never its text: a text
-        SQLite could not read fails its batch, and is then stored like any other report):
+        the database could not read fails its batch, and is then stored like any other report):
         the number of keys written, or the error to answer it with."""
         try:
             with self.database.session(write=True, serialize=True) as session:

@@ -226,16 +226,16 @@ def test_async_submissions_are_answered_on_their_loop(
     assert _count(database, first, [1000, 2000]) == 0
 
 
-def test_a_text_sqlite_cannot_read_is_stored_from_its_rows(
+def test_a_text_the_database_cannot_read_is_stored_from_its_rows(
     client: httpx.Client, database: Database
 ) -> None:
-    """A body whose text passes ``report_text`` but that SQLite's JSON reader refuses (here
+    """A body whose text passes ``report_text`` but that the database's JSON reader refuses (here
     cut short: a parser that disagreed with the schema's would look the same) fails its
     batch; each of its requests is then written alone, from its rows."""
     (trial_id, _), (other, _) = _trials(client, database, 2)
     whole = b'{"rows":[{"kind":"training","total_batches":5,"metrics":{"loss":0.5}}]}'
     rows = fast_metric_rows(whole)
-    assert rows is not None and report_text(whole[:-1], rows) is not None
+    assert rows is not None and report_text(whole[:-1], rows, database.dialect) is not None
     ingestor = MetricIngestor(database, max_requests=16)
 
     answers = _answers(

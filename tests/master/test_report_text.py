@@ -1,13 +1,12 @@
-"""Reports stored from their text (``report_text``, SQLite's ``json_each``) against the same
-reports stored from their rows: the text is taken only where every reader gets the same
-values, of the same JSON types, back; everything else is stored from its rows."""
+"""Reports stored from their text (``report_text``; SQLite's ``json_each``, PostgreSQL's
+``json_to_recordset``) against the same reports stored from their rows: the text is taken only
+where every reader gets the same values, of the same JSON types, back; everything else is
+stored from its rows."""
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,17 +21,6 @@ from pedl.vocabulary import MetricKind
 from tests.master.helpers import make_archive
 
 from .metric_bodies import report_bodies
-
-
-@pytest.fixture
-def sqlite_database(tmp_path: Path) -> Iterator[Database]:
-    """A migrated SQLite database (the text is read by SQLite only)."""
-    database = Database(f"sqlite:///{tmp_path / 'pedl.db'}")
-    database.upgrade()
-    try:
-        yield database
-    finally:
-        database.dispose()
 
 
 def _trial(database: Database) -> int:
@@ -88,7 +76,7 @@ def _stored_both_ways(database: Database, body: bytes) -> tuple[Any, Any] | None
     rows = fast_metric_rows(body)
     if rows is None:
         return None
-    text = report_text(body, rows)
+    text = report_text(body, rows, database.dialect)
     if text is None:
         return None
     from_rows, from_text = _trial(database), _trial(database)
@@ -108,7 +96,7 @@ def _same_both_ways(database: Database, body: bytes) -> None:
 # Bodies a client writes (floats in every spelling, spaces anywhere), with now and then one
 # thing the text must not be taken for: an integer or boolean value, a numeric string, a
 # repeated key.
-_FLOATS = ["0.5", "-0.0", "1e300", "-1e300", "2e-320", "0.10", "1E5", "1.0", "null",
+_FLOATS = ["0.5", "-0.0", "1e300", "-1e300", "2e-320", "5e-400", "0.10", "1E5", "1.0", "null",
            "0.1000000000000000055511151231257827", "123456789012345678901234567890.0"]  # fmt: skip
 _OPTIONAL = ["", ',"total_records":64', ',"total_records":null', ',"total_epochs":1.5',
              ',"total_epochs":2', ',"reported_at":null']  # fmt: skip
@@ -147,20 +135,21 @@ _SETTINGS = settings(
 @_SETTINGS
 @given(body=_client_bodies())
 def test_a_report_stored_from_its_text_reads_back_as_from_its_rows(
-    sqlite_database: Database, body: bytes
+    database: Database, body: bytes
 ) -> None:
-    _same_both_ways(sqlite_database, body)
+    _same_both_ways(database, body)
 
 
 @_SETTINGS
 @given(body=report_bodies())
 def test_the_route_schemas_edge_cases_read_back_as_from_their_rows(
-    sqlite_database: Database, body: bytes
+    database: Database, body: bytes
 ) -> None:
-    _same_both_ways(sqlite_database, body)
+    _same_both_ways(database, body)
 
 
-def test_what_a_client_writes_is_stored_from_its_text() -> None:
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_what_a_client_writes_is_stored_from_its_text(dialect: str) -> None:
     rows = [
         {"kind": "training", "total_batches": 10, "metrics": {"loss": 0.25, "acc": 1.0}},
         {
@@ -175,14 +164,23 @@ def test_what_a_client_writes_is_stored_from_its_text() -> None:
     for body in (json.dumps({"rows": rows}), json.dumps({"rows": rows}, indent=2), '{"rows":[]}'):
         fast = fast_metric_rows(body.encode())
         assert fast is not None
-        assert isinstance(report_text(body.encode(), fast), ReportText), body
+        assert isinstance(report_text(body.encode(), fast, dialect), ReportText), body
 
 
-def test_what_the_text_would_store_otherwise_is_stored_from_the_rows() -> None:
-    def body(metrics: str, optional: str = "") -> bytes:
-        row = f'{{"kind":"training","total_batches":1,"metrics":{metrics}{optional}}}'
-        return f'{{"rows":[{row}]}}'.encode()
+def _body(metrics: str, optional: str = "") -> bytes:
+    row = f'{{"kind":"training","total_batches":1,"metrics":{metrics}{optional}}}'
+    return f'{{"rows":[{row}]}}'.encode()
 
+
+def _left_to_the_rows(body: bytes, dialect: str) -> bool:
+    rows = fast_metric_rows(body)
+    assert rows is not None, body
+    return report_text(body, rows, dialect) is None
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_what_the_text_would_store_otherwise_is_stored_from_the_rows(dialect: str) -> None:
+    body = _body
     for left in (
         body('{"loss":1}'),  # stored as 1.0 from the rows
         body('{"loss":true}'),  # 1.0
@@ -197,14 +195,27 @@ def test_what_the_text_would_store_otherwise_is_stored_from_the_rows() -> None:
         # a batch count written as a float beside an integer value: as many integers
         b'{"rows":[{"kind":"training","total_batches":1.0,"metrics":{"loss":1}}]}',
     ):
-        rows = fast_metric_rows(left)
-        assert rows is not None, left
-        assert report_text(left, rows) is None, left
+        assert _left_to_the_rows(left, dialect), left
+
+
+def test_what_postgresql_would_store_otherwise_is_stored_from_the_rows() -> None:
+    """jsonb keeps a number's spelling; the rows' JSON spells it as Python's float."""
+    twice = b'{"kind":"training","total_batches":1,"metrics":{"loss":0.5}}'
+    for body in (
+        _body('{"loss":1E+2}'),  # 100 to the API from the text, 100.0 from the rows
+        _body('{"loss":1e2}'),
+        _body('{"loss":10000000000000000.0}'),  # stored so; from the rows (1e+16) without ".0"
+        _body('{"loss":0.5e-400}'),  # below the smallest double: not a double precision
+        _body('{"loss":0.%s1}' % ("0" * 330)),
+        _body('{"loss":0.5}', ',"total_epochs":1e-400'),
+        b'{"rows":[' + twice + b"," + twice + b"]}",  # one upsert may not touch a row twice
+    ):
+        assert _left_to_the_rows(body, "postgresql"), body
+        assert not _left_to_the_rows(body, "sqlite"), body
 
 
 def test_reports_apply_in_order_whatever_their_form(database: Database) -> None:
-    """Rows, text and rows again for the same keys: the last report's values win (on
-    PostgreSQL a ReportText is stored as its rows)."""
+    """Rows, text and rows again for the same keys: the last report's values win."""
     trial_id = _trial(database)
 
     def report(values: list[float], *, as_text: bool) -> Any:
@@ -222,7 +233,7 @@ def test_reports_apply_in_order_whatever_their_form(database: Database) -> None:
         ).encode()
         rows: list[MetricReport] | None = fast_metric_rows(body)
         assert rows is not None
-        text = report_text(body, rows) if as_text else None
+        text = report_text(body, rows, database.dialect) if as_text else None
         assert (text is not None) == as_text
         form: list[AnyMetricRow] | ReportText = text if text is not None else list(rows)
         return form

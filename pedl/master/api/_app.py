@@ -176,8 +176,8 @@ class MetricReportFastPath:
     (:func:`~pedl.master.api.trials.report_metrics`): the body is parsed once, by pydantic's
     core alone (:func:`~pedl.master.api.trials.fast_metric_rows`: no ``json.loads``, no
     Python call per value, the values' bound checked there), then handed to the same
-    :func:`~pedl.master.api.trials.ingest_report` with the body's text (which SQLite may
-    store as it is, see :func:`~pedl.db.metrics.report_text`). Anything unusual (no bearer
+    :func:`~pedl.master.api.trials.ingest_report` with the body's text (which the database
+    may store as it is, see :func:`~pedl.db.metrics.report_text`). Anything unusual (no bearer
     token, not JSON, a body that schema refuses, over 1 MiB, not a report) goes to the app
     itself, body replayed, so its errors are exactly the route's."""
 
