@@ -241,7 +241,10 @@ def test_metric_rows_need_their_trial_and_go_with_it(database: Database) -> None
 
 def _lock_waits(database: Database) -> int:
     with database.session() as session:
-        query = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        query = (
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        )
         return session.execute(text(query)).scalar_one()
 
 
