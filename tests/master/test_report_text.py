@@ -180,17 +180,16 @@ def _left_to_the_rows(body: bytes, dialect: str) -> bool:
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
 def test_what_the_text_would_store_otherwise_is_stored_from_the_rows(dialect: str) -> None:
-    body = _body
     for left in (
-        body('{"loss":1}'),  # stored as 1.0 from the rows
-        body('{"loss":true}'),  # 1.0
-        body('{"loss":"0.5"}'),  # 0.5
-        body('{"loss":0.5,"loss":0.25}'),  # the last one; SQLite would read the first
-        body('{"loss":0.5}', ',"total_batches":2'),  # a repeated field
-        body('{"loss":"NaN"}'),
-        body('{"\\u00e9":0.5}'),  # an escape: the name is stored unescaped from the rows
-        body('{"loss":0.5}', ',"total_epochs":2'),
-        body('{"loss":0.5}', ',"reported_at":"2026-01-02T03:04:05Z"'),
+        _body('{"loss":1}'),  # stored as 1.0 from the rows
+        _body('{"loss":true}'),  # 1.0
+        _body('{"loss":"0.5"}'),  # 0.5
+        _body('{"loss":0.5,"loss":0.25}'),  # the last one; SQLite would read the first
+        _body('{"loss":0.5}', ',"total_batches":2'),  # a repeated field
+        _body('{"loss":"NaN"}'),
+        _body('{"\\u00e9":0.5}'),  # an escape: the name is stored unescaped from the rows
+        _body('{"loss":0.5}', ',"total_epochs":2'),
+        _body('{"loss":0.5}', ',"reported_at":"2026-01-02T03:04:05Z"'),
         b'{"rows":[],"rows":[{"kind":"training","total_batches":1,"metrics":{}}]}',
         # a batch count written as a float beside an integer value: as many integers
         b'{"rows":[{"kind":"training","total_batches":1.0,"metrics":{"loss":1}}]}',
