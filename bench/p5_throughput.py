@@ -16,16 +16,14 @@ Beside each repetition, in the same run and on the same database (the master idl
 master's own database layer alone: one thread calls ``pedl.db.metrics.upsert_metrics`` with
 the same bodies already parsed into rows (``--threads`` times ``--requests`` bodies, one
 transaction each, on the trials' next batches), rows/s over its wall time (``db_rows_per_s``).
-Also the form the master's writers take for these bodies (since 2026-11-30: ``report_text``,
-the database reads the rows from the body's text): ``report_text`` then ``upsert_reports``, one
-transaction per body (``db_text_rows_per_s``, ratio ``master_over_db_text``); and on
-PostgreSQL the same as the master's writers drive it (``db_text_writers_rows_per_s``, ratio
-``master_over_db_text_writers``): one thread per metric writer of the master's default
-settings (4), each with the trials whose id modulo 4 is its index, all at once. The summary
-gives the ratio master ÷ database layer (issue 38's goal: ≥ 0.9, both ≥ 100,000 rows/s), and,
-since wall time on a shared machine mostly measures the other load, the same per CPU second
-(``rows_per_cpu_s``: the master's process, or this one's for the database layer, plus every
-PostgreSQL process's CPU; with PostgreSQL, other users of the server are counted too).
+Also the form the master's writer takes for these bodies (since 2026-11-30 on SQLite, since
+2026-12-01 on PostgreSQL: ``report_text``, the database reads the rows from the body's text):
+``report_text`` then ``upsert_reports``, one transaction per body (``db_text_rows_per_s``,
+ratio ``master_over_db_text``). The summary gives the ratio master ÷ database layer (issue 38's
+goal: ≥ 0.9, both ≥ 100,000 rows/s), and, since wall time on a shared machine mostly
+measures the other load, the same per CPU second (``rows_per_cpu_s``: the master's process,
+or this one's for the database layer, plus every PostgreSQL process's CPU; with PostgreSQL,
+other users of the server are counted too).
 """
 
 from __future__ import annotations
@@ -45,7 +43,6 @@ import p5_master
 
 from pedl.db import Database
 from pedl.db import metrics as metrics_repo
-from pedl.master._settings import POSTGRESQL_METRIC_WRITERS
 from pedl.master.api._schemas import MetricsBatch
 from pedl.master.api.trials import fast_metric_rows, metric_rows
 
@@ -109,11 +106,20 @@ def run_round(
     }
 
 
-def _db_bodies(
-    trials: list[tuple[int, str]], batch: int, requests: int, first_batch: int, *, text: bool
-) -> list[tuple[int, bytes, list[Any]]]:
-    """Each trial's ``requests`` bodies of ``batch`` rows, as the master parses them, the
-    trials taking turns."""
+def run_db_layer(
+    database: Database,
+    trials: list[tuple[int, str]],
+    batch: int,
+    requests: int,
+    first_batch: int,
+    *,
+    text: bool = False,
+) -> dict[str, Any]:
+    """The database layer alone, in this process's one thread: each trial's ``requests``
+    bodies of ``batch`` rows (as the master parses them, before the clock) through
+    ``upsert_metrics``, one transaction per body, the trials taking turns. ``text``: as the
+    master's writer stores them instead, from the body's text
+    (``report_text``, timed, then ``upsert_reports``)."""
     bodies: list[tuple[int, bytes, list[Any]]] = []
     for r in range(requests):
         for trial_id, _ in trials:
@@ -123,14 +129,12 @@ def _db_bodies(
                 assert fast is not None
                 bodies.append((trial_id, body, fast))
             else:
-                bodies.append((trial_id, body, metric_rows(MetricsBatch.model_validate_json(body))))
-    return bodies
-
-
-def _write_bodies(
-    database: Database, bodies: list[tuple[int, bytes, list[Any]]], *, text: bool
-) -> None:
-    """``bodies`` through the database layer, one transaction each."""
+                parsed = metric_rows(MetricsBatch.model_validate_json(body))
+                bodies.append((trial_id, body, parsed))
+    load = _env.load_average()[0]
+    pg_before = p5_master.postgres_cpu_seconds()
+    cpu_before = time.process_time()
+    start = time.perf_counter()
     for trial_id, body, rows in bodies:
         if text:
             report = metrics_repo.report_text(body, rows, database.dialect)
@@ -140,39 +144,6 @@ def _write_bodies(
                 metrics_repo.upsert_reports(session, [(trial_id, report)])
             else:
                 metrics_repo.upsert_metrics(session, trial_id, rows)
-
-
-def run_db_layer(
-    database: Database,
-    trials: list[tuple[int, str]],
-    batch: int,
-    requests: int,
-    first_batch: int,
-    *,
-    text: bool = False,
-    writers: int = 1,
-) -> dict[str, Any]:
-    """The database layer alone: each trial's ``requests`` bodies of ``batch`` rows (as the
-    master parses them, before the clock) through ``upsert_metrics``, one transaction per
-    body, the trials taking turns, in one thread. ``text``: as the master's writers store
-    them instead, from the body's text (``report_text``, timed, then ``upsert_reports``).
-    ``writers``: that many threads at once, each with the trials whose id modulo ``writers``
-    is its index (as the master's metric writers share them)."""
-    bodies = _db_bodies(trials, batch, requests, first_batch, text=text)
-    shares = [[b for b in bodies if b[0] % writers == index] for index in range(writers)]
-    threads = [
-        threading.Thread(target=_write_bodies, args=(database, share), kwargs={"text": text})
-        for share in shares
-        if share
-    ]
-    load = _env.load_average()[0]
-    pg_before = p5_master.postgres_cpu_seconds()
-    cpu_before = time.process_time()
-    start = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
     wall = time.perf_counter() - start
     cpu = time.process_time() - cpu_before + p5_master.postgres_cpu_seconds() - pg_before
     rows_written = batch * len(bodies)
@@ -223,24 +194,6 @@ def main() -> None:
                     db_text_rows_per_s=db_text["rows_per_s"],
                     master_over_db_text=round(result["rows_per_s"] / db_text["rows_per_s"], 3),
                 )
-                if args.backend == "postgresql":
-                    writers = run_db_layer(
-                        database,
-                        trials,
-                        args.batch,
-                        args.requests,
-                        next_batch,
-                        text=True,
-                        writers=POSTGRESQL_METRIC_WRITERS,
-                    )
-                    next_batch += args.requests * args.batch
-                    acknowledged += writers["rows"]
-                    result.update(
-                        db_text_writers_rows_per_s=writers["rows_per_s"],
-                        master_over_db_text_writers=round(
-                            result["rows_per_s"] / writers["rows_per_s"], 3
-                        ),
-                    )
                 result.update(
                     rep=rep,
                     backend=args.backend,
@@ -279,18 +232,6 @@ def main() -> None:
         "master_over_db_min": min(r["master_over_db"] for r in results),
         "db_text_rows_per_s_median": statistics.median(r["db_text_rows_per_s"] for r in results),
         "master_over_db_text_median": statistics.median(r["master_over_db_text"] for r in results),
-        **(
-            {
-                "db_text_writers_rows_per_s_median": statistics.median(
-                    r["db_text_writers_rows_per_s"] for r in results
-                ),
-                "master_over_db_text_writers_median": statistics.median(
-                    r["master_over_db_text_writers"] for r in results
-                ),
-            }
-            if args.backend == "postgresql"
-            else {}
-        ),
         "rows_per_cpu_s_median": statistics.median(r["rows_per_cpu_s"] for r in results),
         "db_rows_per_cpu_s_median": statistics.median(r["db_rows_per_cpu_s"] for r in results),
         "master_over_db_per_cpu_median": statistics.median(

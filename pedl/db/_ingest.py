@@ -1,4 +1,4 @@
-"""Group commit of metric reports: writer threads, one transaction per batch of requests."""
+"""Group commit of metric reports: one writer thread, one transaction per batch of requests."""
 
 from __future__ import annotations
 
@@ -145,13 +145,10 @@ _STOP = object()
 
 
 class MetricIngestor:
-    """Stores metric reports of many concurrent requests with writer threads (group commit).
+    """Stores metric reports of many concurrent requests with one writer thread (group commit).
 
     :meth:`ingest` (any thread) queues one request's rows and blocks until they are committed.
-    There are ``writers`` writer threads (1 on SQLite, which writes one transaction at a time;
-    the master runs 4 on PostgreSQL, whose server then works on several reports at once), each
-    with its own queue and its share of the trials (by id), so a trial's reports all go through
-    the same one. A writer takes the oldest queued request plus everything queued behind it, up to
+    The writer takes the oldest queued request plus everything queued behind it, up to
     ``max_requests`` requests or ``max_rows`` rows, and writes that batch in ONE transaction:
     one query checking all its trials (and tokens), then
     :func:`~pedl.db.metrics.upsert_reports` with the requests in arrival order (one
@@ -163,7 +160,7 @@ class MetricIngestor:
 
     - A request is answered only after its rows are committed (or with its error). Its rows
       are always written in one transaction, never split.
-    - A trial's requests are applied in arrival (queue) order, within and across batches.
+    - Requests are applied in arrival (queue) order, within and across batches.
     - A request with a token that is not its trial's (a revoked one included: see
       :mod:`pedl.db.trials`) fails alone with :class:`TrialTokenError`, one without a
       token for a trial that does not exist with :class:`~pedl.db.NotFoundError`, one
@@ -178,7 +175,7 @@ class MetricIngestor:
       (never written); one the writer has already taken may still be committed (a re-send is
       harmless: the upsert is idempotent).
     - :meth:`stop` drains: every request queued before it is written and answered, then
-      the threads exit; later calls to :meth:`ingest` raise :class:`IngestUnavailableError`.
+      the thread exits; later calls to :meth:`ingest` raise :class:`IngestUnavailableError`.
       Requests queued before :meth:`start` wait and are written first.
     - Batching: the writer takes the oldest request and everything queued behind it; when
       its previous batch held more than one request (concurrent reporters), it also waits up
@@ -207,7 +204,6 @@ class MetricIngestor:
         max_queued: int | None = None,
         linger_s: float = DEFAULT_LINGER_S,
         linger_rows: int = DEFAULT_LINGER_ROWS,
-        writers: int = 1,
     ) -> None:
         self.database = database
         self.linger_s = linger_s
@@ -215,14 +211,10 @@ class MetricIngestor:
         self.max_rows = max_rows
         self.max_requests = max_requests
         self.max_queued = max_queued
-        if writers < 1 or (writers > 1 and database.dialect == "sqlite"):
-            raise ValueError(f"writers={writers}: 1 on SQLite, at least 1 on PostgreSQL")
-        self._queues: list[queue.SimpleQueue[_Request | object]] = [
-            queue.SimpleQueue() for _ in range(writers)
-        ]
+        self._queue: queue.SimpleQueue[_Request | object] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._stopped = False
-        self._threads: list[threading.Thread] = []
+        self._thread: threading.Thread | None = None
         self._batch_limits: dict[int, int] = {}
 
     MAX_LIMITS = 100_000
@@ -246,34 +238,25 @@ class MetricIngestor:
         return self._batch_limits.get(trial_id)
 
     def start(self) -> None:
-        """Start the writer threads (once); requests queued before are written first."""
+        """Start the writer thread (once); requests queued before are written first."""
         with self._lock:
-            if self._threads or self._stopped:
+            if self._thread is not None or self._stopped:
                 raise RuntimeError("the metric ingestor was already started")
-            self._threads = [
-                threading.Thread(
-                    target=self._run,
-                    args=(shard,),
-                    name="pedl-metric-writer" + (f"-{index}" if index else ""),
-                    daemon=True,
-                )
-                for index, shard in enumerate(self._queues)
-            ]
-            for thread in self._threads:
-                thread.start()
+            self._thread = threading.Thread(
+                target=self._run, name="pedl-metric-writer", daemon=True
+            )
+            self._thread.start()
 
     def stop(self, timeout: float | None = None) -> None:
-        """Write everything queued so far, then stop the threads (waits up to ``timeout``
-        seconds for them). Idempotent; a never-started ingestor just refuses new requests."""
+        """Write everything queued so far, then stop the thread (waits up to ``timeout``
+        seconds for it). Idempotent; a never-started ingestor just refuses new requests."""
         with self._lock:
             if self._stopped:
                 return
             self._stopped = True
-            for shard in self._queues:
-                shard.put(_STOP)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            self._queue.put(_STOP)
+        if self._thread is not None:
+            self._thread.join(timeout)
 
     def submit(
         self, trial_id: int, rows: Sequence[AnyMetricRow], *, token: str | None = None
@@ -324,11 +307,11 @@ class MetricIngestor:
         with self._lock:
             if self._stopped:
                 raise IngestUnavailableError("the metric writer is stopped")
-            if self.max_queued is not None and self.queued >= self.max_queued:
+            if self.max_queued is not None and self._queue.qsize() >= self.max_queued:
                 raise IngestOverloadedError(
                     f"the metric writer has {self.max_queued} reports queued; retry later"
                 )
-            self._queues[request.trial_id % len(self._queues)].put(request)
+            self._queue.put(request)
 
     def ingest(
         self,
@@ -355,14 +338,14 @@ class MetricIngestor:
 
     @property
     def queued(self) -> int:
-        """Requests waiting for the writers now (approximate)."""
-        return sum(shard.qsize() for shard in self._queues)
+        """Requests waiting for the writer now (approximate)."""
+        return self._queue.qsize()
 
-    def _run(self, shard: queue.SimpleQueue[_Request | object]) -> None:
+    def _run(self) -> None:
         stopping = False
         last_batch = 1
         while not stopping:
-            item = shard.get()
+            item = self._queue.get()
             if item is _STOP:
                 break
             assert isinstance(item, _Request)
@@ -374,7 +357,7 @@ class MetricIngestor:
             deadline = time.monotonic() + (self.linger_s if last_batch > 1 else 0.0)
             while len(batch) < self.max_requests and rows < self.max_rows:
                 try:
-                    item = shard.get_nowait()
+                    item = self._queue.get_nowait()
                 except queue.Empty:
                     if rows >= self.linger_rows:
                         break
@@ -382,7 +365,7 @@ class MetricIngestor:
                     if wait <= 0:
                         break
                     try:
-                        item = shard.get(timeout=wait)
+                        item = self._queue.get(timeout=wait)
                     except queue.Empty:
                         break
                 if item is _STOP:

@@ -31,12 +31,8 @@ DEFAULT_UPLOAD_MEMORY_BYTES = 256 * MiB
 DEFAULT_DB_CONNECTIONS = {"sqlite": 16, "postgresql": 20}
 """``max_db_connections`` when not set, by backend."""
 RESERVED_DB_CONNECTIONS = 4
-"""Connections kept out of the request threads' reach: a metric writer, the orchestrator, its
-log writer, and one spare; the other metric writers (:attr:`MasterSettings.metric_writers`)
-keep theirs too."""
-POSTGRESQL_METRIC_WRITERS = 4
-"""Metric writer threads on PostgreSQL (fewer if ``max_db_connections`` is small): the server
-works on several trials' reports at once (SQLite writes one transaction at a time: 1)."""
+"""Connections kept out of the request threads' reach: the metric writer, the orchestrator,
+its log writer, and one spare."""
 
 
 def is_loopback(host: str) -> bool:
@@ -161,9 +157,8 @@ class MasterSettings(BaseSettings):
         default=None,
         ge=1,
         description="Worker threads running the blocking request handlers; default "
-        "max_db_connections - 4, less the metric writers beyond the first (3 on PostgreSQL "
-        "by default), so every thread can hold a connection while the metric writers and the "
-        "orchestrator keep theirs.",
+        "max_db_connections - 4, so every thread can hold a connection while the metric "
+        "writer and the orchestrator keep theirs.",
     )
     max_user_requests: int | None = Field(
         default=None,
@@ -424,23 +419,11 @@ class MasterSettings(BaseSettings):
         return DEFAULT_DB_CONNECTIONS.get(self.db_backend, DEFAULT_DB_CONNECTIONS["sqlite"])
 
     @property
-    def metric_writers(self) -> int:
-        """The metric writer threads: 1 on SQLite; on PostgreSQL
-        :data:`POSTGRESQL_METRIC_WRITERS`, or fewer where fewer than 4 connections per writer
-        are left beside the reserved ones."""
-        if self.db_backend != "postgresql":
-            return 1
-        spare = self.db_connections - RESERVED_DB_CONNECTIONS
-        return max(1, min(POSTGRESQL_METRIC_WRITERS, spare // 4))
-
-    @property
     def worker_threads(self) -> int:
-        """``api_threads``, or ``db_connections`` minus the reserved ones and the metric
-        writers beyond the first."""
+        """``api_threads``, or ``db_connections`` minus the reserved ones."""
         if self.api_threads is not None:
             return self.api_threads
-        reserved = RESERVED_DB_CONNECTIONS + self.metric_writers - 1
-        return max(1, self.db_connections - reserved)
+        return max(1, self.db_connections - RESERVED_DB_CONNECTIONS)
 
     @property
     def user_request_slots(self) -> int:

@@ -38,16 +38,8 @@ def assert_shed(response: httpx.Response) -> None:
 def test_settings_size_the_pool_and_the_threads(tmp_path: Path) -> None:
     sqlite = MasterSettings(home=tmp_path)
     assert (sqlite.db_connections, sqlite.worker_threads) == (16, 12)
-    assert sqlite.metric_writers == 1
     postgres = MasterSettings(home=tmp_path, db_url="postgresql://u@h/db")
-    # 4 metric writers (3 more connections kept out of the request threads' reach)
-    assert (postgres.db_connections, postgres.metric_writers, postgres.worker_threads) == (
-        20,
-        4,
-        13,
-    )
-    small = MasterSettings(home=tmp_path, db_url="postgresql://u@h/db", max_db_connections=9)
-    assert (small.metric_writers, small.worker_threads) == (1, 5)
+    assert (postgres.db_connections, postgres.worker_threads) == (20, 16)
     custom = MasterSettings(home=tmp_path, max_db_connections=40, db_pool_timeout=0.5)
     assert (custom.db_connections, custom.worker_threads) == (40, 36)
     assert MasterSettings(home=tmp_path, api_threads=3).worker_threads == 3

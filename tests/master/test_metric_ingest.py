@@ -161,40 +161,6 @@ def test_stop_drains_the_queue_then_refuses(client: httpx.Client, database: Data
         ingestor.ingest(trial_id, _rows([999]))
 
 
-def test_writers_share_the_trials_and_keep_each_trials_order(
-    client: httpx.Client, database: Database
-) -> None:
-    """On PostgreSQL several writers take their shares of the trials (SQLite has one: more are
-    refused); each trial's reports still apply in the order they came, its last one winning."""
-    writers = 4
-    if database.dialect == "sqlite":
-        with pytest.raises(ValueError, match="1 on SQLite"):
-            MetricIngestor(database, writers=2)
-        writers = 1
-    trials = [trial_id for trial_id, _ in _trials(client, database, 6)]
-    ingestor = MetricIngestor(database, writers=writers, max_requests=3)
-    ingestor.start()
-    try:
-        futures = [
-            ingestor.submit(
-                trial_id,
-                [MetricRow(kind=MetricKind.TRAINING, total_batches=b, metrics={"loss": n})
-                 for b in (1, 2 + n)],
-            )
-            for n in range(40)
-            for trial_id in trials
-        ]  # fmt: skip
-        assert [future.result(timeout=scaled(60)) for future in futures] == [2] * len(futures)
-    finally:
-        ingestor.stop()
-    with database.session() as session:
-        last = session.execute(
-            select(Metric.trial_id, Metric.metrics).where(Metric.total_batches == 1)
-        ).all()
-    assert sorted(last) == [(trial_id, {"loss": 39}) for trial_id in sorted(trials)]
-    assert [_count(database, trial_id) for trial_id in trials] == [41] * len(trials)
-
-
 def test_timeout_drops_a_queued_request(client: httpx.Client, database: Database) -> None:
     (trial_id, _), *_ = _trials(client, database, 1)
     ingestor = MetricIngestor(database)  # not started: the writer looks stuck
