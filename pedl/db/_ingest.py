@@ -87,6 +87,12 @@ class _Request:
         return self.future.set_running_or_notify_cancel()
 
 
+POSTGRESQL_TEXT_MIN_ROWS = 100
+"""Smaller reports go to PostgreSQL as rows: a batch's rows share one statement, where each
+text is a statement of its own (a round trip, the trial check). With 200 trials reporting 1 to
+5 rows 5 times a second, texts raised the reports' p99 latency about 2x."""
+
+
 def _request(
     trial_id: int,
     rows: Sequence[AnyMetricRow],
@@ -100,7 +106,9 @@ def _request(
     allows)."""
     rows = list(rows)
     token_hash = None if token is None else trials_repo.hash_token(token)
-    text = None if body is None else report_text(body, cast(Sequence[MetricReport], rows), dialect)
+    text = None
+    if body is not None and (dialect != "postgresql" or len(rows) >= POSTGRESQL_TEXT_MIN_ROWS):
+        text = report_text(body, cast(Sequence[MetricReport], rows), dialect)
     return _Request(
         trial_id,
         rows,

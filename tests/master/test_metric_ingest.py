@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -21,7 +22,8 @@ from pedl.db import (
     NotFoundError,
     TrialTokenError,
 )
-from pedl.db.metrics import report_text
+from pedl.db._ingest import POSTGRESQL_TEXT_MIN_ROWS, _request
+from pedl.db.metrics import ReportText, report_text
 from pedl.master.api.trials import fast_metric_rows
 from pedl.vocabulary import MetricKind
 from tests.waits import scaled
@@ -159,6 +161,23 @@ def test_stop_drains_the_queue_then_refuses(client: httpx.Client, database: Data
     assert _count(database, trial_id) + _count(database, other) == 60
     with pytest.raises(IngestUnavailableError):
         ingestor.ingest(trial_id, _rows([999]))
+
+
+def test_postgresql_takes_the_text_of_big_reports_only() -> None:
+    """Small reports stay rows there: one statement for a whole batch of them."""
+    for count, dialect, as_text in [
+        (POSTGRESQL_TEXT_MIN_ROWS - 1, "postgresql", False),
+        (POSTGRESQL_TEXT_MIN_ROWS, "postgresql", True),
+        (1, "sqlite", True),
+    ]:
+        rows = [
+            {"kind": "training", "total_batches": b, "metrics": {"loss": 0.5}} for b in range(count)
+        ]
+        body = json.dumps({"rows": rows}).encode()
+        fast = fast_metric_rows(body)
+        assert fast is not None
+        request = _request(1, fast, None, body, dialect)
+        assert isinstance(request.report, ReportText) == as_text, (count, dialect)
 
 
 def test_timeout_drops_a_queued_request(client: httpx.Client, database: Database) -> None:
