@@ -16,8 +16,8 @@ Beside each repetition, in the same run and on the same database (the master idl
 master's own database layer alone: one thread calls ``pedl.db.metrics.upsert_metrics`` with
 the same bodies already parsed into rows (``--threads`` times ``--requests`` bodies, one
 transaction each, on the trials' next batches), rows/s over its wall time (``db_rows_per_s``).
-Also the form the master's writer takes for these bodies (since 2026-11-30 on SQLite, since
-2026-12-01 on PostgreSQL: ``report_text``, the database reads the rows from the body's text):
+Also the form the master's writer takes for these bodies (since 2026-11-30, ``report_text``:
+the database reads the rows from the body's text; on PostgreSQL from 100 rows a body):
 ``report_text`` then ``upsert_reports``, one transaction per body (``db_text_rows_per_s``,
 ratio ``master_over_db_text``). The summary gives the ratio master ÷ database layer (issue 38's
 goal: ≥ 0.9, both ≥ 100,000 rows/s), and, since wall time on a shared machine mostly

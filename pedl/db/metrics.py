@@ -229,7 +229,7 @@ def upsert_reports(
     unpacks its text (SQLite's ``json_each``, PostgreSQL's ``json_to_recordset``); one checked
     for another goes as its rows."""
     dialect = session.get_bind().dialect.name
-    statement, stamp = _TEXT_UPSERTS[dialect]
+    _, statement, stamp = _UPSERTS[dialect]
     top: dict[int, int] = {}
     validated: set[int] = set()
     pending: dict[int, list[AnyMetricRow]] = {}
@@ -262,7 +262,7 @@ def _write_rows(
     """Upsert these trials' rows in ONE statement; the ``(trial, kind, total_batches)``
     keys written (each once)."""
     dialect = session.get_bind().dialect.name
-    statement, stamp = _UPSERTS[dialect]
+    statement, _, stamp = _UPSERTS[dialect]
     now = stamp(utcnow())
     kinds = _KINDS
     # Each row as the array the statement unpacks, by key: the last row for a key wins.
@@ -348,9 +348,7 @@ _DIGITS_AS_ZERO = bytes.maketrans(b"123456789E", b"000000000e")
 _POSTGRESQL_SPELLINGS = (b"e0", b"e+", b"e-000", b"0" * 16)
 
 
-def report_text(
-    body: bytes, rows: Sequence[MetricReport], dialect: str = "sqlite"
-) -> ReportText | None:
+def report_text(body: bytes, rows: Sequence[MetricReport], dialect: str) -> ReportText | None:
     """``body`` (a ``{"rows": [...]}`` report the API's schema validated into ``rows``) as a
     :class:`ReportText` when its text says exactly what ``rows`` say, in the form the rows
     would be stored in, so that the database (``dialect``: SQLite or PostgreSQL) may store
@@ -497,13 +495,10 @@ def _sqlite_stamp(moment: datetime) -> str:
     return as_utc(moment).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
-_UPSERTS: dict[str, tuple[TextClause, Callable[[datetime], str]]] = {
-    "postgresql": (_POSTGRESQL_UPSERT, _postgresql_stamp),
-    "sqlite": (_SQLITE_UPSERT, _sqlite_stamp),
-}
-_TEXT_UPSERTS: dict[str, tuple[TextClause, Callable[[datetime], str]]] = {
-    "postgresql": (_POSTGRESQL_TEXT_UPSERT, _postgresql_stamp),
-    "sqlite": (_SQLITE_TEXT_UPSERT, _sqlite_stamp),
+# By dialect: the rows' upsert, a ReportText's upsert, and the timestamp's spelling.
+_UPSERTS: dict[str, tuple[TextClause, TextClause, Callable[[datetime], str]]] = {
+    "postgresql": (_POSTGRESQL_UPSERT, _POSTGRESQL_TEXT_UPSERT, _postgresql_stamp),
+    "sqlite": (_SQLITE_UPSERT, _SQLITE_TEXT_UPSERT, _sqlite_stamp),
 }
 
 
