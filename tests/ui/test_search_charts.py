@@ -159,13 +159,18 @@ def test_importance_history_and_timeline(page: Page, seeded: Seeded) -> None:
     expect(history).to_have_attribute("data-trial-count", str(TRIALS), timeout=scaled_ms(60))
     assert float(history.get_attribute("data-best") or "nan") == pytest.approx(0.01)
     # In the order they ended (trial i at 10 i + 15 s): the best so far falls as they come.
+    # Its data as a table, in a disclosure under it: built only when opened.
     rows = history.locator("tbody tr")
-    expect(rows).to_have_count(TRIALS)  # the table for screen readers, built once idle
+    expect(rows).to_have_count(0)
+    history.get_by_text("Data as a table").click()
+    expect(rows).to_have_count(TRIALS)
     first = rows.first.locator("td").all_inner_texts()
     assert first[0] == str(seeded.trial_ids[0]) and first[2] == "0.01"
     timeline = page.get_by_test_id("timeline")
     expect(timeline).to_have_attribute("data-attempt-count", str(TRIALS), timeout=scaled_ms(60))
     expect(timeline).to_have_attribute("data-slots", "2")  # each ran 15 s, one started every 10 s
+    expect(timeline.locator("tbody tr")).to_have_count(0)
+    timeline.get_by_text("Data as a table").click()
     expect(timeline.locator("tbody tr")).to_have_count(TRIALS)
     slots = [r.locator("td").nth(1).inner_text() for r in timeline.locator("tbody tr").all()[:4]]
     assert slots == ["0", "1", "0", "1"]

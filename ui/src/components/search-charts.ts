@@ -2,9 +2,9 @@
 // history (each trial's best value as it ended, and the best so far as a step line) and the
 // timeline of trials' attempts over slots. The two plots are canvases with a legend, drawn by
 // the charts' worker where the browser can (chart-surface.ts; chart-paint.ts draws them); each
-// chart also lists what it drew in a table for screen readers (the first MAX_ROWS rows),
-// built once the browser is idle: the charts come first. The history greys the trials
-// outside the parallel coordinates' brushes (`setKept`).
+// chart also lists what it drew as a table (the first MAX_ROWS rows) in a disclosure under it,
+// built when opened: a page load does not lay out the cells nobody reads. The history greys
+// the trials outside the parallel coordinates' brushes (`setKept`).
 
 import type { History, Importance, Timeline, TrialState } from "../api";
 import { h } from "../dom";
@@ -32,7 +32,7 @@ const idleTasks: (() => void)[] = [];
 
 /** Run `task` when the browser is idle (within `timeout` ms at the latest). The tasks put off
  * until then run together, in one callback, in the order given: the DOM they build (the
- * screen-reader tables, the trials table) is laid out and painted in one frame, not one each. */
+ * trials table) is laid out and painted in one frame, not one each. */
 export function whenIdle(task: () => void, timeout = 1000): void {
   idleTasks.push(task);
   if (idleTasks.length > 1) return; // a callback is already asked for
@@ -58,10 +58,10 @@ function axisTicks(lo: number, hi: number): [number, string][] {
   return values.map((v, i) => [v, labels[i] ?? ""]);
 }
 
-function hiddenTable(caption: string, head: string[], rows: (string | number)[][], total: number): HTMLElement {
+function dataTable(caption: string, head: string[], rows: (string | number)[][], total: number): HTMLElement {
   return h(
     "table",
-    { class: "visually-hidden" },
+    { class: "data" },
     h("caption", {}, total > rows.length ? `${caption} (the first ${rows.length} of ${total})` : caption),
     h(
       "thead",
@@ -84,6 +84,31 @@ function hiddenTable(caption: string, head: string[], rows: (string | number)[][
       ),
     ),
   );
+}
+
+/** A chart's data as a table, in a disclosure under it ("Data as a table"): the table is
+ * built when the disclosure opens (and again for new data while it is open), so a page of
+ * charts does not build and lay out thousands of cells nobody reads. Screen readers reach it
+ * as a button that opens a table. */
+export class ChartData {
+  readonly el: HTMLDetailsElement;
+  private readonly summary = h("summary", {}, "Data as a table");
+  private build: (() => HTMLElement) | null = null;
+
+  constructor() {
+    this.el = h("details", { class: "chart-data" }, this.summary);
+    this.el.addEventListener("toggle", () => this.render());
+  }
+
+  /** The table of the chart's data now (built only when shown). */
+  set(build: () => HTMLElement): void {
+    this.build = build;
+    this.render();
+  }
+
+  private render(): void {
+    if (this.el.open && this.build) this.el.replaceChildren(this.summary, this.build());
+  }
 }
 
 /** One entry of a chart's legend: the mark as drawn (a dot, a line or a bar) in its colour. */
@@ -185,7 +210,7 @@ export class HistoryChart {
   readonly el: HTMLElement;
   private readonly canvas = new ChartSurface("history-plot", () => void this.draw());
   private readonly caption = h("p", { class: "muted small" });
-  private readonly table = h("div");
+  private readonly table = new ChartData();
   private readonly legendHost = h("div");
   private data: History | null = null;
   private kept: ReadonlySet<number> | null = null;
@@ -197,7 +222,7 @@ export class HistoryChart {
       this.canvas.el,
       this.legendHost,
       this.caption,
-      this.table,
+      this.table.el,
     );
   }
 
@@ -210,17 +235,19 @@ export class HistoryChart {
     this.caption.textContent = n
       ? `${formatInteger(n)} trials with a ${data.metric ?? "metric"} value, in the order they ended (${data.smaller_is_better ? "lower" : "higher"} is better); best ${formatNumber(data.best_so_far[n - 1])}.`
       : `No trial has a ${data.metric ?? "metric"} value yet.`;
-    const rows = data.trial_ids
-      .slice(0, MAX_ROWS)
-      .map((id, i) => [
-        id,
-        timeLabel(data.times[i] ?? 0),
-        formatNumber(data.values[i]),
-        formatNumber(data.best_so_far[i]),
-      ]);
-    whenIdle(() =>
-      this.table.replaceChildren(
-        hiddenTable("Optimization history", ["Trial", "Ended after", "Value", "Best so far"], rows, n),
+    this.table.set(() =>
+      dataTable(
+        "Optimization history",
+        ["Trial", "Ended after", "Value", "Best so far"],
+        data.trial_ids
+          .slice(0, MAX_ROWS)
+          .map((id, i) => [
+            id,
+            timeLabel(data.times[i] ?? 0),
+            formatNumber(data.values[i]),
+            formatNumber(data.best_so_far[i]),
+          ]),
+        n,
       ),
     );
     return this.draw();
@@ -356,7 +383,7 @@ export class TimelineChart {
   private readonly canvas = new ChartSurface("timeline-plot", () => void this.draw());
   private readonly legendHost = h("div");
   private readonly caption = h("p", { class: "muted small" });
-  private readonly table = h("div");
+  private readonly table = new ChartData();
   private data: Timeline | null = null;
   private endedAt: number | null = null;
 
@@ -367,7 +394,7 @@ export class TimelineChart {
       this.canvas.el,
       this.legendHost,
       this.caption,
-      this.table,
+      this.table.el,
     );
   }
 
@@ -386,16 +413,20 @@ export class TimelineChart {
     this.caption.textContent = n
       ? `${formatInteger(n)} attempts of ${formatInteger(new Set(data.trial_ids).size)} trials on ${data.slots} slot${data.slots === 1 ? "" : "s"} (numbered in start order), coloured by the trial's state now.`
       : "No trial has started yet.";
-    const rows = data.trial_ids
-      .slice(0, MAX_ROWS)
-      .map((id, i) => [
-        id,
-        data.slot[i] ?? 0,
-        timeLabel(data.starts[i] ?? 0),
-        data.ends[i] == null ? "running" : timeLabel(data.ends[i] as number),
-      ]);
-    whenIdle(() =>
-      this.table.replaceChildren(hiddenTable("Timeline of trials", ["Trial", "Slot", "Started", "Ended"], rows, n)),
+    this.table.set(() =>
+      dataTable(
+        "Timeline of trials",
+        ["Trial", "Slot", "Started", "Ended"],
+        data.trial_ids
+          .slice(0, MAX_ROWS)
+          .map((id, i) => [
+            id,
+            data.slot[i] ?? 0,
+            timeLabel(data.starts[i] ?? 0),
+            data.ends[i] == null ? "running" : timeLabel(data.ends[i] as number),
+          ]),
+        n,
+      ),
     );
     return this.draw();
   }
