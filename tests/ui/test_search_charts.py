@@ -212,14 +212,32 @@ def test_compare_three_trials_from_a_url(page: Page, seeded: Seeded) -> None:
     screenshot(page, "compare")
 
 
+def _trials_table_count(page: Page) -> Locator:
+    """The trials table's count, once the table is scrolled into view: below the charts, it
+    is built only near the viewport."""
+    page.locator(".summary-table").scroll_into_view_if_needed()
+    return page.get_by_test_id("summary-count")
+
+
 def _summary_units(page: Page) -> list[int]:
     cells = page.locator("[data-testid=summary-row] td[data-column='hp.units']")
     return [int(text) for text in cells.all_inner_texts()]
 
 
+def test_the_trials_table_is_built_when_scrolled_near(page: Page, seeded: Seeded) -> None:
+    # Below every chart, the table is not built while the page loads, only once scrolled near.
+    page.goto(f"{seeded.master.url}/#/experiments/{seeded.experiment_id}/visualization")
+    page.wait_for_function("() => performance.getEntriesByName('pedl:charts-painted').length > 0")
+    page.evaluate("() => new Promise((done) => requestIdleCallback(() => done(null)))")
+    rows = page.get_by_test_id("summary-row")
+    expect(rows).to_have_count(0)
+    expect(_trials_table_count(page)).to_have_attribute("data-count", str(TRIALS))
+    expect(rows).to_have_count(TRIALS)
+
+
 def test_brushing_an_axis_filters_the_table(page: Page, seeded: Seeded) -> None:
     page.goto(f"{seeded.master.url}/#/experiments/{seeded.experiment_id}/visualization")
-    count = page.get_by_test_id("summary-count")
+    count = _trials_table_count(page)
     expect(count).to_have_attribute("data-count", str(TRIALS))
     canvas = page.get_by_test_id("parallel-coordinates").locator("canvas.pc-overlay")
     canvas.scroll_into_view_if_needed()
@@ -236,7 +254,7 @@ def test_brushing_an_axis_filters_the_table(page: Page, seeded: Seeded) -> None:
     page.mouse.up()
     expect(page.get_by_test_id("parallel-coordinates")).to_have_attribute("data-brushed", "1")
     expected = sorted(u for u in UNITS if u > 61)
-    expect(count).to_have_attribute("data-count", str(len(expected)))
+    expect(_trials_table_count(page)).to_have_attribute("data-count", str(len(expected)))
     assert sorted(_summary_units(page)) == expected
     # Every other view: "N of M match", the others greyed in each scatter plot, the history and
     # the curves (all 30 drawn by default).
@@ -387,7 +405,7 @@ def test_a_box_on_a_scatter_plot_selects_the_trials_inside(page: Page, seeded: S
 
 def test_sort_and_filter_by_a_hyperparameter(page: Page, seeded: Seeded) -> None:
     page.goto(f"{seeded.master.url}/#/experiments/{seeded.experiment_id}/visualization")
-    expect(page.get_by_test_id("summary-count")).to_have_attribute("data-count", str(TRIALS))
+    expect(_trials_table_count(page)).to_have_attribute("data-count", str(TRIALS))
     page.get_by_test_id("sort-hp.units").click()
     expect(page.locator("[data-testid=summary-row]").first).to_contain_text("")
     page.wait_for_function("() => location.hash.includes('tsort=hp.units')")

@@ -1,9 +1,12 @@
 // Every trial of an experiment from its trials summary (state, searcher metric, every
 // hyperparameter), sorted and filtered in the page by any column, and narrowed further by
 // the parallel coordinates' brushes. Rows can be selected (the URL keeps the selection) and
-// compared side by side or killed together. New data is rendered once the browser is idle
-// (the charts above come first); a change of sort, filter, brush or selection at once. The sort and the filters live in the URL:
-// `tsort=<column>` (`-` descending) and `f.<column>=<filter>`.
+// compared side by side or killed together. The table sits below the charts: it is rendered
+// only while it is near the viewport (within NEAR of it), else when it comes near, so loading
+// the page does not build and lay out rows below the fold. New data is rendered once the
+// browser is idle (the charts above come first); a change of sort, filter, brush or selection
+// at once. The sort and the filters live in the URL: `tsort=<column>` (`-` descending) and
+// `f.<column>=<filter>`.
 
 import { type TrialsSummary, api } from "../api";
 import { whenIdle } from "./search-charts";
@@ -15,6 +18,8 @@ import { confirmAction } from "./dialog";
 import { stateBadge } from "./state-badge";
 
 const SHOWN = 50;
+/** How near the viewport (CSS pixels, above or below) the table is built. */
+const NEAR = 800;
 const MAX_SELECTED = 100;
 
 /** Keeps trial i (summary order) or not; null: no brush. */
@@ -70,6 +75,11 @@ export class SummaryTable {
   private filters = new Map<string, string>();
   private selected = new Set<number>();
   private renderPending = false;
+  /** Whether the table is near the viewport (always, without IntersectionObserver). */
+  private near = typeof IntersectionObserver === "undefined";
+  /** A render waits for the table to come near. */
+  private stale = false;
+  private readonly observer: IntersectionObserver | null = null;
   private readonly compareButton: HTMLButtonElement;
   private readonly killButton: HTMLButtonElement;
 
@@ -95,7 +105,22 @@ export class SummaryTable {
       h("button", { type: "button", onclick: () => this.select([]) }, "Clear selection"),
     );
     this.el = h("div", { class: "summary-table" }, this.count, this.actions, this.host);
+    if (!this.near) {
+      this.observer = new IntersectionObserver(
+        (entries) => {
+          // The latest state: while the charts above are still empty the table starts near.
+          this.near = entries[entries.length - 1]?.isIntersecting ?? this.near;
+          if (this.near && this.stale) this.render();
+        },
+        { rootMargin: `${NEAR}px 0px` },
+      );
+      this.observer.observe(this.el);
+    }
     this.update(query);
+  }
+
+  dispose(): void {
+    this.observer?.disconnect();
   }
 
   /** The URL changed: sort, filters and selection from it. */
@@ -178,6 +203,8 @@ export class SummaryTable {
     this.renderPending = false;
     const summary = this.summary;
     if (!summary) return;
+    this.stale = !this.near;
+    if (this.stale) return;
     const rows = this.rows();
     const shown = rows.slice(0, SHOWN);
     const total = summary.trial_ids.length;

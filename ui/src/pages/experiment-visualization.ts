@@ -210,6 +210,8 @@ export class VisualizationTab implements ExperimentTab {
       h("section", { class: "card" }, h("h2", {}, "Trials over slots"), this.timeline.el),
       h("section", { class: "card" }, h("h2", {}, "Learning curves"), this.curvesNote, this.curvesHost),
       h("section", { class: "card" }, this.pcTitle, this.constants, this.brushCount, this.pcHost),
+      h("section", { class: "card" }, h("h2", {}, "Hyperparameter against the searcher metric"), this.scatterHost),
+      // Last: built only near the viewport (summary-table.ts), it grows below every chart.
       h(
         "section",
         { class: "card" },
@@ -221,7 +223,6 @@ export class VisualizationTab implements ExperimentTab {
         ),
         this.table.el,
       ),
-      h("section", { class: "card" }, h("h2", {}, "Hyperparameter against the searcher metric"), this.scatterHost),
     );
     this.applyView();
     void this.start();
@@ -334,6 +335,7 @@ export class VisualizationTab implements ExperimentTab {
     this.pc.dispose();
     this.history.dispose();
     this.timeline.dispose();
+    this.table.dispose();
     for (const s of this.scatters) s.dispose();
   }
 
