@@ -58,7 +58,16 @@ function axisTicks(lo: number, hi: number): [number, string][] {
   return values.map((v, i) => [v, labels[i] ?? ""]);
 }
 
-function dataTable(caption: string, head: string[], rows: (string | number)[][], total: number): HTMLElement {
+/** The table of a chart's data: a row per trial of `ids` (`row(i)`: the cells of the i-th),
+ * the first MAX_ROWS of them. */
+function dataTable(
+  caption: string,
+  head: string[],
+  ids: readonly number[],
+  row: (i: number) => (string | number)[],
+): HTMLElement {
+  const rows = ids.slice(0, MAX_ROWS).map((_id, i) => row(i));
+  const total = ids.length;
   return h(
     "table",
     { class: "data" },
@@ -236,19 +245,12 @@ export class HistoryChart {
       ? `${formatInteger(n)} trials with a ${data.metric ?? "metric"} value, in the order they ended (${data.smaller_is_better ? "lower" : "higher"} is better); best ${formatNumber(data.best_so_far[n - 1])}.`
       : `No trial has a ${data.metric ?? "metric"} value yet.`;
     this.table.set(() =>
-      dataTable(
-        "Optimization history",
-        ["Trial", "Ended after", "Value", "Best so far"],
-        data.trial_ids
-          .slice(0, MAX_ROWS)
-          .map((id, i) => [
-            id,
-            timeLabel(data.times[i] ?? 0),
-            formatNumber(data.values[i]),
-            formatNumber(data.best_so_far[i]),
-          ]),
-        n,
-      ),
+      dataTable("Optimization history", ["Trial", "Ended after", "Value", "Best so far"], data.trial_ids, (i) => [
+        data.trial_ids[i] ?? 0,
+        timeLabel(data.times[i] ?? 0),
+        formatNumber(data.values[i]),
+        formatNumber(data.best_so_far[i]),
+      ]),
     );
     return this.draw();
   }
@@ -414,19 +416,12 @@ export class TimelineChart {
       ? `${formatInteger(n)} attempts of ${formatInteger(new Set(data.trial_ids).size)} trials on ${data.slots} slot${data.slots === 1 ? "" : "s"} (numbered in start order), coloured by the trial's state now.`
       : "No trial has started yet.";
     this.table.set(() =>
-      dataTable(
-        "Timeline of trials",
-        ["Trial", "Slot", "Started", "Ended"],
-        data.trial_ids
-          .slice(0, MAX_ROWS)
-          .map((id, i) => [
-            id,
-            data.slot[i] ?? 0,
-            timeLabel(data.starts[i] ?? 0),
-            data.ends[i] == null ? "running" : timeLabel(data.ends[i] as number),
-          ]),
-        n,
-      ),
+      dataTable("Timeline of trials", ["Trial", "Slot", "Started", "Ended"], data.trial_ids, (i) => [
+        data.trial_ids[i] ?? 0,
+        data.slot[i] ?? 0,
+        timeLabel(data.starts[i] ?? 0),
+        data.ends[i] == null ? "running" : timeLabel(data.ends[i] as number),
+      ]),
     );
     return this.draw();
   }
