@@ -315,7 +315,7 @@ class MetricIngestor:
         with self._lock:
             if self._stopped:
                 raise IngestUnavailableError("the metric writer is stopped")
-            if self.max_queued is not None and self._queue.qsize() >= self.max_queued:
+            if self.max_queued is not None and self.queued >= self.max_queued:
                 raise IngestOverloadedError(
                     f"the metric writer has {self.max_queued} reports queued; retry later"
                 )
