@@ -218,14 +218,25 @@ class Trial(Base):
     ended_at: Mapped[datetime | None]
 
 
+ONLY_ON = "pedl_only_on"
+"""The ``info`` key naming the one dialect a constraint exists on (:func:`only_on`)."""
+
+
+def only_on(dialect: str, constraint: ForeignKeyConstraint) -> ForeignKeyConstraint:
+    """``constraint``, created by SQLAlchemy on ``dialect`` alone (``ddl_if``), and marked so
+    that Alembic compares it there alone (:func:`exists_on`)."""
+    constraint.info[ONLY_ON] = dialect
+    return constraint.ddl_if(dialect=dialect)
+
+
 def exists_on(dialect: str) -> Callable[[Any, str | None, str, bool, Any], bool]:
     """Alembic's ``include_object`` hook for ``dialect``'s schema: leaves out a constraint
-    whose ``ddl_if`` names another dialect (SQLAlchemy creates it only there; Alembic would
-    otherwise report it missing)."""
+    that :func:`only_on` keeps to another dialect (Alembic would otherwise report it
+    missing)."""
 
     def include(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
-        condition = getattr(obj, "_ddl_if", None)  # SQLAlchemy's record of ddl_if()
-        return condition is None or condition.dialect in (None, dialect)
+        info = getattr(obj, "info", None) or {}
+        return info.get(ONLY_ON) in (None, dialect)
 
     return include
 
@@ -242,9 +253,7 @@ class Metric(Base):
     __tablename__ = "metrics"
     __table_args__ = (
         UniqueConstraint("trial_id", "kind", "total_batches"),
-        ForeignKeyConstraint(["trial_id"], ["trials.id"], ondelete="CASCADE").ddl_if(
-            dialect="sqlite"
-        ),
+        only_on("sqlite", ForeignKeyConstraint(["trial_id"], ["trials.id"], ondelete="CASCADE")),
     )
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
