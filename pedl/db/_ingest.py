@@ -1,4 +1,4 @@
-"""Group commit of metric reports: one writer thread, one transaction per batch of requests."""
+"""Group commit of metric reports: writer threads, one transaction per batch of requests."""
 
 from __future__ import annotations
 
@@ -87,10 +87,12 @@ class _Request:
         return self.future.set_running_or_notify_cancel()
 
 
-POSTGRESQL_TEXT_MIN_ROWS = 100
-"""Smaller reports go to PostgreSQL as rows: a batch's rows share one statement, where each
-text is a statement of its own (a round trip, the trial check). With 200 trials reporting 1 to
-5 rows 5 times a second, texts raised the reports' p99 latency about 2x."""
+BIG_REPORT_ROWS = 100
+"""A report of this many rows or more is big: PostgreSQL reads it from its text, and a bulk
+writer stores it (:class:`MetricIngestor`). Smaller reports go to PostgreSQL as rows: a batch's
+rows share one statement, where each text is a statement of its own (a round trip, the trial
+check). With 200 trials reporting 1 to 5 rows 5 times a second, texts raised the reports' p99
+latency about 2x."""
 
 
 def _request(
@@ -107,7 +109,7 @@ def _request(
     rows = list(rows)
     token_hash = None if token is None else trials_repo.hash_token(token)
     text = None
-    if body is not None and (dialect != "postgresql" or len(rows) >= POSTGRESQL_TEXT_MIN_ROWS):
+    if body is not None and (dialect != "postgresql" or len(rows) >= BIG_REPORT_ROWS):
         text = report_text(body, cast(Sequence[MetricReport], rows), dialect)
     return _Request(
         trial_id,
@@ -153,10 +155,17 @@ _STOP = object()
 
 
 class MetricIngestor:
-    """Stores metric reports of many concurrent requests with one writer thread (group commit).
+    """Stores metric reports of many concurrent requests with writer threads (group commit).
 
     :meth:`ingest` (any thread) queues one request's rows and blocks until they are committed.
-    The writer takes the oldest queued request plus everything queued behind it, up to
+    There is one writer thread, or on PostgreSQL ``writers`` of them, each with its queue: the
+    first takes the small reports; the others, bulk writers, take the big ones
+    (:data:`BIG_REPORT_ROWS` rows or more), each its share of the trials (by id), so that the
+    server stores several big reports at once while small reports' batches are what one writer
+    makes of them (more writers would split them into more transactions and commits, each
+    slower). A trial that has requests queued or being written sends its next one to the same
+    writer, whatever its size: a trial's requests never wait on two writers at once.
+    A writer takes the oldest request of its queue plus everything queued behind it, up to
     ``max_requests`` requests or ``max_rows`` rows, and writes that batch in ONE transaction:
     one query checking all its trials (and tokens), then
     :func:`~pedl.db.metrics.upsert_reports` with the requests in arrival order (one
@@ -168,7 +177,7 @@ class MetricIngestor:
 
     - A request is answered only after its rows are committed (or with its error). Its rows
       are always written in one transaction, never split.
-    - Requests are applied in arrival (queue) order, within and across batches.
+    - A trial's requests are applied in arrival (queue) order, within and across batches.
     - A request with a token that is not its trial's (a revoked one included: see
       :mod:`pedl.db.trials`) fails alone with :class:`TrialTokenError`, one without a
       token for a trial that does not exist with :class:`~pedl.db.NotFoundError`, one
@@ -183,7 +192,7 @@ class MetricIngestor:
       (never written); one the writer has already taken may still be committed (a re-send is
       harmless: the upsert is idempotent).
     - :meth:`stop` drains: every request queued before it is written and answered, then
-      the thread exits; later calls to :meth:`ingest` raise :class:`IngestUnavailableError`.
+      the threads exit; later calls to :meth:`ingest` raise :class:`IngestUnavailableError`.
       Requests queued before :meth:`start` wait and are written first.
     - Batching: the writer takes the oldest request and everything queued behind it; when
       its previous batch held more than one request (concurrent reporters), it also waits up
@@ -212,6 +221,7 @@ class MetricIngestor:
         max_queued: int | None = None,
         linger_s: float = DEFAULT_LINGER_S,
         linger_rows: int = DEFAULT_LINGER_ROWS,
+        writers: int = 1,
     ) -> None:
         self.database = database
         self.linger_s = linger_s
@@ -219,10 +229,16 @@ class MetricIngestor:
         self.max_rows = max_rows
         self.max_requests = max_requests
         self.max_queued = max_queued
-        self._queue: queue.SimpleQueue[_Request | object] = queue.SimpleQueue()
+        if writers < 1 or (writers > 1 and database.dialect == "sqlite"):
+            raise ValueError(f"writers={writers}: 1 on SQLite, at least 1 on PostgreSQL")
+        self._queues: list[queue.SimpleQueue[_Request | object]] = [
+            queue.SimpleQueue() for _ in range(writers)
+        ]
+        self._writing: dict[int, list[int]] = {}
+        """Each trial with requests queued or being written: [its writer, how many]."""
         self._lock = threading.Lock()
         self._stopped = False
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._batch_limits: dict[int, int] = {}
 
     MAX_LIMITS = 100_000
@@ -246,25 +262,34 @@ class MetricIngestor:
         return self._batch_limits.get(trial_id)
 
     def start(self) -> None:
-        """Start the writer thread (once); requests queued before are written first."""
+        """Start the writer threads (once); requests queued before are written first."""
         with self._lock:
-            if self._thread is not None or self._stopped:
+            if self._threads or self._stopped:
                 raise RuntimeError("the metric ingestor was already started")
-            self._thread = threading.Thread(
-                target=self._run, name="pedl-metric-writer", daemon=True
-            )
-            self._thread.start()
+            self._threads = [
+                threading.Thread(
+                    target=self._run,
+                    args=(shard,),
+                    name="pedl-metric-writer" + (f"-bulk-{index}" if index else ""),
+                    daemon=True,
+                )
+                for index, shard in enumerate(self._queues)
+            ]
+            for thread in self._threads:
+                thread.start()
 
     def stop(self, timeout: float | None = None) -> None:
-        """Write everything queued so far, then stop the thread (waits up to ``timeout``
-        seconds for it). Idempotent; a never-started ingestor just refuses new requests."""
+        """Write everything queued so far, then stop the threads (waits up to ``timeout``
+        seconds for them). Idempotent; a never-started ingestor just refuses new requests."""
         with self._lock:
             if self._stopped:
                 return
             self._stopped = True
-            self._queue.put(_STOP)
-        if self._thread is not None:
-            self._thread.join(timeout)
+            for shard in self._queues:
+                shard.put(_STOP)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def submit(
         self, trial_id: int, rows: Sequence[AnyMetricRow], *, token: str | None = None
@@ -319,7 +344,29 @@ class MetricIngestor:
                 raise IngestOverloadedError(
                     f"the metric writer has {self.max_queued} reports queued; retry later"
                 )
-            self._queue.put(request)
+            self._queues[self._writer_of(request)].put(request)
+
+    def _writer_of(self, request: _Request) -> int:
+        """The writer that takes ``request`` (counted as its trial's; under ``_lock``)."""
+        writing = self._writing.get(request.trial_id)
+        if writing is None:
+            bulk = len(self._queues) - 1
+            big = bulk > 0 and len(request.rows) >= BIG_REPORT_ROWS
+            writing = self._writing[request.trial_id] = [
+                1 + request.trial_id % bulk if big else 0,
+                0,
+            ]
+        writing[1] += 1
+        return writing[0]
+
+    def _written(self, batch: list[_Request]) -> None:
+        """``batch`` is written (or dropped): its trials' next requests may go to any writer."""
+        with self._lock:
+            for request in batch:
+                writing = self._writing[request.trial_id]
+                writing[1] -= 1
+                if not writing[1]:
+                    del self._writing[request.trial_id]
 
     def ingest(
         self,
@@ -346,14 +393,14 @@ class MetricIngestor:
 
     @property
     def queued(self) -> int:
-        """Requests waiting for the writer now (approximate)."""
-        return self._queue.qsize()
+        """Requests waiting for the writers now (approximate)."""
+        return sum(shard.qsize() for shard in self._queues)
 
-    def _run(self) -> None:
+    def _run(self, shard: queue.SimpleQueue[_Request | object]) -> None:
         stopping = False
         last_batch = 1
         while not stopping:
-            item = self._queue.get()
+            item = shard.get()
             if item is _STOP:
                 break
             assert isinstance(item, _Request)
@@ -365,7 +412,7 @@ class MetricIngestor:
             deadline = time.monotonic() + (self.linger_s if last_batch > 1 else 0.0)
             while len(batch) < self.max_requests and rows < self.max_rows:
                 try:
-                    item = self._queue.get_nowait()
+                    item = shard.get_nowait()
                 except queue.Empty:
                     if rows >= self.linger_rows:
                         break
@@ -373,7 +420,7 @@ class MetricIngestor:
                     if wait <= 0:
                         break
                     try:
-                        item = self._queue.get(timeout=wait)
+                        item = shard.get(timeout=wait)
                     except queue.Empty:
                         break
                 if item is _STOP:
@@ -386,6 +433,7 @@ class MetricIngestor:
             live = [request for request in batch if request.claim()]
             if live:
                 self._write(live)
+            self._written(batch)
 
     def _write(self, batch: list[_Request]) -> None:
         try:

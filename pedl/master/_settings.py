@@ -32,7 +32,12 @@ DEFAULT_DB_CONNECTIONS = {"sqlite": 16, "postgresql": 20}
 """``max_db_connections`` when not set, by backend."""
 RESERVED_DB_CONNECTIONS = 4
 """Connections kept out of the request threads' reach: the metric writer, the orchestrator,
-its log writer, and one spare."""
+its log writer, and one spare; the bulk metric writers (:attr:`MasterSettings.metric_writers`)
+keep theirs too."""
+POSTGRESQL_BULK_WRITERS = 3
+"""Metric writer threads for big reports on PostgreSQL, beside the one for small reports
+(fewer if ``max_db_connections`` is small): the server stores several trials' big reports at
+once. SQLite writes one transaction at a time: one writer takes every report there."""
 
 
 def is_loopback(host: str) -> bool:
@@ -157,8 +162,9 @@ class MasterSettings(BaseSettings):
         default=None,
         ge=1,
         description="Worker threads running the blocking request handlers; default "
-        "max_db_connections - 4, so every thread can hold a connection while the metric "
-        "writer and the orchestrator keep theirs.",
+        "max_db_connections - 4, less the bulk metric writers (3 on PostgreSQL by default), "
+        "so every thread can hold a connection while the metric writers and the orchestrator "
+        "keep theirs.",
     )
     max_user_requests: int | None = Field(
         default=None,
@@ -419,11 +425,23 @@ class MasterSettings(BaseSettings):
         return DEFAULT_DB_CONNECTIONS.get(self.db_backend, DEFAULT_DB_CONNECTIONS["sqlite"])
 
     @property
+    def metric_writers(self) -> int:
+        """The metric writer threads: 1 on SQLite; on PostgreSQL 1 for small reports and
+        :data:`POSTGRESQL_BULK_WRITERS` for big ones, fewer where fewer than 4 connections per
+        bulk writer are left beside the reserved ones."""
+        if self.db_backend != "postgresql":
+            return 1
+        spare = self.db_connections - RESERVED_DB_CONNECTIONS
+        return 1 + min(POSTGRESQL_BULK_WRITERS, spare // 4)
+
+    @property
     def worker_threads(self) -> int:
-        """``api_threads``, or ``db_connections`` minus the reserved ones."""
+        """``api_threads``, or ``db_connections`` minus the reserved ones and the bulk metric
+        writers."""
         if self.api_threads is not None:
             return self.api_threads
-        return max(1, self.db_connections - RESERVED_DB_CONNECTIONS)
+        reserved = RESERVED_DB_CONNECTIONS + self.metric_writers - 1
+        return max(1, self.db_connections - reserved)
 
     @property
     def user_request_slots(self) -> int:

@@ -37,9 +37,19 @@ def assert_shed(response: httpx.Response) -> None:
 
 def test_settings_size_the_pool_and_the_threads(tmp_path: Path) -> None:
     sqlite = MasterSettings(home=tmp_path)
-    assert (sqlite.db_connections, sqlite.worker_threads) == (16, 12)
+    assert (sqlite.db_connections, sqlite.worker_threads, sqlite.metric_writers) == (16, 12, 1)
     postgres = MasterSettings(home=tmp_path, db_url="postgresql://u@h/db")
-    assert (postgres.db_connections, postgres.worker_threads) == (20, 16)
+    # 3 bulk metric writers beside the first: 3 more connections out of the threads' reach
+    assert (postgres.db_connections, postgres.worker_threads, postgres.metric_writers) == (
+        20,
+        13,
+        4,
+    )
+    for connections, writers, threads in [(9, 2, 4), (7, 1, 3)]:
+        small = MasterSettings(
+            home=tmp_path, db_url="postgresql://u@h/db", max_db_connections=connections
+        )
+        assert (small.metric_writers, small.worker_threads) == (writers, threads)
     custom = MasterSettings(home=tmp_path, max_db_connections=40, db_pool_timeout=0.5)
     assert (custom.db_connections, custom.worker_threads) == (40, 36)
     assert MasterSettings(home=tmp_path, api_threads=3).worker_threads == 3

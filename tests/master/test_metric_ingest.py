@@ -22,7 +22,7 @@ from pedl.db import (
     NotFoundError,
     TrialTokenError,
 )
-from pedl.db._ingest import POSTGRESQL_TEXT_MIN_ROWS, _request
+from pedl.db._ingest import BIG_REPORT_ROWS, _request
 from pedl.db.metrics import ReportText, report_text
 from pedl.master.api.trials import fast_metric_rows
 from pedl.vocabulary import MetricKind
@@ -166,8 +166,8 @@ def test_stop_drains_the_queue_then_refuses(client: httpx.Client, database: Data
 def test_postgresql_takes_the_text_of_big_reports_only() -> None:
     """Small reports stay rows there: one statement for a whole batch of them."""
     for count, dialect, as_text in [
-        (POSTGRESQL_TEXT_MIN_ROWS - 1, "postgresql", False),
-        (POSTGRESQL_TEXT_MIN_ROWS, "postgresql", True),
+        (BIG_REPORT_ROWS - 1, "postgresql", False),
+        (BIG_REPORT_ROWS, "postgresql", True),
         (1, "sqlite", True),
     ]:
         rows = [
@@ -178,6 +178,86 @@ def test_postgresql_takes_the_text_of_big_reports_only() -> None:
         assert fast is not None
         request = _request(1, fast, None, body, dialect)
         assert isinstance(request.report, ReportText) == as_text, (count, dialect)
+
+
+def _queue_lengths(ingestor: MetricIngestor) -> list[int]:
+    return [shard.qsize() for shard in ingestor._queues]
+
+
+def test_big_reports_go_to_the_bulk_writers_and_a_trial_keeps_its_writer(
+    client: httpx.Client, database: Database
+) -> None:
+    """PostgreSQL: small reports to the first writer, big ones to the bulk writers by trial; a
+    trial with a report waiting sends the next to the same writer, whatever its size. SQLite
+    refuses more than one writer."""
+    if database.dialect == "sqlite":
+        with pytest.raises(ValueError, match="1 on SQLite"):
+            MetricIngestor(database, writers=2)
+        return
+    (small, _), (first, _), (second, _) = _trials(client, database, 3)
+    big = list(range(1, BIG_REPORT_ROWS + 1))
+    ingestor = MetricIngestor(database, writers=3)  # not started: every report waits
+    waiting = [
+        ingestor.submit(small, _rows([1])),
+        ingestor.submit(first, _rows(big)),
+        ingestor.submit(second, _rows(big)),
+    ]
+    bulk = {first: 1 + first % 2, second: 1 + second % 2}
+    expected = [1, 0, 0]
+    for writer in bulk.values():
+        expected[writer] += 1
+    assert _queue_lengths(ingestor) == expected
+    waiting.append(ingestor.submit(small, _rows(big)))  # behind its small one: same writer
+    waiting.append(ingestor.submit(first, _rows([BIG_REPORT_ROWS + 1])))
+    expected[0] += 1
+    expected[bulk[first]] += 1
+    assert _queue_lengths(ingestor) == expected
+    ingestor.start()
+    try:
+        assert [future.result(timeout=scaled(60)) for future in waiting] == [
+            1,
+            BIG_REPORT_ROWS,
+            BIG_REPORT_ROWS,
+            BIG_REPORT_ROWS,
+            1,
+        ]
+    finally:
+        ingestor.stop()
+    assert ingestor._writing == {}  # no trial is held to a writer once its reports are written
+    assert _count(database, small) == BIG_REPORT_ROWS  # batches 1 to 100
+
+
+def test_a_trials_reports_apply_in_order_across_writers(
+    client: httpx.Client, database: Database
+) -> None:
+    """Each trial's reports, big and small mixed, apply in the order they came, its last one
+    winning, however many writers share the trials."""
+    writers = 1 if database.dialect == "sqlite" else 4
+    trials = [trial_id for trial_id, _ in _trials(client, database, 6)]
+    ingestor = MetricIngestor(database, writers=writers, max_requests=3)
+    ingestor.start()
+    try:
+        futures = [
+            ingestor.submit(
+                trial_id,
+                [
+                    MetricRow(kind=MetricKind.TRAINING, total_batches=b, metrics={"loss": n})
+                    for b in [1, *range(2 + n * BIG_REPORT_ROWS, 2 + (n + n % 2) * BIG_REPORT_ROWS)]
+                ],
+            )
+            for n in range(20)
+            for trial_id in trials
+        ]
+        answers = [future.result(timeout=scaled(60)) for future in futures]
+    finally:
+        ingestor.stop()
+    assert answers == [1 + (n % 2) * BIG_REPORT_ROWS for n in range(20) for _ in trials]
+    with database.session() as session:
+        last = session.execute(
+            select(Metric.trial_id, Metric.metrics).where(Metric.total_batches == 1)
+        ).all()
+    assert sorted(last) == [(trial_id, {"loss": 19}) for trial_id in sorted(trials)]
+    assert [_count(database, trial_id) for trial_id in trials] == [1 + 10 * BIG_REPORT_ROWS] * 6
 
 
 def test_timeout_drops_a_queued_request(client: httpx.Client, database: Database) -> None:

@@ -3,12 +3,12 @@
 Sizing (from :class:`MasterSettings`): the database pool holds at most ``db_connections``
 connections (``max_db_connections``; default 16 on SQLite, 20 on PostgreSQL; no overflow) and
 a checkout waits ``db_pool_timeout`` seconds; blocking handlers run on ``worker_threads``
-threads (``api_threads``; default ``db_connections - 4``, so every worker thread can hold a
-connection while the metric writer and the orchestrator keep theirs). Requests without a
-trial token run at most ``user_request_slots`` at a time (``max_user_requests``; default
-``worker_threads - 2``), the rest wait on the event loop: the trials' requests always find a
-worker thread soon. Metric reports need no worker thread (they await the group-commit
-writer), nor does the health check.
+threads (``api_threads``; default ``db_connections - 4``, less the bulk metric writers, so
+every worker thread can hold a connection while the metric writers and the orchestrator keep
+theirs). Requests without a trial token run at most ``user_request_slots`` at a time
+(``max_user_requests``; default ``worker_threads - 2``), the rest wait on the event loop: the
+trials' requests always find a worker thread soon. Metric reports need no worker thread (they
+await the group-commit writers), nor does the health check.
 
 Shedding, always 503 with ``Retry-After`` (``retry_after_seconds``) and the standard error
 body: more than ``max_requests_in_flight`` requests being served (:class:`InFlightLimit`),
@@ -322,7 +322,13 @@ def create_app(
     if master_log is None and not reads_only:
         master_log = MasterLog()
     db = make_database(settings) if database is None else database
-    ingestor = None if reads_only else MetricIngestor(db, max_queued=settings.max_queued_reports)
+    ingestor = (
+        None
+        if reads_only
+        else MetricIngestor(
+            db, max_queued=settings.max_queued_reports, writers=settings.metric_writers
+        )
+    )
     forwarding = None if reads is None else Forwarding()
     boards = None if reads_only else TensorBoardManager(db, settings.home)
     retention = None if reads_only else LogRetention(db)
