@@ -47,12 +47,14 @@ from pedl.keras._keras import (
     flatten,
     keras,
     map_structure,
+    other_keras,
     set_random_seed,
 )
 from pedl.keras.callbacks import Callback
 from pedl.script._callback import DeterminedCallback
 from pedl.script._core_api import CoreApiRun
 from pedl.script._keras_callbacks import KerasCallbacks, restore_ended
+from pedl.script._other_keras import other_keras_fit_refused
 from pedl.script._stages import (
     EpochHistory,
     SearcherLengths,
@@ -367,7 +369,10 @@ class ScriptRun:
 
         keras.Model.fit = fit
         try:
-            yield
+            with other_keras_fit_refused(
+                "keras" if LEGACY else "tf_keras", other_keras, ScriptError
+            ):
+                yield
         finally:
             keras.Model.fit = original
 

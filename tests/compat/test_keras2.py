@@ -106,6 +106,56 @@ def test_const_and_adaptive_run_locally_on_keras2() -> None:
     assert len(last) == 4 and 16 in last, last
 
 
+KERAS3_SCRIPT = """
+import keras
+import numpy as np
+
+x = np.zeros((16, 3), dtype="float32")
+model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+model.fit(x, x[:, :1], batch_size=8)
+"""
+
+ATTEMPT = """
+import json, sys
+from pathlib import Path
+from pedl import core
+from pedl.config import load_config
+from pedl.exec import run_attempt
+code = Path(sys.argv[1])
+config = load_config(code / "const.yaml")
+context = lambda: core.detached_context(config, hparams={}, code_dir=code)
+result = run_attempt(code, "train.py", context)
+error = result.error
+print("RESULT " + json.dumps([result.outcome.value, error.type, error.message, error.location]))
+"""
+
+
+@pytest.mark.slow
+def test_a_keras2_mode_script_fitting_a_keras3_model_fails_at_its_fit_call(
+    tmp_path: Path,
+) -> None:
+    """In Keras 2 mode, Keras 3's ``fit`` would train the model unseen by PEDL: it fails with
+    what to change, at the script's line."""
+    (tmp_path / "train.py").write_text(KERAS3_SCRIPT)
+    (tmp_path / "const.yaml").write_text(
+        "entrypoint: train.py\nsearcher: {name: single, metric: loss, max_length: {batches: 4}}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", ATTEMPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_USE_LEGACY_KERAS": "1", "PYTHONPATH": str(ROOT)},
+        timeout=scaled(300),
+        cwd=tmp_path,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    outcome, kind, message, location = json.loads(lines[-1][len("RESULT ") :])
+    assert (outcome, kind, location) == ("ERRORED", "ScriptError", "train.py:8")
+    assert "it is a Keras 3 object (`import keras`) and this trial runs in Keras 2 mode" in message
+
+
 @pytest.fixture(scope="module")
 def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MasterProcess]:
     process = MasterProcess(tmp_path_factory.mktemp("master"), env={"PEDL_AUTH": "false"}).start()

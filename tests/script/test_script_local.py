@@ -190,6 +190,42 @@ def test_run_attempt_reports_the_scripts_error_with_its_line(tmp_path: Path) -> 
     assert result.error.location == "train.py:3"
 
 
+OTHER_KERAS_SCRIPT = """
+import numpy as np
+import tf_keras
+
+x = np.zeros((16, 3), dtype="float32")
+model = tf_keras.Sequential([tf_keras.Input((3,)), tf_keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+model.fit(x, x[:, :1], batch_size=8)
+open("trained_unseen.txt", "w").close()
+"""
+
+
+def test_a_script_fitting_the_other_keras_fails_at_its_fit_call(tmp_path: Path) -> None:
+    """On Keras 3, a model of Keras 2 (``tf_keras``) would train unseen by PEDL: its fit()
+    fails with what to change, at the script's line (Keras 2 mode refuses Keras 3's alike)."""
+    (tmp_path / "train.py").write_text(OTHER_KERAS_SCRIPT)
+    config = tmp_path / "const.yaml"
+    config.write_text(FUNCTION_CONFIG.replace("train:main", "train.py"))
+    parsed = load_config(config)
+
+    def context() -> core.Context:
+        return core.detached_context(parsed, hparams={"batch": 8}, code_dir=tmp_path)
+
+    result = run_attempt(tmp_path, "train.py", context)
+    assert result.outcome is TrialOutcome.ERRORED
+    assert result.error is not None
+    assert result.error.type == "ScriptError"
+    assert "it is a Keras 2 object (`tf_keras`) and this trial runs on Keras 3" in (
+        result.error.message
+    )
+    assert result.error.location == "train.py:8"
+    assert not (tmp_path / "trained_unseen.txt").exists()
+    tf_keras = __import__("tf_keras")
+    assert tf_keras.Model.fit.__name__ == "fit" and "pedl" not in tf_keras.Model.fit.__module__
+
+
 PREEMPTED_SCRIPT = """
 import keras
 import numpy as np
