@@ -20,7 +20,7 @@ from pedl.local import LocalExperiment, smoke_test
 from pedl.model_def import unload
 from pedl.script import DeterminedCallback, from_tf_config, get_cluster_info
 from pedl.storage import SharedFSStorage
-from pedl.vocabulary import CheckpointState, MetricKind, TrialOutcome
+from pedl.vocabulary import CheckpointState, MetricKind, TrialError, TrialOutcome
 from tests import local_record as record
 
 HERE = Path(__file__).parent
@@ -167,14 +167,23 @@ def test_get_hyperparameter_outside_a_trial_says_so() -> None:
 
 
 def test_run_attempt_reports_the_scripts_error_with_its_line(tmp_path: Path) -> None:
-    (tmp_path / "train.py").write_text(
+    error = _failed_attempt(
+        tmp_path,
         textwrap.dedent(
             """
             import pedl
             rate = pedl.get_hyperparameter("no_such_name")
             """
-        )
+        ),
     )
+    assert error.type == "KeyError"
+    assert "no hyperparameter 'no_such_name'" in error.message
+    assert error.location == "train.py:3"
+
+
+def _failed_attempt(tmp_path: Path, script: str) -> TrialError:
+    """The error of ``script`` run as an attempt (``train.py`` in ``tmp_path``), which fails."""
+    (tmp_path / "train.py").write_text(script)
     config = tmp_path / "const.yaml"
     config.write_text(FUNCTION_CONFIG.replace("train:main", "train.py"))
     parsed = load_config(config)
@@ -185,9 +194,7 @@ def test_run_attempt_reports_the_scripts_error_with_its_line(tmp_path: Path) -> 
     result = run_attempt(tmp_path, "train.py", context)
     assert result.outcome is TrialOutcome.ERRORED
     assert result.error is not None
-    assert result.error.type == "KeyError"
-    assert "no hyperparameter 'no_such_name'" in result.error.message
-    assert result.error.location == "train.py:3"
+    return result.error
 
 
 OTHER_KERAS_SCRIPT = """
@@ -205,25 +212,14 @@ open("trained_unseen.txt", "w").close()
 def test_a_script_fitting_the_other_keras_fails_at_its_fit_call(tmp_path: Path) -> None:
     """On Keras 3, a model of Keras 2 (``tf_keras``) would train unseen by PEDL: its fit()
     fails with what to change, at the script's line (Keras 2 mode refuses Keras 3's alike)."""
-    (tmp_path / "train.py").write_text(OTHER_KERAS_SCRIPT)
-    config = tmp_path / "const.yaml"
-    config.write_text(FUNCTION_CONFIG.replace("train:main", "train.py"))
-    parsed = load_config(config)
-
-    def context() -> core.Context:
-        return core.detached_context(parsed, hparams={"batch": 8}, code_dir=tmp_path)
-
-    result = run_attempt(tmp_path, "train.py", context)
-    assert result.outcome is TrialOutcome.ERRORED
-    assert result.error is not None
-    assert result.error.type == "ScriptError"
-    assert "it is a Keras 2 object (`tf_keras`) and this trial runs on Keras 3" in (
-        result.error.message
-    )
-    assert result.error.location == "train.py:8"
+    error = _failed_attempt(tmp_path, OTHER_KERAS_SCRIPT)
+    assert error.type == "ScriptError"
+    assert "it is a Keras 2 object (`tf_keras`) and this trial runs on Keras 3" in error.message
+    assert error.location == "train.py:8"
     assert not (tmp_path / "trained_unseen.txt").exists()
-    tf_keras = __import__("tf_keras")
-    assert tf_keras.Model.fit.__name__ == "fit" and "pedl" not in tf_keras.Model.fit.__module__
+    import tf_keras
+
+    assert "pedl" not in tf_keras.Model.fit.__module__  # restored once the script ended
 
 
 PREEMPTED_SCRIPT = """
