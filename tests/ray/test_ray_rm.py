@@ -332,7 +332,9 @@ def test_a_two_worker_keras_trial_across_two_nodes_ends_with_identical_weights(
     assert all(node.node_id in placed for node in cluster.pedl_nodes), placed
     saved = []
     for rank in (0, 1):
-        with np.load(out / f"trial-{trial['id']}-rank-{rank}.npz") as weights:
+        path = out / f"trial-{trial['id']}-rank-{rank}.npz"
+        assert path.is_file(), [line["message"] for line in every][-40:]
+        with np.load(path) as weights:
             saved.append(
                 (int(weights["pid"]), [weights[f"w{i}"] for i in range(len(weights.files) - 1)])
             )

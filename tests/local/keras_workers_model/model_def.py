@@ -34,6 +34,9 @@ class Record(keras.callbacks.Callback):
         name = f"trial-{self.context.get_trial_id()}-rank-{rank}.npz"
         weights = {f"w{i}": w for i, w in enumerate(self.model.get_weights())}
         np.savez(path / name, pid=os.getpid(), **weights)
+        # The chief exits only once every worker has written its file: the others are stopped
+        # a few seconds after the chief exits, which a loaded machine can reach mid-write.
+        self.context.distributed.allgather(rank)
 
 
 class BlobsTrial(TFKerasTrial):
