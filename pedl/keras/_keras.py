@@ -124,15 +124,16 @@ def mode_mismatch(keras_version: Any) -> str | None:
 def other_keras(obj: Any) -> str | None:
     """Why ``obj`` (a model, an optimizer) cannot train here because it comes from the other
     Keras (a Keras 3 ``keras`` object in Keras 2 mode, or a ``tf_keras`` one on Keras 3), or
-    None."""
-    package = type(obj).__module__.split(".", 1)[0]
-    if LEGACY and package == "keras":
+    None. Judged by its class and the classes it derives from: a model class of the user's own
+    comes from the package its base class does."""
+    packages = {cls.__module__.split(".", 1)[0] for cls in type(obj).__mro__}
+    if LEGACY and "keras" in packages:
         return (
             "it is a Keras 3 object (`import keras`) and this trial runs in Keras 2 mode "
             f"({LEGACY_KERAS_VARIABLE}=1): build it with `tf.keras` (or `tf_keras`), or unset "
             f"{LEGACY_KERAS_VARIABLE}"
         )
-    if not LEGACY and package == "tf_keras":
+    if not LEGACY and "tf_keras" in packages:
         return (
             "it is a Keras 2 object (`tf_keras`) and this trial runs on Keras 3: set "
             f"{LEGACY_KERAS_VARIABLE}=1 in environment.environment_variables, or build it "

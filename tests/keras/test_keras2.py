@@ -267,6 +267,12 @@ def test_a_model_of_the_other_keras_is_refused_naming_the_switch() -> None:
     assert ("unset TF_USE_LEGACY_KERAS" if LEGACY else "set TF_USE_LEGACY_KERAS=1") in why
     assert _keras.other_keras(own.Sequential([own.Input((2,)), own.layers.Dense(1)])) is None
 
+    class Mine(other.Model):  # a user's subclass, defined outside either package
+        def call(self, inputs):  # type: ignore[no-untyped-def]
+            return inputs
+
+    assert _keras.other_keras(Mine()) == why
+
 
 TEXT_MODEL = """
 import numpy as np
