@@ -199,6 +199,10 @@ class Hub(_Endpoint):
         self._pub = context.socket(zmq.PUB)
         self._pull = context.socket(zmq.PULL)
         self._sockets = [self._pub, self._pull]
+        # The monitor comes before the bind: a spoke already retrying its connect may be
+        # accepted the moment the port opens, and an "accepted" event sent before the monitor
+        # existed is never seen (its peer would count as lost once armed).
+        self._connections = _Connections(self._pull, expected=len(self._spokes))
         for socket, url in ((self._pub, pub_url), (self._pull, pull_url)):
             _configure(socket, timeout, linger=socket is self._pub)
             try:
@@ -211,7 +215,6 @@ class Hub(_Endpoint):
                 ) from e
         self.pub_url = self._pub.getsockopt_string(zmq.LAST_ENDPOINT)
         self.pull_url = self._pull.getsockopt_string(zmq.LAST_ENDPOINT)
-        self._connections = _Connections(self._pull, expected=len(self._spokes))
         self._send_serial = 0
         self._recv_serial = 0
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import zmq
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -258,6 +259,50 @@ def test_a_collective_that_a_peer_never_joins_times_out() -> None:
         thread.join()
         chief.close()
         other.close()
+
+
+def test_a_worker_that_connects_the_instant_the_chief_binds_counts_as_connected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker starts first and retries its connect; the chief's process then stalls just
+    after opening its ports (as a loaded machine's can), so the worker's connection is accepted
+    before the chief does anything else. The chief still counts it: a collective that the
+    worker then answers succeeds, where a missed "accepted" event made it a lost worker (CI,
+    2026-12-01: "lost the connection to a worker" in the test above). (Workers as threads.)"""
+    pub, pull = free_ports(2)
+    timeout = scaled(10.0)
+    kwargs = {"size": 2, "local_size": 2, "pub_port": pub, "pull_port": pull, "timeout": timeout}
+    chief = core.DistributedContext(rank=0, local_rank=0, **kwargs)
+    other = core.DistributedContext(rank=1, local_rank=1, **kwargs)
+    bind = zmq.Socket.bind
+
+    def bind_then_stall(socket: zmq.Socket[bytes], url: str) -> None:
+        bind(socket, url)
+        if url.endswith(f":{pull}"):
+            time.sleep(1.0)  # the worker retries every 0.1 s: it connects meanwhile
+
+    results: list[Any] = []
+
+    def work() -> None:
+        try:
+            other.connect()
+            results.append(other.gather("from rank 1"))
+        except BaseException as e:
+            results.append(e)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    try:
+        time.sleep(0.3)  # the worker's first connects are refused: nothing listens yet
+        with monkeypatch.context() as patch:
+            patch.setattr(zmq.Socket, "bind", bind_then_stall)
+            chief.connect()
+        assert chief.gather("from rank 0") == ["from rank 0", "from rank 1"]
+    finally:
+        thread.join()
+        chief.close()
+        other.close()
+    assert results == [None]
 
 
 def test_a_missing_peer_fails_the_startup_within_the_timeout() -> None:
