@@ -10,6 +10,8 @@ policy allows: these waits are written so.
 
 from __future__ import annotations
 
+import base64
+
 from playwright.sync_api import Locator, Page, expect
 
 CHARTS_PAINTED = "() => performance.getEntriesByName('pedl:charts-painted').length > 0"
@@ -23,26 +25,40 @@ def wait_for_charts(page: Page) -> None:
 
 
 CANVAS_PIXELS = """(canvas) => {
-    // A copy of what the canvas shows, then its pixels: the visualization tab's canvases are
-    // drawn by a worker (transferControlToOffscreen), and such a canvas has no context the
-    // page could read; drawn onto another canvas it gives the last frame the worker sent.
+    // A copy of what the canvas shows, then its pixels (a Uint8ClampedArray of RGBA bytes):
+    // the visualization tab's canvases are drawn by a worker (transferControlToOffscreen),
+    // and such a canvas has no context the page could read; drawn onto another canvas it
+    // gives the last frame the worker sent.
     const copy = document.createElement('canvas');
     copy.width = canvas.width;
     copy.height = canvas.height;
     const ctx = copy.getContext('2d');
     ctx.drawImage(canvas, 0, 0);
-    return Array.from(ctx.getImageData(0, 0, copy.width, copy.height).data);
+    return ctx.getImageData(0, 0, copy.width, copy.height).data;
 }"""
 
-SHOWS_A_FRAME = f"""(canvas) => ({CANVAS_PIXELS})(canvas).some((v, i) => i % 4 === 3 && v > 0)"""
+SHOWS_A_FRAME = f"""(canvas) => {{
+    const data = ({CANVAS_PIXELS})(canvas);
+    for (let i = 3; i < data.length; i += 4) if (data[i] > 0) return true;
+    return false;
+}}"""
 """True once the canvas shows something (the worker's frame reaches the page a moment after
 the worker says it drew)."""
 
+BYTES_BASE64 = """(data) => {
+    let text = '';
+    for (let i = 0; i < data.length; i += 0x8000)
+        text += String.fromCharCode(...data.subarray(i, i + 0x8000));
+    return btoa(text);
+}"""
+"""A Uint8Array's (or Uint8ClampedArray's) bytes as base64: Playwright hands a JavaScript
+array to Python element by element (a canvas' millions of bytes took tens of seconds), a
+string at once."""
 
-def painted_pixels(canvas: Locator) -> list[int]:
+
+def painted_pixels(canvas: Locator) -> bytes:
     """The RGBA bytes of a chart canvas once it has drawn a scene (``data-painted``, set by
     ui/src/components/chart-surface.ts whether the worker or the page drew it) and shows it."""
     expect(canvas).not_to_have_attribute("data-painted", "0")
     canvas.page.wait_for_function(SHOWS_A_FRAME, arg=canvas.element_handle())
-    pixels: list[int] = canvas.evaluate(CANVAS_PIXELS)
-    return pixels
+    return base64.b64decode(canvas.evaluate(f"(c) => ({BYTES_BASE64})(({CANVAS_PIXELS})(c))"))
