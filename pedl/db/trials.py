@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import secrets
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
@@ -659,6 +659,33 @@ def _as_number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _validation_values(session: Session, trial_id: int, name: str) -> Iterator[tuple[int, Any]]:
+    """The trial's validation rows as (batch count, value of metric ``name``: a number, or
+    anything else :func:`_as_number` ignores). The value is read in the database, so a report
+    no longer decodes every stored row's whole object. SQLite gives a number as the double it
+    stores (``json_type`` keeps booleans out: ``json_extract`` reads ``true`` as 1); its JSON
+    paths cannot name a key holding a double quote or a backslash, so such a name reads the
+    objects."""
+    where = (Metric.trial_id == trial_id, Metric.kind == MetricKind.VALIDATION)
+    if session.get_bind().dialect.name == "postgresql":
+        yield from session.execute(select(Metric.total_batches, Metric.metrics[name]).where(*where))
+        return
+    if '"' in name or "\\" in name:
+        for batches, values in session.execute(
+            select(Metric.total_batches, Metric.metrics).where(*where)
+        ):
+            yield batches, values.get(name)
+        return
+    path = f'$."{name}"'
+    number = case(
+        (
+            func.json_type(Metric.metrics, path).in_(("integer", "real")),
+            func.json_extract(Metric.metrics, path),
+        )
+    )
+    yield from session.execute(select(Metric.total_batches, number).where(*where))
+
+
 def refresh_trial_best(session: Session, trial_id: int) -> None:
     """Recompute ``best_validation`` and ``best_checkpoint_uuid`` of a trial, and the
     ``searcher_metric`` of its checkpoints, from its stored validation metrics and
@@ -680,24 +707,33 @@ def refresh_trial_best(session: Session, trial_id: int) -> None:
         return
     sign = 1.0 if smaller_is_better else -1.0
     by_batches: dict[int, float] = {}
-    for batches, values in session.execute(
-        select(Metric.total_batches, Metric.metrics).where(
-            Metric.trial_id == trial_id, Metric.kind == MetricKind.VALIDATION
-        )
-    ):
-        number = _as_number(values.get(metric_name))
+    for batches, value in _validation_values(session, trial_id, metric_name):
+        number = _as_number(value)
         if number is not None:
             by_batches[batches] = number
     trial = get_trial(session, trial_id)
     trial.best_validation = min(by_batches.values(), key=lambda v: sign * v) if by_batches else None
     best: tuple[float, int, str] | None = None
-    for checkpoint in session.scalars(select(Checkpoint).where(Checkpoint.trial_id == trial_id)):
-        value = by_batches.get(checkpoint.total_batches)
-        if checkpoint.searcher_metric != value:
-            checkpoint.searcher_metric = value
-        if value is None or checkpoint.state != CheckpointState.COMPLETED:
+    # Columns, not objects: a long trial keeps a row for every checkpoint it took (its files
+    # deleted by retention), and loading them all as objects at every validation made each
+    # report cost more than the last. Only a checkpoint whose value changed is loaded.
+    for checkpoint_id, uuid, batches, state, stored in session.execute(
+        select(
+            Checkpoint.id,
+            Checkpoint.uuid,
+            Checkpoint.total_batches,
+            Checkpoint.state,
+            Checkpoint.searcher_metric,
+        ).where(Checkpoint.trial_id == trial_id)
+    ):
+        value = by_batches.get(batches)
+        if stored != value:
+            changed = session.get(Checkpoint, checkpoint_id)
+            if changed is not None:
+                changed.searcher_metric = value
+        if value is None or state != CheckpointState.COMPLETED:
             continue
-        candidate = (sign * value, -checkpoint.total_batches, checkpoint.uuid)
+        candidate = (sign * value, -batches, uuid)
         if best is None or candidate < best:
             best = candidate
     trial.best_checkpoint_uuid = None if best is None else best[2]
