@@ -64,7 +64,7 @@ def register_checkpoint(
         checkpoint.resources = dict(resources)
     session.flush()
     _refresh_latest(session, trial)
-    trials_repo.refresh_trial_best(session, trial_id)
+    trials_repo.refresh_trial_best(session, trial_id, [total_batches])
     return checkpoint
 
 
@@ -118,7 +118,7 @@ def _set_state(
     session.flush()
     for trial_id in sorted(trial_ids):
         _refresh_latest(session, trials_repo.get_trial(session, trial_id))
-        trials_repo.refresh_trial_best(session, trial_id)
+        trials_repo.refresh_trial_best(session, trial_id, ())
 
 
 def registered_uuids(session: Session, uuids: Collection[str]) -> set[str]:

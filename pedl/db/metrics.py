@@ -195,7 +195,7 @@ def upsert_metrics_of_trials(
     for trial_id, _, _ in keys:
         written[trial_id] += 1
     top: dict[int, int] = {}
-    validated: set[int] = set()
+    validated: dict[int, set[int]] = {}
     _note_rows(top, validated, keys)
     _advance_trials(session, top, validated)
     return written
@@ -212,8 +212,8 @@ class ReportText(NamedTuple):
     rows: Sequence[MetricReport]
     top: int | None
     """The largest batch count of its training rows (``None``: it has none)."""
-    validated: bool
-    """Whether it has validation rows."""
+    validated: frozenset[int]
+    """The batch counts of its validation rows."""
     dialect: str
     """The database that reads the text as it would store the rows (SQLAlchemy's name)."""
 
@@ -231,7 +231,7 @@ def upsert_reports(
     dialect = session.get_bind().dialect.name
     _, statement, stamp = _UPSERTS[dialect]
     top: dict[int, int] = {}
-    validated: set[int] = set()
+    validated: dict[int, set[int]] = {}
     pending: dict[int, list[AnyMetricRow]] = {}
     now = stamp(utcnow())
 
@@ -250,7 +250,7 @@ def upsert_reports(
         if report.top is not None and report.top > top.get(trial_id, -1):
             top[trial_id] = report.top
         if report.validated:
-            validated.add(trial_id)
+            validated.setdefault(trial_id, set()).update(report.validated)
     if pending:
         flush()
     _advance_trials(session, top, validated)
@@ -303,32 +303,35 @@ def _write_rows(
 
 
 def _note_rows(
-    top: dict[int, int], validated: set[int], keys: Sequence[tuple[int, str, int]]
+    top: dict[int, int], validated: dict[int, set[int]], keys: Sequence[tuple[int, str, int]]
 ) -> None:
     """Note written rows for :func:`_advance_trials`: each trial's largest training batch
-    count, the trials with validation rows."""
+    count, the batch counts of each trial's validation rows."""
     training = _TRAINING
     for trial_id, kind, batches in keys:
         if kind == training:
             if batches > top.get(trial_id, batches - 1):
                 top[trial_id] = batches
         else:
-            validated.add(trial_id)
+            validated.setdefault(trial_id, set()).add(batches)
 
 
 _TRAINING = MetricKind.TRAINING.value
 
 
-def _advance_trials(session: Session, top: Mapping[int, int], validated: set[int]) -> None:
+def _advance_trials(
+    session: Session, top: Mapping[int, int], validated: Mapping[int, set[int]]
+) -> None:
     """After rows were written: one executemany ``UPDATE`` raising each trial's
     ``total_batches`` to its ``top`` training row, then a best-validation refresh per
-    ``validated`` trial."""
+    ``validated`` trial, of the checkpoints at the batch counts of its written validation
+    rows."""
     if top:
         session.execute(
             _ADVANCE_TOTAL_BATCHES, [{"trial": t, "top": b} for t, b in sorted(top.items())]
         )
-    for trial_id in sorted(validated):
-        trials_repo.refresh_trial_best(session, trial_id)
+    for trial_id, batches in sorted(validated.items()):
+        trials_repo.refresh_trial_best(session, trial_id, batches)
 
 
 # What report_text reads of a body: its bytes without whitespace, digits and '-', and with
@@ -392,7 +395,8 @@ def report_text(body: bytes, rows: Sequence[MetricReport], dialect: str) -> Repo
         return None
     training = MetricKind.TRAINING
     trained = [row["total_batches"] for row in rows if row["kind"] == training]
-    return ReportText(text, rows, max(trained, default=None), len(trained) < len(rows), dialect)
+    validated = frozenset(row["total_batches"] for row in rows if row["kind"] != training)
+    return ReportText(text, rows, max(trained, default=None), validated, dialect)
 
 
 def _json_array(values: list[list[Any]]) -> str:

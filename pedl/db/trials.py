@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import secrets
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
@@ -659,34 +659,62 @@ def _as_number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _validation_values(session: Session, trial_id: int, name: str) -> Iterator[tuple[int, Any]]:
-    """The trial's validation rows as (batch count, value of metric ``name``: a number, or
-    anything else :func:`_as_number` ignores). The value is read in the database, so a report
-    no longer decodes every stored row's whole object. SQLite gives a number as the double it
-    stores (``json_type`` keeps booleans out: ``json_extract`` reads ``true`` as 1); its JSON
-    paths cannot name a key holding a double quote or a backslash, so such a name reads the
-    objects."""
-    where = (Metric.trial_id == trial_id, Metric.kind == MetricKind.VALIDATION)
+def _number(session: Session, name: str) -> ColumnElement[Any] | None:
+    """A validation row's value of metric ``name`` where it is a number, else NULL, read in
+    the database (as the stored double: no object decoded); None where the database cannot
+    name the key (SQLite's JSON paths take no double quote or backslash), which
+    :func:`_read_numbers` then reads from the objects. SQLite's ``json_type`` keeps booleans out
+    (``json_extract`` reads ``true`` as 1), as PostgreSQL's ``jsonb_typeof`` does."""
+    value = Metric.metrics[name]
     if session.get_bind().dialect.name == "postgresql":
-        yield from session.execute(select(Metric.total_batches, Metric.metrics[name]).where(*where))
-        return
+        return case((func.jsonb_typeof(value) == "number", value.as_float()))
     if '"' in name or "\\" in name:
-        for batches, values in session.execute(
-            select(Metric.total_batches, Metric.metrics).where(*where)
-        ):
-            yield batches, values.get(name)
-        return
+        return None
     path = f'$."{name}"'
-    number = case(
+    return case(
         (
             func.json_type(Metric.metrics, path).in_(("integer", "real")),
             func.json_extract(Metric.metrics, path),
         )
     )
-    yield from session.execute(select(Metric.total_batches, number).where(*where))
 
 
-def refresh_trial_best(session: Session, trial_id: int) -> None:
+def _read_numbers(
+    session: Session, trial_id: int, name: str, batches: Collection[int] | None
+) -> dict[int, float]:
+    """The numeric, finite values of metric ``name`` in the trial's validation rows (those at
+    ``batches``, or all), by batch count."""
+    where = [Metric.trial_id == trial_id, Metric.kind == MetricKind.VALIDATION]
+    if batches is not None:
+        where.append(Metric.total_batches.in_(sorted(batches)))
+    number = _number(session, name)
+    pairs: Iterable[tuple[int, Any]]
+    if number is None:
+        rows = session.execute(select(Metric.total_batches, Metric.metrics).where(*where))
+        pairs = ((b, values.get(name)) for b, values in rows)
+    else:
+        pairs = session.execute(select(Metric.total_batches, number).where(*where))
+    return {b: n for b, value in pairs if (n := _as_number(value)) is not None}
+
+
+def _best_number(session: Session, trial_id: int, name: str, smaller: bool) -> float | None:
+    """The best numeric, finite value of metric ``name`` in the trial's validation rows: one
+    aggregate in the database, which reads the values without decoding the rows."""
+    number = _number(session, name)
+    if number is None:
+        values = _read_numbers(session, trial_id, name, None).values()
+        return (min if smaller else max)(values, default=None)
+    best = session.scalar(
+        select((func.min if smaller else func.max)(number)).where(
+            Metric.trial_id == trial_id, Metric.kind == MetricKind.VALIDATION
+        )
+    )
+    return _as_number(best)
+
+
+def refresh_trial_best(
+    session: Session, trial_id: int, batches: Collection[int] | None = None
+) -> None:
     """Recompute ``best_validation`` and ``best_checkpoint_uuid`` of a trial, and the
     ``searcher_metric`` of its checkpoints, from its stored validation metrics and
     checkpoints, using the experiment's searcher metric.
@@ -694,6 +722,12 @@ def refresh_trial_best(session: Session, trial_id: int) -> None:
     The best checkpoint is the completed checkpoint taken at a batch count that has the best
     validation value (ties go to the later checkpoint). Non-numeric and non-finite values are
     ignored. Does nothing when the experiment names no searcher metric.
+
+    ``batches``: the batch counts at which validation rows or checkpoints changed since the
+    last refresh (what a report wrote, a registered checkpoint; empty where only checkpoints'
+    states changed): only the checkpoints there get their searcher metric again, so a report
+    costs the same late in a long trial as early (every checkpoint ever taken keeps its row).
+    ``None`` sets every checkpoint's.
     """
     row = session.execute(
         select(Experiment.searcher_metric, Experiment.smaller_is_better)
@@ -705,38 +739,37 @@ def refresh_trial_best(session: Session, trial_id: int) -> None:
     metric_name, smaller_is_better = row
     if metric_name is None:
         return
-    sign = 1.0 if smaller_is_better else -1.0
-    by_batches: dict[int, float] = {}
-    for batches, value in _validation_values(session, trial_id, metric_name):
-        number = _as_number(value)
-        if number is not None:
-            by_batches[batches] = number
     trial = get_trial(session, trial_id)
-    trial.best_validation = min(by_batches.values(), key=lambda v: sign * v) if by_batches else None
-    best: tuple[float, int, str] | None = None
-    # Columns, not objects: a long trial keeps a row for every checkpoint it took (its files
-    # deleted by retention), and loading them all as objects at every validation made each
-    # report cost more than the last. Only a checkpoint whose value changed is loaded.
-    for checkpoint_id, uuid, batches, state, stored in session.execute(
-        select(
-            Checkpoint.id,
+    trial.best_validation = _best_number(session, trial_id, metric_name, smaller_is_better)
+    if batches is None or batches:
+        values = _read_numbers(session, trial_id, metric_name, batches)
+        query = select(Checkpoint.id, Checkpoint.total_batches, Checkpoint.searcher_metric).where(
+            Checkpoint.trial_id == trial_id
+        )
+        if batches is not None:
+            query = query.where(Checkpoint.total_batches.in_(sorted(batches)))
+        for checkpoint_id, at, stored in session.execute(query):
+            value = values.get(at)
+            if stored != value:
+                changed = session.get(Checkpoint, checkpoint_id)
+                if changed is not None:
+                    changed.searcher_metric = value
+        session.flush()
+    metric = Checkpoint.searcher_metric
+    trial.best_checkpoint_uuid = session.scalar(
+        select(Checkpoint.uuid)
+        .where(
+            Checkpoint.trial_id == trial_id,
+            Checkpoint.state == CheckpointState.COMPLETED,
+            metric.is_not(None),
+        )
+        .order_by(
+            metric.asc() if smaller_is_better else metric.desc(),
+            Checkpoint.total_batches.desc(),
             Checkpoint.uuid,
-            Checkpoint.total_batches,
-            Checkpoint.state,
-            Checkpoint.searcher_metric,
-        ).where(Checkpoint.trial_id == trial_id)
-    ):
-        value = by_batches.get(batches)
-        if stored != value:
-            changed = session.get(Checkpoint, checkpoint_id)
-            if changed is not None:
-                changed.searcher_metric = value
-        if value is None or state != CheckpointState.COMPLETED:
-            continue
-        candidate = (sign * value, -batches, uuid)
-        if best is None or candidate < best:
-            best = candidate
-    trial.best_checkpoint_uuid = None if best is None else best[2]
+        )
+        .limit(1)
+    )
     session.flush()
 
 

@@ -493,9 +493,7 @@ class LocalBackend:
             total_epochs=total_epochs,
         )
         with self._experiment.database.session(write=True, serialize=True) as session:
-            metrics_repo.upsert_metrics(session, self._trial_id, [row])
-            if kind == MetricKind.VALIDATION:
-                trials_repo.refresh_trial_best(session, self._trial_id)
+            metrics_repo.upsert_metrics(session, self._trial_id, [row])  # (refreshes the best)
         self._experiment.display.trial_progress(self._trial_id, total_batches, metrics)
 
     def register_checkpoint(
