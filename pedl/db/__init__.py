@@ -29,7 +29,13 @@ from pedl.db._det_models import ArchivedExperiment, ClusterMessage, Template
 from pedl.db._engine import WRITE_OPTION, make_engine, normalize_url
 from pedl.db._errors import ConflictError, NotFoundError
 from pedl.db._experiment_store import SQLExperimentStore
-from pedl.db._ingest import IngestUnavailableError, MetricIngestor, TrialTokenError
+from pedl.db._ingest import (
+    CheckedReport,
+    IngestUnavailableError,
+    MetricIngestor,
+    TrialTokenError,
+    check_report,
+)
 from pedl.db._migrate import current_revision, head_revision, upgrade
 from pedl.db._models import (
     Base,
@@ -53,6 +59,7 @@ __all__ = [
     "WRITE_OPTION",
     "ArchivedExperiment",
     "Base",
+    "CheckedReport",
     "Checkpoint",
     "ClusterMessage",
     "ConflictError",
@@ -80,6 +87,7 @@ __all__ = [
     "UserSession",
     "Workspace",
     "agents",
+    "check_report",
     "checkpoints",
     "cluster_messages",
     "current_revision",

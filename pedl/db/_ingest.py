@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -95,6 +95,31 @@ check). With 200 trials reporting 1 to 5 rows 5 times a second, texts raised the
 latency about 2x."""
 
 
+class CheckedReport(NamedTuple):
+    """A report whose text the database may store (:func:`check_report`), with what the
+    writer needs of its rows: so a report can be checked in another process (the master's
+    read processes: :mod:`pedl.master.api._report_check`) and handed to
+    :meth:`MetricIngestor.submit_checked_async` without its rows made here (``text.rows``
+    may make them when read, which the writer does only for a refused row)."""
+
+    text: ReportText
+    distinct_keys: int
+    most_batches: int
+
+
+def check_report(body: bytes, rows: Sequence[MetricReport], dialect: str) -> CheckedReport | None:
+    """``body`` (validated by the API's schema into ``rows``) as a :class:`CheckedReport` for
+    ``dialect``, or ``None`` where the writer stores it as rows: where
+    :func:`~pedl.db.metrics.report_text` refuses the text, and on PostgreSQL below
+    :data:`BIG_REPORT_ROWS` rows."""
+    if dialect == "postgresql" and len(rows) < BIG_REPORT_ROWS:
+        return None
+    text = report_text(body, rows, dialect)
+    if text is None:
+        return None
+    return CheckedReport(text, len(row_keys(rows)), most_batches(rows))
+
+
 def _request(
     trial_id: int,
     rows: Sequence[AnyMetricRow],
@@ -104,20 +129,30 @@ def _request(
     **answer: Any,
 ) -> _Request:
     """A :class:`_Request`, its per-row work done here (``body``: the text the rows were
-    validated from, read by the database where :func:`~pedl.db.metrics.report_text`
-    allows)."""
+    validated from, read by the database where :func:`check_report` allows)."""
     rows = list(rows)
     token_hash = None if token is None else trials_repo.hash_token(token)
-    text = None
-    if body is not None and (dialect != "postgresql" or len(rows) >= BIG_REPORT_ROWS):
-        text = report_text(body, cast(Sequence[MetricReport], rows), dialect)
+    checked = None
+    if body is not None:
+        checked = check_report(body, cast(Sequence[MetricReport], rows), dialect)
+    if checked is not None:
+        return _checked_request(trial_id, checked, token_hash, **answer)
+    return _Request(
+        trial_id, rows, token_hash, rows, len(row_keys(rows)), most_batches(rows), **answer
+    )
+
+
+def _checked_request(
+    trial_id: int, checked: CheckedReport, token_hash: str | None, **answer: Any
+) -> _Request:
+    text = checked.text
     return _Request(
         trial_id,
-        rows,
+        text.rows,
         token_hash,
-        rows if text is None else text,
-        len(row_keys(rows)),
-        most_batches(rows),
+        text,
+        checked.distinct_keys,
+        checked.most_batches,
         **answer,
     )
 
@@ -334,6 +369,22 @@ class MetricIngestor:
         self._enqueue(
             _request(trial_id, rows, token, body, self.database.dialect, waiter=waiter, loop=loop)
         )
+        return waiter
+
+    def submit_checked_async(
+        self, trial_id: int, checked: CheckedReport, *, token: str | None = None
+    ) -> asyncio.Future[int]:
+        """:meth:`submit_async` for a report already checked (:func:`check_report`, maybe in
+        another process; its values within the bound) for this database: its rows are not
+        read here. ``ValueError`` if it was checked for another database."""
+        if checked.text.dialect != self.database.dialect:
+            raise ValueError(
+                f"a report checked for {checked.text.dialect}, not {self.database.dialect}"
+            )
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[int] = loop.create_future()
+        token_hash = None if token is None else trials_repo.hash_token(token)
+        self._enqueue(_checked_request(trial_id, checked, token_hash, waiter=waiter, loop=loop))
         return waiter
 
     def _enqueue(self, request: _Request) -> None:

@@ -203,10 +203,11 @@ def upsert_metrics_of_trials(
 
 class ReportText(NamedTuple):
     """A report's rows as the JSON text they arrived in, ``{"rows": [...]}``, beside the rows
-    the API's schema made of it; made only by :func:`report_text`, which checks that the text
-    says exactly what the rows say. The database reads such a report's rows from its text
-    itself (:func:`upsert_reports`): no array per row to build and serialize while holding the
-    GIL that the master's event loop needs for the next reports."""
+    the API's schema made of it; made by :func:`report_text`, which checks that the text
+    says exactly what the rows say (or from what it found, by a process that ran it: then
+    ``rows`` may be made from the text when read). The database reads such a report's rows
+    from its text itself (:func:`upsert_reports`): no array per row to build and serialize
+    while holding the GIL that the master's event loop needs for the next reports."""
 
     body: str
     rows: Sequence[MetricReport]

@@ -8,12 +8,14 @@ and is started again; the read process must exit with the master, even a SIGKILL
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -23,6 +25,7 @@ from pedl.db import Database
 from pedl.master import MasterSettings, create_app
 from pedl.master._reads import ReadProcesses
 from pedl.master.api._forward import Forwarding
+from pedl.master.api._report_check import CHECK_PATH, REMOTE_CHECK_BYTES
 from tests.waits import scaled, until
 
 from .e2e import MasterProcess
@@ -169,6 +172,123 @@ def test_reads_are_answered_while_the_read_process_restarts(reads_master: ReadsM
     assert reads_master.stats.served_here > served_here
 
 
+def _big_report(first: int, count: int) -> dict[str, Any]:
+    """A report of ``count`` training rows from batch ``first`` on, a validation row every 50
+    (doubles to the last bit), whose body is long enough to be checked by a read process."""
+    rows: list[dict[str, Any]] = []
+    for batches in range(first, first + count):
+        loss = 1 / batches + batches * 1e-17
+        rows.append({"kind": "training", "total_batches": batches, "metrics": {"loss": loss}})
+        if batches % 50 == 0:
+            val = {"val_loss": (batches % 7) / 3 + 0.1, "val_accuracy": 1 / (batches % 11 + 3)}
+            rows.append({"kind": "validation", "total_batches": batches, "metrics": val})
+    report = {"rows": rows}
+    assert len(json.dumps(report, separators=(",", ":"))) >= REMOTE_CHECK_BYTES  # as httpx sends it
+    return report
+
+
+def _sqlite(database: Database) -> bool:
+    return database.dialect == "sqlite"
+
+
+_OWN = {"id", "seed", "created_at"}
+"""What of a trial's JSON is its own, not its reports'."""
+
+
+def test_a_big_report_checked_by_the_read_process_is_stored_as_by_the_master_alone(
+    reads_master: ReadsMaster, client: httpx.Client, database: Database
+) -> None:
+    """``client`` is a master without read processes on the same database: the same reports
+    to one trial each leave the same rows and the same trial (best validation included)."""
+    experiment_id = create_experiment(reads_master.http)["id"]
+    checked, checked_token = create_trial(database, experiment_id)
+    alone, alone_token = create_trial(database, experiment_id, seed=8)
+    before = reads_master.stats.reports_checked
+    for first in (1, 501, 251):  # the last one rewrites rows (a resume from batch 250)
+        report = _big_report(first, 500)
+        answers = [
+            http.post(f"/trials/{trial}/metrics", json=report, headers=bearer(token))
+            for http, trial, token in [
+                (reads_master.http, checked, checked_token),
+                (client, alone, alone_token),
+            ]
+        ]
+        assert [a.status_code for a in answers] == [200, 200], answers[0].text
+        assert answers[0].json()["rows"] == answers[1].json()["rows"] == len(report["rows"])
+    # Only on SQLite (see pedl.master.api._report_check).
+    assert reads_master.stats.reports_checked == before + (3 if _sqlite(database) else 0)
+    rows = [
+        [{k: v for k, v in row.items() if k not in ("trial_id", "reported_at")} for row in answers]
+        for answers in (
+            client.get(f"/trials/{trial}/metrics?limit=100000").json() for trial in (checked, alone)
+        )
+    ]
+    assert rows[0] == rows[1]
+    assert len(rows[0]) == 1000 + 20
+    trials = [client.get(f"/trials/{trial}").json() for trial in (checked, alone)]
+    assert [{k: v for k, v in t.items() if k not in _OWN} for t in trials[1:]] == [
+        {k: v for k, v in trials[0].items() if k not in _OWN}
+    ]
+    assert trials[0]["total_batches"] == 1000
+
+
+def test_a_big_report_the_read_process_refuses_gets_the_routes_own_error(
+    reads_master: ReadsMaster, client: httpx.Client, database: Database
+) -> None:
+    experiment_id = create_experiment(reads_master.http)["id"]
+    trial_id, token = create_trial(database, experiment_id)
+    before = reads_master.stats.reports_checked
+    too_big = _big_report(1, 500)
+    too_big["rows"][7]["metrics"]["loss"] = 1e301
+    no_kind = _big_report(1, 500)
+    no_kind["rows"][3]["kind"] = "testing"
+    for report, field in [(too_big, "rows[7].metrics.loss"), (no_kind, "body.rows[3].kind")]:
+        answers = [
+            http.post(f"/trials/{trial_id}/metrics", json=report, headers=bearer(token))
+            for http in (reads_master.http, client)
+        ]
+        assert [a.status_code for a in answers] == [422, 422]
+        assert answers[0].json() == answers[1].json()
+        assert answers[0].json()["error"]["field"] == field
+    assert reads_master.stats.reports_checked == before
+    # Checked there, refused by the writer: the row it names is read from the body here.
+    reads_master.app.state.metric_ingestor.limit_batches(trial_id, 300)
+    past = reads_master.http.post(
+        f"/trials/{trial_id}/metrics", json=_big_report(1, 500), headers=bearer(token)
+    )
+    assert past.status_code == 409, past.text
+    assert past.json()["error"]["field"] == "rows[306].total_batches"  # 6 validation rows before it
+    assert reads_master.stats.reports_checked == before + _sqlite(database)
+    assert client.get(f"/trials/{trial_id}/metrics").json() == []
+
+
+def test_a_big_report_is_checked_by_the_master_while_the_read_process_does_not_answer(
+    reads_master: ReadsMaster, database: Database
+) -> None:
+    if not _sqlite(database):
+        pytest.skip("reports are checked by read processes only on SQLite")
+    experiment_id = create_experiment(reads_master.http)["id"]
+    trial_id, token = create_trial(database, experiment_id)
+    (pid,) = reads_master.reads.pids()
+    before = reads_master.stats.reports_checked
+    os.kill(pid, signal.SIGSTOP)  # it accepts connections, and answers none
+    try:
+        report = _big_report(1, 500)
+        answer = reads_master.http.post(
+            f"/trials/{trial_id}/metrics", json=report, headers=bearer(token)
+        )
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["rows"] == len(report["rows"])
+    assert reads_master.stats.reports_checked == before
+    stored = reads_master.http.get(f"/trials/{trial_id}/metrics?limit=100000").json()
+    assert [(r["kind"], r["total_batches"], r["metrics"]) for r in stored] == sorted(
+        ((r["kind"], r["total_batches"], r["metrics"]) for r in report["rows"]),
+        key=lambda r: (r[0] != "training", r[1]),
+    )
+
+
 def test_a_read_process_app_serves_only_the_reads(
     backend_url: str, admin_headers: dict[str, str], tmp_path: Path
 ) -> None:
@@ -185,6 +305,22 @@ def test_a_read_process_app_serves_only_the_reads(
             assert http.get("/trials/1/start").status_code == 404
             assert http.post("/trials/1/metrics", json={"rows": []}).status_code == 404
             assert http.get("/openapi.json").status_code == 404
+            # ... and checks reports for the master (pedl.master.api._report_check).
+            rows = [
+                {"kind": "training", "total_batches": 5, "metrics": {"loss": 0.5}},
+                {"kind": "validation", "total_batches": 5, "metrics": {"val_loss": 0.25}},
+                {"kind": "training", "total_batches": 9, "metrics": {"loss": 0.125}},
+            ]
+            check = server.url + CHECK_PATH
+            answer = http.post(check, json={"rows": rows})
+            assert answer.status_code == 200
+            summary = {"rows": 3, "keys": 3, "most": 9, "top": 9, "validated": [5]}
+            # PostgreSQL reads only reports of 100 rows or more from their text.
+            assert answer.json() == (summary if backend_url.startswith("sqlite") else None)
+            rows[1]["metrics"]["val_loss"] = float("nan")  # the writer stores it as rows
+            refused = http.post(check, content=json.dumps({"rows": rows}))
+            assert (refused.status_code, refused.json()) == (200, None)
+            assert http.post(check, content=b"[not json").json() is None
     finally:
         server.stop()
     assert not (tmp_path / "home").exists()  # no migrations, no metric writer: it made nothing

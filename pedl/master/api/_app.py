@@ -34,7 +34,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pedl import __version__
-from pedl.db import Database, MetricIngestor, NotFoundError
+from pedl.db import CheckedReport, Database, MetricIngestor, NotFoundError
 from pedl.db._engine import make_private_dirs
 from pedl.db.metrics import MetricReport
 from pedl.master._log_retention import LogRetention
@@ -79,6 +79,7 @@ from pedl.master.api._forward import (
     ReadSource,
 )
 from pedl.master.api._limits import Authenticate, BodyMemory, RequestLimits, replay_body
+from pedl.master.api._report_check import REMOTE_CHECK_BYTES, ReportChecks, ReportCheckServer
 from pedl.master.api._session_cookie import SessionCookies
 from pedl.master.api._web_ui import UI_DIST, web_ui_route
 from pedl.master.orchestrator import Orchestrator
@@ -179,12 +180,22 @@ class MetricReportFastPath:
     :func:`~pedl.master.api.trials.ingest_report` with the body's text (which the database
     may store as it is, see :func:`~pedl.db.metrics.report_text`). Anything unusual (no bearer
     token, not JSON, a body that schema refuses, over 1 MiB, not a report) goes to the app
-    itself, body replayed, so its errors are exactly the route's."""
+    itself, body replayed, so its errors are exactly the route's. With ``checks`` (the master's
+    read processes, on SQLite), a body of :data:`~._report_check.REMOTE_CHECK_BYTES` or more
+    is checked by a read process instead, off this process's GIL (:mod:`._report_check`)."""
 
-    def __init__(self, app: ASGIApp, *, ingestor: MetricIngestor, retry_after_s: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        ingestor: MetricIngestor,
+        retry_after_s: int,
+        checks: ReportChecks | None = None,
+    ) -> None:
         self.app = app
         self.ingestor = ingestor
         self.retry_after_s = retry_after_s
+        self.checks = checks
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         match = None
@@ -207,7 +218,11 @@ class MetricReportFastPath:
             await self.app(scope, receive, send)
             return
         body = await _read_body(receive)
-        rows = trials.fast_metric_rows(body)
+        rows: list[MetricReport] | CheckedReport | None = None
+        if self.checks is not None and len(body) >= REMOTE_CHECK_BYTES:
+            rows = await self.checks.check(body)
+        if rows is None:
+            rows = trials.fast_metric_rows(body)
         if rows is None:
             await self.app(scope, replay_body(body, receive), send)
             return
@@ -215,7 +230,7 @@ class MetricReportFastPath:
         await response(scope, receive, send)
 
     async def _ingest(
-        self, trial_id: int, rows: list[MetricReport], token: str, body: bytes
+        self, trial_id: int, rows: list[MetricReport] | CheckedReport, token: str, body: bytes
     ) -> Response:
         try:
             answer = await trials.ingest_report(
@@ -423,7 +438,7 @@ def create_app(
     app.state.read_forwarding = forwarding
     front: ASGIApp = app.fastapi
     if reads_only:
-        front = ReadsOnly(front, routes=read_routes)
+        front = ReportCheckServer(ReadsOnly(front, routes=read_routes), dialect=db.dialect)
     if reads is not None and forwarding is not None:
         front = ReadForwarder(
             front,
@@ -433,8 +448,11 @@ def create_app(
             revoked_lately=tokens.revoked_lately,
         )
     if ingestor is not None:
+        checks = None
+        if reads is not None and forwarding is not None and db.dialect == "sqlite":
+            checks = ReportChecks(reads, forwarding, dialect=db.dialect)
         front = MetricReportFastPath(
-            front, ingestor=ingestor, retry_after_s=settings.retry_after_seconds
+            front, ingestor=ingestor, retry_after_s=settings.retry_after_seconds, checks=checks
         )
     body_auth = None  # a read process serves bodiless reads only (anything else: 404)
     authenticate = None

@@ -133,6 +133,8 @@ class Forwarding:
         """Reads a read process answered."""
         self.served_here = 0
         """Reads of :data:`READ_ROUTES` the master served itself: no read process answered."""
+        self.reports_checked = 0
+        """Metric reports a read process checked (:mod:`pedl.master.api._report_check`)."""
         self._idle: dict[str, list[Connection]] = {}
 
     def take(self, path: str) -> Connection | None:
@@ -164,7 +166,9 @@ class Forwarding:
 
 
 @dataclass
-class _Answer:
+class Answer:
+    """A read process's answer to a forwarded request."""
+
     status: int
     headers: list[tuple[bytes, bytes]] = field(default_factory=list)
     body: bytes = b""
@@ -216,7 +220,7 @@ class ReadForwarder:
             if sockets:
                 self._turn += 1
                 path = sockets[self._turn % len(sockets)]
-                answer = await self._forward(path, _request_bytes(scope))
+                answer = await forward(self.forwarding, path, _request_bytes(scope), self.timeout_s)
             if answer is not None:
                 self.forwarding.forwarded += 1
                 headers = [*answer.headers, (b"content-length", b"%d" % len(answer.body))]
@@ -226,42 +230,6 @@ class ReadForwarder:
                 return
             self.forwarding.served_here += 1
         await self.app(scope, receive, send)
-
-    async def _forward(self, path: str, request: bytes) -> _Answer | None:
-        """The read process's answer, or None if it gave none (after one retry on a fresh
-        connection when a kept-alive one turns out to be closed)."""
-        for _attempt in range(2):
-            connection = self.forwarding.take(path)
-            fresh = connection is None
-            try:
-                async with asyncio.timeout(self.timeout_s):
-                    if connection is None:
-                        connection = await asyncio.open_unix_connection(path)
-            except (OSError, TimeoutError):
-                return None  # not listening (yet, or any more)
-            reader, writer = connection
-            try:
-                async with asyncio.timeout(self.timeout_s):
-                    writer.write(request)
-                    answer = await _read_answer(reader)
-            except _FAILURES as err:
-                writer.close()
-                if fresh:
-                    logger.warning("the read process on %s gave no answer: %r", path, err)
-                    return None
-                # A kept-alive connection the process had closed (it restarted?): drop the
-                # others too, and try once more on a fresh one.
-                self.forwarding.drop(path)
-                continue
-            except BaseException:
-                writer.close()  # cancelled: the connection is in an unknown state
-                raise
-            if answer.reusable:
-                self.forwarding.give_back(path, connection)
-            else:
-                writer.close()
-            return answer
-        return None
 
 
 class ReadsOnly:
@@ -293,6 +261,46 @@ _FAILURES = (
 )
 
 
+async def forward(
+    forwarding: Forwarding, path: str, request: bytes, timeout_s: float
+) -> Answer | None:
+    """The answer of the read process on ``path`` to ``request`` (an HTTP/1.1 request's
+    bytes), or None if it gave none within ``timeout_s`` (after one retry on a fresh
+    connection when a kept-alive one of ``forwarding`` turns out to be closed)."""
+    for _attempt in range(2):
+        connection = forwarding.take(path)
+        fresh = connection is None
+        try:
+            async with asyncio.timeout(timeout_s):
+                if connection is None:
+                    connection = await asyncio.open_unix_connection(path)
+        except (OSError, TimeoutError):
+            return None  # not listening (yet, or any more)
+        reader, writer = connection
+        try:
+            async with asyncio.timeout(timeout_s):
+                writer.write(request)
+                answer = await _read_answer(reader)
+        except _FAILURES as err:
+            writer.close()
+            if fresh:
+                logger.warning("the read process on %s gave no answer: %r", path, err)
+                return None
+            # A kept-alive connection the process had closed (it restarted?): drop the
+            # others too, and try once more on a fresh one.
+            forwarding.drop(path)
+            continue
+        except BaseException:
+            writer.close()  # cancelled: the connection is in an unknown state
+            raise
+        if answer.reusable:
+            forwarding.give_back(path, connection)
+        else:
+            writer.close()
+        return answer
+    return None
+
+
 def _request_bytes(scope: Scope) -> bytes:
     target = scope["raw_path"] or scope["path"].encode()
     if scope["query_string"]:
@@ -309,13 +317,13 @@ def _request_bytes(scope: Scope) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
-async def _read_answer(reader: asyncio.StreamReader) -> _Answer:
+async def _read_answer(reader: asyncio.StreamReader) -> Answer:
     head = await reader.readuntil(b"\r\n\r\n")
     status_line, *header_lines = head[:-4].split(b"\r\n")
     parts = status_line.split(b" ", 2)
     if len(parts) < 2 or parts[0] != b"HTTP/1.1" or not parts[1].isdigit():
         raise _Broken(f"not an HTTP/1.1 status line: {status_line[:100]!r}")
-    answer = _Answer(status=int(parts[1]))
+    answer = Answer(status=int(parts[1]))
     length: int | None = None
     chunked = False
     for line in header_lines:

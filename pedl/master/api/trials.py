@@ -17,6 +17,7 @@ from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import Field
 
 from pedl.db import (
+    CheckedReport,
     ConflictError,
     IngestUnavailableError,
     LogLine,
@@ -171,7 +172,7 @@ def fast_metric_rows(body: bytes) -> list[MetricReport] | None:
 async def ingest_report(
     ingestor: MetricIngestor,
     trial_id: int,
-    rows: Sequence[AnyMetricRow],
+    rows: Sequence[AnyMetricRow] | CheckedReport,
     token: str,
     *,
     values_checked: bool = False,
@@ -183,11 +184,15 @@ async def ingest_report(
     error (404 unknown trial, a database error). Shared by the route and the app's fast path
     (:class:`pedl.master.api._app.MetricReportFastPath`), whose schema has already checked
     the values' bound (``values_checked``) and hands over the body's text (``body``, see
-    :meth:`~pedl.db.MetricIngestor.submit_async`)."""
+    :meth:`~pedl.db.MetricIngestor.submit_async`), or the report a read process checked
+    (``rows``: a :class:`~pedl.db.CheckedReport`)."""
     try:
-        waiter = ingestor.submit_async(
-            trial_id, rows, token=token, values_checked=values_checked, body=body
-        )
+        if isinstance(rows, CheckedReport):
+            waiter = ingestor.submit_checked_async(trial_id, rows, token=token)
+        else:
+            waiter = ingestor.submit_async(
+                trial_id, rows, token=token, values_checked=values_checked, body=body
+            )
         try:
             # On timeout the waiter is cancelled: the writer drops the report if still queued.
             async with asyncio.timeout(INGEST_TIMEOUT_S):
