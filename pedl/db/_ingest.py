@@ -100,7 +100,8 @@ class CheckedReport(NamedTuple):
     writer needs of its rows: so a report can be checked in another process (the master's
     read processes: :mod:`pedl.master.api._report_check`) and handed to
     :meth:`MetricIngestor.submit_checked_async` without its rows made here (``text.rows``
-    may make them when read, which the writer does only for a refused row)."""
+    may make them when read, which the writer does only to name a refused row or to store the
+    report as rows after its batch failed)."""
 
     text: ReportText
     distinct_keys: int

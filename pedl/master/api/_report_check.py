@@ -53,7 +53,8 @@ _JSON = (b"content-type", b"application/json")
 
 class _BodyRows(Sequence[MetricReport]):
     """The ``count`` rows of a checked report, made from its body (by the API's schema) only
-    when an item is read: the writer reads them only to name a refused row."""
+    when an item is read: the writer reads them only to name a refused row, or to store the
+    report as rows when its batch failed."""
 
     def __init__(self, body: bytes, count: int) -> None:
         self._body = body
