@@ -78,7 +78,13 @@ from pedl.master.api._forward import (
     ReadsOnly,
     ReadSource,
 )
-from pedl.master.api._limits import Authenticate, BodyMemory, RequestLimits, replay_body
+from pedl.master.api._limits import (
+    Authenticate,
+    BodyMemory,
+    RequestLimits,
+    read_body,
+    replay_body,
+)
 from pedl.master.api._report_check import REMOTE_CHECK_BYTES, ReportChecks, ReportCheckServer
 from pedl.master.api._session_cookie import SessionCookies
 from pedl.master.api._web_ui import UI_DIST, web_ui_route
@@ -217,7 +223,7 @@ class MetricReportFastPath:
         ):
             await self.app(scope, receive, send)
             return
-        body = await _read_body(receive)
+        body = await read_body(receive)
         rows: list[MetricReport] | CheckedReport | None = None
         if self.checks is not None and len(body) >= REMOTE_CHECK_BYTES:
             rows = await self.checks.check(body)
@@ -254,18 +260,6 @@ class MetricReportFastPath:
             logger.exception("unhandled error", exc_info=err)
             return error_response(500, "internal server error")
         return Response(answer.model_dump_json(), media_type="application/json")
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
 
 
 class _MasterApp(FastAPI):

@@ -136,6 +136,15 @@ class Forwarding:
         self.reports_checked = 0
         """Metric reports a read process checked (:mod:`pedl.master.api._report_check`)."""
         self._idle: dict[str, list[Connection]] = {}
+        self._turn = 0
+
+    def pick(self, sockets: Sequence[str]) -> str | None:
+        """The next of ``sockets`` in turn (round robin over every request forwarded), or
+        ``None`` when there is none."""
+        if not sockets:
+            return None
+        self._turn += 1
+        return sockets[self._turn % len(sockets)]
 
     def take(self, path: str) -> Connection | None:
         """An idle connection to the process on ``path``, if any."""
@@ -211,15 +220,12 @@ class ReadForwarder:
         self.forwarding = forwarding
         self.revoked_lately = revoked_lately
         self.timeout_s = timeout_s
-        self._turn = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.routes.is_read(scope) and not self.revoked_lately(_bearer(scope)):
-            sockets = self.source.sockets()
+            path = self.forwarding.pick(self.source.sockets())
             answer = None
-            if sockets:
-                self._turn += 1
-                path = sockets[self._turn % len(sockets)]
+            if path is not None:
                 answer = await forward(self.forwarding, path, _request_bytes(scope), self.timeout_s)
             if answer is not None:
                 self.forwarding.forwarded += 1

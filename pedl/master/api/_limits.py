@@ -318,6 +318,19 @@ async def _answer(error: ApiError, scope: Scope, receive: Receive, send: Send) -
     await response(scope, receive, send)
 
 
+async def read_body(receive: Receive) -> bytes:
+    """A request's whole body from its ``receive`` (what came before a disconnect, if any)."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
 def replay_body(body: bytes, receive: Receive) -> Receive:
     """A ``receive`` that gives ``body`` in one message, then defers to ``receive``."""
     sent = False

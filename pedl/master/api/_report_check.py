@@ -36,6 +36,7 @@ from pedl.db import CheckedReport, check_report
 from pedl.db.metrics import MetricReport, ReportText
 from pedl.master.api import trials
 from pedl.master.api._forward import Forwarding, ReadSource, forward
+from pedl.master.api._limits import read_body
 
 CHECK_PATH = "/_pedl/check-report"
 """Where a read process checks a report (it serves nothing else that is not a read; the master
@@ -132,38 +133,27 @@ class ReportCheckServer:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != CHECK_PATH:
             await self.app(scope, receive, send)
             return
-        chunks = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the master went away
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        answer = checked_answer(b"".join(chunks), self.dialect) or b"null"
+        answer = checked_answer(await read_body(receive), self.dialect) or b"null"
         headers = [(b"content-length", b"%d" % len(answer)), _JSON]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": answer})
 
 
 class ReportChecks:
-    """The master's side: :meth:`check` has a read process from ``source`` (round robin)
-    check a body, on the connections of ``forwarding``."""
+    """The master's side: :meth:`check` has a read process from ``source`` (round robin, as
+    reads are forwarded) check a body, on the connections of ``forwarding``."""
 
     def __init__(self, source: ReadSource, forwarding: Forwarding, *, dialect: str) -> None:
         self.source = source
         self.forwarding = forwarding
         self.dialect = dialect
-        self._turn = 0
 
     async def check(self, body: bytes) -> CheckedReport | None:
         """``body`` checked by a read process, or ``None``: none answered in time, or the
         master must check it itself (see the module)."""
-        sockets = self.source.sockets()
-        if not sockets:
+        path = self.forwarding.pick(self.source.sockets())
+        if path is None:
             return None
-        self._turn += 1
-        path = sockets[self._turn % len(sockets)]
         head = b"POST %s HTTP/1.1\r\nhost: pedl-master\r\n%s: %s\r\ncontent-length: %d\r\n\r\n"
         request = head % (CHECK_PATH.encode(), *_JSON, len(body)) + body
         answer = await forward(self.forwarding, path, request, CHECK_TIMEOUT_S)
