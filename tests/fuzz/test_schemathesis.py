@@ -1,7 +1,9 @@
 """Schemathesis over the master's OpenAPI schema, signed in and signed out, on SQLite and on
 PostgreSQL: no server error, every status code documented (401s included), every response
 matching its schema. Bounded and seeded (derandomized): a few examples per operation, well
-under a minute per database in CI."""
+under a minute per database in CI. Each request waits for its answer as long as the suite's
+other waits on a loaded machine (:func:`~tests.waits.scaled`); one that still gets none fails
+with the test master's threads and event-loop tasks, to show where it was stuck."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import (
@@ -18,7 +21,9 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
+from tests.diagnostics import event_loop_tasks, thread_stacks
 from tests.master.helpers import LiveServer
+from tests.waits import scaled
 
 CHECKS = [
     not_a_server_error,
@@ -51,7 +56,11 @@ def test_api_conforms_to_its_schema(
             suppress_health_check=list(HealthCheck),
         )
         def conforms(case: Any) -> None:
-            case.call_and_validate(headers=headers, checks=CHECKS)
+            try:
+                case.call_and_validate(headers=headers, checks=CHECKS, timeout=scaled(30))
+            except requests.Timeout as err:
+                stuck = f"{thread_stacks()}\n{event_loop_tasks()}"
+                raise AssertionError(f"no answer in time: {err}\n{stuck}") from err
 
         try:
             conforms()
