@@ -97,7 +97,8 @@ def _same_both_ways(database: Database, body: bytes) -> None:
 # thing the text must not be taken for: an integer or boolean value, a numeric string, a
 # repeated key.
 _FLOATS = ["0.5", "-0.0", "1e300", "-1e300", "2e-320", "5e-400", "0.10", "1E5", "1.0", "null",
-           "0.1000000000000000055511151231257827", "123456789012345678901234567890.0"]  # fmt: skip
+           "0.1000000000000000055511151231257827", "123456789012345678901234567890.0",
+           "0.6931471824645996", "-0.30000000000000004", "1234567890123456.5"]  # fmt: skip
 _OPTIONAL = ["", ',"total_records":64', ',"total_records":null', ',"total_epochs":1.5',
              ',"total_epochs":2', ',"reported_at":null']  # fmt: skip
 _TRAPS = ["1", "-3", "true", "false", '"0.5"', "DUPLICATE"]
@@ -160,6 +161,9 @@ def test_what_a_client_writes_is_stored_from_its_text(dialect: str) -> None:
             "reported_at": None,
             "metrics": {"val_loss": 1e-7, "n": None},
         },
+        # doubles as Python prints them, most with 16 or 17 digits (float32 values above all)
+        {"kind": "validation", "total_batches": 20, "metrics": {"loss": 0.6931471824645996}},
+        {"kind": "training", "total_batches": 20, "metrics": {"loss": 0.1 + 0.2, "x": -1e-5}},
     ]
     for body in (json.dumps({"rows": rows}), json.dumps({"rows": rows}, indent=2), '{"rows":[]}'):
         fast = fast_metric_rows(body.encode())
@@ -204,6 +208,7 @@ def test_what_postgresql_would_store_otherwise_is_stored_from_the_rows() -> None
         _body('{"loss":1E+2}'),  # 100 to the API from the text, 100.0 from the rows
         _body('{"loss":1e2}'),
         _body('{"loss":10000000000000000.0}'),  # stored so; from the rows (1e+16) without ".0"
+        _body('{"loss": -10000000000000000.0}'),
         _body('{"loss":0.5e-400}'),  # below the smallest double: not a double precision
         _body('{"loss":0.%s1}' % ("0" * 330)),
         _body('{"loss":0.5}', ',"total_epochs":1e-400'),

@@ -15,9 +15,7 @@ rows' largest and the validation rows' batch counts. The master then hands the t
 writer (:meth:`pedl.db.MetricIngestor.submit_checked_async`) without parsing it.
 
 Only on SQLite. PostgreSQL's server needs the machine's other cores (the master has bulk
-writers there, :class:`~pedl.db.MetricIngestor`), and its text check refuses most real reports
-(16 digits in a row, as many doubles are written): the read process's work would be done again
-here.
+writers there, :class:`~pedl.db.MetricIngestor`).
 
 Anything else is the master's own work, exactly as without read processes: a body the schema
 or the text check refuses (the read process answers ``null``, and the route's errors name the
