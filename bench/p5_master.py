@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 import psycopg
 
-from pedl.db import Database
+from pedl.db import Database, experiments, workspaces
 from pedl.db import trials as trials_repo
 
 PG_ADMIN_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test connect_timeout=5"
@@ -106,6 +106,26 @@ class Backend:
         if self.pg_name is not None:
             with psycopg.connect(PG_ADMIN_DSN, autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{self.pg_name}" WITH (FORCE)')
+
+
+def make_trial(database: Database) -> int:
+    """A trial of a new experiment (searcher metric ``loss``) in a migrated ``database``, made
+    directly in it; its id."""
+    with database.session(write=True) as session:
+        workspaces.ensure_defaults(session)
+        experiment_id = experiments.create_experiment(
+            session,
+            config={"searcher": {"metric": "loss"}},
+            config_text="searcher: {metric: loss}",
+            model_definition=b"",
+            owner="admin",
+            searcher_metric="loss",
+            smaller_is_better=True,
+        ).id
+        trial, _token = trials_repo.create_trial(
+            session, experiment_id=experiment_id, hparams={}, seed=1
+        )
+        return trial.id
 
 
 def make_backend(kind: str, home: Path) -> Backend:

@@ -35,10 +35,7 @@ from pedl.db import (
     Checkpoint,
     Database,
     MetricRow,
-    experiments,
     metrics,
-    trials,
-    workspaces,
 )
 from pedl.db._types import utcnow
 from pedl.vocabulary import CheckpointState, MetricKind
@@ -85,20 +82,7 @@ def main() -> None:
     database = Database(backend.url)
     try:
         database.upgrade()
-        with database.session(write=True) as session:
-            workspaces.ensure_defaults(session)
-            experiment_id = experiments.create_experiment(
-                session,
-                config={"searcher": {"metric": "loss"}},
-                config_text="searcher: {metric: loss}",
-                model_definition=b"",
-                owner="admin",
-                searcher_metric="loss",
-                smaller_is_better=True,
-            ).id
-            trial_id = trials.create_trial(
-                session, experiment_id=experiment_id, hparams={}, seed=1
-            )[0].id
+        trial_id = p5_master.make_trial(database)
         done = 0
         for size in (int(s) for s in args.sizes.split(",")):
             _history(database, trial_id, done + 1, size)

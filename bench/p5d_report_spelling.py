@@ -30,7 +30,7 @@ import _env
 import numpy as np
 import p5_master
 
-from pedl.db import Database, experiments, trials, workspaces
+from pedl.db import Database
 from pedl.db import metrics as metrics_repo
 from pedl.master.api.trials import fast_metric_rows
 
@@ -68,20 +68,7 @@ def main() -> None:
     taken = []
     try:
         database.upgrade()
-        with database.session(write=True) as session:
-            workspaces.ensure_defaults(session)
-            experiment_id = experiments.create_experiment(
-                session,
-                config={"searcher": {"metric": "loss"}},
-                config_text="searcher: {metric: loss}",
-                model_definition=b"",
-                owner="admin",
-                searcher_metric="loss",
-                smaller_is_better=True,
-            ).id
-            trial_id = trials.create_trial(
-                session, experiment_id=experiment_id, hparams={}, seed=1
-            )[0].id
+        trial_id = p5_master.make_trial(database)
         before = _env.load_average()
         batch = 1
         for repetition in range(args.reports):
