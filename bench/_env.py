@@ -9,11 +9,13 @@ without paying for a framework.
   each measured figure (the machine is often shared: a figure means little without it);
 - :func:`median_interval`, :func:`repeat_until_narrow`: repetitions until the median's ~95%
   interval (distribution-free, from order statistics) is narrow enough.
+- :func:`emit`: a result as one JSON line, printed and appended to the run's file.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import platform
@@ -26,6 +28,15 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def emit(result: Mapping[str, Any], out: Path | None) -> None:
+    """Print ``result`` as one JSON line, and append it to ``out`` where given."""
+    line = json.dumps(result)
+    print(line, flush=True)
+    if out is not None:
+        with out.open("a") as file:
+            file.write(line + "\n")
 
 
 def load_average() -> list[float]:

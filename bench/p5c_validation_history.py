@@ -18,7 +18,6 @@ commit, under the same load, the figures compare.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -110,11 +109,7 @@ def main() -> None:
                 "machine": _env.machine(),
                 "pedl": str(Path(sys.modules["pedl"].__file__ or "").parent),
             }
-            line = json.dumps(result)
-            print(line, flush=True)
-            if args.out is not None:
-                with args.out.open("a") as out:
-                    out.write(line + "\n")
+            _env.emit(result, args.out)
     finally:
         database.dispose()
         backend.drop()

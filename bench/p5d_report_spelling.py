@@ -107,11 +107,7 @@ def main() -> None:
             "load_after": _env.load_average(),
             "machine": _env.machine(),
         }
-        line = json.dumps(result)
-        print(line, flush=True)
-        if args.out is not None:
-            with args.out.open("a") as out:
-                out.write(line + "\n")
+        _env.emit(result, args.out)
     finally:
         database.dispose()
         backend.drop()
