@@ -164,6 +164,7 @@ def test_what_a_client_writes_is_stored_from_its_text(dialect: str) -> None:
         # doubles as Python prints them, most with 16 or 17 digits (float32 values above all)
         {"kind": "validation", "total_batches": 20, "metrics": {"loss": 0.6931471824645996}},
         {"kind": "training", "total_batches": 20, "metrics": {"loss": 0.1 + 0.2, "x": -1e-5}},
+        {"kind": "training", "total_batches": 21, "metrics": {"time1": 0.5}},  # no exponent
     ]
     for body in (json.dumps({"rows": rows}), json.dumps({"rows": rows}, indent=2), '{"rows":[]}'):
         fast = fast_metric_rows(body.encode())
