@@ -295,6 +295,7 @@ class TFKerasTrialController:
                         callbacks=[_PlatformCallback(self)],
                     )
         finally:
+            self.train_data.close()
             self.callbacks.on_train_end()
         return self._loop.result()
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from pedl.keras._ahead import AheadLoader
 from pedl.keras._keras import LEGACY, PyDataset
 
 logger = logging.getLogger("pedl.keras")
@@ -125,6 +126,9 @@ class TrainingData(abc.ABC):
 
     def on_fit_iterator(self, iterator: Any) -> None:  # noqa: B027
         """Called with the iterator that model.fit created, before its first batch."""
+
+    def close(self) -> None:  # noqa: B027
+        """Called once ``fit`` has returned: end what loads batches in the background."""
 
     def worker_batches(self, start_batch: int) -> Iterator[Any]:
         """This worker's batches from global batch ``start_batch`` on (a multi-worker trial
@@ -229,11 +233,8 @@ class _PositionedSequence(PyDataset):
         max_queue_size: int,
     ) -> None:
         if not LEGACY:  # Keras 2's Sequence takes its loading options in fit()
-            super().__init__(
-                workers=workers,
-                use_multiprocessing=use_multiprocessing,
-                max_queue_size=max_queue_size,
-            )
+            # Keras loads nothing ahead (its loader would outlive fit): the workers are ours.
+            super().__init__(workers=0)
         self._in_thread = workers == 0 or LEGACY
         self._sequence = sequence
         self._start = start_batch
@@ -242,6 +243,18 @@ class _PositionedSequence(PyDataset):
         self._orders: dict[int, np.ndarray] = {}
         self._lock = threading.Lock()
         self._last_epoch = (start_batch // len(sequence)) if len(sequence) else 0
+        self._closed = False
+        self._ahead = (
+            None
+            if self._in_thread
+            else AheadLoader(
+                sequence,
+                self._position,
+                workers=workers,
+                processes=use_multiprocessing,
+                depth=max_queue_size,
+            )
+        )
 
     @property
     def num_batches(self) -> int | None:
@@ -260,12 +273,33 @@ class _PositionedSequence(PyDataset):
                 self._orders[epoch] = order
             return order
 
-    def __getitem__(self, index: int) -> Any:
+    def _position(self, index: int) -> int:
         epoch, in_epoch = divmod(self._start + index, len(self._sequence))
-        if epoch > self._last_epoch and self._in_thread:
+        return int(self._order(epoch)[in_epoch])
+
+    def __getitem__(self, index: int) -> Any:
+        if self._closed:
+            raise RuntimeError("the trial's training has ended: its batches are no longer read")
+        if self._ahead is not None:
+            return self._ahead.get(index)
+        epoch = (self._start + index) // len(self._sequence)
+        if epoch > self._last_epoch:
             self._last_epoch = epoch
             self._sequence.on_epoch_end()
-        return self._sequence[int(self._order(epoch)[in_epoch])]
+        return self._sequence[self._position(index)]
+
+    def close(self) -> None:
+        """Stop feeding fit's data pipeline and end the workers that load items ahead.
+
+        fit's pipeline outlives fit: when fit stops mid-epoch, as a trial's does, Keras keeps
+        its tf.data iterator in a reference cycle until a garbage collection, and meanwhile
+        tf.data's prefetching goes on calling this Sequence. Tearing it down while such a call
+        waited for the GIL, which the collecting thread holds, blocked that collection for
+        20-100 s (in a later trial of a warm worker or a local search). Once closed, a call
+        fails at once, which ends the prefetching."""
+        self._closed = True
+        if self._ahead is not None:
+            self._ahead.close()
 
     def __len__(self) -> int:  # pragma: no cover - Keras uses num_batches
         raise TypeError("an endless sequence has no length")
@@ -290,10 +324,15 @@ class SequenceData(TrainingData):
         self._seed = seed
         self._rank = rank
         self._size = size
+        self._fit_inputs: list[_PositionedSequence] = []
 
     @property
     def batches_per_pass(self) -> int:
         return max(1, len(self._adapter.sequence) // self._size)
+
+    def close(self) -> None:
+        while self._fit_inputs:
+            self._fit_inputs.pop().close()
 
     def worker_batches(self, start_batch: int) -> Iterator[Any]:
         items = _PositionedSequence(
@@ -327,8 +366,9 @@ class SequenceData(TrainingData):
                 use_multiprocessing=False,
                 max_queue_size=1,
             )
+            self._fit_inputs.append(items)
             return (items[index] for index in itertools.count())
-        return _PositionedSequence(
+        items = _PositionedSequence(
             a.sequence,
             start_batch,
             shuffle=self._shuffle,
@@ -337,6 +377,8 @@ class SequenceData(TrainingData):
             use_multiprocessing=a.use_multiprocessing,
             max_queue_size=a.max_queue_size,
         )
+        self._fit_inputs.append(items)
+        return items
 
 
 class DatasetData(TrainingData):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +116,38 @@ def test_each_input_kind_trains_and_validates(tmp_path: Path, loader: Any, model
     (length, metric), *_ = run.session.completed
     assert length == 12 and 0.0 <= metric <= 1.0
     assert set(run.recorder.metrics[("training", 12)]) == {"loss", "accuracy"}
+
+
+@pytest.mark.parametrize(
+    ("workers", "processes"), [(2, False), (2, True)], ids=["threads", "processes"]
+)
+def test_a_sequences_loading_workers_train_as_the_training_thread_and_end_with_the_trial(
+    tmp_path: Path, workers: int, processes: bool
+) -> None:
+    """A Sequence loaded ahead by workers (``SequenceAdapter(workers=...)``) trains on the
+    same batches in the same order as one loaded in the training thread, and its workers end
+    when the trial's training does: a trial stops mid-epoch, where Keras's own loader would
+    have kept running (six threads a trial, in a warm worker or a local search)."""
+
+    def loader(workers: int, processes: bool) -> Any:
+        def make(ctx: Any) -> Any:
+            data = ArraySequence(*blobs(64, 0), batch_size=16)
+            return SequenceAdapter(data, workers=workers, use_multiprocessing=processes)
+
+        return make
+
+    def losses(name: str, loader: Any) -> list[float]:
+        run = make_run(
+            tmp_path / name, overrides=("searcher.max_length.batches=10", "scheduling_unit=3")
+        )
+        assert train(make_trial(loader), run) is TrialOutcome.COMPLETED
+        return [run.recorder.metrics[("training", b)]["loss"] for b in (3, 6, 9, 10)]
+
+    threads = set(threading.enumerate())
+    ahead = losses("ahead", loader(workers, processes))
+    assert set(threading.enumerate()) <= threads
+    assert multiprocessing.active_children() == []
+    assert ahead == losses("in-thread", loader(0, False))
 
 
 def test_arrays_are_batched_with_the_per_slot_batch_size(tmp_path: Path) -> None:
