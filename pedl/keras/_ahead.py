@@ -3,9 +3,9 @@ trial: a ``SequenceAdapter``'s ``workers`` and ``use_multiprocessing``.
 
 Keras's own loader for a ``PyDataset`` with workers (its enqueuer) stops only at the end of
 an epoch of ``fit``; a trial's ``fit`` over an endless Sequence ends at a chunk boundary,
-mid-epoch, so each trial left a running enqueuer behind (its thread pool, six threads, and a
-tf.data iterator whose destruction, in a later garbage collection, blocked the process for
-up to ~100 s). This loader is closed when ``fit`` returns.
+mid-epoch, so each trial left a running enqueuer behind (its thread pool and handlers, six
+threads with two workers, for the rest of the process: a warm worker's next trials, a local
+search's). This loader is closed when ``fit`` returns.
 """
 
 from __future__ import annotations

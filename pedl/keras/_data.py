@@ -293,10 +293,9 @@ class _PositionedSequence(PyDataset):
 
         fit's pipeline outlives fit: when fit stops mid-epoch, as a trial's does, Keras keeps
         its tf.data iterator in a reference cycle until a garbage collection, and meanwhile
-        tf.data's prefetching goes on calling this Sequence. Tearing it down while such a call
-        waited for the GIL, which the collecting thread holds, blocked that collection for
-        20-100 s (in a later trial of a warm worker or a local search). Once closed, a call
-        fails at once, which ends the prefetching."""
+        tf.data's prefetching may go on calling this Sequence (the user's loading code, beside
+        the next trial of a warm worker or a local search). Once closed, a call fails at once,
+        which ends the prefetching."""
         self._closed = True
         if self._ahead is not None:
             self._ahead.close()
