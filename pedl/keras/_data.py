@@ -244,9 +244,11 @@ class _PositionedSequence(PyDataset):
         self._lock = threading.Lock()
         self._last_epoch = (start_batch // len(sequence)) if len(sequence) else 0
         self._closed = False
+        # As Keras: one thread loads in the pipeline's own thread; more, or processes, ahead.
+        ahead = not LEGACY and (workers > 1 or (workers > 0 and use_multiprocessing))
         self._ahead = (
             None
-            if self._in_thread
+            if not ahead
             else AheadLoader(
                 sequence,
                 self._position,
@@ -283,7 +285,7 @@ class _PositionedSequence(PyDataset):
         if self._ahead is not None:
             return self._ahead.get(index)
         epoch = (self._start + index) // len(self._sequence)
-        if epoch > self._last_epoch:
+        if epoch > self._last_epoch and self._in_thread:
             self._last_epoch = epoch
             self._sequence.on_epoch_end()
         return self._sequence[self._position(index)]
