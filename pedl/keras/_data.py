@@ -247,15 +247,15 @@ class _PositionedSequence(PyDataset):
         # As Keras: one thread loads in the pipeline's own thread; more, or processes, ahead.
         ahead = not LEGACY and (workers > 1 or (workers > 0 and use_multiprocessing))
         self._ahead = (
-            None
-            if not ahead
-            else AheadLoader(
+            AheadLoader(
                 sequence,
                 self._position,
                 workers=workers,
                 processes=use_multiprocessing,
                 depth=max_queue_size,
             )
+            if ahead
+            else None
         )
 
     @property
