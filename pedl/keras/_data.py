@@ -381,7 +381,11 @@ class SequenceData(TrainingData):
             max_queue_size=a.max_queue_size,
         )
         self._fit_inputs.append(items)
-        return items
+        # The pipeline fit would build from the Sequence (Keras's own adapter: the same
+        # batches, standardized and typed as fit does), without tf.data's autotuning.
+        from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
+
+        return PyDatasetAdapter(items).get_tf_dataset().with_options(_without_autotune())
 
 
 class DatasetData(TrainingData):

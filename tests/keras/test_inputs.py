@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from pedl import TrialOutcome
 from pedl.keras import InvalidDataError, KerasDataAdapter, SequenceAdapter
-from pedl.keras._data import ArrayData
+from pedl.keras._data import ArrayData, SequenceData
 from pedl.keras._keras import keras
 
 from .harness import make_run, train
@@ -166,6 +166,44 @@ def test_arrays_are_batched_with_the_per_slot_batch_size(tmp_path: Path) -> None
     run = make_run(tmp_path, overrides=("searcher.max_length.batches=9",))
     train(T, run)
     assert seen == [0, 1, 2, 3, 0, 1, 2, 3, 0]
+
+
+@pytest.mark.parametrize("loader", [sequence, keras_data_adapter_main_thread])
+def test_class_weights_weigh_a_sequences_batches_as_they_weigh_arrays(
+    tmp_path: Path, loader: Any
+) -> None:
+    def losses(name: str, training: Any, class_weight: dict[int, float] | None) -> list[float]:
+        class T(make_trial(training)):  # type: ignore[misc]
+            def build_model(self) -> keras.Model:
+                self.context.configure_fit(shuffle=False, class_weight=class_weight)
+                return super().build_model()
+
+        run = make_run(
+            tmp_path / name, overrides=("searcher.max_length.batches=8", "scheduling_unit=4")
+        )
+        assert train(T, run) is TrialOutcome.COMPLETED
+        return [run.recorder.metrics[("training", b)]["loss"] for b in (4, 8)]
+
+    weights = {0: 1.0, 1: 3.0}
+    weighted = losses("sequence", loader, weights)
+    assert weighted == losses("arrays", arrays, weights)
+    assert weighted != losses("unweighted", loader, None)
+
+
+def test_fit_reads_a_sequence_without_autotune_thread(tmp_path: Path) -> None:
+    """As for arrays (below): Keras's pipeline of a Sequence read where training reads it,
+    built as fit builds it, without tf.data's autotuning."""
+    data = SequenceData(
+        SequenceAdapter(ArraySequence(*blobs(64, 0), batch_size=16)), shuffle=False, seed=1
+    )
+    try:
+        dataset = data.fit_input(5)
+        assert dataset.options().autotune.enabled is False
+        x, y = next(iter(dataset))  # batch 5: the second pass's second batch
+        np.testing.assert_array_equal(x, blobs(64, 0)[0][16:32])
+        np.testing.assert_array_equal(y, blobs(64, 0)[1][16:32])
+    finally:
+        data.close()
 
 
 def test_the_array_pipeline_has_no_autotune_thread_to_outlive_fit() -> None:
