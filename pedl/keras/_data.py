@@ -494,13 +494,13 @@ def _no_injected_prefetch() -> tf.data.Options:
 def _without_autotune() -> tf.data.Options:
     """Options without tf.data's autotuning, for the pipelines PEDL builds itself.
 
-    Its model thread outlives ``fit``: a trial's ``fit`` stops mid-pass, Keras keeps the
-    iterator in a reference cycle, and the collection that frees it (a warm worker's clean-up
-    between trials, a local search's next trial, the process's exit) waits until the thread's
-    current optimization period (up to 60 s, doubling from the iterator's start) ends.
-    Measured with a plain Keras ``fit`` on a prefetching pipeline, stopped after 5 batches,
-    freed 75 s later beside two busy cores: 6.8 s with autotuning, 0.4 s without
-    (``bench/p8_leftover_iterator.py``)."""
+    Its thread outlives ``fit``: a trial's ``fit`` stops mid-pass, Keras keeps the iterator
+    in a reference cycle, and on a busy machine the collection that frees it (a warm worker's
+    clean-up between trials, a local search's next trial, the process's exit) may wait for
+    that thread, seconds to a minute (gdb: in the iterator's destructor, while the autotune
+    thread sleeps out its optimization period). ``bench/p8_leftover_iterator.py``, this
+    pipeline for arrays beside three busy processes: 10.6 and 31.7 s in 2 of 8 collections
+    with ``prefetch(AUTOTUNE)``, at most 1.26 s without autotuning."""
     options = tf.data.Options()
     options.autotune.enabled = False
     return options

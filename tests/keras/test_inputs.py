@@ -190,7 +190,7 @@ def test_class_weights_weigh_a_sequences_batches_as_they_weigh_arrays(
     assert weighted != losses("unweighted", loader, None)
 
 
-def test_fit_reads_a_sequence_without_autotune_thread(tmp_path: Path) -> None:
+def test_fit_reads_a_sequence_without_autotune_thread() -> None:
     """As for arrays (below): Keras's pipeline of a Sequence read where training reads it,
     built as fit builds it, without tf.data's autotuning."""
     data = SequenceData(
