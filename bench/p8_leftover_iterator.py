@@ -7,9 +7,11 @@ the process's exit. With autotuning on, that collection waits for the iterator's
 thread. This benchmark trains a small model through PEDL's own array pipeline
 (``ArrayData.fit_input``) with Keras's ``fit``, stops it after 5 batches, waits a while
 beside ``--busy`` busy processes, and times the ``gc.collect()`` that frees the iterator; the
-peer is the pipeline as PEDL built it before (``prefetch(AUTOTUNE)``, autotuning on). How long
+peer is the pipeline as PEDL built it before (``prefetch(AUTOTUNE)``, autotuning on); the same
+for a Keras ``PyDataset`` read in the training thread (``sequence``: Keras's pipeline of it
+without autotuning; ``sequence-before``: the ``PyDataset`` given to ``fit``, as before). How long
 the collection waits depends on where the wait falls in the autotune thread's optimization
-period, so each round measures several waits (``--ages``), both variants at every one, all
+period, so each round measures several waits (``--ages``), every variant at every one, all
 at the same time in fresh processes::
 
     .venv/bin/python bench/p8_leftover_iterator.py --rounds 2 --ages 30,50,70,90 --busy 3
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import _env
 
-VARIANTS = ("pedl", "before")
+VARIANTS = ("pedl", "before", "sequence", "sequence-before")
 
 
 def measure(variant: str, age: float) -> dict[str, float]:
@@ -50,8 +52,23 @@ def measure(variant: str, age: float) -> dict[str, float]:
     rng = np.random.default_rng(0)
     x = rng.random((2000, 8), dtype=np.float32)
     y = rng.random((2000, 1), dtype=np.float32)
-    data = _data.ArrayData(x, y, None, batch_size=10, shuffle=True, seed=1)
-    dataset = data.fit_input(0)
+    data: _data.TrainingData
+    if variant.startswith("sequence"):
+
+        class Batches(keras.utils.PyDataset):
+            def __len__(self) -> int:
+                return len(x) // 10
+
+            def __getitem__(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+                return x[i * 10 : (i + 1) * 10], y[i * 10 : (i + 1) * 10]
+
+        data = _data.SequenceData(_data.SequenceAdapter(Batches()), shuffle=True, seed=1)
+        dataset = data.fit_input(0)
+        if variant == "sequence-before":  # the Sequence itself, as PEDL gave it to fit before
+            dataset = data._fit_inputs[-1]
+    else:
+        data = _data.ArrayData(x, y, None, batch_size=10, shuffle=True, seed=1)
+        dataset = data.fit_input(0)
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
 
@@ -61,6 +78,7 @@ def measure(variant: str, age: float) -> dict[str, float]:
                 self.model.stop_training = True
 
     model.fit(dataset, epochs=1, steps_per_epoch=10**6, callbacks=[Stop()], verbose=0)
+    data.close()  # as the controller does when fit returns
     time.sleep(age)
     start = time.perf_counter()
     collected = gc.collect()
