@@ -159,12 +159,10 @@ def test_a_run_resumed_at_any_batch_is_fed_the_undisturbed_runs_batches(kind: st
     def fed(start: int) -> list[bytes]:
         """The first TOTAL_BATCHES - start batches fed to fit by a run resumed at start."""
         data = training_data((x, y) if kind == "arrays" else Batches(x, y, 16), wrapped=False)
-        stream = data.fit_input(start)
-        count = TOTAL_BATCHES - start
-        if kind == "arrays":
-            batches = list(stream.take(count).as_numpy_iterator())
-        else:
-            batches = [stream[index] for index in range(count)]
+        try:
+            batches = list(data.fit_input(start).take(TOTAL_BATCHES - start).as_numpy_iterator())
+        finally:
+            data.close()
         return [b"".join(np.asarray(part).tobytes() for part in batch) for batch in batches]
 
     undisturbed = fed(0)
