@@ -1,9 +1,12 @@
 """The master's read processes: child processes serving the API's database reads.
 
-See :mod:`pedl.master.api._forward` for why and for what they serve. Each is
-``python -m pedl.master._read_main SOCKET``, given the master's settings as one JSON line on
-its standard input, which stays open: the process exits when it reads end-of-file, i.e. when
-the master stops it or dies (even by SIGKILL). Its Unix socket lives in a private temporary
+See :mod:`pedl.master.api._forward` for why and for what they serve. Each is forked from
+the master as it starts (:meth:`ReadProcesses.prefork`: the master's modules are imported
+already, so a read process costs no import: ~5 s of CPU each on a small machine, which the
+master's start waited for) or, when one is started again later, is ``python -m
+pedl.master._read_main SOCKET``, given the master's settings as one JSON line on its standard
+input. Either way that input stays open: the process exits when it reads end-of-file, i.e.
+when the master stops it or dies (even by SIGKILL). Its Unix socket lives in a private temporary
 directory (mode 0700, ``pedl-reads-<master pid>-*``, see :mod:`pedl.master._temp_dirs`) that
 the master removes when it stops them, or the next master to start when this one was killed.
 """
@@ -11,19 +14,27 @@ the master removes when it stops them, or the next master to start when this one
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import io
 import logging
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
+import traceback
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, NoReturn, Protocol
 
 import anyio.to_thread
 
 from pedl.master._settings import MasterSettings
 from pedl.master._temp_dirs import master_temp_dir
+from pedl.master.rm import protect_master_process
 
 logger = logging.getLogger("pedl.master")
 
@@ -35,12 +46,61 @@ READY_TIMEOUT_S = 60.0
 """How long the master's startup waits for its read processes to serve."""
 STOP_TIMEOUT_S = 15.0
 """How long a stopping read process may take to finish its requests before it is killed."""
+_PR_SET_NAME = 15
+
+
+class _Process(Protocol):
+    """What :class:`ReadProcesses` uses of a child process (a :class:`subprocess.Popen`, or a
+    :class:`_Forked`)."""
+
+    pid: int
+    stdin: IO[bytes] | None
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
+
+
+class _Forked:
+    """A read process forked by :meth:`ReadProcesses.prefork`, waiting on ``stdin`` for its
+    socket's path; :class:`subprocess.Popen`'s calls that :class:`ReadProcesses` makes."""
+
+    def __init__(self, pid: int, stdin: IO[bytes]) -> None:
+        self.pid = pid
+        self.stdin: IO[bytes] | None = stdin
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped already: gone
+                pid, status = self.pid, 0
+            if pid == self.pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"read process {self.pid}", timeout or 0.0)
+            time.sleep(0.01)
+        return code
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            with suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
 
 
 @dataclass
 class _Child:
     socket: str
-    process: subprocess.Popen[bytes] | None = None
+    process: _Process | None = None
     started_at: float = 0.0
 
 
@@ -72,9 +132,27 @@ class ReadProcesses:
         self.ready_timeout_s = ready_timeout_s
         self.restarts = 0
         self._dir: Path | None = None
+        self._forked: list[_Forked] = []
         self._children: list[_Child] = []
         self._running: list[str] = []
         self._watch: asyncio.Task[None] | None = None
+
+    def prefork(self) -> None:
+        """Fork the read processes now, if this process runs one thread only (the master's
+        start, before its database, threads and event loop: nothing held by another thread
+        is copied half-done); each waits for :meth:`start`. Without a call, or with other
+        threads running, :meth:`start` starts new Python processes instead."""
+        if threading.active_count() != 1 or not hasattr(os, "fork"):
+            return
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()  # what is buffered would be written again by each child
+        for _ in range(self.count):
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                _run_forked(self.settings, read_end)
+            os.close(read_end)
+            self._forked.append(_Forked(pid, os.fdopen(write_end, "wb")))
 
     async def start(self) -> None:
         """Start the processes and wait until each serves (at most ``ready_timeout_s``; one
@@ -114,18 +192,30 @@ class ReadProcesses:
         if child.process is not None and child.process.stdin is not None:
             with suppress(OSError):
                 child.process.stdin.close()  # of the process that exited
-        child.process = subprocess.Popen(
+        while self._forked:
+            forked = self._forked.pop(0)
+            if forked.poll() is not None or forked.stdin is None:
+                continue
+            try:
+                forked.stdin.write(child.socket.encode() + b"\n")
+                forked.stdin.flush()
+            except OSError:
+                continue
+            child.process, child.started_at = forked, time.monotonic()
+            logger.info("read process %d serving on %s", forked.pid, child.socket)
+            return
+        process = subprocess.Popen(
             [sys.executable, "-m", "pedl.master._read_main", child.socket],
             stdin=subprocess.PIPE,
             # Its own session: a Ctrl-C in the master's terminal does not reach it; it exits
             # when the master closes its standard input (or dies).
             start_new_session=True,
         )
-        child.started_at = time.monotonic()
-        assert child.process.stdin is not None
-        child.process.stdin.write(self.settings.model_dump_json().encode() + b"\n")
-        child.process.stdin.flush()
-        logger.info("read process %d serving on %s", child.process.pid, child.socket)
+        child.process, child.started_at = process, time.monotonic()
+        assert process.stdin is not None
+        process.stdin.write(self.settings.model_dump_json().encode() + b"\n")
+        process.stdin.flush()
+        logger.info("read process %d serving on %s", process.pid, child.socket)
 
     def _refresh(self) -> None:
         self._running = [
@@ -153,12 +243,13 @@ class ReadProcesses:
             self._refresh()
 
     def _stop_all(self) -> None:
-        for child in self._children:
+        unused, self._forked = self._forked, []
+        for child in [*self._children, *(_Child("", forked) for forked in unused)]:
             if child.process is not None and child.process.stdin is not None:
                 with suppress(OSError):
                     child.process.stdin.close()  # end-of-file: the process stops
         deadline = time.monotonic() + STOP_TIMEOUT_S
-        for child in self._children:
+        for child in [*self._children, *(_Child("", forked) for forked in unused)]:
             if child.process is None:
                 continue
             try:
@@ -186,3 +277,43 @@ async def _serving(child: _Child, deadline: float) -> bool:
         await writer.wait_closed()
         return True
     return False
+
+
+def _run_forked(settings: MasterSettings, read_end: int) -> NoReturn:
+    """A forked read process: in its own session (a Ctrl-C in the master's terminal does
+    not reach it), with only its standard streams and ``read_end`` (as its standard input:
+    the master's other pipes and files are closed), it builds its app while the master
+    starts, waits for its socket's path, then serves until end-of-file. Never returns into
+    the master's code."""
+    code = 0
+    try:
+        os.setsid()
+        os.dup2(read_end, 0)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
+        # The start environment it shares with the master holds the master's secrets (the
+        # master masks its own later): masked here, and the process made non-dumpable.
+        protect_master_process()
+        _name_process(b"pedl-reads")
+        from pedl.master._serve import prepare_reads
+
+        serve_on = prepare_reads(settings)
+        stdin = open(0, "rb", closefd=False)  # noqa: SIM115 - the process's, for its life
+        socket_path = stdin.readline().decode().strip()
+        sys.stdin = io.TextIOWrapper(stdin)  # the server waits there for end-of-file
+        if socket_path:
+            serve_on(socket_path)
+    except BaseException:  # a child of a fork must not unwind into the master's code
+        traceback.print_exc()
+        code = 1
+    finally:
+        with suppress(BaseException):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _name_process(name: bytes) -> None:
+    """Set the name ``top`` and ``ps -o comm`` show (Linux ``PR_SET_NAME``; elsewhere
+    nothing): a forked read process's command line is still the master's."""
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NAME, name, 0, 0, 0)

@@ -9,6 +9,7 @@ import os
 import socket
 import sys
 import threading
+from collections.abc import Callable
 
 import uvicorn
 
@@ -87,6 +88,10 @@ def serve(settings: MasterSettings) -> None:
     """
     _configure_process()
     prepare_home(settings)
+    reads = settings.read_process_count
+    read_processes = ReadProcesses(settings, reads) if reads else None
+    if read_processes is not None:
+        read_processes.prefork()  # before any thread, file or connection of the master's
     master_log = MasterLog()  # from the first line on: `pedl master logs` shows the start
     master_log.attach()
     for path in remove_dead_owners_dirs():
@@ -113,12 +118,11 @@ def serve(settings: MasterSettings) -> None:
     if not settings.auth:
         logger.warning(NO_AUTH_WARNING)
     orchestrator = Orchestrator(database, settings, master_url=trials_url)
-    reads = settings.read_process_count
     app = create_app(
         settings,
         database=database,
         orchestrator=orchestrator,
-        reads=ReadProcesses(settings, reads) if reads else None,
+        reads=read_processes,
         master_log=master_log,
     )
     if trials_url != url:
@@ -156,31 +160,44 @@ def serve_reads(settings: MasterSettings, socket_path: str) -> None:
     reads on the Unix socket ``socket_path``, until standard input reaches end-of-file (the
     master stopped it, or died) or SIGINT/SIGTERM. Its pool and worker threads are sized
     from ``settings`` like the master's."""
+    prepare_reads(settings)(socket_path)
+
+
+def prepare_reads(settings: MasterSettings) -> Callable[[str], None]:
+    """What :func:`serve_reads` does before it serves: the read process's app, built with
+    its route table and OpenAPI schema (which its startup would build), and no connection
+    opened; returns the function that serves it on a socket's path. A read process forked
+    by the master prepares while the master starts, and serves once told where."""
     _configure_process()
     database = make_database(settings)
     app = create_app(settings, database=database, reads_only=True)
-    server = _Server(
-        uvicorn.Config(
-            app,
-            uds=socket_path,
-            log_level="warning",
-            lifespan="on",
-            timeout_graceful_shutdown=10,
-            access_log=False,
-            # The master keeps connections to it open; it closes them itself.
-            timeout_keep_alive=24 * 3600,
+    app.openapi()
+
+    def serve_on(socket_path: str) -> None:
+        server = _Server(
+            uvicorn.Config(
+                app,
+                uds=socket_path,
+                log_level="warning",
+                lifespan="on",
+                timeout_graceful_shutdown=10,
+                access_log=False,
+                # The master keeps connections to it open; it closes them itself.
+                timeout_keep_alive=24 * 3600,
+            )
         )
-    )
 
-    def exit_with_the_master() -> None:
-        sys.stdin.buffer.read()  # returns at end-of-file only
-        server.should_exit = True
+        def exit_with_the_master() -> None:
+            sys.stdin.buffer.read()  # returns at end-of-file only
+            server.should_exit = True
 
-    threading.Thread(target=exit_with_the_master, name="pedl-master-watch", daemon=True).start()
-    try:
-        server.run()
-    finally:
-        database.dispose()
+        threading.Thread(target=exit_with_the_master, name="pedl-master-watch", daemon=True).start()
+        try:
+            server.run()
+        finally:
+            database.dispose()
+
+    return serve_on
 
 
 def _configure_process() -> None:

@@ -360,3 +360,32 @@ def test_the_read_process_exits_with_the_master(tmp_path: Path, how: str) -> Non
         master.stop()
     if how == "SIGTERM":
         assert "read process" in master.log() and "Traceback" not in master.log()
+
+
+def test_a_masters_read_process_is_forked_and_started_again_when_it_dies(tmp_path: Path) -> None:
+    """A master forks its read process as it starts (no second start of Python: it is named
+    ``pedl-reads``); SIGKILLed, it is replaced by a new ``python -m pedl.master._read_main``
+    that serves (the master's log says both)."""
+    master = MasterProcess(tmp_path).start()
+    try:
+        assert master.proc is not None
+        pid = master.proc.pid
+        until(lambda: len(_children(pid)) == 1, "the read process")
+        (forked,) = _children(pid)
+        assert Path(f"/proc/{forked}/comm").read_text().strip() == "pedl-reads"
+        os.kill(forked, signal.SIGKILL)
+
+        def replaced() -> list[int]:
+            return [c for c in _children(pid) if c != forked and not _gone(c)]
+
+        (started,) = until(replaced, "another read process", timeout=60)
+        assert b"pedl.master._read_main" in Path(f"/proc/{started}/cmdline").read_bytes()
+        until(
+            lambda: f"read process {started} serving on" in master.log(),
+            "the new read process's start in the log",
+        )
+        assert f"read process {forked} exited with status -9" in master.log()
+        assert master.http.get("/experiments").status_code == 200
+    finally:
+        master.stop()
+    assert "Traceback" not in master.log()
