@@ -82,6 +82,8 @@ docs-serve: $(INSTALLED)
 ## EstimatorTrial tests that need tf.estimator in the test process run in .venv-estimator.
 ## The suite runs in TEST_WORKERS pytest-xdist processes (default 2, the CI machine's cores;
 ## most tests wait on subprocesses that import TensorFlow); TEST_WORKERS=0 runs it in one.
+## Work stealing moves its cuts to test modules' edges (tests/module_stealing.py), so that a
+## module's master and reference search are not started in both.
 ## The tests marked serial load the master on purpose and run alone afterwards; their files are
 ## found by the marker's name in them (collecting the whole suite again to find them would import
 ## every test module: ~15 s of CPU).

@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -78,6 +79,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(round(limit * WAIT_SCALE)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist worksteal`` cuts its queues at module edges (:mod:`tests.module_stealing`)."""
+    if config.getvalue("dist") != "worksteal":
+        return None
+    from tests.module_stealing import ModuleStealing
+
+    return ModuleStealing(config, log)
 
 
 def pytest_report_header() -> str:
