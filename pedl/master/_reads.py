@@ -139,10 +139,11 @@ class ReadProcesses:
 
     def prefork(self) -> None:
         """Fork the read processes now, if this process runs one thread only (the master's
-        start, before its database, threads and event loop: nothing held by another thread
-        is copied half-done); each waits for :meth:`start`. Without a call, or with other
-        threads running, :meth:`start` starts new Python processes instead."""
-        if threading.active_count() != 1 or not hasattr(os, "fork"):
+        start, before its database, threads and event loop: nothing held by another thread,
+        a native library's included, is copied half-done); each waits for :meth:`start`.
+        Without a call, or with other threads running, :meth:`start` starts new Python
+        processes instead."""
+        if _threads() != 1 or not hasattr(os, "fork"):
             return
         for stream in (sys.stdout, sys.stderr):
             stream.flush()  # what is buffered would be written again by each child
@@ -310,6 +311,15 @@ def _run_forked(settings: MasterSettings, read_end: int) -> NoReturn:
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)
+
+
+def _threads() -> int:
+    """This process's threads: the kernel's count (native libraries' threads too) where
+    ``/proc`` tells, else Python's."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
 
 
 def _name_process(name: bytes) -> None:

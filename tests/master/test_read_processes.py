@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -389,3 +390,20 @@ def test_a_masters_read_process_is_forked_and_started_again_when_it_dies(tmp_pat
     finally:
         master.stop()
     assert "Traceback" not in master.log()
+
+
+def test_a_process_running_another_thread_forks_no_read_process(tmp_path: Path) -> None:
+    """Forking copies only the calling thread: beside another one (which may hold a lock the
+    child would need), :meth:`ReadProcesses.prefork` forks nothing and :meth:`start` starts
+    new Python processes."""
+    reads = ReadProcesses(MasterSettings(home=tmp_path / "home"), 1)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        before = _children(os.getpid())
+        reads.prefork()
+        assert _children(os.getpid()) == before
+    finally:
+        stop.set()
+        other.join()
