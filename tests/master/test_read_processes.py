@@ -343,14 +343,20 @@ def _gone(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
 
 
+def _reader(master: MasterProcess) -> int:
+    """The master's one child, its read process, once it has started it."""
+    assert master.proc is not None
+    pid = master.proc.pid
+    until(lambda: len(_children(pid)) == 1, "the read process")
+    (reader,) = _children(pid)
+    return reader
+
+
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
 def test_the_read_process_exits_with_the_master(tmp_path: Path, how: str) -> None:
     master = MasterProcess(tmp_path).start()
     try:
-        assert master.proc is not None
-        pid = master.proc.pid
-        until(lambda: len(_children(pid)) == 1, "the read process")
-        (reader,) = _children(pid)
+        reader = _reader(master)
         assert master.http.get("/experiments").status_code == 200
         if how == "SIGKILL":
             master.sigkill()
@@ -369,10 +375,9 @@ def test_a_masters_read_process_is_forked_and_started_again_when_it_dies(tmp_pat
     that serves (the master's log says both)."""
     master = MasterProcess(tmp_path).start()
     try:
+        forked = _reader(master)
         assert master.proc is not None
         pid = master.proc.pid
-        until(lambda: len(_children(pid)) == 1, "the read process")
-        (forked,) = _children(pid)
         assert Path(f"/proc/{forked}/comm").read_text().strip() == "pedl-reads"
         os.kill(forked, signal.SIGKILL)
 
