@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,20 +26,15 @@ from pathlib import Path
 import _env
 import httpx
 
+from pedl.exec import free_ports
+
 PASSWORD = "bench-master-start-1"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def start_once(tree: Path) -> dict[str, float]:
     """One master from ``tree``: seconds to its first signed-in list, CPU seconds in all."""
     with tempfile.TemporaryDirectory() as home:
-        port = free_port()
+        (port,) = free_ports(1)
         env = {
             **os.environ,
             "PYTHONPATH": str(tree),

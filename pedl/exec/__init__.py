@@ -31,6 +31,7 @@ from pedl.exec._master_client import MasterClient, MasterError
 from pedl.exec._private import (
     TOKEN_FD_ENV,
     make_undumpable,
+    name_process,
     process_alive,
     take_token,
     token_channel,
@@ -73,6 +74,7 @@ __all__ = [
     "gang_environments",
     "is_permanent_failure",
     "make_undumpable",
+    "name_process",
     "pick_ports",
     "process_alive",
     "run_attempt",

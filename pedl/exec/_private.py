@@ -15,6 +15,7 @@ TOKEN_FD_ENV = "PEDL_TRIAL_TOKEN_FD"
 """Names the file descriptor from which a trial process reads its token (the resource
 manager's end of it is closed once the token is written)."""
 _PR_SET_DUMPABLE = 4
+_PR_SET_NAME = 15
 _MAX_TOKEN = 4096
 
 
@@ -24,10 +25,22 @@ def make_undumpable() -> None:
     be read, nor the process traced, by other processes of the same user that lack
     ``CAP_SYS_PTRACE`` (root keeps every right). It also writes no core dump. A program it
     starts with ``exec`` is dumpable again."""
+    _prctl(_PR_SET_DUMPABLE, 0)
+
+
+def name_process(name: bytes) -> None:
+    """Set the name ``top`` and ``ps -o comm`` show (Linux ``PR_SET_NAME``, up to 15 bytes;
+    elsewhere nothing): for a process forked without ``exec``, whose command line is still
+    its parent's."""
+    _prctl(_PR_SET_NAME, name)
+
+
+def _prctl(option: int, argument: int | bytes) -> None:
+    """Linux's ``prctl(option, argument)``; nothing elsewhere, or where it fails."""
     if not sys.platform.startswith("linux"):
         return
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(option, argument, 0, 0, 0)
 
 
 def token_channel(token: str) -> socket.socket:

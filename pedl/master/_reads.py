@@ -14,7 +14,6 @@ the master removes when it stops them, or the next master to start when this one
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import io
 import logging
 import os
@@ -32,6 +31,7 @@ from typing import IO, NoReturn, Protocol
 
 import anyio.to_thread
 
+from pedl.exec import name_process
 from pedl.master._settings import MasterSettings
 from pedl.master._temp_dirs import master_temp_dir
 from pedl.master.rm import protect_master_process
@@ -46,7 +46,6 @@ READY_TIMEOUT_S = 60.0
 """How long the master's startup waits for its read processes to serve."""
 STOP_TIMEOUT_S = 15.0
 """How long a stopping read process may take to finish its requests before it is killed."""
-_PR_SET_NAME = 15
 
 
 class _Process(Protocol):
@@ -72,6 +71,17 @@ class _Forked:
         self.pid = pid
         self.stdin: IO[bytes] | None = stdin
         self.returncode: int | None = None
+
+    def tell(self, socket_path: str) -> bool:
+        """Send the process its socket's path (it then serves there); False if it is gone."""
+        if self.poll() is not None or self.stdin is None:
+            return False
+        try:
+            self.stdin.write(socket_path.encode() + b"\n")
+            self.stdin.flush()
+        except OSError:
+            return False
+        return True
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -195,16 +205,10 @@ class ReadProcesses:
                 child.process.stdin.close()  # of the process that exited
         while self._forked:
             forked = self._forked.pop(0)
-            if forked.poll() is not None or forked.stdin is None:
-                continue
-            try:
-                forked.stdin.write(child.socket.encode() + b"\n")
-                forked.stdin.flush()
-            except OSError:
-                continue
-            child.process, child.started_at = forked, time.monotonic()
-            logger.info("read process %d serving on %s", forked.pid, child.socket)
-            return
+            if forked.tell(child.socket):
+                child.process, child.started_at = forked, time.monotonic()
+                logger.info("read process %d serving on %s", forked.pid, child.socket)
+                return
         process = subprocess.Popen(
             [sys.executable, "-m", "pedl.master._read_main", child.socket],
             stdin=subprocess.PIPE,
@@ -245,12 +249,13 @@ class ReadProcesses:
 
     def _stop_all(self) -> None:
         unused, self._forked = self._forked, []
-        for child in [*self._children, *(_Child("", forked) for forked in unused)]:
+        children = [*self._children, *(_Child("", forked) for forked in unused)]
+        for child in children:
             if child.process is not None and child.process.stdin is not None:
                 with suppress(OSError):
                     child.process.stdin.close()  # end-of-file: the process stops
         deadline = time.monotonic() + STOP_TIMEOUT_S
-        for child in [*self._children, *(_Child("", forked) for forked in unused)]:
+        for child in children:
             if child.process is None:
                 continue
             try:
@@ -290,11 +295,11 @@ def _run_forked(settings: MasterSettings, read_end: int) -> NoReturn:
     try:
         os.setsid()
         os.dup2(read_end, 0)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         # The start environment it shares with the master holds the master's secrets (the
         # master masks its own later): masked here, and the process made non-dumpable.
         protect_master_process()
-        _name_process(b"pedl-reads")
+        name_process(b"pedl-reads")
         from pedl.master._serve import prepare_reads
 
         serve_on = prepare_reads(settings)
@@ -320,10 +325,3 @@ def _threads() -> int:
         return len(os.listdir("/proc/self/task"))
     except OSError:
         return threading.active_count()
-
-
-def _name_process(name: bytes) -> None:
-    """Set the name ``top`` and ``ps -o comm`` show (Linux ``PR_SET_NAME``; elsewhere
-    nothing): a forked read process's command line is still the master's."""
-    with suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NAME, name, 0, 0, 0)
