@@ -49,6 +49,12 @@ if TYPE_CHECKING:
     help="Warm workers to start before any trial needs them, on CPU slots [PEDL_SPARE_WORKERS; 2].",
 )
 @click.option(
+    "--worker-template/--no-worker-template",
+    default=None,
+    help="Fork the spare workers, and later warm workers of their environment, from one "
+    "process that imported TensorFlow once [PEDL_WORKER_TEMPLATE; on].",
+)
+@click.option(
     "--worker-heartbeat-timeout",
     type=click.FloatRange(min=0, min_open=True),
     default=None,
@@ -84,6 +90,7 @@ def master(
     cpu_slots: int | None,
     worker_reuse: bool | None,
     spare_workers: int | None,
+    worker_template: bool | None,
     worker_heartbeat_timeout: float | None,
     trial_user: str | None,
     no_auth: bool,
@@ -106,6 +113,7 @@ def master(
         "cpu_slots": cpu_slots,
         "worker_reuse": worker_reuse,
         "spare_workers": spare_workers,
+        "worker_template": worker_template,
         "worker_heartbeat_timeout": worker_heartbeat_timeout,
         "trial_user": trial_user,
         "auth": False if no_auth else None,

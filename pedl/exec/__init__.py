@@ -1,5 +1,6 @@
-"""Entry points of trial processes (``python -m pedl.exec.trial``) and warm workers
-(``python -m pedl.exec.worker``), their exit codes, :func:`run_attempt`, the one way a
+"""Entry points of trial processes (``python -m pedl.exec.trial``), warm workers
+(``python -m pedl.exec.worker``) and the template they can be forked from
+(``python -m pedl.exec.template``), their exit codes, :func:`run_attempt`, the one way a
 trial is run (by the trial process, a warm worker and local mode), and :class:`Gang`, the one
 launcher of a multi-worker trial's processes (the master's resource managers and local
 mode); a trial process's line to the master (:class:`MasterClient`, :class:`ReportSender`,
@@ -39,13 +40,14 @@ from pedl.exec._private import (
 from pedl.exec._report_sender import ReportSender
 from pedl.exec._rest import RestBackend
 from pedl.exec._system_metrics import Sample, SystemMetricsReporter, start_sampling
+from pedl.exec._template import run_template
 from pedl.exec._trial_process import (
     die_with_master,
     run_trial,
     serve_trial,
     trial_distributed_context,
 )
-from pedl.exec._worker import run_worker
+from pedl.exec._worker import run_worker, serve_trials
 
 __all__ = [
     "EXIT_ERROR",
@@ -78,9 +80,11 @@ __all__ = [
     "pick_ports",
     "process_alive",
     "run_attempt",
+    "run_template",
     "run_trial",
     "run_worker",
     "serve_trial",
+    "serve_trials",
     "start_heartbeat",
     "start_sampling",
     "take_token",

@@ -47,12 +47,13 @@ _WATCHDOG_SECONDS = 2.0
 _WORKDIR_PREFIX = "pedl-trial-"
 
 
-def die_with_master(master_pid: int | None = None) -> None:
+def die_with_master(master_pid: int | None = None, *, watch: bool = True) -> None:
     """Make this process exit when the master that started it dies.
 
     On Linux the kernel sends SIGKILL when the parent dies (``PR_SET_PDEATHSIG``); on every
-    platform a daemon thread checks the parent pid every 2 s. If the master is already gone
-    (the parent is not ``master_pid``), exit at once. ``master_pid`` defaults to
+    platform a daemon thread checks the parent pid every 2 s (not with ``watch`` false: a
+    process that forks keeps itself free of threads, and checks itself). If the master is
+    already gone (the parent is not ``master_pid``), exit at once. ``master_pid`` defaults to
     ``PEDL_MASTER_PID``; without either, nothing is done.
     """
     if master_pid is None:
@@ -68,14 +69,16 @@ def die_with_master(master_pid: int | None = None) -> None:
             pass
     if os.getppid() != master_pid:
         os._exit(EXIT_MASTER_GONE)
+    if not watch:
+        return
 
-    def watch() -> None:
+    def check() -> None:
         while True:
             time.sleep(_WATCHDOG_SECONDS)
             if os.getppid() != master_pid:
                 os._exit(EXIT_MASTER_GONE)
 
-    threading.Thread(target=watch, name="pedl-master-watchdog", daemon=True).start()
+    threading.Thread(target=check, name="pedl-master-watchdog", daemon=True).start()
 
 
 def run_trial() -> int:

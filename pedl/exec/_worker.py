@@ -146,6 +146,13 @@ def run_worker(control_fd: int) -> int:
     # Everything imported so far lives as long as the process: later collections skip it
     # (a full collection over TensorFlow's objects takes ~0.5 s).
     gc.freeze()
+    return serve_trials(control_fd)
+
+
+def serve_trials(control_fd: int) -> int:
+    """The worker's loop over the control socket ``control_fd`` (see the module docstring), in
+    a process already set up as :func:`run_worker` sets it up (or forked from one, by a
+    :mod:`template <pedl.exec._template>`); returns the exit status."""
     control = socket.socket(fileno=control_fd)
     own_output = (os.dup(1), os.dup(2))
     baseline = ProcessState.take()
@@ -191,7 +198,7 @@ def run_assigned(
     """Run one trial with its output on ``output`` (stdout, stderr write ends, closed here)
     and clean up after it; return its exit status and whether this process is fit for
     another trial."""
-    _flush()
+    flush_output()
     os.dup2(output[0], 1)
     os.dup2(output[1], 2)
     os.close(output[0])
@@ -213,7 +220,7 @@ def run_assigned(
                 file=sys.stderr,
             )
     finally:
-        _flush()
+        flush_output()
         os.dup2(own_output[0], 1)
         os.dup2(own_output[1], 2)
     return returncode, fit
@@ -328,7 +335,7 @@ def _call(function: Callable[[], int]) -> tuple[int, bool]:
         return EXIT_ERROR, False
 
 
-def _flush() -> None:
+def flush_output() -> None:
     """Flush Python's and C's buffered output (before file descriptors 1 and 2 move)."""
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         if stream is not None:

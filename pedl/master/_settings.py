@@ -212,6 +212,13 @@ class MasterSettings(BaseSettings):
         "first trial of an experiment without environment variables on a slot starts in one "
         "without the framework's import; 0 starts none.",
     )
+    worker_template: bool = Field(
+        default=True,
+        description="With spare workers: fork them, and every later warm worker of their "
+        "environment, from one process that imported TensorFlow once (a new worker then "
+        "starts in milliseconds, and the workers share that import's memory); false starts "
+        "each as a process of its own, with its own import.",
+    )
     worker_heartbeat_timeout: float = Field(
         default=60.0,
         gt=0,

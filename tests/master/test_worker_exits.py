@@ -64,6 +64,7 @@ def test_a_spare_worker_that_dies_shows_on_the_cluster(fresh_db_url: str, tmp_pa
         cpu_slots=1,
         worker_reuse=True,
         spare_workers=1,
+        worker_template=False,  # a spare of its own process; forked ones: test_worker_template
     )
     database = make_database(settings)
     orchestrator = Orchestrator(database, settings, master_url=f"http://127.0.0.1:{port}")

@@ -177,6 +177,7 @@ class Orchestrator:
                     cpu_slots=settings.cpu_slots,
                     reuse_workers=settings.worker_reuse,
                     spare_workers=settings.spare_workers,
+                    worker_template=settings.worker_template,
                     trial_user=trial_user_for(settings),
                     heartbeat_timeout=settings.worker_heartbeat_timeout,
                     **kw,

@@ -43,8 +43,9 @@ from pedl.master.rm._isolation import (
     remove_stale_dirs,
     trial_environment,
 )
+from pedl.master.rm._template import READY_TIMEOUT_S, ForkedProcess, WorkerTemplate
 from pedl.master.rm._trial_user import TrialUser, popen_kwargs
-from pedl.master.rm._warm import WarmPool, WarmWorker
+from pedl.master.rm._warm import WarmPool, WarmWorker, WorkerProcess
 
 logger = logging.getLogger("pedl.master")
 
@@ -82,7 +83,7 @@ class _Process:
     worker processes of a multi-worker trial (``popen`` is then the chief's)."""
 
     trial_id: int
-    popen: subprocess.Popen[bytes]
+    popen: WorkerProcess
     gpus: list[str]
     worker: WarmWorker | None = None
     lines: queue.Queue[_Line | None] = field(default_factory=queue.Queue)
@@ -140,6 +141,14 @@ class LocalResourceManager(ResourceManager):
     being idle, and give way (longest idle first) to any trial that needs a new process. A
     spare that exits by itself stops them: the master's log says why.
 
+    With ``worker_template`` as well (and no trial user), the spares and every later worker of
+    their environment are forked from a template (:mod:`pedl.exec._template`), started with
+    the spares from the housekeeping thread: it imports the framework once, and a new worker
+    then takes milliseconds instead of that import (a new experiment's first trials, a second
+    slot, a worker that a failed trial left unfit). Until it is ready, spares wait for it and a
+    trial that needs a new worker gets a process of its own; a template that exits by itself
+    or fails a fork is not started again (the master's log says why).
+
     With a ``trial_user`` (:mod:`pedl.master.rm._trial_user`; the master passes one where it
     runs as root), trial processes and warm workers run as that user, without supplementary
     groups and with umask 077; each one's private directory is that user's and holds its
@@ -159,6 +168,7 @@ class LocalResourceManager(ResourceManager):
         reuse_workers: bool = False,
         worker_idle_seconds: float = WORKER_IDLE_SECONDS,
         spare_workers: int = 0,
+        worker_template: bool = False,
         trial_user: TrialUser | None = None,
         heartbeat_timeout: float = HEARTBEAT_TIMEOUT_SECONDS,
     ) -> None:
@@ -186,6 +196,8 @@ class LocalResourceManager(ResourceManager):
         self._spares_wanted = spare_workers if reuse_workers and not self._gpus else 0
         self._spare_env: dict[str, str] | None = None
         self._user = trial_user
+        self._template_wanted = worker_template and self._spares_wanted > 0 and trial_user is None
+        self._template: WorkerTemplate | None = None
         self._closed = threading.Event()
         self._housekeeping = threading.Event()
         """Set to make the housekeeping thread (:meth:`_housekeep`) run at once."""
@@ -316,22 +328,75 @@ class LocalResourceManager(ResourceManager):
         """Start spare workers while fewer than wanted are idle and slots are free for them
         (from the housekeeping thread, which holds the lock)."""
         env = self._spare_env
+        if env is not None and self._template_wanted and self._template is None:
+            self._start_template(env)
         while (
             env is not None
             and not self._closed.is_set()
             and self._pool.spares() < self._spares_wanted
             and len(self._procs) + len(self._pool) < self._capacity
         ):
+            template = self._usable_template()
+            if template is not None and not template.ready():
+                return  # it forks them once it has imported the framework
             try:
-                worker = WarmWorker.spawn(
-                    self._python, env, gpus=[], experiment_id=None, user=self._user
-                )
+                worker = self._new_worker(self._python, env, [], experiment_id=None)
             except OSError as err:
                 logger.warning("no spare warm workers: starting one failed: %s", err)
                 self._spares_wanted = 0
                 return
             self._forward_worker_output(worker, drop_tf_noise=True)
             self._pool.put(worker)
+
+    def _start_template(self, env: dict[str, str]) -> None:
+        """Start the warm worker template (from the housekeeping thread, which holds the
+        lock: the template dies with the thread that started it)."""
+        try:
+            self._template = WorkerTemplate.spawn(self._python, env)
+        except OSError as err:
+            logger.warning("no warm worker template: starting it failed: %s", err)
+            self._template_wanted = False
+            return
+        self._forward_output(self._template.popen, f"warm worker template {self._template.pid}")
+
+    def _usable_template(self) -> WorkerTemplate | None:
+        """The template, unless there is none, or it failed: then it is used no more, and the
+        master's log says why (the caller holds the lock). Its workers go on."""
+        template = self._template
+        if template is None or not self._template_wanted:
+            return None
+        failure = template.failure
+        if failure is not None:
+            self._template_wanted = False
+            logger.warning(
+                "the warm worker template %d failed: %s; new warm workers are processes of "
+                "their own from now on (its output is above)",
+                template.pid,
+                failure,
+            )
+            return None
+        return template
+
+    def _new_worker(
+        self, python: str, env: dict[str, str], gpus: list[str], *, experiment_id: int | None
+    ) -> WarmWorker:
+        """A new warm worker: forked from the template where it serves (waiting for one that
+        is still importing the framework, as a trial waits for a spare that is), else a process
+        of its own (the caller holds the lock). Raises ``OSError`` if it cannot be started."""
+        template = self._usable_template()
+        if (
+            template is not None
+            and template.serves(python, env, len(gpus))
+            and template.ready(READY_TIMEOUT_S)
+        ):
+            try:
+                return WarmWorker.fork(template, env, experiment_id=experiment_id)
+            except OSError as err:
+                logger.warning("%s", err)
+                self._usable_template()  # failed now: says so
+        return WarmWorker.spawn(
+            python, env, gpus=gpus, experiment_id=experiment_id, user=self._user
+        )
 
     def _start_gang(
         self,
@@ -482,12 +547,8 @@ class LocalResourceManager(ResourceManager):
         self._make_room(gpu_count)
         gpus = self._take_gpus(launch.trial_id, gpu_count)
         try:
-            worker = WarmWorker.spawn(
-                self._python_for(launch),
-                env,
-                gpus=gpus,
-                experiment_id=experiment_id,
-                user=self._user,
+            worker = self._new_worker(
+                self._python_for(launch), env, gpus, experiment_id=experiment_id
             )
         except OSError:
             self._free_gpus.extend(gpus)
@@ -498,7 +559,11 @@ class LocalResourceManager(ResourceManager):
         except OSError:
             self._retire(worker)
             raise
-        note = f"the trial runs in a new warm worker process {worker.pid}"
+        note = f"the trial runs in a new warm worker process {worker.pid}" + (
+            ", forked from the warm worker template (no framework import)"
+            if isinstance(worker.popen, ForkedProcess)
+            else ""
+        )
         proc = _Process(launch.trial_id, worker.popen, gpus, worker, tmpdir=tmpdir)
         return proc, streams, note
 
@@ -604,8 +669,9 @@ class LocalResourceManager(ResourceManager):
         """Retire workers idle for longer than ``worker_idle_seconds``, and top up the spares
         (a thread)."""
         period = max(0.1, min(5.0, self._idle_seconds / 2))
+        wait = period
         while True:
-            self._housekeeping.wait(period)
+            self._housekeeping.wait(wait)
             self._housekeeping.clear()
             if self._closed.is_set():
                 return
@@ -621,17 +687,25 @@ class LocalResourceManager(ResourceManager):
                         self._spares_wanted = 0
                     self._retire(worker)
                 self._top_up_spares()
+                template = self._usable_template()
+                # while the template imports, look again soon: the spares wait for it
+                wait = 0.1 if template is not None and not template.ready() else period
 
     def _forward_worker_output(self, worker: WarmWorker, drop_tf_noise: bool) -> None:
         """Send a worker's own output (outside its trials) to the master's log."""
+        self._forward_output(worker.popen, f"warm worker {worker.pid}", drop_tf_noise)
+
+    @staticmethod
+    def _forward_output(process: WorkerProcess, who: str, drop_tf_noise: bool = True) -> None:
+        """Send a process's output to the master's log, each line after ``who``."""
         lines: queue.Queue[_Line | None] = queue.Queue()
-        streams = ((worker.popen.stdout, "stdout"), (worker.popen.stderr, "stderr"))
+        streams = ((process.stdout, "stdout"), (process.stderr, "stderr"))
         for stream, name in streams:
             assert stream is not None
             threading.Thread(
                 target=_read_lines,
                 args=(stream, name, lines, drop_tf_noise),
-                name=f"pedl-worker-{worker.pid}-{name}",
+                name=f"pedl-worker-{process.pid}-{name}",
                 daemon=True,
             ).start()
 
@@ -642,9 +716,9 @@ class LocalResourceManager(ResourceManager):
                 if item is _EOF:
                     open_streams -= 1
                 else:
-                    logger.info("warm worker %d: %s", worker.pid, item[1])
+                    logger.info("%s: %s", who, item[1])
 
-        threading.Thread(target=log, name=f"pedl-worker-{worker.pid}-log", daemon=True).start()
+        threading.Thread(target=log, name=f"pedl-worker-{process.pid}-log", daemon=True).start()
 
     def _watch(self, proc: _Process) -> None:
         """Ship output in batches until every stream ends, then report the exit (a gang's:
@@ -783,6 +857,8 @@ class LocalResourceManager(ResourceManager):
         with self._lock:
             for worker in self._pool.take_all():
                 self._retire(worker)
+            if self._template is not None:
+                self._template.retire()
         for watcher in list(self._watchers):
             watcher.join(timeout=30)
         if self._user is not None:

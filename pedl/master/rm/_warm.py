@@ -15,16 +15,38 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from pedl.master.rm._base import IdleWorker, WorkerExit
 from pedl.master.rm._isolation import private_variables, remove_dir, worker_dir
+from pedl.master.rm._template import WorkerTemplate
 from pedl.master.rm._trial_user import TrialUser, popen_kwargs
 
 WORKER_MODULE = "pedl.exec.worker"
 KEPT_EXITS = 20
 """How many unexpected exits of idle workers a :class:`WarmPool` remembers."""
 _MAX_MESSAGE = 1 << 16
+
+
+class WorkerProcess(Protocol):
+    """What the resource manager uses of a worker's process: a :class:`subprocess.Popen`, or a
+    :class:`~pedl.master.rm._template.ForkedProcess` for one forked by the template."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    @property
+    def stdout(self) -> IO[bytes] | None: ...
+
+    @property
+    def stderr(self) -> IO[bytes] | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
 
 
 class WarmWorker:
@@ -43,7 +65,7 @@ class WarmWorker:
 
     def __init__(
         self,
-        popen: subprocess.Popen[bytes],
+        popen: WorkerProcess,
         control: socket.socket,
         *,
         env: Mapping[str, str],
@@ -100,6 +122,21 @@ class WarmWorker:
         finally:
             theirs.close()
         return cls(popen, ours, env=env, gpus=gpus, experiment_id=experiment_id, tmpdir=tmpdir)
+
+    @classmethod
+    def fork(
+        cls, template: WorkerTemplate, env: Mapping[str, str], *, experiment_id: int | None
+    ) -> WarmWorker:
+        """Fork a worker with ``env`` (and ``TMPDIR``: a new private directory) from
+        ``template`` (which :meth:`~WorkerTemplate.serves` it): what :meth:`spawn` would start,
+        without the framework's import. Raises ``OSError`` if the template cannot."""
+        tmpdir = worker_dir()
+        try:
+            control, process = template.fork({**env, **private_variables(tmpdir, None)})
+        except OSError:
+            remove_dir(tmpdir)
+            raise
+        return cls(process, control, env=env, gpus=[], experiment_id=experiment_id, tmpdir=tmpdir)
 
     @property
     def pid(self) -> int:

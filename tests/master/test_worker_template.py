@@ -1,0 +1,117 @@
+"""The warm worker template through a real master (``python -m pedl.master`` with spare
+workers, as its defaults have them): one process imports the framework and forks the spares
+and every later worker of their environment; a forked worker trains bit for bit as the spare
+before it (and a spare as a fresh process: ``test_spare_workers``); its exit status comes from
+the template; a template that dies takes its idle workers with it and leaves new workers to
+start as processes of their own; and the template and its workers die with the master."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.waits import scaled, until
+
+from .e2e import MasterProcess, create_experiment, final_weights, logs, trials, wait_for
+
+pytestmark = pytest.mark.slow
+
+CONFIG = """
+name: forked
+hyperparameters: {global_batch_size: 16, lr: 0.01}
+searcher: {name: single, metric: val_accuracy, smaller_is_better: false, max_length: {batches: 20}}
+scheduling_unit: 10
+min_validation_period: {batches: 10}
+min_checkpoint_period: {batches: 10}
+reproducibility: {experiment_seed: 3}
+"""
+
+
+def _template(master: MasterProcess) -> psutil.Process:
+    """The master's one child that is a worker template."""
+    assert master.proc is not None
+    (template,) = [
+        child
+        for child in psutil.Process(master.proc.pid).children()
+        if "pedl.exec.template" in child.cmdline()
+    ]
+    return template
+
+
+def _idle(master: MasterProcess, count: int) -> list[dict[str, Any]]:
+    def listed() -> list[dict[str, Any]] | None:
+        idle = list(master.http.get("/cluster").json()["idle_workers"])
+        return idle if len(idle) == count else None
+
+    found: list[dict[str, Any]] = until(listed, f"{count} idle workers", timeout=180)
+    return found
+
+
+def _run(master: MasterProcess) -> tuple[str, bytes]:
+    """Run CONFIG to completion: its trial's log and final weights."""
+    experiment_id = create_experiment(master.http, CONFIG)
+    wait_for(master.http, experiment_id, {"COMPLETED"}, timeout=240, master=master)
+    (trial,) = trials(master.http, experiment_id)
+    checkpoints = master.home / "pedl" / "checkpoints"
+    return logs(master.http, trial["id"]), final_weights(checkpoints, trial)
+
+
+def test_spares_and_later_workers_are_forked_from_one_template(tmp_path: Path) -> None:
+    master = MasterProcess(tmp_path, cpu_slots=2, env={"PEDL_SPARE_WORKERS": "2"}).start()
+    try:
+        spares = _idle(master, 2)
+        template = _template(master)
+        assert {w["pid"] for w in spares} == {c.pid for c in template.children()}
+        assert {w["spare"] for w in spares} == {True}
+        # Two experiments take the spares; the third's worker is forked when its trial needs
+        # it (the first experiment's idle worker makes room).
+        runs = [_run(master) for _ in range(3)]
+        assert "the trial runs in the spare warm worker process" in runs[0][0]
+        assert "the trial runs in the spare warm worker process" in runs[1][0]
+        assert "forked from the warm worker template (no framework import)" in runs[2][0]
+        assert runs[0][1] == runs[1][1] == runs[2][1]
+        assert _template(master).pid == template.pid
+    finally:
+        master.stop()
+
+
+def test_exits_come_from_the_template_and_a_dead_template_is_not_used(tmp_path: Path) -> None:
+    master = MasterProcess(tmp_path, cpu_slots=1, env={"PEDL_SPARE_WORKERS": "1"}).start()
+    try:
+        (spare,) = _idle(master, 1)
+        os.kill(spare["pid"], signal.SIGTERM)
+
+        def exits() -> list[dict[str, Any]]:
+            return list(master.http.get("/cluster").json()["worker_exits"])
+
+        (gone,) = until(exits, "the spare's exit on the cluster", timeout=60)
+        assert gone["pid"] == spare["pid"] and gone["exit"] == "signal SIGTERM"
+        template = _template(master)
+        template.kill()
+        template.wait(scaled(30))
+        until(lambda: "the warm worker template" in master.log(), "the master's line", timeout=60)
+        assert f"the warm worker template {template.pid} failed" in master.log()
+        log, _ = _run(master)
+        assert "the trial runs in a new warm worker process" in log
+        assert "forked" not in log
+    finally:
+        master.stop()
+
+
+def test_the_template_and_its_workers_die_with_the_master(tmp_path: Path) -> None:
+    master = MasterProcess(tmp_path, cpu_slots=2, env={"PEDL_SPARE_WORKERS": "2"}).start()
+    try:
+        _idle(master, 2)
+        template = _template(master)
+        processes = [template, *template.children()]
+        assert len(processes) == 3
+        master.sigkill()
+        _, alive = psutil.wait_procs(processes, timeout=scaled(60))
+        assert alive == []
+    finally:
+        master.stop()
