@@ -40,6 +40,7 @@ import socket
 import sys
 import tempfile
 import traceback
+from pathlib import Path
 from typing import Any
 
 from pedl.exec._exit_codes import EXIT_ERROR, EXIT_MASTER_GONE, EXIT_OK
@@ -49,6 +50,7 @@ from pedl.exec._worker import flush_output, preload, serve_trials
 
 MAX_MESSAGE = 1 << 20
 _CHECK_SECONDS = 2.0
+_WORKER_PATH = str(Path(__file__).with_name("worker.py"))
 
 
 def run_template(control_fd: int) -> int:
@@ -156,6 +158,7 @@ class _Template:
             os.environ.clear()
             os.environ.update(env)
             tempfile.tempdir = None
+            sys.argv[:] = [_WORKER_PATH, str(control)]  # as ``python -m pedl.exec.worker``'s
             _reseed_numpy()
             name_process(b"pedl-worker")
             code = serve_trials(control)

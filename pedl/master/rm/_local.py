@@ -145,9 +145,11 @@ class LocalResourceManager(ResourceManager):
     their environment are forked from a template (:mod:`pedl.exec._template`), started with
     the spares from the housekeeping thread: it imports the framework once, and a new worker
     then takes milliseconds instead of that import (a new experiment's first trials, a second
-    slot, a worker that a failed trial left unfit). Until it is ready, spares wait for it and a
-    trial that needs a new worker gets a process of its own; a template that exits by itself
-    or fails a fork is not started again (the master's log says why).
+    slot, a worker that a failed trial left unfit). Until it is ready, spares and trials that
+    need a new worker wait for it (a trial at most :data:`READY_TIMEOUT_S`, holding the lock,
+    as a trial once waited for a spare's import); a template that exits by itself, fails a
+    fork or does not get ready is not used again, nor started again (the master's log says
+    why), and new workers are processes of their own.
 
     With a ``trial_user`` (:mod:`pedl.master.rm._trial_user`; the master passes one where it
     runs as root), trial processes and warm workers run as that user, without supplementary
