@@ -108,7 +108,11 @@ def run_trial(http: httpx.Client, out_dir: Path, timeout: float) -> dict[str, An
         times,
     )
     return {
-        "where": "forked" if "forked from the warm worker template" in where else "own process",
+        "where": "forked"
+        if "forked from the warm worker template" in where
+        else "spare"
+        if "spare" in where
+        else "own process",
         "launch_to_first_batch_s": timing["launch_to_first_batch_s"],
         "created_to_completed_s": round(completed - created, 3),
     }
