@@ -18,18 +18,9 @@ import pytest
 from tests.waits import scaled, until
 
 from .e2e import MasterProcess, create_experiment, final_weights, logs, trials, wait_for
+from .test_spare_workers import CONFIG
 
 pytestmark = pytest.mark.slow
-
-CONFIG = """
-name: forked
-hyperparameters: {global_batch_size: 16, lr: 0.01}
-searcher: {name: single, metric: val_accuracy, smaller_is_better: false, max_length: {batches: 20}}
-scheduling_unit: 10
-min_validation_period: {batches: 10}
-min_checkpoint_period: {batches: 10}
-reproducibility: {experiment_seed: 3}
-"""
 
 
 def _template(master: MasterProcess) -> psutil.Process:

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import IO
 
 from pedl.exec import describe_status
-from pedl.master.rm._isolation import private_variables, remove_dir, worker_dir
+from pedl.master.rm._controlled import start_controlled
+from pedl.master.rm._isolation import remove_dir
 
 TEMPLATE_MODULE = "pedl.exec.template"
 FORK_TIMEOUT_S = 10.0
@@ -116,24 +117,7 @@ class WorkerTemplate:
         """Start ``python -m pedl.exec.template`` with ``env`` (and a private ``TMPDIR``); its
         output is on ``popen.stdout/stderr``. It dies with the thread that starts it
         (``PR_SET_PDEATHSIG``): start it from one that lives as long as the resource manager."""
-        tmpdir = worker_dir()
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            popen = subprocess.Popen(
-                [python, "-m", TEMPLATE_MODULE, str(theirs.fileno())],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env={**env, **private_variables(tmpdir, None)},
-                start_new_session=True,
-                pass_fds=(theirs.fileno(),),
-            )
-        except OSError:
-            ours.close()
-            remove_dir(tmpdir)
-            raise
-        finally:
-            theirs.close()
+        popen, ours, tmpdir = start_controlled(python, TEMPLATE_MODULE, env)
         return cls(popen, ours, env=env, python=python, tmpdir=tmpdir)
 
     @property

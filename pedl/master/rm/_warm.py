@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from pedl.master.rm._base import IdleWorker, WorkerExit
+from pedl.master.rm._controlled import start_controlled
 from pedl.master.rm._isolation import private_variables, remove_dir, worker_dir
 from pedl.master.rm._template import WorkerTemplate
-from pedl.master.rm._trial_user import TrialUser, popen_kwargs
+from pedl.master.rm._trial_user import TrialUser
 
 WORKER_MODULE = "pedl.exec.worker"
 KEPT_EXITS = 20
@@ -99,28 +100,10 @@ class WarmWorker:
         ``gpus``, if any, and ``TMPDIR``: a new private directory), as the trial ``user`` if
         one is given (then with its ``HOME`` in that directory); its own output (outside
         trials) is on ``popen.stdout/stderr``."""
-        tmpdir = worker_dir(user)
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        child_env = {**env, **private_variables(tmpdir, user)}
+        child_env = dict(env)
         if gpus:
             child_env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
-        try:
-            popen = subprocess.Popen(
-                [python, "-m", WORKER_MODULE, str(theirs.fileno())],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=child_env,
-                start_new_session=True,
-                pass_fds=(theirs.fileno(),),
-                **popen_kwargs(user),
-            )
-        except OSError:
-            ours.close()
-            remove_dir(tmpdir)
-            raise
-        finally:
-            theirs.close()
+        popen, ours, tmpdir = start_controlled(python, WORKER_MODULE, child_env, user=user)
         return cls(popen, ours, env=env, gpus=gpus, experiment_id=experiment_id, tmpdir=tmpdir)
 
     @classmethod
