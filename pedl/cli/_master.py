@@ -51,8 +51,8 @@ if TYPE_CHECKING:
 @click.option(
     "--worker-template/--no-worker-template",
     default=None,
-    help="Fork the spare workers, and later warm workers of their environment, from one "
-    "process that imported TensorFlow once [PEDL_WORKER_TEMPLATE; on].",
+    help="Fork warm workers (the spares, and those of experiments without environment "
+    "variables) from one process that imported TensorFlow once [PEDL_WORKER_TEMPLATE; on].",
 )
 @click.option(
     "--worker-heartbeat-timeout",

@@ -214,10 +214,10 @@ class MasterSettings(BaseSettings):
     )
     worker_template: bool = Field(
         default=True,
-        description="With spare workers: fork them, and every later warm worker of their "
-        "environment, from one process that imported TensorFlow once (a new worker then "
-        "starts in milliseconds, and the workers share that import's memory); false starts "
-        "each as a process of its own, with its own import.",
+        description="With worker reuse: fork the spare workers, and every warm worker of "
+        "experiments without environment variables, from one process that imported TensorFlow "
+        "once (a new worker then starts in milliseconds, and the workers share that import's "
+        "memory); false starts each as a process of its own, with its own import.",
     )
     worker_heartbeat_timeout: float = Field(
         default=60.0,

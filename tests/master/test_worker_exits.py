@@ -8,6 +8,7 @@ worker: no more of the database is involved)."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import signal
 from datetime import UTC, datetime, timedelta
@@ -42,17 +43,27 @@ searcher: {name: single, metric: val_loss, max_length: {batches: 10}}
 """
 
 
-def _workers() -> list[int]:
-    """This process's children that are warm workers (``python -m pedl.exec.worker``)."""
+def _children(pid: int) -> list[int]:
     found = []
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            try:
-                cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"pedl.exec.worker" in cmdline:
-                found.append(int(child))
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def _workers() -> list[int]:
+    """The warm workers of this process's resource manager: its children that are
+    ``python -m pedl.exec.worker``, and those its worker template forked."""
+    found = []
+    for child in _children(os.getpid()):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"pedl.exec.worker" in cmdline:
+            found.append(child)
+        elif b"pedl.exec.template" in cmdline:
+            found += _children(child)
     return found
 
 
@@ -64,7 +75,7 @@ def test_a_spare_worker_that_dies_shows_on_the_cluster(fresh_db_url: str, tmp_pa
         cpu_slots=1,
         worker_reuse=True,
         spare_workers=1,
-        worker_template=False,  # a spare of its own process; forked ones: test_worker_template
+        worker_template=False,  # a spare of its own process; the warm worker below is forked
     )
     database = make_database(settings)
     orchestrator = Orchestrator(database, settings, master_url=f"http://127.0.0.1:{port}")

@@ -7,18 +7,37 @@ start as processes of their own; and the template and its workers die with the m
 
 from __future__ import annotations
 
+import base64
+import logging
 import os
+import re
 import signal
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 import pytest
 
+from pedl.master import MasterSettings, create_app
+from pedl.master.api._app import make_database
+from pedl.master.orchestrator import Orchestrator
+from pedl.master.rm import LocalResourceManager
 from tests.waits import scaled, until
 
-from .e2e import MasterProcess, create_experiment, final_weights, logs, trials, wait_for
+from .e2e import (
+    MasterProcess,
+    create_experiment,
+    final_weights,
+    free_port,
+    logs,
+    trials,
+    wait_for,
+)
+from .helpers import LiveServer, make_archive, sign_in
 from .test_spare_workers import CONFIG
+from .test_worker_exits import CONFIG as REJECTING_CONFIG
+from .test_worker_exits import REJECTING_MODEL
 
 pytestmark = pytest.mark.slow
 
@@ -106,3 +125,66 @@ def test_the_template_and_its_workers_die_with_the_master(tmp_path: Path) -> Non
         assert alive == []
     finally:
         master.stop()
+
+
+def _templates() -> list[int]:
+    """This process's children that are worker templates."""
+    return [
+        child.pid
+        for child in psutil.Process().children()
+        if "pedl.exec.template" in child.cmdline()
+    ]
+
+
+def test_without_spares_a_trial_starts_the_template_which_retires_when_idle(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A master without spares (an in-process one, whose workers retire after 1 s idle) starts
+    no template until a trial needs a worker; then its worker is forked from the template
+    started for it; once no worker of it is left, the template goes too, and the next trial
+    starts another."""
+    port = free_port()
+    settings = MasterSettings(home=tmp_path / "home", cpu_slots=1, spare_workers=0)
+    database = make_database(settings)
+
+    def resource_manager(**kwargs: Any) -> LocalResourceManager:
+        return LocalResourceManager(
+            cpu_slots=1, reuse_workers=True, worker_idle_seconds=1.0, worker_template=True, **kwargs
+        )
+
+    orchestrator = Orchestrator(
+        database, settings, master_url=f"http://127.0.0.1:{port}", resource_manager=resource_manager
+    )
+    app = create_app(settings, database=database, orchestrator=orchestrator)
+    archive = base64.b64encode(make_archive(REJECTING_MODEL)).decode()
+    caplog.set_level(logging.INFO, logger="pedl.master")
+    try:
+        with (
+            LiveServer(app, port=port) as server,
+            httpx.Client(
+                base_url=server.url + "/api/v1", timeout=scaled(30), headers=sign_in(database)
+            ) as http,
+        ):
+            assert _templates() == []
+            for _ in range(2):
+                response = http.post(
+                    "/experiments", json={"config": REJECTING_CONFIG, "model_definition": archive}
+                )
+                assert response.status_code == 201, response.text
+                experiment_id = response.json()["id"]
+
+                def ended(experiment_id: int = experiment_id) -> dict[str, Any] | None:
+                    items = http.get(f"/experiments/{experiment_id}/trials").json()["items"]
+                    return items[0] if items and items[0]["outcome"] == "INVALID_HP" else None
+
+                trial = until(ended, "the trial to reject its hyperparameters", timeout=120)
+                lines = http.get(f"/trials/{trial['id']}/logs").json()
+                assert any(
+                    "forked from the warm worker template" in line["message"] for line in lines
+                ), lines
+                until(lambda: _templates() == [], "the idle template to be retired", timeout=60)
+            events = re.findall(r"(started|retired) the warm worker template (\d+)", caplog.text)
+            a, b = dict.fromkeys(pid for _, pid in events)  # in order, once each
+            assert events == [("started", a), ("retired", a), ("started", b), ("retired", b)]
+    finally:
+        database.dispose()

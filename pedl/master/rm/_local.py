@@ -59,6 +59,8 @@ retired."""
 _FLUSH_SECONDS = 0.2
 _FLUSH_LINES = 500
 _LAST_WORKERS_KEPT = 256
+_TEMPLATE_START_S = 30.0
+"""How long a trial waits for the template's process to be started (a ``Popen``: milliseconds)."""
 _EOF = None
 
 
@@ -141,15 +143,18 @@ class LocalResourceManager(ResourceManager):
     being idle, and give way (longest idle first) to any trial that needs a new process. A
     spare that exits by itself stops them: the master's log says why.
 
-    With ``worker_template`` as well (and no trial user), the spares and every later worker of
-    their environment are forked from a template (:mod:`pedl.exec._template`), started with
-    the spares from the housekeeping thread: it imports the framework once, and a new worker
+    With ``worker_template`` as well (and reuse, no GPUs, no trial user), the spares and every
+    worker of their environment (an experiment's without environment variables) are forked from
+    a template (:mod:`pedl.exec._template`): it imports the framework once, and a new worker
     then takes milliseconds instead of that import (a new experiment's first trials, a second
-    slot, a worker that a failed trial left unfit). Until it is ready, spares and trials that
-    need a new worker wait for it (a trial at most :data:`READY_TIMEOUT_S`, holding the lock,
-    as a trial once waited for a spare's import); a template that exits by itself, fails a
-    fork or does not get ready is not used again, nor started again (the master's log says
-    why), and new workers are processes of their own.
+    slot, a worker that a failed trial left unfit). Its own thread (:meth:`_start_templates`)
+    starts it with the spares or, without spares, for the first trial that needs a worker;
+    without spares it is retired once no worker it forked has lived for
+    ``worker_idle_seconds``, and started again when needed. Until it is ready, spares and
+    trials that need a new worker wait for it (a trial at most :data:`READY_TIMEOUT_S`, holding
+    the lock, as a trial once waited for a spare's import); a template that exits by itself,
+    fails a fork or does not get ready is not used again, nor started again (the master's log
+    says why), and new workers are processes of their own.
 
     With a ``trial_user`` (:mod:`pedl.master.rm._trial_user`; the master passes one where it
     runs as root), trial processes and warm workers run as that user, without supplementary
@@ -198,8 +203,14 @@ class LocalResourceManager(ResourceManager):
         self._spares_wanted = spare_workers if reuse_workers and not self._gpus else 0
         self._spare_env: dict[str, str] | None = None
         self._user = trial_user
-        self._template_wanted = worker_template and self._spares_wanted > 0 and trial_user is None
+        self._template_wanted = (
+            worker_template and reuse_workers and not self._gpus and trial_user is None
+        )
         self._template: WorkerTemplate | None = None
+        self._template_needed = threading.Event()
+        """Set to make the template's own thread (:meth:`_start_templates`) start one."""
+        self._template_started = threading.Event()
+        self._template_idle_since: float | None = None
         self._closed = threading.Event()
         self._housekeeping = threading.Event()
         """Set to make the housekeeping thread (:meth:`_housekeep`) run at once."""
@@ -208,6 +219,10 @@ class LocalResourceManager(ResourceManager):
         if reuse_workers:
             threading.Thread(
                 target=self._housekeep, name="pedl-rm-housekeeping", daemon=True
+            ).start()
+        if self._template_wanted:
+            threading.Thread(
+                target=self._start_templates, name="pedl-rm-template", daemon=True
             ).start()
 
     @property
@@ -324,14 +339,14 @@ class LocalResourceManager(ResourceManager):
         thread (a worker dies with the thread that started it)."""
         with self._lock:
             self._spare_env = self._environment({}, master_url)
+        if self._spares_wanted:
+            self._template_needed.set()
         self._housekeeping.set()
 
     def _top_up_spares(self) -> None:
         """Start spare workers while fewer than wanted are idle and slots are free for them
         (from the housekeeping thread, which holds the lock)."""
         env = self._spare_env
-        if env is not None and self._template_wanted and self._template is None:
-            self._start_template(env)
         while (
             env is not None
             and not self._closed.is_set()
@@ -339,7 +354,8 @@ class LocalResourceManager(ResourceManager):
             and len(self._procs) + len(self._pool) < self._capacity
         ):
             template = self._usable_template()
-            if template is not None and not template.ready():
+            if self._template_wanted and (template is None or not template.ready()):
+                self._template_needed.set()
                 return  # it forks them once it has imported the framework
             try:
                 worker = self._new_worker(self._python, env, [], experiment_id=None)
@@ -350,16 +366,50 @@ class LocalResourceManager(ResourceManager):
             self._forward_worker_output(worker, drop_tf_noise=True)
             self._pool.put(worker)
 
-    def _start_template(self, env: dict[str, str]) -> None:
-        """Start the warm worker template (from the housekeeping thread, which holds the
-        lock: the template dies with the thread that started it)."""
-        try:
-            self._template = WorkerTemplate.spawn(self._python, env)
-        except OSError as err:
-            logger.warning("no warm worker template: starting it failed: %s", err)
-            self._template_wanted = False
+    def _start_templates(self) -> None:
+        """Start the warm worker template whenever one is needed and there is none (a thread
+        that lives as long as the resource manager, since the template dies with the thread
+        that started it, and that takes none of its locks, since a trial's start waits for it
+        with the lock held)."""
+        while True:
+            self._template_needed.wait()
+            self._template_needed.clear()
+            if self._closed.is_set():
+                return  # a template started here dies now (PR_SET_PDEATHSIG)
+            env = self._spare_env
+            if env is not None and self._template is None and self._template_wanted:
+                try:
+                    template = WorkerTemplate.spawn(self._python, env)
+                except OSError as err:
+                    logger.warning("no warm worker template: starting it failed: %s", err)
+                    self._template_wanted = False
+                else:
+                    self._forward_output(template.popen, f"warm worker template {template.pid}")
+                    self._template = template
+                    logger.info("started the warm worker template %d", template.pid)
+            self._template_started.set()
+
+    def _retire_idle_template(self) -> None:
+        """Without spares, retire the template once no worker it forked has lived for
+        ``worker_idle_seconds`` (a later trial starts another); the caller holds the lock."""
+        template = self._template
+        if template is None or self._spares_wanted or not self._template_wanted:
             return
-        self._forward_output(self._template.popen, f"warm worker template {self._template.pid}")
+        workers = [p.worker for p in self._procs.values() if p.worker is not None]
+        if any(
+            isinstance(w.popen, ForkedProcess) and w.popen.poll() is None
+            for w in workers + self._pool.workers()
+        ):
+            self._template_idle_since = None
+        elif self._template_idle_since is None:
+            self._template_idle_since = time.monotonic()
+        elif time.monotonic() - self._template_idle_since > self._idle_seconds:
+            logger.info(
+                "retired the warm worker template %d: no worker of it is left", template.pid
+            )
+            template.retire()
+            self._template = None
+            self._template_idle_since = None
 
     def _usable_template(self) -> WorkerTemplate | None:
         """The template, unless there is none, or it failed: then it is used no more, and the
@@ -385,6 +435,14 @@ class LocalResourceManager(ResourceManager):
         """A new warm worker: forked from the template where it serves (waiting for one that
         is still importing the framework, as a trial waits for a spare that is), else a process
         of its own (the caller holds the lock). Raises ``OSError`` if it cannot be started."""
+        if (
+            self._template is None
+            and self._template_wanted
+            and (python, env, gpus) == (self._python, self._spare_env, [])
+        ):  # the first worker of a master without spares, or after the template retired
+            self._template_started.clear()
+            self._template_needed.set()
+            self._template_started.wait(_TEMPLATE_START_S)
         template = self._usable_template()
         if (
             template is not None
@@ -689,6 +747,7 @@ class LocalResourceManager(ResourceManager):
                         self._spares_wanted = 0
                     self._retire(worker)
                 self._top_up_spares()
+                self._retire_idle_template()
                 template = self._usable_template()
                 # while the template imports, look again soon: the spares wait for it
                 wait = 0.1 if template is not None and not template.ready() else period
@@ -854,6 +913,7 @@ class LocalResourceManager(ResourceManager):
     def shutdown(self) -> None:
         self._closed.set()
         self._housekeeping.set()
+        self._template_needed.set()
         for trial_id in self.running():
             self.kill(trial_id)
         with self._lock:

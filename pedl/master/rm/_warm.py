@@ -277,6 +277,10 @@ class WarmPool:
         """The latest idle workers that exited by themselves, oldest first."""
         return list(self._exits)
 
+    def workers(self) -> list[WarmWorker]:
+        """The idle workers (they stay in the pool)."""
+        return list(self._idle)
+
     def take_all(self) -> list[WarmWorker]:
         idle, self._idle = self._idle, []
         return idle
