@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -174,3 +175,13 @@ def sign_in(
         user = users_repo.get_user(session, username)
         token, _expires = users_repo.create_session(session, user.id, lifetime)
     return bearer(token)
+
+
+def child_pids(pid: int) -> list[int]:
+    """The pids of process ``pid``'s children (``/proc/<pid>/task/*/children``); a thread that
+    ends while they are read is skipped."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            found += [int(child) for child in (task / "children").read_text().split()]
+    return found

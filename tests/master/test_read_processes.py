@@ -30,7 +30,7 @@ from pedl.master.api._report_check import CHECK_PATH, REMOTE_CHECK_BYTES
 from tests.waits import scaled, until
 
 from .e2e import MasterProcess
-from .helpers import LiveServer, bearer, create_experiment, create_trial
+from .helpers import LiveServer, bearer, child_pids, create_experiment, create_trial
 
 pytestmark = pytest.mark.slow
 
@@ -327,13 +327,6 @@ def test_a_read_process_app_serves_only_the_reads(
     assert not (tmp_path / "home").exists()  # no migrations, no metric writer: it made nothing
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        out += [int(child) for child in (task / "children").read_text().split()]
-    return out
-
-
 def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -347,8 +340,8 @@ def _reader(master: MasterProcess) -> int:
     """The master's one child, its read process, once it has started it."""
     assert master.proc is not None
     pid = master.proc.pid
-    until(lambda: len(_children(pid)) == 1, "the read process")
-    (reader,) = _children(pid)
+    until(lambda: len(child_pids(pid)) == 1, "the read process")
+    (reader,) = child_pids(pid)
     return reader
 
 
@@ -382,7 +375,7 @@ def test_a_masters_read_process_is_forked_and_started_again_when_it_dies(tmp_pat
         os.kill(forked, signal.SIGKILL)
 
         def replaced() -> list[int]:
-            return [c for c in _children(pid) if c != forked and not _gone(c)]
+            return [c for c in child_pids(pid) if c != forked and not _gone(c)]
 
         (started,) = until(replaced, "another read process", timeout=60)
         assert b"pedl.master._read_main" in Path(f"/proc/{started}/cmdline").read_bytes()
@@ -406,9 +399,9 @@ def test_a_process_running_another_thread_forks_no_read_process(tmp_path: Path) 
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        before = _children(os.getpid())
+        before = child_pids(os.getpid())
         reads.prefork()
-        assert _children(os.getpid()) == before
+        assert child_pids(os.getpid()) == before
     finally:
         stop.set()
         other.join()

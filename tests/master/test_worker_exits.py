@@ -8,7 +8,6 @@ worker: no more of the database is involved)."""
 from __future__ import annotations
 
 import base64
-import contextlib
 import os
 import signal
 from datetime import UTC, datetime, timedelta
@@ -25,7 +24,7 @@ from pedl.master.orchestrator import Orchestrator
 from tests.waits import scaled, until
 
 from .e2e import free_port
-from .helpers import LiveServer, make_archive, sign_in
+from .helpers import LiveServer, child_pids, make_archive, sign_in
 
 # A trial that rejects its hyperparameters at once: it ends normally (INVALID_HP), so its
 # worker stays, idle, for the experiment's next trial.
@@ -43,19 +42,11 @@ searcher: {name: single, metric: val_loss, max_length: {batches: 10}}
 """
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(OSError):
-            found += [int(child) for child in (task / "children").read_text().split()]
-    return found
-
-
 def _workers() -> list[int]:
     """The warm workers of this process's resource manager: its children that are
     ``python -m pedl.exec.worker``, and those its worker template forked."""
     found = []
-    for child in _children(os.getpid()):
+    for child in child_pids(os.getpid()):
         try:
             cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
         except OSError:
@@ -63,7 +54,7 @@ def _workers() -> list[int]:
         if b"pedl.exec.worker" in cmdline:
             found.append(child)
         elif b"pedl.exec.template" in cmdline:
-            found += _children(child)
+            found += child_pids(child)
     return found
 
 
