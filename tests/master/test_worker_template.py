@@ -127,6 +127,11 @@ def test_the_template_and_its_workers_die_with_the_master(tmp_path: Path) -> Non
         master.stop()
 
 
+def events_seen(log: str) -> list[tuple[str, str]]:
+    """The master log's "started"/"retired" lines about templates, as (what, pid)."""
+    return re.findall(r"(started|retired) the warm worker template (\d+)", log)
+
+
 def _templates() -> list[int]:
     """This process's children that are worker templates."""
     return [
@@ -142,15 +147,24 @@ def test_without_spares_a_trial_starts_the_template_which_retires_when_idle(
     """A master without spares (an in-process one, whose workers retire after 1 s idle) starts
     no template until a trial needs a worker; then its worker is forked from the template
     started for it; once no worker of it is left, the template goes too, and the next trial
-    starts another."""
+    starts another. While the trial waits for the template to get ready, the cluster page
+    answers (the template is stopped meanwhile, so it cannot get ready)."""
     port = free_port()
     settings = MasterSettings(home=tmp_path / "home", cpu_slots=1, spare_workers=0)
     database = make_database(settings)
+    made: list[LocalResourceManager] = []
 
     def resource_manager(**kwargs: Any) -> LocalResourceManager:
-        return LocalResourceManager(
-            cpu_slots=1, reuse_workers=True, worker_idle_seconds=1.0, worker_template=True, **kwargs
+        made.append(
+            LocalResourceManager(
+                cpu_slots=1,
+                reuse_workers=True,
+                worker_idle_seconds=1.0,
+                worker_template=True,
+                **kwargs,
+            )
         )
+        return made[-1]
 
     orchestrator = Orchestrator(
         database, settings, master_url=f"http://127.0.0.1:{port}", resource_manager=resource_manager
@@ -166,12 +180,20 @@ def test_without_spares_a_trial_starts_the_template_which_retires_when_idle(
             ) as http,
         ):
             assert _templates() == []
-            for _ in range(2):
+            for round_ in range(2):
                 response = http.post(
                     "/experiments", json={"config": REJECTING_CONFIG, "model_definition": archive}
                 )
                 assert response.status_code == 201, response.text
                 experiment_id = response.json()["id"]
+                if round_ == 0:  # the trial's start waits for the stopped template: not the rest
+                    pid = until(_templates, "the trial to start the template", timeout=60)[0]
+                    os.kill(pid, signal.SIGSTOP)
+                    try:
+                        assert http.get("/cluster").status_code == 200
+                        assert made[0].running() == set()  # the trial's start still waits
+                    finally:
+                        os.kill(pid, signal.SIGCONT)
 
                 def ended(experiment_id: int = experiment_id) -> dict[str, Any] | None:
                     items = http.get(f"/experiments/{experiment_id}/trials").json()["items"]
@@ -183,7 +205,7 @@ def test_without_spares_a_trial_starts_the_template_which_retires_when_idle(
                     "forked from the warm worker template" in line["message"] for line in lines
                 ), lines
                 until(lambda: _templates() == [], "the idle template to be retired", timeout=60)
-            events = re.findall(r"(started|retired) the warm worker template (\d+)", caplog.text)
+            events = events_seen(caplog.text)
             a, b = dict.fromkeys(pid for _, pid in events)  # in order, once each
             assert events == [("started", a), ("retired", a), ("started", b), ("retired", b)]
     finally:

@@ -151,10 +151,10 @@ class LocalResourceManager(ResourceManager):
     starts it with the spares or, without spares, for the first trial that needs a worker;
     without spares it is retired once no worker it forked has lived for
     ``worker_idle_seconds``, and started again when needed. Until it is ready, spares and
-    trials that need a new worker wait for it (a trial at most :data:`READY_TIMEOUT_S`, holding
-    the lock, as a trial once waited for a spare's import); a template that exits by itself,
-    fails a fork or does not get ready is not used again, nor started again (the master's log
-    says why), and new workers are processes of their own.
+    trials that need a new worker wait for it (a trial at most :data:`READY_TIMEOUT_S`, as a
+    trial once waited for a spare's import, without the lock: see :meth:`_await_template`); a
+    template that exits by itself, fails a fork or does not get ready is not used again, nor
+    started again (the master's log says why), and new workers are processes of their own.
 
     With a ``trial_user`` (:mod:`pedl.master.rm._trial_user`; the master passes one where it
     runs as root), trial processes and warm workers run as that user, without supplementary
@@ -270,6 +270,7 @@ class LocalResourceManager(ResourceManager):
             return None if proc is None else sorted(self._gpus.index(g) for g in proc.gpus)
 
     def start(self, launch: TrialLaunch) -> None:
+        self._await_template(launch)
         with self._lock:
             if launch.trial_id in self._procs:
                 raise RuntimeError(f"trial {launch.trial_id} is already running")
@@ -389,14 +390,40 @@ class LocalResourceManager(ResourceManager):
                     logger.info("started the warm worker template %d", template.pid)
             self._template_started.set()
 
+    def _await_template(self, launch: TrialLaunch) -> None:
+        """Before a trial whose new worker the template would fork takes the lock: start the
+        template if there is none and wait until it is ready (at most :data:`READY_TIMEOUT_S`),
+        so that no other call into the resource manager (``/cluster``, a trial's workers) waits
+        for the framework's import with it."""
+        if not (
+            self._template_wanted
+            and self._reuse
+            and launch.slots == 1
+            and launch.experiment_id is not None
+            and not launch.env.get(TRIAL_PYTHON_VARIABLE)
+            and self._environment(launch.env, launch.master_url) == self._spare_env
+        ):
+            return
+        with self._lock:
+            template = self._usable_template()
+            if template is None and self._template_wanted:
+                self._template_started.clear()
+                self._template_needed.set()
+        if template is None:
+            self._template_started.wait(_TEMPLATE_START_S)
+            template = self._template
+        if template is not None:
+            template.ready(READY_TIMEOUT_S)
+
     def _retire_idle_template(self) -> None:
-        """Without spares, retire the template once no worker it forked has lived for
-        ``worker_idle_seconds`` (a later trial starts another); the caller holds the lock."""
+        """Without spares, retire the template once it is ready and no worker it forked has
+        lived for ``worker_idle_seconds`` (a later trial starts another); the caller holds the
+        lock."""
         template = self._template
         if template is None or self._spares_wanted or not self._template_wanted:
             return
         workers = [p.worker for p in self._procs.values() if p.worker is not None]
-        if any(
+        if not template.ready() or any(  # a template not ready yet has a trial waiting for it
             isinstance(w.popen, ForkedProcess) and w.popen.poll() is None
             for w in workers + self._pool.workers()
         ):

@@ -91,8 +91,8 @@ class WorkerTemplate:
     It forks workers for the environment it was started with, ``env`` (a worker's own
     ``TMPDIR`` aside, which each fork gets), with ``python``: :meth:`serves` says whether it can
     serve a new worker. Its own temporary files go to a private directory, removed once it is
-    gone. The resource manager calls it under its lock; :meth:`ready` and :meth:`fork` also
-    take the template's own, so that no call reads another's answer."""
+    gone. :meth:`ready` and :meth:`fork` take the template's own lock, so that no call reads
+    another's answer (the resource manager waits for it to get ready without its own lock)."""
 
     def __init__(
         self,
@@ -139,8 +139,12 @@ class WorkerTemplate:
 
     def ready(self, timeout: float = 0.0) -> bool:
         """Whether it has set itself up and forks, waiting at most ``timeout`` seconds for it
-        to say so (it does once); one that does not within a ``timeout`` given is broken."""
-        with self._lock:
+        to say so (it does once); one that does not within a ``timeout`` given is broken.
+        While another call waits for it, a call without ``timeout`` answers False at once, and
+        one with waits its turn within ``timeout``."""
+        if not self._lock.acquire(timeout=timeout if timeout > 0 else 0):
+            return False
+        try:
             if not self._ready and not self.failed:
                 self._control.settimeout(timeout)
                 try:
@@ -155,6 +159,8 @@ class WorkerTemplate:
                 self._ready = b'"ready"' in data
                 self._broken = not self._ready
             return self._ready and not self.failed
+        finally:
+            self._lock.release()
 
     def serves(self, python: str, env: Mapping[str, str], gpu_count: int) -> bool:
         """Whether a new worker for ``env`` run by ``python`` on ``gpu_count`` GPUs can be
