@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import signal
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,9 @@ def test_the_template_and_its_workers_die_with_the_master(tmp_path: Path) -> Non
         master.stop()
 
 
+OWN_ENV_CONFIG = REJECTING_CONFIG + "environment: {environment_variables: [PEDL_TEST_OWN=1]}\n"
+
+
 def events_seen(log: str) -> list[tuple[str, str]]:
     """The master log's "started"/"retired" lines about templates, as (what, pid)."""
     return re.findall(r"(started|retired) the warm worker template (\d+)", log)
@@ -147,24 +151,17 @@ def test_without_spares_a_trial_starts_the_template_which_retires_when_idle(
     """A master without spares (an in-process one, whose workers retire after 1 s idle) starts
     no template until a trial needs a worker; then its worker is forked from the template
     started for it; once no worker of it is left, the template goes too, and the next trial
-    starts another. While the trial waits for the template to get ready, the cluster page
-    answers (the template is stopped meanwhile, so it cannot get ready)."""
+    starts another. While the trial waits for the template to get ready (it is stopped
+    meanwhile), the cluster page says so, and a trial of an experiment with environment
+    variables of its own (a process of its own) starts and ends."""
     port = free_port()
-    settings = MasterSettings(home=tmp_path / "home", cpu_slots=1, spare_workers=0)
+    settings = MasterSettings(home=tmp_path / "home", cpu_slots=2, spare_workers=0)
     database = make_database(settings)
-    made: list[LocalResourceManager] = []
 
     def resource_manager(**kwargs: Any) -> LocalResourceManager:
-        made.append(
-            LocalResourceManager(
-                cpu_slots=1,
-                reuse_workers=True,
-                worker_idle_seconds=1.0,
-                worker_template=True,
-                **kwargs,
-            )
+        return LocalResourceManager(
+            cpu_slots=2, reuse_workers=True, worker_idle_seconds=1.0, worker_template=True, **kwargs
         )
-        return made[-1]
 
     orchestrator = Orchestrator(
         database, settings, master_url=f"http://127.0.0.1:{port}", resource_manager=resource_manager
@@ -186,18 +183,36 @@ def test_without_spares_a_trial_starts_the_template_which_retires_when_idle(
                 )
                 assert response.status_code == 201, response.text
                 experiment_id = response.json()["id"]
-                if round_ == 0:  # the trial's start waits for the stopped template: not the rest
-                    pid = until(_templates, "the trial to start the template", timeout=60)[0]
-                    os.kill(pid, signal.SIGSTOP)
-                    try:
-                        assert http.get("/cluster").status_code == 200
-                        assert made[0].running() == set()  # the trial's start still waits
-                    finally:
-                        os.kill(pid, signal.SIGCONT)
 
                 def ended(experiment_id: int = experiment_id) -> dict[str, Any] | None:
                     items = http.get(f"/experiments/{experiment_id}/trials").json()["items"]
                     return items[0] if items and items[0]["outcome"] == "INVALID_HP" else None
+
+                if round_ == 0:  # the trial waits for the stopped template; nothing else does
+                    pid = until(_templates, "the trial to start the template", timeout=60)[0]
+                    os.kill(pid, signal.SIGSTOP)
+                    try:
+
+                        def queued_for() -> bool:
+                            queued = http.get("/cluster").json()["queued"]
+                            return any("worker template to import" in t["reason"] for t in queued)
+
+                        until(queued_for, "the trial queued for the template")
+                        response = http.post(
+                            "/experiments",
+                            json={"config": OWN_ENV_CONFIG, "model_definition": archive},
+                        )
+                        assert response.status_code == 201, response.text
+                        other = until(
+                            partial(ended, response.json()["id"]),
+                            "a trial of an experiment with its own environment to end",
+                            timeout=120,
+                        )
+                        assert ended(experiment_id) is None  # still waiting for the template
+                    finally:
+                        os.kill(pid, signal.SIGCONT)
+                    lines = http.get(f"/trials/{other['id']}/logs").json()
+                    assert not any("forked" in line["message"] for line in lines), lines
 
                 trial = until(ended, "the trial to reject its hyperparameters", timeout=120)
                 lines = http.get(f"/trials/{trial['id']}/logs").json()

@@ -190,6 +190,9 @@ class Orchestrator:
         self._experiment_of: dict[int, int] = {}
         self._running_slots: dict[int, int] = {}
         self._reasons: dict[int, str] = {}
+        """Why each queued trial waits (slots, or what the resource manager waits for)."""
+        self._slots_wanted = False
+        """Whether trials wait for slots (then a trial with no work now gives its up)."""
         self._halted: str | None = None
         """Why no trial process starts now (the master's disk is full), if so."""
         self._slots = SlotBook()
@@ -514,16 +517,35 @@ class Orchestrator:
         placement = schedule(
             total, running, requests, limits, halted=halted, disabled_slots=idle_disabled
         )
+        queued = dict(placement.waiting)
         for trial_id in placement.start:
+            reason = self._not_ready(trial_id)
+            if reason is not None:
+                queued[trial_id] = reason
+                continue
             self._reasons.pop(trial_id, None)
             self._launch(trial_id)
-        for trial_id, reason in placement.waiting.items():
+        for trial_id, reason in queued.items():
             waiting = self._actor_of(trial_id)
             if waiting is not None:
                 self._event(waiting, partial(ExperimentDriver.trial_queued, trial_id=trial_id))
             if self._reasons.get(trial_id) != reason:
                 self._log(trial_id, f"queued: {reason}")
-        self._reasons = dict(placement.waiting)
+        self._reasons = queued
+        self._slots_wanted = bool(placement.waiting)
+
+    def _not_ready(self, trial_id: int) -> str | None:
+        """Why the resource manager cannot start the trial without waiting now (see
+        :meth:`~pedl.master.rm.ResourceManager.not_ready_for`): it stays queued until the next
+        tick, and the tick goes on."""
+        actor = self._actor_of(trial_id)
+        if actor is None:
+            return None
+        return self._rm.not_ready_for(
+            actor.experiment_id,
+            actor.config.resources.slots_per_trial,
+            actor.config.environment.env_dict(self._rm.uses_gpus),
+        )
 
     def _launch(self, trial_id: int) -> None:
         actor = self._actor_of(trial_id)
@@ -791,7 +813,7 @@ class Orchestrator:
                     or remaining <= 0
                     or actor.broken
                     # trials are queued for slots: give this one up (not when none may start)
-                    or (self._reasons and self._halted is None)
+                    or (self._slots_wanted and self._halted is None)
                 ):
                     return answer
                 actor.changed.wait(min(remaining, 0.5))
@@ -880,7 +902,8 @@ class Orchestrator:
             return actor.driver.should_preempt(trial_id)
 
     def queue_reason(self, trial_id: int) -> str | None:
-        """Why the trial waits for slots, if it does."""
+        """Why the trial waits to start (for slots, or what the resource manager waits for),
+        if it does."""
         return self._reasons.get(trial_id)
 
     def launch_problem(self, config: ExperimentConfig) -> tuple[str | None, str] | None:

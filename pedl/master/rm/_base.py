@@ -146,6 +146,16 @@ class ResourceManager(abc.ABC):
         default."""
         return None
 
+    def not_ready_for(
+        self, experiment_id: int | None, slots: int, env: Mapping[str, str]
+    ) -> str | None:
+        """Why a trial of ``experiment_id`` on ``slots`` slots with environment variables
+        ``env`` should not start yet (what it would start from is not ready, e.g. a process
+        still importing the framework), or None: the orchestrator then leaves it queued with
+        that reason and asks again at its next tick, so that :meth:`start` never holds the
+        orchestrator up. It must not wait. None by default."""
+        return None
+
     def launch_problem(
         self, env: Mapping[str, str], checkpoint_dir: str | None
     ) -> tuple[str | None, str] | None:

@@ -152,7 +152,7 @@ class LocalResourceManager(ResourceManager):
     without spares it is retired once no worker it forked has lived for
     ``worker_idle_seconds``, and started again when needed. Until it is ready, spares and
     trials that need a new worker wait for it (a trial at most :data:`READY_TIMEOUT_S`, as a
-    trial once waited for a spare's import, without the lock: see :meth:`_await_template`); a
+    trial once waited for a spare's import: queued, see :meth:`not_ready_for`); a
     template that exits by itself, fails a fork or does not get ready is not used again, nor
     started again (the master's log says why), and new workers are processes of their own.
 
@@ -390,19 +390,48 @@ class LocalResourceManager(ResourceManager):
                     logger.info("started the warm worker template %d", template.pid)
             self._template_started.set()
 
+    def _template_would_fork(
+        self, experiment_id: int | None, slots: int, env: Mapping[str, str]
+    ) -> bool:
+        """Whether a new worker for such a trial would be forked from the template (its
+        experiment has no environment variables of its own)."""
+        spare_env = self._spare_env
+        return (
+            self._template_wanted
+            and self._reuse
+            and slots == 1
+            and experiment_id is not None
+            and not env.get(TRIAL_PYTHON_VARIABLE)
+            and spare_env is not None
+            and self._environment(env, spare_env["PEDL_MASTER_URL"]) == spare_env
+        )
+
+    def not_ready_for(
+        self, experiment_id: int | None, slots: int, env: Mapping[str, str]
+    ) -> str | None:
+        """While the template that would fork the trial's worker is starting or importing the
+        framework: that reason (and the template is started where there is none). A template
+        not ready within :data:`READY_TIMEOUT_S` is used no more, and the trial gets a process
+        of its own."""
+        if not self._template_would_fork(experiment_id, slots, env):
+            return None
+        with self._lock:
+            template = self._usable_template()
+            if template is None:
+                if not self._template_wanted:
+                    return None
+                self._template_needed.set()
+            elif template.ready() or self._usable_template() is None:
+                return None
+            return "waiting for the warm worker template to import the framework"
+
     def _await_template(self, launch: TrialLaunch) -> None:
         """Before a trial whose new worker the template would fork takes the lock: start the
         template if there is none and wait until it is ready (at most :data:`READY_TIMEOUT_S`),
         so that no other call into the resource manager (``/cluster``, a trial's workers) waits
-        for the framework's import with it."""
-        if not (
-            self._template_wanted
-            and self._reuse
-            and launch.slots == 1
-            and launch.experiment_id is not None
-            and not launch.env.get(TRIAL_PYTHON_VARIABLE)
-            and self._environment(launch.env, launch.master_url) == self._spare_env
-        ):
+        for the framework's import with it. (The orchestrator asks :meth:`not_ready_for` first
+        and so does not wait here.)"""
+        if not self._template_would_fork(launch.experiment_id, launch.slots, launch.env):
             return
         with self._lock:
             template = self._usable_template()

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
@@ -111,6 +112,7 @@ class WorkerTemplate:
         self._ready = False
         self._broken = False
         self._lock = threading.Lock()
+        self._started = time.monotonic()
 
     @classmethod
     def spawn(cls, python: str, env: Mapping[str, str]) -> WorkerTemplate:
@@ -139,9 +141,12 @@ class WorkerTemplate:
 
     def ready(self, timeout: float = 0.0) -> bool:
         """Whether it has set itself up and forks, waiting at most ``timeout`` seconds for it
-        to say so (it does once); one that does not within a ``timeout`` given is broken.
+        to say so (it does once); one that does not within a ``timeout`` given, or within
+        :data:`READY_TIMEOUT_S` of its start, is broken.
         While another call waits for it, a call without ``timeout`` answers False at once, and
         one with waits its turn within ``timeout``."""
+        if self._ready:
+            return not self.failed
         if not self._lock.acquire(timeout=timeout if timeout > 0 else 0):
             return False
         try:
@@ -150,7 +155,8 @@ class WorkerTemplate:
                 try:
                     data = self._control.recv(_MAX_MESSAGE)
                 except (BlockingIOError, TimeoutError):
-                    self._broken = timeout > 0
+                    overdue = time.monotonic() - self._started > READY_TIMEOUT_S
+                    self._broken = timeout > 0 or overdue
                     return False
                 except OSError:
                     data = b""
