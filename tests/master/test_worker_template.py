@@ -131,11 +131,6 @@ def test_the_template_and_its_workers_die_with_the_master(tmp_path: Path) -> Non
 OWN_ENV_CONFIG = REJECTING_CONFIG + "environment: {environment_variables: [PEDL_TEST_OWN=1]}\n"
 
 
-def events_seen(log: str) -> list[tuple[str, str]]:
-    """The master log's "started"/"retired" lines about templates, as (what, pid)."""
-    return re.findall(r"(started|retired) the warm worker template (\d+)", log)
-
-
 def _templates() -> list[int]:
     """This process's children that are worker templates."""
     return [
@@ -220,7 +215,7 @@ def test_without_spares_a_trial_starts_the_template_which_retires_when_idle(
                     "forked from the warm worker template" in line["message"] for line in lines
                 ), lines
                 until(lambda: _templates() == [], "the idle template to be retired", timeout=60)
-            events = events_seen(caplog.text)
+            events = re.findall(r"(started|retired) the warm worker template (\d+)", caplog.text)
             a, b = dict.fromkeys(pid for _, pid in events)  # in order, once each
             assert events == [("started", a), ("retired", a), ("started", b), ("retired", b)]
     finally:
