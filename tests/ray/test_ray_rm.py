@@ -304,6 +304,9 @@ def test_a_master_whose_cluster_cannot_be_reached_serves_and_queues_trials(
                 assert time.monotonic() < deadline, (items, said)
                 time.sleep(0.2)
             assert f"queued: the Ray cluster at {nowhere} cannot be reached" in said
+            # Read again: the master records QUEUED before it logs why, and the tick may have
+            # done both between the two reads above.
+            items = http.get(f"/experiments/{experiment_id}/trials").json()["items"]
             assert items[0]["state"] == "QUEUED", items
             assert http.get(f"/experiments/{experiment_id}").json()["state"] == "ACTIVE"
             assert "cannot be reached" in (http.get("/cluster").json()["halted"] or "")

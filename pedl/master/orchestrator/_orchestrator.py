@@ -518,21 +518,24 @@ class Orchestrator:
             total, running, requests, limits, halted=halted, disabled_slots=idle_disabled
         )
         queued = dict(placement.waiting)
+        starting = []
         for trial_id in placement.start:
             reason = self._not_ready(trial_id)
-            if reason is not None:
+            if reason is None:
+                starting.append(trial_id)
+            else:
                 queued[trial_id] = reason
-                continue
-            self._reasons.pop(trial_id, None)
+        # The reasons first: a trial recorded QUEUED has its reason on GET /cluster.
+        before, self._reasons = self._reasons, queued
+        self._slots_wanted = bool(placement.waiting)
+        for trial_id in starting:
             self._launch(trial_id)
         for trial_id, reason in queued.items():
             waiting = self._actor_of(trial_id)
             if waiting is not None:
                 self._event(waiting, partial(ExperimentDriver.trial_queued, trial_id=trial_id))
-            if self._reasons.get(trial_id) != reason:
+            if before.get(trial_id) != reason:
                 self._log(trial_id, f"queued: {reason}")
-        self._reasons = queued
-        self._slots_wanted = bool(placement.waiting)
 
     def _not_ready(self, trial_id: int) -> str | None:
         """Why the resource manager cannot start the trial without waiting now (see
