@@ -24,6 +24,7 @@ from pedl.master import MasterSettings, create_app
 from pedl.master.api._app import make_database
 from pedl.master.orchestrator import Orchestrator
 from pedl.master.rm import LocalResourceManager
+from pedl.master.rm import _template as template_module
 from tests.waits import scaled, until
 
 from .e2e import (
@@ -36,6 +37,7 @@ from .e2e import (
     wait_for,
 )
 from .helpers import LiveServer, make_archive, sign_in
+from .test_rm_contract import Recorder
 from .test_spare_workers import CONFIG
 from .test_worker_exits import CONFIG as REJECTING_CONFIG
 from .test_worker_exits import REJECTING_MODEL
@@ -220,3 +222,44 @@ def test_without_spares_a_trial_starts_the_template_which_retires_when_idle(
             assert events == [("started", a), ("retired", a), ("started", b), ("retired", b)]
     finally:
         database.dispose()
+
+
+def test_a_template_that_never_gets_ready_is_killed_and_spares_start_without_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A template stopped before it has imported the framework is failed once
+    ``READY_TIMEOUT_S`` (here 3 s) has passed since its start: it is killed, since it forked
+    no worker, and the spare starts as a process of its own."""
+    monkeypatch.setattr(template_module, "READY_TIMEOUT_S", 3.0)
+    caplog.set_level(logging.INFO, logger="pedl.master")
+    rec = Recorder()
+    rm = LocalResourceManager(
+        cpu_slots=1,
+        on_exit=rec.on_exit,
+        log_sink=rec.sink,
+        gpus=[],
+        reuse_workers=True,
+        spare_workers=1,
+        worker_template=True,
+    )
+    try:
+        rm.prepare("http://127.0.0.1:1")
+        (pid,) = until(_templates, "the template", timeout=60)
+        os.kill(pid, signal.SIGSTOP)
+        until(lambda: not psutil.pid_exists(pid), "the stopped template to be killed", timeout=60)
+        assert (
+            f"the warm worker template {pid} failed: it did not answer as a template does"
+            in caplog.text
+        )
+        assert _templates() == []
+        spare = until(_own_workers, "the spare, a process of its own", timeout=60)
+        assert len(spare) == 1
+    finally:
+        rm.shutdown()
+
+
+def _own_workers() -> list[int]:
+    """This process's children that are warm workers of their own (not forked)."""
+    return [
+        child.pid for child in psutil.Process().children() if "pedl.exec.worker" in child.cmdline()
+    ]

@@ -469,7 +469,8 @@ class LocalResourceManager(ResourceManager):
 
     def _usable_template(self) -> WorkerTemplate | None:
         """The template, unless there is none, or it failed: then it is used no more, and the
-        master's log says why (the caller holds the lock). Its workers go on."""
+        master's log says why (the caller holds the lock). Its workers go on; one that never
+        got ready (it has none) is killed."""
         template = self._template
         if template is None or not self._template_wanted:
             return None
@@ -482,6 +483,9 @@ class LocalResourceManager(ResourceManager):
                 template.pid,
                 failure,
             )
+            if not template.forked:
+                template.retire()
+                self._template = None
             return None
         return template
 

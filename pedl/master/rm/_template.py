@@ -127,6 +127,11 @@ class WorkerTemplate:
         return self.popen.pid
 
     @property
+    def forked(self) -> bool:
+        """Whether it ever got ready, and so may have forked workers (which die with it)."""
+        return self._ready
+
+    @property
     def failed(self) -> bool:
         """Whether the template can fork no more workers (:attr:`failure` says why)."""
         return self.failure is not None
