@@ -143,10 +143,18 @@ def make_backend(kind: str, home: Path) -> Backend:
 class MasterProcess:
     """``python -m pedl.master`` on a free loopback port; its output goes to ``home/master.log``."""
 
-    def __init__(self, home: Path, db_url: str, *, cpu_slots: int = 1) -> None:
+    def __init__(
+        self, home: Path, db_url: str, *, cpu_slots: int = 1, spare_workers: int | None = None
+    ) -> None:
+        """``spare_workers``: the master's ``PEDL_SPARE_WORKERS`` (``None``: the environment's,
+        else the master's default). 0 for a benchmark that runs no trial: each spare, and the
+        worker template they are forked from, imports TensorFlow as the master starts (seconds
+        of CPU beside what is measured), and their memory counts in the master's as
+        ``p6_ui`` sums it (the master and every process below it)."""
         self.home = home
         self.db_url = db_url
         self.cpu_slots = cpu_slots
+        self.spare_workers = spare_workers
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -169,6 +177,8 @@ class MasterProcess:
             # trial_user (nobody) would refuse them for a Python under /root.
             "PEDL_TRIAL_USER": "",
         }
+        if self.spare_workers is not None:
+            env["PEDL_SPARE_WORKERS"] = str(self.spare_workers)
         env.pop("PEDL_CONFIG_FILE", None)
         # The master creates (or resets) its administrator with this password; the
         # benchmarks sign in as it (``sign_in``, ``client``).

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import tempfile
 import threading
@@ -170,15 +169,12 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    # No spare warm workers: the master runs no trial here, and theirs would import
-    # TensorFlow (seconds of CPU) during the first repetition.
-    os.environ["PEDL_SPARE_WORKERS"] = "0"
 
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="pedl-p5-") as tmp:
         home = Path(tmp)
         backend = p5_master.make_backend(args.backend, home)
-        master = p5_master.MasterProcess(home, backend.url)
+        master = p5_master.MasterProcess(home, backend.url, spare_workers=0)
         try:
             master.start()
             trials = p5_master.make_trials(master, args.threads)

@@ -156,7 +156,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pedl-p5b-") as tmp:
         home = Path(tmp)
         backend = p5_master.make_backend(args.backend, home)
-        master = p5_master.MasterProcess(home, backend.url)
+        master = p5_master.MasterProcess(home, backend.url, spare_workers=0)
         try:
             master.start()
             trials = p5_master.make_trials(master, args.trials)

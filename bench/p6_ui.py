@@ -22,6 +22,9 @@ apart. Also measured: each chart API call's time in the page (resource timing), 
 the endpoints alone, and the master's resident memory (psutil: the master and every process
 below it, summed, sampled every 0.1 s) at its peak during the loads and during the endpoint
 calls (which ask every chart's data, the visualization tab's included, whatever ``--page``).
+The master runs no trial here and starts no spare warm workers (from 2026-12-02; before, its
+default spares and their worker template, once started, counted in its memory: 1,381 against
+483 MB at 10,000 trials on 2026-12-02, and imported TensorFlow beside the first loads).
 Chromium runs without its address-bar popup's WebUI (``OMNIBOX_POPUP_FEATURES``): each fresh
 context's window started a renderer for it that competed with the page for the CPUs (the
 figures before 2026-11-30 08:00 UTC include it). Needs ``make ui`` and /usr/bin/chromium.
@@ -953,7 +956,7 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, Any]:
                     "url": backend.url,
                 }
         try:
-            master = MasterProcess(home, backend.url).start()
+            master = MasterProcess(home, backend.url, spare_workers=0).start()
             try:
                 rss_start = MemoryPeak(master.pid).now_mb()
                 route = f"/experiments/{experiment_id}"
