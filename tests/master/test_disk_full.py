@@ -94,8 +94,12 @@ def test_a_full_disk_queues_trials_with_a_reason_and_spends_no_restart(
             trial_id = trial()["id"]
             scheduling = http.get(f"/trials/{trial_id}/scheduling").json()
             assert "disk is full" in scheduling["queue_reason"]
-            logs = http.get(f"/trials/{trial_id}/logs").json()
-            assert any("queued: the master's disk is full" in line["message"] for line in logs)
+
+            def logged() -> bool:  # the master logs why after it has queued the trial
+                logs = http.get(f"/trials/{trial_id}/logs").json()
+                return any("queued: the master's disk is full" in line["message"] for line in logs)
+
+            until(logged, "the trial's log to say why it waits")
 
             # Room again: the trial starts.
             settings.min_free_disk_bytes = 0
