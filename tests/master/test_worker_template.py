@@ -45,14 +45,23 @@ from .test_worker_exits import REJECTING_MODEL
 pytestmark = pytest.mark.slow
 
 
+def _children(parent: psutil.Process, module: str) -> list[psutil.Process]:
+    """``parent``'s children running ``python -m module``, leaving out those that end while
+    they are looked at (a retired template is a zombie until it is waited for)."""
+    found = []
+    for child in parent.children():
+        try:
+            if module in child.cmdline():
+                found.append(child)
+        except psutil.NoSuchProcess:  # ZombieProcess too
+            continue
+    return found
+
+
 def _template(master: MasterProcess) -> psutil.Process:
     """The master's one child that is a worker template."""
     assert master.proc is not None
-    (template,) = [
-        child
-        for child in psutil.Process(master.proc.pid).children()
-        if "pedl.exec.template" in child.cmdline()
-    ]
+    (template,) = _children(psutil.Process(master.proc.pid), "pedl.exec.template")
     return template
 
 
@@ -135,11 +144,7 @@ OWN_ENV_CONFIG = REJECTING_CONFIG + "environment: {environment_variables: [PEDL_
 
 def _templates() -> list[int]:
     """This process's children that are worker templates."""
-    return [
-        child.pid
-        for child in psutil.Process().children()
-        if "pedl.exec.template" in child.cmdline()
-    ]
+    return [child.pid for child in _children(psutil.Process(), "pedl.exec.template")]
 
 
 def test_without_spares_a_trial_starts_the_template_which_retires_when_idle(
@@ -260,6 +265,4 @@ def test_a_template_that_never_gets_ready_is_killed_and_spares_start_without_it(
 
 def _own_workers() -> list[int]:
     """This process's children that are warm workers of their own (not forked)."""
-    return [
-        child.pid for child in psutil.Process().children() if "pedl.exec.worker" in child.cmdline()
-    ]
+    return [child.pid for child in _children(psutil.Process(), "pedl.exec.worker")]
