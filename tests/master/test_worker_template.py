@@ -233,9 +233,8 @@ def test_a_template_that_never_gets_ready_is_killed_and_spares_start_without_it(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A template stopped before it has imported the framework is failed once
-    ``READY_TIMEOUT_S`` (here 3 s) has passed since its start: it is killed, since it forked
-    no worker, and the spare starts as a process of its own."""
-    monkeypatch.setattr(template_module, "READY_TIMEOUT_S", 3.0)
+    ``READY_TIMEOUT_S`` (here 3 s, from when it is stopped) has passed since its start: it is
+    killed, since it forked no worker, and the spare starts as a process of its own."""
     caplog.set_level(logging.INFO, logger="pedl.master")
     rec = Recorder()
     rm = LocalResourceManager(
@@ -251,6 +250,7 @@ def test_a_template_that_never_gets_ready_is_killed_and_spares_start_without_it(
         rm.prepare("http://127.0.0.1:1")
         (pid,) = until(_templates, "the template", timeout=60)
         os.kill(pid, signal.SIGSTOP)
+        monkeypatch.setattr(template_module, "READY_TIMEOUT_S", 3.0)
         until(lambda: not psutil.pid_exists(pid), "the stopped template to be killed", timeout=60)
         assert (
             f"the warm worker template {pid} failed: it did not answer as a template does"
