@@ -483,7 +483,7 @@ class LocalResourceManager(ResourceManager):
                 template.pid,
                 failure,
             )
-            if not template.forked:
+            if not template.ever_ready:
                 template.retire()
                 self._template = None
             return None

@@ -127,7 +127,7 @@ class WorkerTemplate:
         return self.popen.pid
 
     @property
-    def forked(self) -> bool:
+    def ever_ready(self) -> bool:
         """Whether it ever got ready, and so may have forked workers (which die with it)."""
         return self._ready
 
