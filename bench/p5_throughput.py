@@ -1,16 +1,21 @@
 """P5(a): metric rows/s ingested through ``POST /trials/{id}/metrics`` into SQLite or PostgreSQL.
 
     .venv/bin/python bench/p5_throughput.py --backend sqlite|postgresql \\
-        [--batch 1000] [--threads 4] [--requests 40] [--reps 3] [--out FILE.jsonl]
+        [--batch 1000] [--threads 4] [--requests 40] [--reps 3] [--max-reps N]
+        [--rel-halfwidth 0.05] [--out FILE.jsonl]
 
 A master runs as a separate process on loopback with a fresh database. Each of ``--threads``
 client threads owns one trial and posts ``--requests`` bodies of ``--batch`` new training rows
 (distinct ``total_batches``, two metrics each) back to back on its own keep-alive connection.
 The bodies are serialised before the clock starts, so the load generator mostly waits on the
 socket. rows/s = rows acknowledged / wall time from the first send to the last answer. One
-warm-up round per repetition is not counted. Each repetition prints one JSON line; the last
-line is the summary (median and range over repetitions). Every run checks that the database
-holds exactly the rows that were acknowledged.
+warm-up round (5 bodies a thread) is not counted. Each repetition prints one JSON line; the last
+line is the summary (median and range over repetitions; with ``--max-reps``, repetitions go
+on past ``--reps`` until the 95% intervals of the medians of the master's rows/s and of
+master ÷ DB layer (text) are within ``--rel-halfwidth`` of them (``_env.repeat_until_narrow``;
+95% needs 6 repetitions): the summary's ``repeated`` gives the intervals and whether they got
+that narrow). Every run checks that the database holds exactly the rows that were
+acknowledged.
 
 Beside each repetition, in the same run and on the same database (the master idle), the
 master's own database layer alone: one thread calls ``pedl.db.metrics.upsert_metrics`` with
@@ -166,7 +171,14 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1000, help="rows per request")
     parser.add_argument("--threads", type=int, default=4, help="client threads (one trial each)")
     parser.add_argument("--requests", type=int, default=40, help="requests per thread per round")
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=3, help="repetitions (at least)")
+    parser.add_argument(
+        "--max-reps",
+        type=int,
+        help="repeat beyond --reps, up to this many, until the 95%% intervals of the master's "
+        "rows/s and of master ÷ DB layer (text) are within --rel-halfwidth of their medians",
+    )
+    parser.add_argument("--rel-halfwidth", type=float, default=0.05)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
@@ -183,7 +195,9 @@ def main() -> None:
             next_batch += 5 * args.batch
             acknowledged = 5 * args.batch * args.threads
             database = Database(backend.url)
-            for rep in range(args.reps):
+
+            def measure(rep: int) -> dict[str, float]:
+                nonlocal next_batch, acknowledged
                 result = run_round(master, trials, args.batch, args.requests, next_batch)
                 next_batch += args.requests * args.batch
                 acknowledged += result["rows"]
@@ -214,6 +228,17 @@ def main() -> None:
                 )
                 print(json.dumps(result), flush=True)
                 results.append(result)
+                return {
+                    "rows_per_s": result["rows_per_s"],
+                    "master_over_db_text": result["master_over_db_text"],
+                }
+
+            repeated = _env.repeat_until_narrow(
+                measure,
+                min_reps=args.reps,
+                max_reps=max(args.reps, args.max_reps or args.reps),
+                rel_halfwidth=args.rel_halfwidth,
+            )
             database.dispose()
             stored = p5_master.count_metric_rows(backend.url)
             if stored != acknowledged:
@@ -252,6 +277,7 @@ def main() -> None:
             r["rows_per_master_cpu_s"] for r in results
         ),
         "stored_rows_checked": stored,
+        "repeated": repeated.as_dict(),
         "machine": _env.machine(),
     }
     print(json.dumps(summary), flush=True)
