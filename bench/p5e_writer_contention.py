@@ -23,7 +23,6 @@ and its ratio to ``alone``, the machine and the load average.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -119,7 +118,7 @@ def main() -> None:
                         )
                     next_batch += BODIES_PER_TRIAL * ROWS_PER_BODY
                     line = {"round": round_, "condition": name, **result}
-                    print(json.dumps(line), flush=True)
+                    _env.emit(line, args.out)
                     lines.append(line)
         finally:
             database.dispose()
@@ -137,11 +136,7 @@ def main() -> None:
         "loadavg": _env.load_average(),
         "machine": _env.machine(),
     }
-    print(json.dumps(summary), flush=True)
-    if args.out:
-        with args.out.open("a") as out:
-            for line in [*lines, summary]:
-                out.write(json.dumps(line) + "\n")
+    _env.emit(summary, args.out)
 
 
 if __name__ == "__main__":
