@@ -520,8 +520,8 @@ class MetricIngestor:
             return err
 
 
-# _refused's queries, built once: building a select per batch cost the writer more of the GIL
-# than running it (~0.1-0.2 ms a batch, bench/RESULTS.md "P5a, 2026-12-02 17:40").
+# _refused's queries, built once: building the select per batch held the GIL for another
+# 0.07-0.17 ms a batch (a third of the query's time; bench/RESULTS.md "P5a, 2026-12-02 17:40").
 _TRIALS_OF = select(Trial.id, Trial.token_hash, Trial.state).where(
     Trial.id.in_(bindparam("ids", expanding=True))
 )
