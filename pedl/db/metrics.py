@@ -451,7 +451,7 @@ _POSTGRESQL_UPSERT = text(
     f"""
     INSERT INTO metrics ({_COLUMNS})
     SELECT (r->>0)::integer, r->>1, (r->>2)::bigint, (r->>3)::bigint,
-           (r->>4)::double precision, (r->5)::jsonb, (r->>6)::timestamptz
+           (r->>4)::double precision, r->5, (r->>6)::timestamptz
     FROM json_array_elements(CAST(:rows AS json)) AS r
     {_SET_ON_CONFLICT}
     """
@@ -478,7 +478,7 @@ _POSTGRESQL_TEXT_UPSERT = text(
            CAST(:now AS timestamptz)
     FROM json_to_recordset(CAST(:body AS json) -> 'rows') AS r(
         kind text, total_batches bigint, total_records bigint,
-        total_epochs double precision, metrics jsonb
+        total_epochs double precision, metrics json
     )
     {_SET_ON_CONFLICT}
     """
@@ -689,7 +689,7 @@ def _pg_series(point: str) -> TextClause:
     FROM metrics m
     WHERE m.trial_id IN (SELECT CAST(value AS integer)
                          FROM jsonb_array_elements_text(CAST(:trials AS jsonb)))
-      AND m.kind = :kind AND m.id > :after AND jsonb_typeof(m.metrics -> :name) = 'number'
+      AND m.kind = :kind AND m.id > :after AND json_typeof(m.metrics -> :name) = 'number'
     GROUP BY m.trial_id
     ORDER BY m.trial_id
     """
@@ -782,7 +782,7 @@ _PG_NAMES = text(
         (SELECT metrics FROM metrics WHERE trial_id = t.id AND kind = :kind
          ORDER BY total_batches DESC LIMIT 1)
     ) m
-    CROSS JOIN LATERAL jsonb_object_keys(m.metrics) k
+    CROSS JOIN LATERAL json_object_keys(m.metrics) k
     WHERE t.experiment_id = :experiment
     """
 )

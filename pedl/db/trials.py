@@ -40,6 +40,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy import cast as sql_cast
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Session
 
@@ -439,6 +440,17 @@ def _sqlite_path(path: tuple[str, ...]) -> str:
     return "$" + "".join(f'."{key}"' for key in path)
 
 
+_POSTGRESQL = postgresql.dialect()
+
+
+def _pg_typeof(column: ColumnElement[Any], where: ColumnElement[Any]) -> ColumnElement[Any]:
+    """PostgreSQL's type name of the value at ``where`` (a path) in a JSON column: by
+    ``jsonb_typeof`` in a ``jsonb`` column, by ``json_typeof`` in a ``json`` one (the metrics')."""
+    if isinstance(column.type.dialect_impl(_POSTGRESQL), JSONB):
+        return func.jsonb_typeof(column.op("#>", return_type=JSONB)(where))
+    return func.json_typeof(column.op("#>", return_type=JSON)(where))
+
+
 def _json_number(
     column: ColumnElement[Any], path: tuple[str, ...], dialect: str
 ) -> ColumnElement[Any]:
@@ -446,7 +458,7 @@ def _json_number(
     (a string, a boolean, a non-finite value stored as text)."""
     if dialect == "postgresql":
         where = literal(list(path), ARRAY(Text))
-        kind = func.jsonb_typeof(column.op("#>", return_type=JSONB)(where))
+        kind = _pg_typeof(column, where)
         return case((kind == "number", sql_cast(column.op("#>>", return_type=Text)(where), Float)))
     where_text = _sqlite_path(path)
     kind = func.json_type(column, where_text)
@@ -460,7 +472,7 @@ def _json_text(
     ``NULL`` for anything else."""
     if dialect == "postgresql":
         where = literal(list(path), ARRAY(Text))
-        kind = func.jsonb_typeof(column.op("#>", return_type=JSONB)(where))
+        kind = _pg_typeof(column, where)
         return case((kind.in_(["string", "boolean"]), column.op("#>>", return_type=Text)(where)))
     where_text = _sqlite_path(path)
     kind = func.json_type(column, where_text)
@@ -664,10 +676,10 @@ def _number(session: Session, name: str) -> ColumnElement[Any] | None:
     the database (as the stored double: no object decoded); None where the database cannot
     name the key (SQLite's JSON paths take no double quote or backslash), which
     :func:`_read_numbers` then reads from the objects. SQLite's ``json_type`` keeps booleans out
-    (``json_extract`` reads ``true`` as 1), as PostgreSQL's ``jsonb_typeof`` does."""
+    (``json_extract`` reads ``true`` as 1), as PostgreSQL's ``json_typeof`` does."""
     value = Metric.metrics[name]
     if session.get_bind().dialect.name == "postgresql":
-        return case((func.jsonb_typeof(value) == "number", value.as_float()))
+        return case((func.json_typeof(value) == "number", value.as_float()))
     if '"' in name or "\\" in name:
         return None
     path = f'$."{name}"'
