@@ -346,3 +346,63 @@ def test_a_text_the_database_cannot_read_is_stored_from_its_rows(
     )
     assert answers == [1, 1]
     assert _count(database, trial_id, [5]) == 1 and _count(database, other, [7]) == 1
+
+
+def _text_report(batches: range, loss: float) -> tuple[bytes, list[Any]]:
+    body = json.dumps(
+        {
+            "rows": [
+                {"kind": "training", "total_batches": b, "metrics": {"loss": loss}} for b in batches
+            ]
+        }
+    ).encode()
+    rows = fast_metric_rows(body)
+    assert rows is not None
+    return body, rows
+
+
+def _losses(database: Database, trial_id: int) -> dict[int, float]:
+    with database.session() as session:
+        stored = session.execute(
+            select(Metric.total_batches, Metric.metrics).where(Metric.trial_id == trial_id)
+        )
+        return {batches: metrics["loss"] for batches, metrics in stored}
+
+
+def test_a_resent_text_report_is_written_again_as_an_upsert(
+    client: httpx.Client, database: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The writer stores texts as plain inserts first: a report whose keys were stored before
+    (committed, or earlier in its own batch) fails that try, and the batch is written again
+    at once with the upsert (not request by request): every request answered, the last
+    report's values kept, nothing doubled."""
+    (trial_id, _), (other, _) = _trials(client, database, 2)
+    size = BIG_REPORT_ROWS + 50
+    first, first_rows = _text_report(range(1, size + 1), 0.5)
+    assert report_text(first, first_rows, database.dialect) is not None
+    ingestor = MetricIngestor(database, max_requests=16)
+    assert _answers(ingestor, lambda: [ingestor.submit_async(trial_id, first_rows, body=first)])
+    assert _losses(database, trial_id) == dict.fromkeys(range(1, size + 1), 0.5)
+
+    # Each big enough to be read from its text on PostgreSQL too.
+    resent, resent_rows = _text_report(range(size - 9, 2 * size - 9), 0.25)  # 10 stored
+    again, again_rows = _text_report(range(size + 1, 2 * size + 1), 0.125)  # just resent
+    new, new_rows = _text_report(range(1, size + 1), 0.75)
+    ingestor = MetricIngestor(database, max_requests=16)
+    with caplog.at_level("INFO", logger="pedl.db"):
+        answers = _answers(
+            ingestor,
+            lambda: [
+                ingestor.submit_async(trial_id, resent_rows, body=resent),
+                ingestor.submit_async(other, new_rows, body=new),
+                ingestor.submit_async(trial_id, again_rows, body=again),
+            ],
+        )
+    assert answers == [size, size, size]
+    assert "one by one" not in caplog.text
+    assert _losses(database, trial_id) == {
+        **dict.fromkeys(range(1, size - 9), 0.5),
+        **dict.fromkeys(range(size - 9, size + 1), 0.25),
+        **dict.fromkeys(range(size + 1, 2 * size + 1), 0.125),
+    }
+    assert _losses(database, other) == dict.fromkeys(range(1, size + 1), 0.75)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from sqlalchemy.exc import IntegrityError
 
 from pedl.db import Database, experiments, trials
 from pedl.db import metrics as metrics_repo
@@ -261,3 +262,40 @@ def test_reports_apply_in_order_whatever_their_form(database: Database) -> None:
         ("validation", 2, 0.5),
     ]
     assert (trial.total_batches, trial.best_validation) == (3, pytest.approx(0.5))
+
+
+def test_a_fresh_text_is_a_plain_insert_that_a_stored_key_fails(database: Database) -> None:
+    """``fresh``: a text's rows go in a plain INSERT, which a key already stored fails (the
+    transaction rolled back, nothing changed); without it the same text replaces the row."""
+    trial_id = _trial(database)
+
+    def text(batches: list[int], loss: float) -> ReportText:
+        body = json.dumps(
+            {
+                "rows": [
+                    {"kind": "training", "total_batches": b, "metrics": {"loss": loss}}
+                    for b in batches
+                ]
+            }
+        ).encode()
+        rows = fast_metric_rows(body)
+        assert rows is not None
+        checked = report_text(body, rows, database.dialect)
+        assert checked is not None
+        return checked
+
+    def losses() -> dict[int, float]:
+        with database.session() as session:
+            stored = json.loads(metrics_repo.metrics_json(session, trial_id))
+        return {row["total_batches"]: row["metrics"]["loss"] for row in stored}
+
+    with database.session(write=True) as session:
+        metrics_repo.upsert_reports(session, [(trial_id, text([1, 2], 0.5))], fresh=True)
+    assert losses() == {1: 0.5, 2: 0.5}
+    with pytest.raises(IntegrityError), database.session(write=True) as session:
+        metrics_repo.upsert_reports(session, [(trial_id, text([3], 0.25))], fresh=True)
+        metrics_repo.upsert_reports(session, [(trial_id, text([2, 4], 0.25))], fresh=True)
+    assert losses() == {1: 0.5, 2: 0.5}
+    with database.session(write=True) as session:
+        metrics_repo.upsert_reports(session, [(trial_id, text([2, 4], 0.25))])
+    assert losses() == {1: 0.5, 2: 0.25, 4: 0.25}
