@@ -18,8 +18,10 @@ import httpx
 import uvicorn
 
 from pedl.db import Database, NotFoundError
+from pedl.db import experiments as experiments_repo
 from pedl.db import trials as trials_repo
 from pedl.db import users as users_repo
+from pedl.db import workspaces as workspaces_repo
 from pedl.master import MasterSettings, create_app
 from tests.accounts import ADMIN, ADMIN_PASSWORD
 from tests.diagnostics import event_loop_tasks, thread_stacks
@@ -134,6 +136,28 @@ def create_trial(database: Database, experiment_id: int, **kwargs: Any) -> tuple
             **kwargs,
         )
         return trial.id, token
+
+
+def trial_of_new_experiment(
+    database: Database, *, metric: str = "loss", smaller_is_better: bool = True
+) -> int:
+    """A trial of a new experiment (searcher ``metric``) made in the database directly, by the
+    repositories (no master): its id."""
+    with database.session(write=True) as session:
+        workspaces_repo.ensure_defaults(session)
+        experiment_id = experiments_repo.create_experiment(
+            session,
+            config={"searcher": {"metric": metric}},
+            config_text=f"searcher: {{metric: {metric}}}",
+            model_definition=make_archive(),
+            owner="admin",
+            searcher_metric=metric,
+            smaller_is_better=smaller_is_better,
+        ).id
+        trial, _ = trials_repo.create_trial(
+            session, experiment_id=experiment_id, hparams={}, seed=1
+        )
+        return trial.id
 
 
 def bearer(token: str) -> dict[str, str]:

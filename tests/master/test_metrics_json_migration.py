@@ -11,34 +11,15 @@ from alembic import command
 from sqlalchemy import text
 
 from pedl.db import Database, _migrate
-from pedl.db import experiments as experiments_repo
 from pedl.db import metrics as metrics_repo
 from pedl.db import trials as trials_repo
-from pedl.db import workspaces as workspaces_repo
 from pedl.db.metrics import MetricRow
 from pedl.vocabulary import MetricKind
+from tests.master.helpers import trial_of_new_experiment
 
 # Key order as reported (jsonb sorts it), a float jsonb keeps as 301 digits (its readers turn
 # them back into floats: ``as_floats``), a tiny one, a non-number a series skips.
 _VALUES = {"zeta_loss": 1e300, "acc": 0.125, "tiny": 1e-20, "note": "text"}
-
-
-def _trial(database: Database) -> int:
-    with database.session(write=True) as session:
-        workspaces_repo.ensure_defaults(session)
-        experiment_id = experiments_repo.create_experiment(
-            session,
-            config={"searcher": {"metric": "acc"}},
-            config_text="searcher: {metric: acc}",
-            model_definition=b"",
-            owner="admin",
-            searcher_metric="acc",
-            smaller_is_better=False,
-        ).id
-        trial, _ = trials_repo.create_trial(
-            session, experiment_id=experiment_id, hparams={}, seed=1
-        )
-        return trial.id
 
 
 def _column_type(database: Database) -> str | None:
@@ -69,7 +50,7 @@ def test_rows_read_back_the_same_across_0019_both_ways(fresh_db_url: str) -> Non
     database = Database(fresh_db_url)
     try:
         database.upgrade()
-        trial_id = _trial(database)
+        trial_id = trial_of_new_experiment(database, metric="acc", smaller_is_better=False)
         with database.session(write=True) as session:
             metrics_repo.upsert_metrics(
                 session,
