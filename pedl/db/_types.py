@@ -16,8 +16,8 @@ OrderedJSONType: TypeEngine[Any] = JSON()
 """JSON kept as written on both backends (PostgreSQL's ``json``, which stores the text;
 SQLite's JSON is text too): objects come back with their keys in the order they were
 written. For documents whose order people see (experiment configs) and for metric rows,
-written far more often than read (PostgreSQL stores a row's ``json`` with about a quarter
-less CPU than its ``jsonb``, and reads a value back from it in under a microsecond more); it
+written far more often than read (PostgreSQL stores a row's ``json`` with a third less CPU
+than its ``jsonb``, and reads a value back from it in under a microsecond more); it
 cannot be indexed or compared with ``=`` on PostgreSQL, which nothing does with them."""
 
 BigIntPK: TypeEngine[int] = BigInteger().with_variant(Integer(), "sqlite")

@@ -1,9 +1,9 @@
 """Metric rows' documents as ``json`` on PostgreSQL.
 
 ``metrics.metrics`` was ``jsonb``: PostgreSQL parsed every reported row into its binary form
-and sorted its keys, which took about a quarter of its server's CPU per stored row (13.5
-against 9.8 µs, 60,000 rows of two metrics each, bench/RESULTS.md "P5a, PostgreSQL's
-document type"). As ``json`` it keeps the text as reported (as SQLite does) and the readers
+and sorted its keys, a third of its server's CPU per stored row (14.3 against 9.7 µs for
+P5a's rows of two metrics: bench/p5g_pg_document_type.py, bench/RESULTS.md "P5a,
+2026-12-03"). As ``json`` it keeps the text as reported (as SQLite does) and the readers
 take a value out with ``->>`` and ``json_typeof``. Existing rows are converted in place (the
 table is rewritten once). SQLite: nothing to do (its JSON is text).
 
