@@ -1,8 +1,11 @@
 """Hypothesis strategy of ``POST /trials/{id}/metrics`` bodies as JSON text: every field one
 the route takes, but (most often) one that it refuses or that takes it to its edge. Shared by
-the fast path's schema tests and the report-text tests."""
+the fast path's schema tests and the report-text tests. And plain training reports
+(:func:`training_body`)."""
 
 from __future__ import annotations
+
+import json
 
 from hypothesis import strategies as st
 
@@ -52,3 +55,10 @@ def report_bodies(draw: st.DrawFn) -> bytes:
         )
     extra = ',"more":[]' if tricky == -1 else ""
     return ('{"rows":[' + ",".join(rows) + "]" + extra + "}").encode()
+
+
+def training_body(batches: range | list[int], loss: float) -> bytes:
+    """A report's body as PEDL's clients write it: a training row at each batch count, its
+    ``loss`` the same in every row."""
+    rows = [{"kind": "training", "total_batches": b, "metrics": {"loss": loss}} for b in batches]
+    return json.dumps({"rows": rows}).encode()

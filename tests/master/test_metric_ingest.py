@@ -29,6 +29,7 @@ from pedl.vocabulary import MetricKind
 from tests.waits import scaled
 
 from .helpers import bearer, create_experiment, create_trial
+from .metric_bodies import training_body
 
 
 def _count(database: Database, trial_id: int, batches: list[int] | None = None) -> int:
@@ -349,13 +350,7 @@ def test_a_text_the_database_cannot_read_is_stored_from_its_rows(
 
 
 def _text_report(batches: range, loss: float) -> tuple[bytes, list[Any]]:
-    body = json.dumps(
-        {
-            "rows": [
-                {"kind": "training", "total_batches": b, "metrics": {"loss": loss}} for b in batches
-            ]
-        }
-    ).encode()
+    body = training_body(batches, loss)
     rows = fast_metric_rows(body)
     assert rows is not None
     return body, rows

@@ -1,6 +1,7 @@
-"""Migration 0019 (metric rows' documents as ``json`` on PostgreSQL): rows stored before it
-read back the same after it and after its downgrade, and the readers that look into the
-documents in SQL (a series, the best validation, the metric names) work on both types."""
+"""Migration 0019 (metric rows' documents as ``json`` on PostgreSQL): rows stored under it
+read back the same after its downgrade to ``jsonb`` and after upgrading again, and on rows
+that ``jsonb`` wrote the readers that look into the documents in SQL (a series, the best
+validation, the metric names) and the API's JSON give what was reported."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def test_rows_read_back_the_same_across_0019_both_ways(fresh_db_url: str) -> Non
         _downgrade(database, "0018")
         assert _column_type(database) in (None, "jsonb")
         rows, best = _read(database, trial_id)
-        assert [metrics_repo.as_floats(row) for row in rows] == expected
+        assert [metrics_repo.as_floats(row) for row in rows] == expected and best == 0.25
 
         database.upgrade()  # 0019 again, on rows jsonb wrote
         assert _column_type(database) in (None, "json")

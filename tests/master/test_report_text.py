@@ -21,7 +21,7 @@ from pedl.master.api.trials import fast_metric_rows
 from pedl.vocabulary import MetricKind
 from tests.master.helpers import make_archive
 
-from .metric_bodies import report_bodies
+from .metric_bodies import report_bodies, training_body
 
 
 def _trial(database: Database) -> int:
@@ -270,14 +270,7 @@ def test_a_fresh_text_is_a_plain_insert_that_a_stored_key_fails(database: Databa
     trial_id = _trial(database)
 
     def text(batches: list[int], loss: float) -> ReportText:
-        body = json.dumps(
-            {
-                "rows": [
-                    {"kind": "training", "total_batches": b, "metrics": {"loss": loss}}
-                    for b in batches
-                ]
-            }
-        ).encode()
+        body = training_body(batches, loss)
         rows = fast_metric_rows(body)
         assert rows is not None
         checked = report_text(body, rows, database.dialect)
