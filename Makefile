@@ -15,10 +15,12 @@ ESTIMATOR_PYTHON ?= $(shell command -v python3.11)
 ESTIMATOR_VENV := .venv-estimator
 ESTIMATOR_INSTALLED := $(ESTIMATOR_VENV)/.installed
 
-.PHONY: demo demo-stop test lint typecheck audit postgres clean ui .venv-estimator azurite docs docs-serve api-types
+.PHONY: demo demo-stop test test-setup ui-test lint typecheck audit postgres clean ui .venv-estimator azurite docs docs-serve api-types
 
-# Root runs apt-get itself; anyone else through sudo.
+# Root runs apt-get itself; anyone else through sudo. `make test` sets up side by side, so each
+# apt-get holds a lock of its own (two at once fail on dpkg's); scripts/ensure-postgres.sh too.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_GET := $(SUDO) flock /tmp/pedl-apt-get.lock apt-get
 UI_BUILT := pedl/master/ui_dist/index.html
 UI_SOURCES := $(shell find ui -type f -not -path 'ui/node_modules/*' -not -path 'ui/dist/*' -not -name '*.md' 2>/dev/null)
 CHROMIUM := /usr/bin/chromium
@@ -89,14 +91,24 @@ docs-serve: $(INSTALLED)
 ## every test module: ~15 s of CPU).
 ## The tests marked keras2 (the Keras controller's representative suite) run a second time in
 ## Keras 2 mode (TF_USE_LEGACY_KERAS=1: tf-keras as tf.keras).
+## The set-up before the suite (test-setup) runs SETUP_JOBS steps side by side (default 3):
+## while one Python environment installs and is linted, type-checked, audited and documented, the
+## estimator environment, the UI (built and its tests run), Azurite and Chromium install
+## (--output-sync: each step's output whole, when it ends).
 TEST_WORKERS ?= 2
+SETUP_JOBS ?= 3
 SERIAL_TESTS = $(shell grep -rl --include='test_*.py' 'pytest.mark.serial' tests)
-test: lint typecheck audit docs postgres ui azurite $(CHROMIUM) $(ESTIMATOR_INSTALLED)
-	cd ui && npm test
+test:
+	$(MAKE) -j$(SETUP_JOBS) --output-sync=target test-setup
 	PEDL_DOCS_SITE=site $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not serial" --durations=15
 	TF_USE_LEGACY_KERAS=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "keras2 and not serial" tests/keras tests/frameworks
 	$(if $(SERIAL_TESTS),$(BIN)/pytest -m serial $(SERIAL_TESTS))
 	$(ESTIMATOR_VENV)/bin/pytest tests/estimator
+
+test-setup: lint typecheck audit docs postgres ui-test azurite $(CHROMIUM) $(ESTIMATOR_INSTALLED)
+
+ui-test: ui
+	cd ui && npm test
 
 ## ui: build the web UI (ui/: TypeScript, Vite) into pedl/master/ui_dist/, which the master
 ## serves at / (and a wheel includes); rebuilt when a file under ui/ changes. Node and npm
@@ -107,7 +119,7 @@ ui: $(UI_BUILT)
 
 $(UI_BUILT): $(UI_SOURCES)
 	@if [ ! -f ui/package.json ]; then echo "ui/package.json is missing: no web UI to build"; exit 0; fi; \
-	set -e; command -v npm >/dev/null || ($(SUDO) apt-get update && $(SUDO) apt-get install -y nodejs npm); \
+	set -e; command -v npm >/dev/null || ($(APT_GET) update && $(APT_GET) install -y nodejs npm); \
 	cd ui; \
 	if [ ! -f node_modules/.package-lock.json ] || [ package.json -nt node_modules/.package-lock.json ] \
 		|| [ package-lock.json -nt node_modules/.package-lock.json ]; then \
@@ -125,8 +137,8 @@ api-types: $(INSTALLED)
 
 # The browser tests drive Debian's Chromium (headless) with Playwright.
 $(CHROMIUM):
-	$(SUDO) apt-get update
-	$(SUDO) apt-get install -y chromium
+	$(APT_GET) update
+	$(APT_GET) install -y chromium
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check
@@ -149,7 +161,7 @@ AZURITE := .azurite/node_modules/.bin/azurite-blob
 azurite: $(AZURITE)
 
 $(AZURITE):
-	@command -v npm >/dev/null || ($(SUDO) apt-get update && $(SUDO) apt-get install -y nodejs npm)
+	@command -v npm >/dev/null || ($(APT_GET) update && $(APT_GET) install -y nodejs npm)
 	npm install --prefix .azurite --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION)
 	touch $@
 

@@ -9,11 +9,13 @@ PORT=5432
 ready() { pg_isready -q -h "$HOST" -p "$PORT" 2>/dev/null; }
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+# One apt-get at a time: `make test` sets up side by side (the Makefile's APT_GET takes this lock).
+apt_get() { sudo_if_needed flock /tmp/pedl-apt-get.lock apt-get "$@"; }
 
 if ! command -v pg_ctlcluster >/dev/null 2>&1; then
   echo "PostgreSQL is not installed: installing it from the system packages"
-  sudo_if_needed apt-get update -qq
-  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  apt_get update -qq
+  sudo_if_needed env DEBIAN_FRONTEND=noninteractive flock /tmp/pedl-apt-get.lock apt-get install -y -qq postgresql >/dev/null
 fi
 
 if ! ready; then
