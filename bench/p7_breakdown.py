@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,18 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import _env
+from p7_distributed import _free_ports
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def _worker(setup: str, model_name: str, size: int, steps: int) -> None:
