@@ -15,7 +15,9 @@ times ``--steps`` steps after 20 untimed ones:
   workers beside each other on the machine's cores);
 - ``allreduce:2``: two workers under ``MultiWorkerMirroredStrategy`` (ring, packed as PEDL
   packs), one all-reduce of tensors shaped as the model's gradients and nothing else;
-- ``mwms:2`` (and ``mwms:1``): ``strategy.run(model.train_step)``, the whole step.
+- ``mwms:2``: ``strategy.run(model.train_step)``, the whole step; ``mwms:1``, the same on one
+  worker (half the batch, as every setup but ``full:1``): the strategy's own cost beside
+  ``half:1``.
 
 Prints one JSON line per setup: rank 0's median and mean step, and for two workers the mean
 of the slower of the two workers' i-th steps (what a step in lock-step would wait for) and
@@ -26,18 +28,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import _env
-from p7_distributed import _free_ports
-
-ROOT = Path(__file__).resolve().parents[1]
+from p7_distributed import _free_ports, one_thread_environment
 
 
 def _worker(setup: str, model_name: str, size: int, steps: int) -> None:
@@ -102,14 +100,7 @@ def measure(setup: str, model_name: str, size: int, steps: int) -> dict[str, Any
     tf_ports = _free_ports(size)
     procs = []
     for rank in range(size):
-        env = {
-            **os.environ,
-            "CUDA_VISIBLE_DEVICES": "",
-            "TF_CPP_MIN_LOG_LEVEL": "2",
-            "TF_NUM_INTRAOP_THREADS": "1",
-            "TF_NUM_INTEROP_THREADS": "1",
-            "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'bench'}",
-        }
+        env = one_thread_environment()
         if setup in ("mwms", "allreduce"):
             workers = [f"127.0.0.1:{p}" for p in tf_ports]
             env["TF_CONFIG"] = json.dumps(

@@ -96,6 +96,19 @@ def _environments(size: int) -> list[dict[str, str]]:
     return envs
 
 
+def one_thread_environment() -> dict[str, str]:
+    """A worker process's environment: this one's, no GPU, TensorFlow on one thread
+    (intra- and inter-op), the repository and ``bench/`` importable."""
+    return {
+        **os.environ,
+        "CUDA_VISIBLE_DEVICES": "",
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "TF_NUM_INTRAOP_THREADS": "1",
+        "TF_NUM_INTEROP_THREADS": "1",
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'bench'}",
+    }
+
+
 def measure(mode: str, model: str, size: int, batches: int, warmup: int) -> dict[str, Any]:
     """One measurement: ``size`` fresh worker processes; the chief's throughput."""
     load = _env.Load.start()
@@ -103,15 +116,7 @@ def measure(mode: str, model: str, size: int, batches: int, warmup: int) -> dict
         job = {"mode": mode, "model": model, "batches": batches, "warmup": warmup, "dir": tmp}
         procs = []
         for env in _environments(size):
-            full = {
-                **os.environ,
-                **env,
-                "CUDA_VISIBLE_DEVICES": "",
-                "TF_CPP_MIN_LOG_LEVEL": "2",
-                "TF_NUM_INTRAOP_THREADS": "1",
-                "TF_NUM_INTEROP_THREADS": "1",
-                "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'bench'}",
-            }
+            full = one_thread_environment() | env
             procs.append(
                 subprocess.Popen(
                     [sys.executable, __file__, "--worker", json.dumps(job)],
