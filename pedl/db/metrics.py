@@ -8,6 +8,8 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from itertools import compress, repeat
+from operator import eq, itemgetter, ne
 from typing import Any, NamedTuple, NotRequired, TypedDict, cast
 
 from pydantic_core import PydanticSerializationError, to_json
@@ -368,7 +370,49 @@ _SPELLING = bytes.maketrans(b"123456789E-,[ \t\n\r", b"000000000e:::::::")
 _POSTGRESQL_SPELLINGS = (b"0e0", b"0e+", b"0e:000", b":" + b"0" * 16, b"0" * 300)
 
 
-def report_text(body: bytes, rows: Sequence[MetricReport], dialect: str) -> ReportText | None:
+class ReportSummary(NamedTuple):
+    """What the metric writer needs of a report's rows, besides the rows
+    (:func:`summarize_report`)."""
+
+    keys: int
+    """How many distinct ``(kind, total_batches)`` keys the rows have."""
+    most: int
+    """The largest batch count of its rows (-1: none)."""
+    top: int | None
+    """The largest batch count of its training rows (``None``: it has none)."""
+    validated: frozenset[int]
+    """The batch counts of its validation rows."""
+
+
+_KIND = itemgetter("kind")
+_BATCHES = itemgetter("total_batches")
+_METRICS = itemgetter("metrics")
+
+
+def summarize_report(rows: Sequence[MetricReport]) -> ReportSummary:
+    """The :class:`ReportSummary` of ``rows`` (dicts, as the API's schema makes them), read
+    column by column in C (``map``, ``list.count``, ``compress``): no Python code runs per row,
+    which the master's event loop would wait for (the per-row generators this replaced took
+    half of :func:`report_text`'s time on 1,000 rows)."""
+    kinds = list(map(_KIND, rows))
+    batches = list(map(_BATCHES, rows))
+    if not batches:
+        return ReportSummary(0, -1, None, frozenset())
+    if kinds.count(MetricKind.TRAINING) == len(kinds):
+        most = max(batches)
+        return ReportSummary(len(set(batches)), most, most, frozenset())
+    trained = list(compress(batches, map(eq, kinds, repeat(MetricKind.TRAINING))))
+    validated = frozenset(compress(batches, map(ne, kinds, repeat(MetricKind.TRAINING))))
+    keys = len(set(trained)) + len(validated)
+    return ReportSummary(keys, max(batches), max(trained, default=None), validated)
+
+
+def report_text(
+    body: bytes,
+    rows: Sequence[MetricReport],
+    dialect: str,
+    summary: ReportSummary | None = None,
+) -> ReportText | None:
     """``body`` (a ``{"rows": [...]}`` report the API's schema validated into ``rows``) as a
     :class:`ReportText` when its text says exactly what ``rows`` say, in the form the rows
     would be stored in, so that the database (``dialect``: SQLite or PostgreSQL) may store
@@ -380,8 +424,9 @@ def report_text(body: bytes, rows: Sequence[MetricReport], dialect: str) -> Repo
     spelling), and exactly as many strings as ``rows`` has keys and kinds: every one of those
     comes from the text, so any more is a repeated key or a string value. PostgreSQL also
     needs each row's key once (its upsert may not touch a row twice) and none of the
-    spellings ``_POSTGRESQL_SPELLINGS`` lists. Costs ~0.35 ms for 1,000 rows (the database
-    then parses the text without the GIL)."""
+    spellings ``_POSTGRESQL_SPELLINGS`` lists. ``summary``: the rows' :func:`summarize_report`,
+    if the caller has it. Costs ~0.6 ms for 1,000 rows on SQLite, ~0.9 ms on PostgreSQL (2
+    vCPUs AMD EPYC, 2026-12-04; the database then parses the text without the GIL)."""
     bare = body.translate(*_BARE)
     if b"\\" in bare or _LITERAL_VALUE.search(bare) is not None:
         return None
@@ -397,23 +442,22 @@ def report_text(body: bytes, rows: Sequence[MetricReport], dialect: str) -> Repo
         b'"reported_at":null'
     ):
         return None
-    strings = 1 + len(rows) + sum(map(len, rows)) + sum(len(row["metrics"]) for row in rows)
+    strings = 1 + len(rows) + sum(map(len, rows)) + sum(map(len, map(_METRICS, rows)))
     if bare.count(b'":,') != counts or bare.count(b'"') != 2 * strings:
         return None
+    if summary is None:
+        summary = summarize_report(rows)
     if dialect == "postgresql":
         spelled = body.translate(_SPELLING)
         if any(spelling in spelled for spelling in _POSTGRESQL_SPELLINGS):
             return None
-        if len(row_keys(rows)) < len(rows):
+        if summary.keys < len(rows):
             return None
     try:
         text = body.decode()
     except UnicodeDecodeError:  # (the schema's parser refuses it first)
         return None
-    training = MetricKind.TRAINING
-    trained = [row["total_batches"] for row in rows if row["kind"] == training]
-    validated = frozenset(row["total_batches"] for row in rows if row["kind"] != training)
-    return ReportText(text, rows, max(trained, default=None), validated, dialect)
+    return ReportText(text, rows, summary.top, summary.validated, dialect)
 
 
 def _json_array(values: list[list[Any]]) -> str:

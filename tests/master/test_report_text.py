@@ -292,3 +292,27 @@ def test_a_fresh_text_is_a_plain_insert_that_a_stored_key_fails(database: Databa
     with database.session(write=True) as session:
         metrics_repo.upsert_reports(session, [(trial_id, text([2, 4], 0.25))])
     assert losses() == {1: 0.5, 2: 0.25, 4: 0.25}
+
+
+_REPORT_ROWS = st.lists(
+    st.fixed_dictionaries(
+        {
+            "kind": st.sampled_from([*MetricKind, *(kind.value for kind in MetricKind)]),
+            "total_batches": st.integers(min_value=0, max_value=50),
+            "metrics": st.dictionaries(st.sampled_from("abc"), st.floats(0, 1), max_size=3),
+        }
+    ),
+    max_size=40,
+)
+
+
+@given(rows=_REPORT_ROWS)
+def test_a_reports_summary_is_what_its_rows_say_one_by_one(rows: list[MetricReport]) -> None:
+    """``summarize_report`` reads the rows column by column; here, row by row."""
+    summary = metrics_repo.summarize_report(rows)
+    trained = [row["total_batches"] for row in rows if row["kind"] == MetricKind.TRAINING]
+    validated = {row["total_batches"] for row in rows if row["kind"] != MetricKind.TRAINING}
+    assert summary.keys == len(metrics_repo.row_keys(rows))
+    assert summary.most == metrics_repo.most_batches(rows)
+    assert summary.top == max(trained, default=None)
+    assert summary.validated == validated
