@@ -30,6 +30,7 @@ from pedl.db.metrics import (
     most_batches,
     report_text,
     row_keys,
+    summarize_report,
 )
 from pedl.vocabulary import MetricKind
 
@@ -116,10 +117,11 @@ def check_report(body: bytes, rows: Sequence[MetricReport], dialect: str) -> Che
     :data:`BIG_REPORT_ROWS` rows."""
     if dialect == "postgresql" and len(rows) < BIG_REPORT_ROWS:
         return None
-    text = report_text(body, rows, dialect)
+    summary = summarize_report(rows)
+    text = report_text(body, rows, dialect, summary)
     if text is None:
         return None
-    return CheckedReport(text, len(row_keys(rows)), most_batches(rows))
+    return CheckedReport(text, summary.keys, summary.most)
 
 
 def _request(
@@ -197,7 +199,7 @@ class MetricIngestor:
     :meth:`ingest` (any thread) queues one request's rows and blocks until they are committed.
     There is one writer thread, or on PostgreSQL ``writers`` of them, each with its queue: the
     first takes the small reports; the others, bulk writers, take the big ones
-    (:data:`BIG_REPORT_ROWS` rows or more), each its share of the trials (by id), so that the
+    (:data:`BIG_REPORT_ROWS` rows or more), each the one with the fewest requests, so that the
     server stores several big reports at once while small reports' batches are what one writer
     makes of them (more writers would split them into more transactions and commits, each
     slower). A trial that has requests queued or being written sends its next one to the same
@@ -275,6 +277,8 @@ class MetricIngestor:
         ]
         self._writing: dict[int, list[int]] = {}
         """Each trial with requests queued or being written: [its writer, how many]."""
+        self._load = [0] * writers
+        """Each writer's requests, queued or being written."""
         self._lock = threading.Lock()
         self._stopped = False
         self._threads: list[threading.Thread] = []
@@ -402,16 +406,18 @@ class MetricIngestor:
             self._queues[self._writer_of(request)].put(request)
 
     def _writer_of(self, request: _Request) -> int:
-        """The writer that takes ``request`` (counted as its trial's; under ``_lock``)."""
+        """The writer that takes ``request`` (counted as its trial's and its writer's; under
+        ``_lock``): its trial's while it has requests there, else the first for a small
+        report, the bulk writer with the fewest requests for a big one."""
         writing = self._writing.get(request.trial_id)
         if writing is None:
-            bulk = len(self._queues) - 1
-            big = bulk > 0 and len(request.rows) >= BIG_REPORT_ROWS
-            writing = self._writing[request.trial_id] = [
-                1 + request.trial_id % bulk if big else 0,
-                0,
-            ]
+            load = self._load
+            writer = 0
+            if len(load) > 1 and len(request.rows) >= BIG_REPORT_ROWS:
+                writer = min(range(1, len(load)), key=load.__getitem__)
+            writing = self._writing[request.trial_id] = [writer, 0]
         writing[1] += 1
+        self._load[writing[0]] += 1
         return writing[0]
 
     def _written(self, batch: list[_Request]) -> None:
@@ -420,6 +426,7 @@ class MetricIngestor:
             for request in batch:
                 writing = self._writing[request.trial_id]
                 writing[1] -= 1
+                self._load[writing[0]] -= 1
                 if not writing[1]:
                     del self._writing[request.trial_id]
 

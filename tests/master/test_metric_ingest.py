@@ -188,14 +188,14 @@ def _queue_lengths(ingestor: MetricIngestor) -> list[int]:
 def test_big_reports_go_to_the_bulk_writers_and_a_trial_keeps_its_writer(
     client: httpx.Client, database: Database
 ) -> None:
-    """PostgreSQL: small reports to the first writer, big ones to the bulk writers by trial; a
-    trial with a report waiting sends the next to the same writer, whatever its size. SQLite
-    refuses more than one writer."""
+    """PostgreSQL: small reports to the first writer, big ones to the bulk writer with the
+    fewest requests; a trial with a report waiting sends the next to the same writer, whatever
+    its size. SQLite refuses more than one writer."""
     if database.dialect == "sqlite":
         with pytest.raises(ValueError, match="1 on SQLite"):
             MetricIngestor(database, writers=2)
         return
-    (small, _), (first, _), (second, _) = _trials(client, database, 3)
+    (small, _), (first, _), (second, _), (third, _) = _trials(client, database, 4)
     big = list(range(1, BIG_REPORT_ROWS + 1))
     ingestor = MetricIngestor(database, writers=3)  # not started: every report waits
     waiting = [
@@ -203,15 +203,16 @@ def test_big_reports_go_to_the_bulk_writers_and_a_trial_keeps_its_writer(
         ingestor.submit(first, _rows(big)),
         ingestor.submit(second, _rows(big)),
     ]
-    bulk = {first: 1 + first % 2, second: 1 + second % 2}
-    expected = [1, 0, 0]
-    for writer in bulk.values():
-        expected[writer] += 1
+    bulk = {first: 1, second: 2}  # each to the idler of the two
+    expected = [1, 1, 1]
     assert _queue_lengths(ingestor) == expected
     waiting.append(ingestor.submit(small, _rows(big)))  # behind its small one: same writer
     waiting.append(ingestor.submit(first, _rows([BIG_REPORT_ROWS + 1])))
     expected[0] += 1
     expected[bulk[first]] += 1
+    assert _queue_lengths(ingestor) == expected
+    waiting.append(ingestor.submit(third, _rows(big)))  # to the bulk writer with fewer
+    expected[bulk[second]] += 1
     assert _queue_lengths(ingestor) == expected
     ingestor.start()
     try:
@@ -221,10 +222,12 @@ def test_big_reports_go_to_the_bulk_writers_and_a_trial_keeps_its_writer(
             BIG_REPORT_ROWS,
             BIG_REPORT_ROWS,
             1,
+            BIG_REPORT_ROWS,
         ]
     finally:
         ingestor.stop()
     assert ingestor._writing == {}  # no trial is held to a writer once its reports are written
+    assert ingestor._load == [0, 0, 0]
     assert _count(database, small) == BIG_REPORT_ROWS  # batches 1 to 100
 
 
