@@ -188,10 +188,6 @@ def _big_report(first: int, count: int) -> dict[str, Any]:
     return report
 
 
-def _sqlite(database: Database) -> bool:
-    return database.dialect == "sqlite"
-
-
 _OWN = {"id", "seed", "created_at"}
 """What of a trial's JSON is its own, not its reports'."""
 
@@ -216,8 +212,7 @@ def test_a_big_report_checked_by_the_read_process_is_stored_as_by_the_master_alo
         ]
         assert [a.status_code for a in answers] == [200, 200], answers[0].text
         assert answers[0].json()["rows"] == answers[1].json()["rows"] == len(report["rows"])
-    # Only on SQLite (see pedl.master.api._report_check).
-    assert reads_master.stats.reports_checked == before + (3 if _sqlite(database) else 0)
+    assert reads_master.stats.reports_checked == before + 3
     rows = [
         [{k: v for k, v in row.items() if k not in ("trial_id", "reported_at")} for row in answers]
         for answers in (
@@ -259,15 +254,13 @@ def test_a_big_report_the_read_process_refuses_gets_the_routes_own_error(
     )
     assert past.status_code == 409, past.text
     assert past.json()["error"]["field"] == "rows[306].total_batches"  # 6 validation rows before it
-    assert reads_master.stats.reports_checked == before + _sqlite(database)
+    assert reads_master.stats.reports_checked == before + 1
     assert client.get(f"/trials/{trial_id}/metrics").json() == []
 
 
 def test_a_big_report_is_checked_by_the_master_while_the_read_process_does_not_answer(
     reads_master: ReadsMaster, database: Database
 ) -> None:
-    if not _sqlite(database):
-        pytest.skip("reports are checked by read processes only on SQLite")
     experiment_id = create_experiment(reads_master.http)["id"]
     trial_id, token = create_trial(database, experiment_id)
     (pid,) = reads_master.reads.pids()

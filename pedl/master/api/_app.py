@@ -187,7 +187,7 @@ class MetricReportFastPath:
     may store as it is, see :func:`~pedl.db.metrics.report_text`). Anything unusual (no bearer
     token, not JSON, a body that schema refuses, over 1 MiB, not a report) goes to the app
     itself, body replayed, so its errors are exactly the route's. With ``checks`` (the master's
-    read processes, on SQLite), a body of :data:`~._report_check.REMOTE_CHECK_BYTES` or more
+    read processes), a body of :data:`~._report_check.REMOTE_CHECK_BYTES` or more
     is checked by a read process instead, off this process's GIL (:mod:`._report_check`)."""
 
     def __init__(
@@ -443,7 +443,7 @@ def create_app(
         )
     if ingestor is not None:
         checks = None
-        if reads is not None and forwarding is not None and db.dialect == "sqlite":
+        if reads is not None and forwarding is not None:
             checks = ReportChecks(reads, forwarding, dialect=db.dialect)
         front = MetricReportFastPath(
             front, ingestor=ingestor, retry_after_s=settings.retry_after_seconds, checks=checks

@@ -14,8 +14,10 @@ needs of its rows: how many, their distinct keys, the largest batch count, the t
 rows' largest and the validation rows' batch counts. The master then hands the text to the
 writer (:meth:`pedl.db.MetricIngestor.submit_checked_async`) without parsing it.
 
-Only on SQLite. PostgreSQL's server needs the machine's other cores (the master has bulk
-writers there, :class:`~pedl.db.MetricIngestor`).
+On both databases. On PostgreSQL too (since 2026-12-04) the event loop, which validated and
+checked each big report itself (~3.5 ms a 1,000-row report on 2 vCPUs), was what P5a's four
+reporters waited on while the machine was a quarter idle; with the read process checking them,
+the master stores ~12% more rows a second there (bench/RESULTS.md, "P5a, 2026-12-04").
 
 Anything else is the master's own work, exactly as without read processes: a body the schema
 or the text check refuses (the read process answers ``null``, and the route's errors name the
