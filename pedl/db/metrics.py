@@ -244,6 +244,7 @@ def upsert_reports(
     dialect = session.get_bind().dialect.name
     statements = _UPSERTS[dialect]
     statement = statements.fresh_text if fresh else statements.text
+    array_statement = statements.fresh_array_text if fresh else statements.array_text
     stamp = statements.stamp
     top: dict[int, int] = {}
     validated: dict[int, set[int]] = {}
@@ -261,7 +262,10 @@ def upsert_reports(
             continue
         if pending:
             flush()
-        session.execute(statement, {"trial": trial_id, "body": report.body, "now": now})
+        body, of = report.body, statement
+        if array_statement is not None and (array := _rows_array(body)) is not None:
+            body, of = array, array_statement
+        session.execute(of, {"trial": trial_id, "body": body, "now": now})
         if report.top is not None and report.top > top.get(trial_id, -1):
             top[trial_id] = report.top
         if report.validated:
@@ -533,11 +537,27 @@ _POSTGRESQL_TEXT_INSERT = f"""
     INSERT INTO metrics ({_COLUMNS})
     SELECT :trial, r.kind, r.total_batches, r.total_records, r.total_epochs, r.metrics,
            CAST(:now AS timestamptz)
-    FROM json_to_recordset(CAST(:body AS json) -> 'rows') AS r(
+    FROM json_to_recordset({{rows}}) AS r(
         kind text, total_batches bigint, total_records bigint,
         total_epochs double precision, metrics json
     )
 """
+# PostgreSQL's rows: of the whole text, or of the rows' array cut from it (_rows_array):
+# ``-> 'rows'`` parses the whole text once more (a tenth of the server's CPU per row).
+_OF_BODY = "CAST(:body AS json) -> 'rows'"
+_OF_ARRAY = "CAST(:body AS json)"
+_ROWS_KEY = '{"rows":'
+
+
+def _rows_array(body: str) -> str | None:
+    """The rows' array of a report's text spelled ``{"rows":...}``, else ``None``. Its only key
+    (:func:`report_text` counted its strings), so the array is all the text holds between
+    ``{"rows":`` and its closing brace."""
+    if body.startswith(_ROWS_KEY) and body.endswith("}"):
+        return body[len(_ROWS_KEY) : -1]
+    return None
+
+
 _SQLITE_TEXT_INSERT = f"""
     INSERT INTO metrics ({_COLUMNS})
     SELECT :trial, json_extract(value, '$.kind'), json_extract(value, '$.total_batches'),
@@ -566,14 +586,20 @@ class _Statements(NamedTuple):
     """A :class:`ReportText`'s plain ``INSERT`` (see :func:`upsert_reports`' ``fresh``)."""
     stamp: Callable[[datetime], str]
     """The timestamp's spelling."""
+    array_text: TextClause | None = None
+    """PostgreSQL: ``text`` of the rows' array (:func:`_rows_array`), not the whole text."""
+    fresh_array_text: TextClause | None = None
+    """PostgreSQL: ``fresh_text`` of the rows' array."""
 
 
 _UPSERTS: dict[str, _Statements] = {
     "postgresql": _Statements(
         _POSTGRESQL_UPSERT,
-        text(_POSTGRESQL_TEXT_INSERT + _SET_ON_CONFLICT),
-        text(_POSTGRESQL_TEXT_INSERT),
+        text(_POSTGRESQL_TEXT_INSERT.format(rows=_OF_BODY) + _SET_ON_CONFLICT),
+        text(_POSTGRESQL_TEXT_INSERT.format(rows=_OF_BODY)),
         _postgresql_stamp,
+        text(_POSTGRESQL_TEXT_INSERT.format(rows=_OF_ARRAY) + _SET_ON_CONFLICT),
+        text(_POSTGRESQL_TEXT_INSERT.format(rows=_OF_ARRAY)),
     ),
     "sqlite": _Statements(
         _SQLITE_UPSERT,

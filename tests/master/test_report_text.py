@@ -123,7 +123,10 @@ def _client_bodies(draw: st.DrawFn) -> bytes:
             f'{{{draw(space)}"kind":"{kind}",{draw(space)}"total_batches":{batches},'
             f'"metrics":{{{",".join(pairs)}}}{optional}}}'
         )
-    return ('{"rows":[' + f",{draw(space)}".join(rows) + "]}").encode()
+    # Spaced or not around the rows (PostgreSQL reads the rows' array cut from a text that
+    # starts '{"rows":' and ends '}', any other text whole).
+    head = f'{{{draw(space)}"rows"{draw(space)}:{draw(space)}['
+    return (head + f",{draw(space)}".join(rows) + f"]{draw(space)}}}").encode()
 
 
 _SETTINGS = settings(
