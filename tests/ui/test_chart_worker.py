@@ -1,9 +1,9 @@
 """The visualization tab's canvases drawn off the page's main thread (issue 38, item 4): the
-parallel coordinates' lines, the scatter plots' dots, the optimization history and the timeline
-are handed to a worker (``transferControlToOffscreen``) that draws them; the page draws the
-same pixels itself where it is asked to (localStorage ``pedl:charts-on-main``) or where the
-worker cannot start; a change of the selection is drawn again by the worker. In real Chromium,
-on the finished experiment of three trials."""
+parallel coordinates' lines, the scatter plots' dots, the optimization history, the timeline
+and the learning curves are handed to a worker (``transferControlToOffscreen``) that draws
+them; the page draws the same pixels itself where it is asked to (localStorage
+``pedl:charts-on-main``) or where the worker cannot start; a change of the selection is drawn
+again by the worker. In real Chromium, on the finished experiment of three trials."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ CANVASES = {
     "history": "[data-testid=history] canvas.history-plot",
     "timeline": "[data-testid=timeline] canvas.timeline-plot",
     "first scatter plot": "[data-testid=hp-scatter] .scatter >> nth=0 >> canvas.scatter-plot",
+    "learning curves": "[data-testid=learning-curves] canvas.chart-canvas",
 }
 """What is compared between the worker's drawing and the page's (a scatter plot's axes and
 dots are one canvas)."""

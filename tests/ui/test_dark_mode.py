@@ -7,10 +7,12 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+import numpy as np
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from .conftest import Experiments, screenshot
+from .painted import painted_pixels
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -22,20 +24,23 @@ def _lightness(css_colour: str) -> float:
     return sum(channels) / 765
 
 
-AXIS_LIGHTNESS = """(chart) => {
-    // The canvas left of uPlot's plot area holds only the y axis: its labels and ticks.
+PLOT_LEFT = """(chart) => {
+    // Device pixels from the canvas' left edge to the plot area's (the element over it).
     const canvas = chart.querySelector('canvas');
-    const plot = chart.querySelector('.u-over').getBoundingClientRect();
     const box = canvas.getBoundingClientRect();
-    const ratio = canvas.width / box.width;
-    const width = Math.floor((plot.left - box.left) * ratio);
-    const data = canvas.getContext('2d').getImageData(0, 0, width, canvas.height).data;
-    let sum = 0, count = 0;
-    for (let i = 0; i < data.length; i += 4) {
-        if (data[i + 3] > 200) { sum += (data[i] + data[i + 1] + data[i + 2]) / 765; count++; }
-    }
-    return count > 20 ? sum / count : -1;
+    const plot = chart.querySelector('.chart-over').getBoundingClientRect();
+    return [Math.floor((plot.left - box.left) * canvas.width / box.width), canvas.width];
 }"""
+
+
+def _axis_lightness(chart: Locator) -> float:
+    """The mean lightness of what is drawn (opaque enough) left of the plot area, where the
+    canvas holds only the y axis' labels and ticks; -1 where too little is drawn there."""
+    left, width = chart.evaluate(PLOT_LEFT)
+    pixels = np.frombuffer(painted_pixels(chart.locator("canvas").first), np.uint8)
+    rgba = pixels.reshape(-1, width, 4)[:, :left]
+    drawn = rgba[rgba[..., 3] > 200]
+    return float(drawn[:, :3].mean() / 255) if len(drawn) > 20 else -1.0
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -54,7 +59,7 @@ def test_the_ui_follows_the_browsers_colour_scheme(
     assert (_lightness(page_colour) < 0.3) == dark, page_colour
     assert (_lightness(card_colour) < 0.3) == dark, card_colour
     assert (_lightness(text_colour) > 0.7) == dark, text_colour
-    axis = curves.evaluate(AXIS_LIGHTNESS)
+    axis = _axis_lightness(curves)
     assert axis >= 0, "no axis drawn left of the plot"
     assert (axis > 0.5) == dark, axis
     screenshot(page, f"experiment-overview-{scheme}")

@@ -9,13 +9,13 @@ import time
 from datetime import UTC, datetime
 
 import pytest
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import Locator, Page, Route, expect
 
 from tests.master.e2e import experiment, trials, wait_for
 from tests.waits import scaled_ms
 
 from .conftest import Experiments, running_trial, screenshot
-from .painted import painted_pixels
+from .painted import painted_pixels, wait_for_charts
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -57,6 +57,53 @@ def test_learning_curves_have_one_line_per_trial(page: Page, experiments: Experi
         if tab == "trials":
             expect(page.get_by_test_id("trial-row")).to_have_count(count)
         screenshot(page, f"experiment-{tab}")
+
+
+def _x_range(curves: Locator) -> tuple[float, float]:
+    low, high = (float(v) for v in str(curves.get_attribute("data-x-range")).split(","))
+    return low, high
+
+
+def test_learning_curves_zoom_hover_and_pick(page: Page, experiments: Experiments) -> None:
+    """A drag along the curves zooms into the x range it spans and a double click zooms back
+    out; the pointer near a point shows its trial, and a click there selects that trial."""
+    open_page(page, experiments, f"/experiments/{experiments.finished}/visualization")
+    curves = page.get_by_test_id("learning-curves").first
+    expect(curves).to_have_attribute("data-series-count", "3")
+    wait_for_charts(page)
+    low, high = _x_range(curves)
+    unzoomed = str(curves.get_attribute("data-x-range"))
+    over = curves.locator(".chart-over")
+    over.scroll_into_view_if_needed()
+    box = over.bounding_box()
+    assert box is not None and box["width"] > 100
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.25, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.5, y)
+    page.mouse.move(box["x"] + box["width"] * 0.75, y)
+    page.mouse.up()
+    expect(curves).not_to_have_attribute("data-x-range", unzoomed)
+    zoomed = _x_range(curves)
+    span = high - low
+    assert zoomed[0] == pytest.approx(low + 0.25 * span, abs=0.02 * span), zoomed
+    assert zoomed[1] == pytest.approx(low + 0.75 * span, abs=0.02 * span), zoomed
+    over.dblclick(position={"x": box["width"] / 2, "y": box["height"] / 2})
+    expect(curves).to_have_attribute("data-x-range", unzoomed)
+    # Down the right edge, where every trial has its last point, until one is under the pointer.
+    tooltip = over.locator(".chart-tooltip")
+    for step in range(int(box["height"] // 6) + 1):
+        page.mouse.move(box["x"] + box["width"] - 2, box["y"] + 6 * step)
+        if tooltip.is_visible():
+            break
+    expect(tooltip).to_be_visible()
+    shown = re.search(r"Trial (\d+)", tooltip.inner_text())
+    assert shown is not None, tooltip.inner_text()
+    page.mouse.down()
+    page.mouse.up()
+    selection = page.get_by_test_id("vis-selection")
+    expect(selection).to_have_attribute("data-count", "1")
+    expect(selection).to_contain_text(shown.group(1))
 
 
 def test_visualization_parallel_coordinates_render(page: Page, experiments: Experiments) -> None:

@@ -29,13 +29,3 @@ export function chartTheme(): ChartTheme {
     halo: token(style, "--chart-halo", "#ffffff"),
   };
 }
-
-/** uPlot's axis style in the current theme. */
-export function uplotAxis(): {
-  stroke: string;
-  grid: { stroke: string; width: number };
-  ticks: { stroke: string; width: number };
-} {
-  const theme = chartTheme();
-  return { stroke: theme.axis, grid: { stroke: theme.grid, width: 1 }, ticks: { stroke: theme.ticks, width: 1 } };
-}

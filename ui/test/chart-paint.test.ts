@@ -3,6 +3,7 @@ import {
   BEST,
   GREYED,
   NOT_DRAWN,
+  type LinesScene,
   type ParallelScene,
   type Scene,
   type ScatterScene,
@@ -25,6 +26,10 @@ function recordingCanvas(): { width: number; height: number; getContext(): unkno
     textAlign: "",
     textBaseline: "",
     lineJoin: "",
+    lineCap: "",
+    setLineDash: () => undefined,
+    translate: () => undefined,
+    rotate: () => undefined,
     setTransform: () => undefined,
     clearRect: () => undefined,
     save: () => undefined,
@@ -100,6 +105,36 @@ describe("paintScene", () => {
       "fill #e4572e A20,15",
       "stroke #ffffff 1.5 A20,15",
       expect.stringMatching(/^stroke .* 2 M26,15 A20,15$/),
+    ]);
+  });
+
+  it("draws each line's points in order in its own style, dots where it has few, the last on top", () => {
+    // Two series: three points (a line), then one point (a dot).
+    const scene: LinesScene = {
+      kind: "lines",
+      width: 100,
+      height: 60,
+      ratio: 1,
+      theme,
+      xTicks: [],
+      yTicks: [],
+      xLabel: "Batches",
+      pad: { left: 10, right: 10, top: 10, bottom: 10 },
+      xy: Float32Array.from([10, 50, 50, 30, 90, 10, 70, 20]),
+      starts: Uint32Array.from([0, 3, 4]),
+      styles: [
+        { color: "#aaa", width: 1, dot: 0 },
+        { color: "#e4572e", width: 2.5, dot: 3.5 },
+      ],
+    };
+    const canvas = recordingCanvas();
+    paintScene(canvas, scene);
+    expect([canvas.width, canvas.height]).toEqual([100, 60]);
+    // After the frame (its axis lines): the clip, then the series in order.
+    expect(canvas.marks.slice(-3)).toEqual([
+      "stroke #aaa 1 M10,50 L50,30 L90,10",
+      "stroke #e4572e 2.5 M70,20",
+      "fill #e4572e M73.5,20 A70,20",
     ]);
   });
 

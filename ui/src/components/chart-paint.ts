@@ -5,7 +5,8 @@
 // (`transferControlToOffscreen`, chart-surface.ts), and where a browser cannot do that (or the
 // worker failed) the page draws the same scene on its own canvas. Nothing here touches the
 // DOM: the callers work out the layout, the theme's colours and the labels, and keep the
-// hit-testing, the overlays and the tables.
+// hit-testing, the overlays and the tables. The line charts (line-chart.ts: learning curves, a
+// trial's metrics) are drawn here too.
 
 import { blendSquares } from "./blend";
 import type { Layer } from "./blend";
@@ -150,7 +151,25 @@ export interface TimelineAttempts {
   colour: Uint8Array;
 }
 
-export type Scene = ParallelScene | ScatterScene | HistoryScene | TimelineScene;
+/** A line chart (line-chart.ts): CSS pixels. Series k's points are `xy[2 * starts[k]]` up to
+ * `xy[2 * starts[k + 1]]` (x, y, x, y, ...), drawn in order (the last on top), clipped to the
+ * plot area. */
+export interface LinesScene extends Frame {
+  kind: "lines";
+  xy: Float32Array;
+  starts: Uint32Array;
+  styles: LineStyle[];
+}
+
+export interface LineStyle {
+  color: string;
+  width: number;
+  dash?: number[];
+  /** A dot of this radius at each point as well (0: the line only). */
+  dot: number;
+}
+
+export type Scene = ParallelScene | ScatterScene | HistoryScene | TimelineScene | LinesScene;
 
 /** The buffers of a scene's typed arrays (handed to the worker, not copied). */
 export function sceneBuffers(scene: Scene): ArrayBuffer[] {
@@ -161,7 +180,9 @@ export function sceneBuffers(scene: Scene): ArrayBuffer[] {
         ? [scene.cx, scene.cy, scene.flags]
         : scene.kind === "history"
           ? [scene.px, scene.py, scene.outside, scene.line]
-          : [scene.attempts.starts, scene.attempts.ends, scene.attempts.slot, scene.attempts.colour];
+          : scene.kind === "lines"
+            ? [scene.xy, scene.starts]
+            : [scene.attempts.starts, scene.attempts.ends, scene.attempts.slot, scene.attempts.colour];
   return [...new Set(arrays.map((a) => a.buffer as ArrayBuffer))];
 }
 
@@ -194,6 +215,7 @@ export function paintScene(canvas: Paintable, scene: Scene): void {
   ctx.setTransform(scene.ratio, 0, 0, scene.ratio, 0, 0);
   if (scene.kind === "parallel") drawParallel(ctx, scene);
   else if (scene.kind === "history") drawHistory(ctx, scene);
+  else if (scene.kind === "lines") drawLines(ctx, scene);
   else drawTimeline(ctx, scene);
 }
 
@@ -448,6 +470,43 @@ function drawFrame(ctx: Ctx2D, frame: Frame): void {
   ctx.lineTo(pad.left, height - pad.bottom);
   ctx.lineTo(width - pad.right, height - pad.bottom);
   ctx.stroke();
+}
+
+function drawLines(ctx: Ctx2D, scene: LinesScene): void {
+  drawFrame(ctx, scene);
+  const { xy, starts, styles, pad, width, height } = scene;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(pad.left, pad.top, width - pad.left - pad.right, height - pad.top - pad.bottom);
+  ctx.clip();
+  ctx.lineJoin = "round";
+  ctx.lineCap = "round";
+  styles.forEach((style, k) => {
+    const from = starts[k] as number;
+    const to = starts[k + 1] as number;
+    if (from === to) return;
+    ctx.strokeStyle = style.color;
+    ctx.lineWidth = style.width;
+    ctx.setLineDash(style.dash ?? []);
+    ctx.beginPath();
+    for (let i = from; i < to; i++) {
+      if (i === from) ctx.moveTo(xy[2 * i] as number, xy[2 * i + 1] as number);
+      else ctx.lineTo(xy[2 * i] as number, xy[2 * i + 1] as number);
+    }
+    ctx.stroke();
+    if (style.dot > 0) {
+      ctx.fillStyle = style.color;
+      ctx.beginPath();
+      for (let i = from; i < to; i++) {
+        const x = xy[2 * i] as number;
+        const y = xy[2 * i + 1] as number;
+        ctx.moveTo(x + style.dot, y);
+        ctx.arc(x, y, style.dot, 0, 2 * Math.PI);
+      }
+      ctx.fill();
+    }
+  });
+  ctx.restore();
 }
 
 function drawHistory(ctx: Ctx2D, scene: HistoryScene): void {

@@ -1,10 +1,10 @@
-// The worker that draws the visualization tab's custom canvases (chart-surface.ts hands it
-// each canvas with `transferControlToOffscreen`, then scenes to draw on it; chart-paint.ts
-// draws them). The page's main thread neither runs that drawing nor rasterizes its pixels:
-// the worker's frames go to the compositor directly. A scatter plot comes as its columns, not
-// as a scene: the worker lays it out too (scatter-layout.ts). Each scene drawn is answered with
-// its canvas' id and sequence number (and a scatter plot's counts), so the page knows when its
-// charts are up.
+// The worker that draws the charts' canvases (the visualization tab's and every line chart):
+// chart-surface.ts hands it each canvas with `transferControlToOffscreen`, then scenes to draw
+// on it (chart-paint.ts draws them). The page's main thread neither runs that drawing nor
+// rasterizes its pixels: the worker's frames go to the compositor directly. A scatter plot
+// comes as its columns, not as a scene: the worker lays it out too (scatter-layout.ts). Each
+// scene drawn is answered with its canvas' id and sequence number (and a scatter plot's
+// counts), so the page knows when its charts are up.
 
 import { FONT, type Scene, paintScene } from "./chart-paint";
 import { type ScatterInfo, type ScatterInput, layoutScatter } from "./scatter-layout";

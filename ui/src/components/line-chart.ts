@@ -1,16 +1,19 @@
-// Line charts on uPlot (canvas): learning curves of many trials, or a trial's own metrics.
-// Series may have different x values; they are aligned on the union of the x values with
-// gaps spanned. The best trials draw last (on top), thicker and opaque; the others thin and
-// translucent. Hover shows the nearest point's trial and value, a click picks that trial
-// (`onPick`, told whether shift, ctrl or cmd was held), a drag zooms (a double click zooms
-// back out).
+// Line charts: learning curves of many trials, or a trial's own metrics. The lines and axes are
+// drawn by the charts' worker (chart-surface.ts, chart-paint.ts' "lines" scene), off the page's
+// main thread; the page keeps the scales, the hit-testing and what lies over the canvas (the
+// tooltip, the marker, the zoom's box, the legend). Series may have different x values; a
+// series' gaps (null values) are spanned. The best trials draw last (on top), thicker and
+// opaque; the others thin and translucent. Hover shows the nearest point's trial and value, a
+// click picks that trial (`onPick`, told whether shift, ctrl or cmd was held), a drag along x
+// zooms (a double click zooms back out).
 
-import uPlot from "uplot";
-import "uplot/dist/uPlot.min.css";
 import { h } from "../dom";
-import { uplotAxis } from "../theme";
 import { formatAxisNumbers, formatNumber } from "../format";
 import { withAlpha } from "../palette";
+import { chartTheme } from "../theme";
+import { FONT, type LineStyle, type Ticks } from "./chart-paint";
+import { ChartSurface } from "./chart-surface";
+import { niceTicks, paddedRange } from "./plot-margin";
 import { isAdditive } from "./selection";
 
 export type Point = [number, number | null];
@@ -45,35 +48,18 @@ export interface LineChartOptions {
 }
 
 const HOVER_RADIUS_PX = 28;
-
-/** Tick labels; uPlot passes null for ticks it draws without a label (log scales). */
-export function axisValues(_u: uPlot, splits: (number | null)[]): string[] {
-  return formatAxisNumbers(splits);
-}
-
 const AXIS_GAP_PX = 5;
 const AXIS_TICK_PX = 10;
-
-/** The y axis' width: its widest tick label, the tick and the gap (uPlot's axis label has its
- * own room, labelSize), so no label is clipped however wide its numbers are. */
-function yAxisSize(u: uPlot, values: string[] | null, axisIdx: number, cycleNum: number): number {
-  const axis = u.axes[axisIdx] as uPlot.Axis & { _size?: number; font?: [string, number] };
-  if (cycleNum > 1 && axis._size) return axis._size;
-  let widest = 0;
-  if (values && values.length > 0) {
-    u.ctx.save();
-    u.ctx.font = axis.font?.[0] ?? "12px system-ui";
-    for (const v of values) widest = Math.max(widest, u.ctx.measureText(v).width / devicePixelRatio);
-    u.ctx.restore();
-  }
-  const size = Math.ceil(widest + AXIS_TICK_PX + AXIS_GAP_PX + 4);
-  const chart = u.root.closest<HTMLElement>(".chart");
-  if (chart) {
-    chart.dataset.yTicksPx = String(Math.ceil(widest));
-    chart.dataset.yAxisPx = String(size);
-  }
-  return Math.max(40, size);
-}
+/** The room of an axis' name (the y axis' is written upwards along the left edge). */
+const LABEL_PX = 24;
+const PAD_TOP = 10;
+const PAD_RIGHT = 16;
+/** Below the plot: the x ticks' labels, then the axis' name. */
+const PAD_BOTTOM = 40;
+/** A drag shorter than this (CSS pixels) is a click, not a zoom. */
+const DRAG_PX = 4;
+/** Above this many series the others are drawn thinner and more translucent. */
+const MANY_SERIES = 20;
 
 /** A range of one value: around it (the value itself, or a unit either side of 0). */
 function padded(min: number | null, max: number | null): [number, number] {
@@ -83,10 +69,10 @@ function padded(min: number | null, max: number | null): [number, number] {
   return [min - pad, max + pad];
 }
 
-/** The x axis' range when uPlot asks for [`min`, `max`]: the data's extent (which uPlot widens
- * to 0-100 on its own when it is one value) or a part of it zoomed into. A request that covers
- * the data (`extent`) is the automatic range: `xRange`'s for the data's own extent, else that
- * extent padded when it is one value. A narrower one (a zoom) is kept as asked. */
+/** The x axis' range for [`min`, `max`] asked for: the data's extent, or a part of it zoomed
+ * into. A request that covers the data (`extent`) is the automatic range: `xRange`'s for the
+ * data's own extent, else that extent padded when it is one value. A narrower one (a zoom) is
+ * kept as asked. */
 export function xScaleRange(
   min: number | null,
   max: number | null,
@@ -99,103 +85,119 @@ export function xScaleRange(
   return xRange ? xRange(extent[0], extent[1]) : padded(extent[0], extent[1]);
 }
 
-/** The series' points on the union of their x values (uPlot's aligned data). */
-function align(series: readonly LineSeries[]): uPlot.AlignedData {
-  let total = 0;
-  for (const s of series) total += s.points.length;
-  const all = new Float64Array(total);
-  let at = 0;
-  for (const s of series) for (const p of s.points) all[at++] = p[0];
-  all.sort();
-  const xs: number[] = [];
-  for (let i = 0; i < all.length; i++) {
-    const x = all[i] as number;
-    if (i === 0 || x !== all[i - 1]) xs.push(x);
-  }
-  const index = new Map<number, number>();
-  xs.forEach((x, i) => index.set(x, i));
-  const data: (number | null)[][] = [xs];
-  for (const s of series) {
-    const ys = new Array<number | null>(xs.length).fill(null);
-    for (const [x, y] of s.points) {
-      if (y != null && Number.isFinite(y)) ys[index.get(x) as number] = y;
-    }
-    data.push(ys);
-  }
-  return data as uPlot.AlignedData;
+let measurer: CanvasRenderingContext2D | null | undefined;
+
+/** The widest of `texts` in the charts' font (CSS pixels). */
+function textWidth(texts: readonly string[]): number {
+  if (measurer === undefined) measurer = h("canvas").getContext("2d");
+  let widest = 0;
+  if (measurer) measurer.font = FONT;
+  for (const text of texts) widest = Math.max(widest, measurer ? measurer.measureText(text).width : 7 * text.length);
+  return widest;
 }
 
-function sameSeries(a: readonly LineSeries[], b: readonly LineSeries[]): boolean {
-  return (
-    a.length === b.length &&
-    a.every((s, i) => {
-      const t = b[i];
-      return t !== undefined && s.id === t.id && s.emphasis === t.emphasis && s.color === t.color;
-    })
-  );
+/** Ticks over [lo, hi] with one number format: their values and labels. */
+function ticksOver(lo: number, hi: number, count: number): [number, string][] {
+  const values = niceTicks(lo, hi, count).filter((v) => v >= lo && v <= hi);
+  const labels = formatAxisNumbers(values);
+  return values.map((v, i) => [v, labels[i] ?? ""]);
+}
+
+/** The scales of a drawn chart: data to CSS pixels of the plot area (its top-left corner 0, 0). */
+interface Scales {
+  xLo: number;
+  xHi: number;
+  yLo: number;
+  yHi: number;
+  width: number;
+  height: number;
+}
+
+function toX(s: Scales, x: number): number {
+  return ((x - s.xLo) / (s.xHi - s.xLo)) * s.width;
+}
+
+function toY(s: Scales, y: number): number {
+  return (1 - (y - s.yLo) / (s.yHi - s.yLo)) * s.height;
+}
+
+function finite(y: number | null): y is number {
+  return y != null && Number.isFinite(y);
 }
 
 export class LineChart {
   readonly el: HTMLElement;
-  private readonly host: HTMLElement;
+  private readonly surface: ChartSurface;
+  /** Over the plot area: takes the pointer, holds the tooltip, the marker and the zoom's box. */
+  private readonly over: HTMLElement;
+  private readonly zoomBox: HTMLElement;
   private readonly empty: HTMLElement;
   private readonly tooltip: HTMLElement;
   private readonly marker: HTMLElement;
   private readonly legendEl: HTMLElement | null;
-  private plot: uPlot | null = null;
+  /** In drawing order: the others first, the emphasised on top. */
   private series: LineSeries[] = [];
   /** The smallest and largest x of the points drawn (null: none). */
   private xExtent: [number, number] | null = null;
+  /** The x range zoomed into (null: the automatic range). */
+  private zoom: [number, number] | null = null;
+  private scales: Scales | null = null;
+  private drawnWidth = 0;
   private hovered: LineSeries | null = null;
-  private zoomed = false;
+  private dragFrom: number | null = null;
+  private down: [number, number] | null = null;
   private paintWaiters: (() => void)[] = [];
   private readonly resizeObserver: ResizeObserver;
 
   constructor(private readonly options: LineChartOptions) {
-    this.host = h("div", {
-      class: "chart-canvas",
-      role: "img",
-      "aria-label": `${options.yLabel} by ${options.xLabel}`,
-    });
+    this.surface = new ChartSurface("chart-canvas", () => this.draw());
     this.empty = h("div", { class: "chart-empty", hidden: true }, options.emptyText);
     this.tooltip = h("div", { class: "chart-tooltip", hidden: true, role: "status" });
     this.marker = h("div", { class: "chart-marker", hidden: true });
+    this.zoomBox = h("div", { class: "chart-zoom", hidden: true });
+    this.over = h("div", { class: "chart-over" }, this.zoomBox, this.marker, this.tooltip);
     this.legendEl = options.legend === false ? null : h("ul", { class: "chart-legend" });
     this.el = h(
       "div",
       {
-        class: "chart",
+        class: "chart line-chart",
         "data-testid": options.testId ?? null,
         "data-series-count": 0,
       },
-      this.host,
-      this.empty,
+      h(
+        "div",
+        { class: "chart-plot", role: "img", "aria-label": `${options.yLabel} by ${options.xLabel}` },
+        this.surface.el,
+        this.over,
+        this.empty,
+      ),
       this.legendEl,
     );
-    this.resizeObserver = new ResizeObserver(() => this.fit());
+    this.attachPointer();
+    this.resizeObserver = new ResizeObserver(() => {
+      if (Math.abs(this.width() - this.drawnWidth) >= 1) this.draw();
+    });
     this.resizeObserver.observe(this.el);
   }
 
-  /** Draw these series (the chart is rebuilt only when the set of series changed). */
+  /** Draw these series. */
   setData(series: LineSeries[]): void {
     const ordered = [...series.filter((s) => !s.emphasis), ...series.filter((s) => s.emphasis)];
-    const drawn = ordered.filter((s) => s.points.some((p) => p[1] != null && Number.isFinite(p[1])));
+    const drawn = ordered.filter((s) => s.points.some((p) => finite(p[1])));
     this.el.dataset.seriesCount = String(drawn.length);
     this.empty.hidden = drawn.length > 0;
     this.renderLegend(series);
-    const data = align(ordered);
-    const xs = data[0];
-    this.xExtent = xs.length > 0 ? [xs[0] as number, xs[xs.length - 1] as number] : null;
-    if (this.plot && sameSeries(ordered, this.series)) {
-      this.series = ordered;
-      this.plot.setData(data, !this.zoomed);
-      return;
-    }
+    let low = Infinity;
+    let high = -Infinity;
+    for (const s of ordered)
+      for (const [x, y] of s.points) {
+        if (!finite(y)) continue;
+        if (x < low) low = x;
+        if (x > high) high = x;
+      }
+    this.xExtent = low <= high ? [low, high] : null;
     this.series = ordered;
-    this.plot?.destroy();
-    this.plot = new uPlot(this.plotOptions(ordered), data, this.host);
-    this.plot.over.append(this.marker, this.tooltip);
-    this.attachPointer(this.plot);
+    this.draw();
   }
 
   setEmptyText(text: string): void {
@@ -209,82 +211,106 @@ export class LineChart {
 
   dispose(): void {
     this.resizeObserver.disconnect();
-    this.plot?.destroy();
-    this.plot = null;
+    this.surface.dispose();
   }
 
   private width(): number {
     return Math.max(240, Math.floor(this.el.clientWidth || this.el.parentElement?.clientWidth || 640));
   }
 
-  private fit(): void {
-    if (!this.plot) return;
+  /** Scales, axes and the lines' points in CSS pixels, sent to be drawn. */
+  private draw(): void {
     const width = this.width();
-    if (Math.abs(width - this.plot.width) >= 1) this.plot.setSize({ width, height: this.options.height });
-  }
-
-  private plotOptions(series: readonly LineSeries[]): uPlot.Options {
-    // A line needs two points; a series with very few points shows them as dots.
-    const fewPoints = (_u: uPlot, seriesIdx: number) => (this.series[seriesIdx - 1]?.points.length ?? 0) <= 2;
-    return {
-      width: this.width(),
-      height: this.options.height,
-      legend: { show: false },
-      cursor: {
-        points: { show: false },
-        drag: { x: true, y: false, setScale: true },
-        focus: { prox: -1 },
-      },
-      scales: {
-        x: {
-          time: false,
-          range: (_u, min, max) => {
-            const [low, high] = xScaleRange(min, max, this.xExtent, this.options.xRange);
-            this.el.dataset.xRange = `${low},${high}`;
-            return [low, high];
-          },
-        },
-      },
-      axes: [
-        { ...uplotAxis(), label: this.options.xLabel, values: axisValues, labelSize: 24 },
-        { ...uplotAxis(), label: this.options.yLabel, values: axisValues, size: yAxisSize, labelSize: 24 },
-      ],
-      series: [
-        { label: this.options.xLabel },
-        ...series.map((s) => ({
-          label: s.label,
-          stroke: s.emphasis ? s.color : withAlpha(s.color, series.length > 20 ? 0.45 : 0.7),
-          width: s.emphasis ? 2.5 : series.length > 20 ? 1 : 1.5,
-          dash: s.dash,
-          spanGaps: true,
-          points: {
-            show: fewPoints,
-            size: s.emphasis ? 7 : 5,
-            fill: s.color,
-            stroke: s.color,
-          },
-        })),
-      ],
-      hooks: {
-        draw: [() => this.painted()],
-        setSelect: [(u) => (this.zoomed = u.select.width > 0 || this.zoomed)],
-        setCursor: [(u) => this.hover(u)],
-      },
-    };
+    const height = this.options.height;
+    this.drawnWidth = width;
+    const extent = this.xExtent;
+    const [xLo, xHi] = xScaleRange(
+      this.zoom?.[0] ?? extent?.[0] ?? null,
+      this.zoom?.[1] ?? extent?.[1] ?? null,
+      extent,
+      this.options.xRange,
+    );
+    this.el.dataset.xRange = `${xLo},${xHi}`;
+    // The y range: the values inside the x range.
+    let yMin = Infinity;
+    let yMax = -Infinity;
+    for (const s of this.series)
+      for (const [x, y] of s.points) {
+        if (!finite(y) || x < xLo || x > xHi) continue;
+        if (y < yMin) yMin = y;
+        if (y > yMax) yMax = y;
+      }
+    const [yLo, yHi] = yMin <= yMax ? paddedRange(yMin, yMax) : [0, 1];
+    const plotH = height - PAD_TOP - PAD_BOTTOM;
+    const yTicks = ticksOver(yLo, yHi, Math.max(2, Math.min(8, Math.floor(plotH / 40))));
+    // The y axis as wide as its widest label, the tick and the gap: no label clipped.
+    const widest = textWidth(yTicks.map(([, label]) => label));
+    const yAxis = Math.max(40, Math.ceil(widest + AXIS_TICK_PX + AXIS_GAP_PX + 4));
+    const pad = { left: LABEL_PX + yAxis, right: PAD_RIGHT, top: PAD_TOP, bottom: PAD_BOTTOM };
+    const plotW = Math.max(1, width - pad.left - pad.right);
+    const scales: Scales = { xLo, xHi, yLo, yHi, width: plotW, height: plotH };
+    this.scales = scales;
+    const xTicks = ticksOver(xLo, xHi, Math.max(2, Math.min(10, Math.floor(plotW / 90))));
+    Object.assign(this.el.dataset, {
+      yTicksPx: String(Math.ceil(widest)),
+      yAxisPx: String(yAxis),
+      yLabelPx: String(Math.ceil(textWidth([this.options.yLabel]))),
+      plotHeightPx: String(Math.floor(plotH)),
+    });
+    Object.assign(this.over.style, {
+      left: `${pad.left}px`,
+      top: `${pad.top}px`,
+      width: `${plotW}px`,
+      height: `${plotH}px`,
+    });
+    // Every series' points, the gaps spanned.
+    let total = 0;
+    for (const s of this.series) for (const p of s.points) if (finite(p[1])) total++;
+    const xy = new Float32Array(2 * total);
+    const starts = new Uint32Array(this.series.length + 1);
+    const many = this.series.length > MANY_SERIES;
+    const styles: LineStyle[] = [];
+    let at = 0;
+    this.series.forEach((s, k) => {
+      for (const [x, y] of s.points) {
+        if (!finite(y)) continue;
+        xy[2 * at] = pad.left + toX(scales, x);
+        xy[2 * at + 1] = pad.top + toY(scales, y);
+        at++;
+      }
+      starts[k + 1] = at;
+      // A line needs two points; a series with very few shows them as dots as well.
+      styles.push({
+        color: s.emphasis ? s.color : withAlpha(s.color, many ? 0.45 : 0.7),
+        width: s.emphasis ? 2.5 : many ? 1 : 1.5,
+        dash: s.dash,
+        dot: s.points.length <= 2 ? (s.emphasis ? 3.5 : 2.5) : 0,
+      });
+    });
+    const { text, line, halo, grid } = chartTheme();
+    const place = (ticks: [number, string][], to: (v: number) => number): Ticks =>
+      ticks.map(([v, label]) => [to(v), label]);
+    void this.surface
+      .paint({
+        kind: "lines",
+        width,
+        height,
+        ratio: window.devicePixelRatio || 1,
+        theme: { text, line, halo, grid },
+        xTicks: place(xTicks, (v) => pad.left + toX(scales, v)),
+        yTicks: place(yTicks, (v) => pad.top + toY(scales, v)),
+        xLabel: this.options.xLabel,
+        yLabel: this.options.yLabel,
+        xGrid: true,
+        pad,
+        xy,
+        starts,
+        styles,
+      })
+      .then(() => this.painted());
   }
 
   private painted(): void {
-    const u = this.plot;
-    const yAxis = u?.axes[1] as (uPlot.Axis & { labelFont?: [string, number] }) | undefined;
-    if (u && yAxis) {
-      // Whether the y axis' label, drawn along it, fits the plot's height (the browser tests).
-      u.ctx.save();
-      u.ctx.font = yAxis.labelFont?.[0] ?? "bold 12px system-ui";
-      const label = u.ctx.measureText(this.options.yLabel).width / devicePixelRatio;
-      u.ctx.restore();
-      this.el.dataset.yLabelPx = String(Math.ceil(label));
-      this.el.dataset.plotHeightPx = String(Math.floor(u.bbox.height / devicePixelRatio));
-    }
     if (this.el.dataset.seriesCount === "0") return;
     const waiters = this.paintWaiters;
     this.paintWaiters = [];
@@ -308,29 +334,81 @@ export class LineChart {
     );
   }
 
-  private attachPointer(u: uPlot): void {
-    let down: [number, number] | null = null;
-    u.over.addEventListener("mousedown", (e) => (down = [e.clientX, e.clientY]));
-    u.over.addEventListener("click", (e) => {
-      const moved = down ? Math.hypot(e.clientX - down[0], e.clientY - down[1]) : 0;
-      if (moved < 4 && this.hovered && this.options.onPick) this.options.onPick(this.hovered.id, isAdditive(e));
+  /** The pointer's position over the plot area (CSS pixels). */
+  private at(event: MouseEvent): [number, number] {
+    const rect = this.over.getBoundingClientRect();
+    return [event.clientX - rect.left, event.clientY - rect.top];
+  }
+
+  private attachPointer(): void {
+    const over = this.over;
+    over.addEventListener("mousedown", (event) => {
+      if (event.button !== 0) return;
+      event.preventDefault(); // no text selection while dragging
+      this.down = [event.clientX, event.clientY];
+      this.dragFrom = this.at(event)[0];
+      const move = (e: MouseEvent) => this.dragTo(this.at(e)[0]);
+      const up = (e: MouseEvent) => {
+        window.removeEventListener("mousemove", move);
+        window.removeEventListener("mouseup", up);
+        this.endDrag(this.at(e)[0]);
+      };
+      window.addEventListener("mousemove", move);
+      window.addEventListener("mouseup", up);
     });
-    u.over.addEventListener("dblclick", () => (this.zoomed = false));
-    u.over.addEventListener("mouseleave", () => this.showHover(null));
+    over.addEventListener("mousemove", (event) => {
+      if (this.dragFrom === null) this.hover(...this.at(event));
+    });
+    over.addEventListener("click", (event) => {
+      const moved = this.down ? Math.hypot(event.clientX - this.down[0], event.clientY - this.down[1]) : 0;
+      if (moved < DRAG_PX && this.hovered && this.options.onPick)
+        this.options.onPick(this.hovered.id, isAdditive(event));
+    });
+    over.addEventListener("dblclick", () => {
+      if (this.zoom === null) return;
+      this.zoom = null;
+      this.draw();
+    });
+    over.addEventListener("mouseleave", () => this.showHover(null));
+  }
+
+  /** A drag along x: its box. */
+  private dragTo(x: number): void {
+    const from = this.dragFrom;
+    const s = this.scales;
+    if (from === null || !s) return;
+    const to = Math.max(0, Math.min(s.width, x));
+    this.zoomBox.hidden = Math.abs(to - from) < DRAG_PX;
+    this.zoomBox.style.left = `${Math.min(from, to)}px`;
+    this.zoomBox.style.width = `${Math.abs(to - from)}px`;
+    if (!this.zoomBox.hidden) this.showHover(null);
+  }
+
+  /** The drag ended at `x`: zoom into what it spanned (a click spans nothing). */
+  private endDrag(x: number): void {
+    const from = this.dragFrom;
+    const s = this.scales;
+    this.dragFrom = null;
+    this.zoomBox.hidden = true;
+    if (from === null || !s) return;
+    const to = Math.max(0, Math.min(s.width, x));
+    if (Math.abs(to - from) < DRAG_PX) return;
+    const value = (px: number) => s.xLo + (px / s.width) * (s.xHi - s.xLo);
+    this.zoom = [value(Math.min(from, to)), value(Math.max(from, to))];
+    this.draw();
   }
 
   /** Find the point nearest the cursor (in pixels) over all series. */
-  private hover(u: uPlot): void {
-    const left = u.cursor.left ?? -1;
-    const top = u.cursor.top ?? -1;
-    if (left < 0 || top < 0) {
+  private hover(left: number, top: number): void {
+    const s = this.scales;
+    if (!s || left < 0 || top < 0 || left > s.width || top > s.height) {
       this.showHover(null);
       return;
     }
-    const xValue = u.posToVal(left, "x");
+    const xValue = s.xLo + (left / s.width) * (s.xHi - s.xLo);
     let best: { s: LineSeries; x: number; y: number; px: number; py: number; d: number } | null = null;
-    for (const s of this.series) {
-      const pts = s.points;
+    for (const series of this.series) {
+      const pts = series.points;
       let lo = 0;
       let hi = pts.length - 1;
       while (lo < hi) {
@@ -340,11 +418,11 @@ export class LineChart {
       }
       for (let i = Math.max(0, lo - 2); i <= Math.min(pts.length - 1, lo + 2); i++) {
         const [x, y] = pts[i] as Point;
-        if (y == null || !Number.isFinite(y)) continue;
-        const px = u.valToPos(x, "x");
-        const py = u.valToPos(y, "y");
+        if (!finite(y)) continue;
+        const px = toX(s, x);
+        const py = toY(s, y);
         const d = Math.hypot(px - left, py - top);
-        if (d < HOVER_RADIUS_PX && (!best || d < best.d)) best = { s, x, y, px, py, d };
+        if (d < HOVER_RADIUS_PX && (!best || d < best.d)) best = { s: series, x, y, px, py, d };
       }
     }
     if (!best) {
@@ -359,8 +437,7 @@ export class LineChart {
       h("span", {}, `${this.options.yLabel}: ${formatNumber(best.y)}`),
       h("span", { class: "muted" }, `${this.options.xLabel}: ${formatNumber(best.x)}`),
     );
-    const width = u.over.clientWidth;
-    const flip = best.px > width - 200;
+    const flip = best.px > s.width - 200;
     this.tooltip.style.transform = `translate(${flip ? best.px - 12 : best.px + 12}px, ${Math.max(0, best.py - 40)}px)${flip ? " translateX(-100%)" : ""}`;
   }
 
@@ -368,6 +445,6 @@ export class LineChart {
     this.hovered = series;
     this.tooltip.hidden = series === null;
     this.marker.hidden = series === null;
-    if (this.plot) this.plot.over.style.cursor = series && this.options.onPick ? "pointer" : "";
+    this.over.style.cursor = series && this.options.onPick ? "pointer" : "";
   }
 }
