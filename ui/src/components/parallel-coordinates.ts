@@ -1,4 +1,4 @@
-// Parallel coordinates on a canvas (uPlot has none): one vertical axis per hyperparameter
+// Parallel coordinates on a canvas: one vertical axis per hyperparameter
 // that varies, the searcher metric last; one polyline per trial coloured by its metric
 // (viridis, brighter = better); the best trials drawn on top, thick, in the highlight colour.
 // Hovering a line shows its trial on a second canvas (the many lines are not redrawn), and
@@ -63,6 +63,9 @@ export class ParallelCoordinates {
   private hovered = -1;
   /** Where the pointer was when it last hovered a line (CSS pixels on the chart). */
   private pointer: [number, number] = [0, 0];
+  /** Nothing drawn on the overlay since it was last cleared: with nothing to draw on it, it is
+   * left alone (a canvas drawn on the main thread costs the page a copy each frame). */
+  private overlayBlank = true;
   private selected: ReadonlySet<number> = new Set();
   private kept: ((i: number) => boolean) | null = null;
   private readonly resizeObserver: ResizeObserver;
@@ -236,6 +239,7 @@ export class ParallelCoordinates {
     this.overlay.height = Math.round(this.height * ratio);
     this.overlay.style.width = `${this.width}px`;
     this.overlay.style.height = `${this.height}px`;
+    this.overlayBlank = true; // sized: cleared
 
     const plotW = this.width - PAD.left - PAD.right;
     const plotH = this.height - PAD.top - PAD.bottom;
@@ -402,15 +406,18 @@ export class ParallelCoordinates {
   private setHovered(i: number, mx = 0, my = 0): void {
     this.hovered = i;
     this.pointer = [mx, my];
-    const ctx = this.overlay.getContext("2d");
-    if (!ctx || !this.data) return;
-    const ratio = window.devicePixelRatio || 1;
-    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    ctx.clearRect(0, 0, this.width, this.height);
-    this.drawBrushes(ctx);
-    this.drawSelected(ctx);
     this.overlay.style.cursor = i < 0 ? "" : "pointer";
-    if (i < 0) {
+    const nothing = i < 0 && this.brushes.size === 0 && this.selected.size === 0;
+    const ctx = nothing && this.overlayBlank ? null : this.overlay.getContext("2d");
+    if (ctx && this.data) {
+      const ratio = window.devicePixelRatio || 1;
+      ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+      ctx.clearRect(0, 0, this.width, this.height);
+      this.drawBrushes(ctx);
+      this.drawSelected(ctx);
+      this.overlayBlank = nothing;
+    }
+    if (!ctx || !this.data || i < 0) {
       this.tooltip.hidden = true;
       return;
     }
