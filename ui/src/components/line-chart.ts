@@ -174,8 +174,9 @@ export class LineChart {
       this.legendEl,
     );
     this.attachPointer();
+    // Drawn again at its new width once drawn at all (before its first data, nothing to draw).
     this.resizeObserver = new ResizeObserver(() => {
-      if (Math.abs(this.width() - this.drawnWidth) >= 1) this.draw();
+      if (this.drawnWidth > 0 && Math.abs(this.width() - this.drawnWidth) >= 1) this.draw();
     });
     this.resizeObserver.observe(this.el);
   }
