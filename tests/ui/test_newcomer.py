@@ -47,7 +47,7 @@ def test_a_short_trials_system_metrics_fit_its_duration(
     high = float(str(chart.get_attribute("data-x-range")).split(",")[1])
     first = min(datetime.fromisoformat(t) for t in times)
     span = max(1.0, (datetime.fromisoformat(trial["ended_at"]) - first).total_seconds())
-    # The axis runs from the first sample to the trial's end: not uPlot's 0-100 for one dot.
+    # The axis runs from the first sample to the trial's end: not 0-100 around one dot.
     assert span <= high <= span + 0.5, (high, span, len(times))
     # The y axis is as wide as its widest number: no tick label clipped.
     for test_id in ("system-chart-cpu", "system-chart-rss"):

@@ -1,11 +1,11 @@
 // The charts' colours, from the stylesheet's --chart-* tokens: light, or dark when the browser
-// asks for it (prefers-color-scheme; src/styles.css). A chart reads them when it is made.
+// asks for it (the page's data-theme; src/color-scheme.ts, src/styles.css). Read once per
+// scheme (`chartTheme`).
 
 export interface ChartTheme {
-  /** Axis labels and lines. */
+  /** Axis labels (the line charts', the scatter plots'). */
   axis: string;
   grid: string;
-  ticks: string;
   /** Text drawn on a canvas (parallel coordinates' names and ticks). */
   text: string;
   /** Axis lines drawn on a canvas. */
@@ -30,7 +30,6 @@ export function chartTheme(): ChartTheme {
   const theme = {
     axis: token(style, "--chart-axis", "#5b6474"),
     grid: token(style, "--chart-grid", "#e8ebf0"),
-    ticks: token(style, "--chart-tick", "#d5dae1"),
     text: token(style, "--chart-text", "#3a4250"),
     line: token(style, "--chart-line", "#6b7586"),
     halo: token(style, "--chart-halo", "#ffffff"),

@@ -8,12 +8,12 @@
 // zooms (a double click zooms back out).
 
 import { h } from "../dom";
-import { formatAxisNumbers, formatNumber } from "../format";
+import { formatNumber } from "../format";
 import { withAlpha } from "../palette";
 import { chartTheme } from "../theme";
 import { FONT, type LineStyle, type Ticks } from "./chart-paint";
 import { ChartSurface } from "./chart-surface";
-import { niceTicks, paddedRange } from "./plot-margin";
+import { labelledTicks, paddedRange } from "./plot-margin";
 import { isAdditive } from "./selection";
 
 export type Point = [number, number | null];
@@ -61,14 +61,6 @@ const DRAG_PX = 4;
 /** Above this many series the others are drawn thinner and more translucent. */
 const MANY_SERIES = 20;
 
-/** A range of one value: around it (the value itself, or a unit either side of 0). */
-function padded(min: number | null, max: number | null): [number, number] {
-  if (min == null || max == null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, 1];
-  if (min !== max) return [min, max];
-  const pad = min === 0 ? 1 : Math.abs(min) * 0.1;
-  return [min - pad, max + pad];
-}
-
 /** The x axis' range for [`min`, `max`] asked for: the data's extent, or a part of it zoomed
  * into. A request that covers the data (`extent`) is the automatic range: `xRange`'s for the
  * data's own extent, else that extent padded when it is one value. A narrower one (a zoom) is
@@ -80,6 +72,9 @@ export function xScaleRange(
   xRange?: (min: number, max: number) => [number, number],
 ): [number, number] {
   const known = min != null && max != null && Number.isFinite(min) && Number.isFinite(max);
+  // A range of one value is widened around it (the value itself, or a unit either side of 0).
+  const padded = (lo: number | null, hi: number | null) =>
+    paddedRange(lo ?? Number.NaN, hi ?? Number.NaN, { fraction: 0 });
   if (!known || extent === null) return padded(min, max);
   if (min > extent[0] || max < extent[1]) return [min, max];
   return xRange ? xRange(extent[0], extent[1]) : padded(extent[0], extent[1]);
@@ -94,13 +89,6 @@ function textWidth(texts: readonly string[]): number {
   if (measurer) measurer.font = FONT;
   for (const text of texts) widest = Math.max(widest, measurer ? measurer.measureText(text).width : 7 * text.length);
   return widest;
-}
-
-/** Ticks over [lo, hi] with one number format: their values and labels. */
-function ticksOver(lo: number, hi: number, count: number): [number, string][] {
-  const values = niceTicks(lo, hi, count).filter((v) => v >= lo && v <= hi);
-  const labels = formatAxisNumbers(values);
-  return values.map((v, i) => [v, labels[i] ?? ""]);
 }
 
 /** The scales of a drawn chart: data to CSS pixels of the plot area (its top-left corner 0, 0). */
@@ -243,7 +231,7 @@ export class LineChart {
       }
     const [yLo, yHi] = yMin <= yMax ? paddedRange(yMin, yMax) : [0, 1];
     const plotH = height - PAD_TOP - PAD_BOTTOM;
-    const yTicks = ticksOver(yLo, yHi, Math.max(2, Math.min(8, Math.floor(plotH / 40))));
+    const yTicks = labelledTicks(yLo, yHi, Math.max(2, Math.min(8, Math.floor(plotH / 40))));
     // The y axis as wide as its widest label, the tick and the gap: no label clipped.
     const widest = textWidth(yTicks.map(([, label]) => label));
     const yAxis = Math.max(40, Math.ceil(widest + AXIS_TICK_PX + AXIS_GAP_PX + 4));
@@ -251,7 +239,7 @@ export class LineChart {
     const plotW = Math.max(1, width - pad.left - pad.right);
     const scales: Scales = { xLo, xHi, yLo, yHi, width: plotW, height: plotH };
     this.scales = scales;
-    const xTicks = ticksOver(xLo, xHi, Math.max(2, Math.min(10, Math.floor(plotW / 90))));
+    const xTicks = labelledTicks(xLo, xHi, Math.max(2, Math.min(10, Math.floor(plotW / 90))));
     Object.assign(this.el.dataset, {
       yTicksPx: String(Math.ceil(widest)),
       yAxisPx: String(yAxis),
@@ -288,7 +276,7 @@ export class LineChart {
         dot: s.points.length <= 2 ? (s.emphasis ? 3.5 : 2.5) : 0,
       });
     });
-    const { text, line, halo, grid } = chartTheme();
+    const { axis, line, halo, grid } = chartTheme();
     const place = (ticks: [number, string][], to: (v: number) => number): Ticks =>
       ticks.map(([v, label]) => [to(v), label]);
     void this.surface
@@ -297,7 +285,7 @@ export class LineChart {
         width,
         height,
         ratio: window.devicePixelRatio || 1,
-        theme: { text, line, halo, grid },
+        theme: { text: axis, line, halo, grid },
         xTicks: place(xTicks, (v) => pad.left + toX(scales, v)),
         yTicks: place(yTicks, (v) => pad.top + toY(scales, v)),
         xLabel: this.options.xLabel,

@@ -1,6 +1,8 @@
 // Margins that never clip a mark: a plot's value range widened so that the marks at its
 // extremes (a dot of some pixels' radius) sit wholly inside the plot area.
 
+import { formatAxisNumbers } from "../format";
+
 /** The fraction of a plot's span left empty on each side of its data. */
 export const MARGIN_FRACTION = 0.06;
 
@@ -51,4 +53,11 @@ export function niceTicks(lo: number, hi: number, count = 5): number[] {
   const out: number[] = [];
   for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
   return out;
+}
+
+/** Nice ticks over [lo, hi] (`niceTicks`) with their labels in one number format. */
+export function labelledTicks(lo: number, hi: number, count = 5): [number, string][] {
+  const values = niceTicks(lo, hi, count);
+  const labels = formatAxisNumbers(values);
+  return values.map((v, i) => [v, labels[i] ?? ""]);
 }

@@ -8,20 +8,12 @@
 
 import type { History, Importance, Timeline, TrialState } from "../api";
 import { h } from "../dom";
-import {
-  durationTicks,
-  formatAxisNumbers,
-  formatDuration,
-  formatInteger,
-  formatNumber,
-  formatPercent,
-  formatState,
-} from "../format";
+import { durationTicks, formatDuration, formatInteger, formatNumber, formatPercent, formatState } from "../format";
 import { BEST_COLOR, MUTED_COLOR, seriesColor } from "../palette";
 import { chartTheme } from "../theme";
 import { type SceneTheme, type Ticks, type TimelineAttempts, timelineBars } from "./chart-paint";
 import { ChartSurface } from "./chart-surface";
-import { MARGIN_FRACTION, niceTicks, paddedRange } from "./plot-margin";
+import { MARGIN_FRACTION, labelledTicks, paddedRange } from "./plot-margin";
 
 const PAD = { left: 64, right: 16, top: 12, bottom: 34 };
 const MAX_ROWS = 200;
@@ -49,13 +41,6 @@ export function whenIdle(task: () => void, timeout = 1000): void {
   };
   if (typeof window.requestIdleCallback === "function") window.requestIdleCallback(run, { timeout });
   else window.setTimeout(run, 0); // a browser without it
-}
-
-/** Nice ticks over [lo, hi] with their labels in one number format. */
-function axisTicks(lo: number, hi: number): [number, string][] {
-  const values = niceTicks(lo, hi);
-  const labels = formatAxisNumbers(values);
-  return values.map((v, i) => [v, labels[i] ?? ""]);
 }
 
 /** The table of a chart's data: a row per trial of `ids` (`row(i)`: the cells of the i-th),
@@ -352,7 +337,7 @@ export class HistoryChart {
       kind: "history",
       ...frame,
       xTicks,
-      yTicks: axisTicks(lo, hi).map(([t, label]) => [py(t), label]),
+      yTicks: labelledTicks(lo, hi).map(([t, label]) => [py(t), label]),
       px: pointX,
       py: pointY,
       outside,
