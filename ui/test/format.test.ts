@@ -3,10 +3,13 @@ import {
   durationTicks,
   formatAxisNumbers,
   formatBytes,
+  formatClock,
   formatDuration,
+  formatInteger,
   formatNumber,
   formatPercent,
   formatState,
+  formatTime,
 } from "../src/format";
 
 describe("formatNumber", () => {
@@ -29,6 +32,69 @@ describe("formatNumber", () => {
 
   it("shows a dash for no value", () => {
     expect(formatNumber(null)).toBe("—");
+  });
+});
+
+describe("formatInteger", () => {
+  it("reads as Intl.NumberFormat's en-US integers do, for any number", () => {
+    const intl = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+    // A fixed-seed generator over every magnitude and sign, halves (rounding) included.
+    let seed = 12345;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const values = [0, -0, 0.5, 1.5, -0.5, -1.5, 999.5, 1e21, -1e21, 2 ** 53, 1e300];
+    for (let i = 0; i < 2000; i++) {
+      const magnitude = 10 ** (next() * 24 - 2);
+      const value = (next() < 0.5 ? -1 : 1) * magnitude;
+      values.push(value, Math.round(value) + 0.5);
+    }
+    for (const value of values) {
+      // Intl writes "-0" for -0.4; a count reads 0.
+      const expected = Math.abs(value) < 0.5 ? "0" : intl.format(value);
+      expect(formatInteger(value), String(value)).toBe(expected);
+    }
+    expect(formatInteger(-0.4)).toBe("0");
+    expect(formatInteger(null)).toBe("—");
+  });
+});
+
+describe("formatTime and formatClock", () => {
+  it("read as Intl's en-GB formats do, in local time", () => {
+    const withYear = new Intl.DateTimeFormat("en-GB", {
+      year: "numeric",
+      month: "short",
+      day: "numeric",
+      hour: "2-digit",
+      minute: "2-digit",
+    });
+    const thisYear = new Intl.DateTimeFormat("en-GB", {
+      month: "short",
+      day: "numeric",
+      hour: "2-digit",
+      minute: "2-digit",
+    });
+    const clock = new Intl.DateTimeFormat("en-GB", { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+    const now = new Date();
+    let seed = 777;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (let i = 0; i < 500; i++) {
+      // Any instant of 1970-2100, and of this year (which leaves the year out).
+      const date =
+        i % 2
+          ? new Date(Date.UTC(1970, 0, 1) + next() * 130 * 365.25 * 86_400_000)
+          : new Date(
+              now.getFullYear(),
+              Math.floor(next() * 12),
+              1 + Math.floor(next() * 28),
+              Math.floor(next() * 24),
+              Math.floor(next() * 60),
+              Math.floor(next() * 60),
+            );
+      const expected = (date.getFullYear() === now.getFullYear() ? thisYear : withYear).format(date);
+      expect(formatTime(date.toISOString())).toBe(expected);
+      expect(formatClock(date, true)).toBe(clock.format(date));
+    }
+    expect(formatTime(null)).toBe("—");
+    expect(formatTime("not a time")).toBe("not a time");
   });
 });
 

@@ -4,6 +4,7 @@
 
 import { formatValue } from "../format";
 import type { DeclaredType } from "../hparams";
+import { naturalCompare } from "../natural-order";
 
 export interface Axis {
   name: string;
@@ -82,9 +83,7 @@ export function buildAxis(name: string, values: readonly unknown[], declared?: D
   const distinct = [...new Set(present.map(categoryKey))];
   if (distinct.length < 2) return null;
   const allNumbers = present.every((v) => typeof v === "number");
-  distinct.sort(
-    allNumbers ? (a, b) => Number(a) - Number(b) : (a, b) => a.localeCompare(b, undefined, { numeric: true }),
-  );
+  distinct.sort(allNumbers ? (a, b) => Number(a) - Number(b) : naturalCompare);
   const position = positionOf("categorical", values, distinct);
   return {
     name,

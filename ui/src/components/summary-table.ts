@@ -16,6 +16,7 @@ import { href, navigate, setQuery } from "../router";
 import type { Axis } from "./hp-axis";
 import { confirmAction } from "./dialog";
 import { stateBadge } from "./state-badge";
+import { naturalCompare } from "../natural-order";
 
 const SHOWN = 50;
 /** How near the viewport (CSS pixels, above or below) the table is built. */
@@ -193,7 +194,7 @@ export class SummaryTable {
         const vb = column.value(b);
         if (va == null || vb == null) return va == null ? (vb == null ? a - b : 1) : -1; // none last
         if (typeof va === "number" && typeof vb === "number") return sign * (va - vb) || a - b;
-        return sign * formatValue(va).localeCompare(formatValue(vb), undefined, { numeric: true }) || a - b;
+        return sign * naturalCompare(formatValue(va), formatValue(vb)) || a - b;
       });
     }
     return rows;

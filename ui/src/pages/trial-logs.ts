@@ -8,7 +8,7 @@
 import { type LogLine, api } from "../api";
 import { errorMessage, notice } from "../components/notice";
 import { debounce, h } from "../dom";
-import { formatInteger } from "../format";
+import { formatClock, formatInteger } from "../format";
 import { setQuery } from "../router";
 
 const PAGE_LINES = 5000;
@@ -64,8 +64,6 @@ export function shownText(line: LogLine): string {
   }
   return text;
 }
-
-const timeFormat = new Intl.DateTimeFormat("en-GB", { hour: "2-digit", minute: "2-digit", second: "2-digit" });
 
 export class TrialLogs {
   readonly el: HTMLElement;
@@ -283,7 +281,7 @@ export class TrialLogs {
     });
     if (line.timestamp)
       el.append(
-        h("span", { class: "log-time", "data-testid": "log-time" }, timeFormat.format(new Date(line.timestamp))),
+        h("span", { class: "log-time", "data-testid": "log-time" }, formatClock(new Date(line.timestamp), true)),
       );
     const level = levelName(line);
     el.append(

@@ -8,6 +8,7 @@ import { errorMessage, notice } from "../components/notice";
 import { h } from "../dom";
 import { formatInteger } from "../format";
 import { seriesColor } from "../palette";
+import { naturalCompare } from "../natural-order";
 
 const MAX_POINTS = 1000;
 /** Samples arrive 6 at a time (every 30 s at the default interval): no need to read them at
@@ -163,7 +164,7 @@ export class TrialSystemMetrics {
       }
     }
     return [...points.entries()]
-      .sort(([a], [b]) => a.localeCompare(b))
+      .sort(([a], [b]) => naturalCompare(a, b))
       .map(([key, list], i) => ({
         id: i,
         label: key,
