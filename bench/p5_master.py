@@ -59,11 +59,13 @@ def cpu_seconds(pid: int) -> float:
 
 
 def child_pids(pid: int) -> list[int]:
-    """The processes ``pid`` started that run now (a master's read processes, its trials)."""
-    children = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(FileNotFoundError):
-            children += [int(child) for child in (task / "children").read_text().split()]
+    """The processes ``pid`` started that run now (a master's read processes, its trials); none
+    once ``pid`` itself has exited (a renderer of a closed browser context)."""
+    children: list[int] = []
+    with contextlib.suppress(FileNotFoundError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(FileNotFoundError):
+                children += [int(child) for child in (task / "children").read_text().split()]
     return children
 
 
