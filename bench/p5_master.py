@@ -146,17 +146,26 @@ class MasterProcess:
     """``python -m pedl.master`` on a free loopback port; its output goes to ``home/master.log``."""
 
     def __init__(
-        self, home: Path, db_url: str, *, cpu_slots: int = 1, spare_workers: int | None = None
+        self,
+        home: Path,
+        db_url: str,
+        *,
+        cpu_slots: int = 1,
+        spare_workers: int | None = None,
+        code: Path | None = None,
     ) -> None:
         """``spare_workers``: the master's ``PEDL_SPARE_WORKERS`` (``None``: the environment's,
         else the master's default). 0 for a benchmark that runs no trial: each spare, and the
         worker template they are forked from, imports TensorFlow as the master starts (seconds
         of CPU beside what is measured), and their memory counts in the master's as
-        ``p6_ui`` sums it (the master and every process below it)."""
+        ``p6_ui`` sums it (the master and every process below it). ``code``: a directory
+        holding another copy of the ``pedl`` package, run instead of this checkout's (the
+        master starts there, with it first on ``PYTHONPATH``)."""
         self.home = home
         self.db_url = db_url
         self.cpu_slots = cpu_slots
         self.spare_workers = spare_workers
+        self.code = code
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -182,6 +191,8 @@ class MasterProcess:
         if self.spare_workers is not None:
             env["PEDL_SPARE_WORKERS"] = str(self.spare_workers)
         env.pop("PEDL_CONFIG_FILE", None)
+        if self.code is not None:
+            env["PYTHONPATH"] = os.pathsep.join([str(self.code), env.get("PYTHONPATH", "")])
         # The master creates (or resets) its administrator with this password; the
         # benchmarks sign in as it (``sign_in``, ``client``).
         os.environ.setdefault("PEDL_ADMIN_PASSWORD", secrets.token_urlsafe(16))
@@ -190,6 +201,7 @@ class MasterProcess:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "pedl.master"],
                 env=env,
+                cwd=self.code,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

@@ -698,13 +698,24 @@ def page_load(
             }""",
             MARK,
         )
-        # The renderer's main thread until now: all tasks, of which JavaScript, layout, style.
-        for name in ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration"):
+        # The renderer's main thread until now: all tasks, of which JavaScript, layout, style;
+        # and its CPU time.
+        for name in PAGE_METRICS:
             sample[name] = round(metrics.get(name, 0.0) * 1000, 1)
         return sample
     finally:
         context.close()
 
+
+PAGE_METRICS = (
+    "TaskDuration",
+    "ScriptDuration",
+    "LayoutDuration",
+    "RecalcStyleDuration",
+    "ThreadTime",
+)
+"""Chromium's figures for the page's renderer main thread (``Performance.getMetrics``) that each
+load records, in ms: its tasks' time, of which JavaScript, layout and style; its CPU time."""
 
 TOP_TASK = "RunTask"
 """Chromium's outermost event of a task a thread runs."""
@@ -1029,16 +1040,7 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, Any]:
         "parallel_trials": sorted({sample["trials"] for sample in loads}, key=str),
         "median_ms": {
             name: round(statistics.median(x[name] for x in loads), 1)
-            for name in (
-                "dcl_ms",
-                "api_start_ms",
-                "api_done_ms",
-                "ms",
-                "TaskDuration",
-                "ScriptDuration",
-                "LayoutDuration",
-                "RecalcStyleDuration",
-            )
+            for name in ("dcl_ms", "api_start_ms", "api_done_ms", "ms", *PAGE_METRICS)
         },
         "master_cpu_ms_per_load": round(master_cpu * 1000 / len(loads), 1),
         "browser_cpu_ms_per_load": round(browser_cpu * 1000 / len(loads), 1),
