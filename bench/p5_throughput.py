@@ -7,8 +7,10 @@
 A master runs as a separate process on loopback with a fresh database. Each of ``--threads``
 client threads owns one trial and posts ``--requests`` bodies of ``--batch`` new training rows
 (distinct ``total_batches``, two metrics each) back to back on its own keep-alive connection.
-The bodies are serialised before the clock starts, so the load generator mostly waits on the
-socket. rows/s = rows acknowledged / wall time from the first send to the last answer. One
+The bodies are serialised before the clock starts, as whole HTTP requests written on a socket
+(``--client raw``, since 2026-12-04), so the load generator mostly waits on the socket; with
+``--client httpx`` (before) the four clients took ~0.3 of the 2 vCPUs beside the master, and
+``--also-httpx`` measures both in each repetition. rows/s = rows acknowledged / wall time from the first send to the last answer. One
 warm-up round (5 bodies a thread) is not counted. Each repetition prints one JSON line; the last
 line is the summary (median and range over repetitions; with ``--max-reps``, repetitions go
 on past ``--reps`` until the 95% intervals of the medians of the master's rows/s and of
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import statistics
 import tempfile
 import threading
@@ -52,6 +55,41 @@ from pedl.db import Database
 from pedl.db import metrics as metrics_repo
 from pedl.master.api._schemas import MetricsBatch
 from pedl.master.api.trials import fast_metric_rows, metric_rows
+
+
+def post_all_raw(
+    url: str, trial_id: int, token: str, bodies: list[bytes], errors: list[str]
+) -> None:
+    """The bodies as whole HTTP/1.1 requests written beforehand, on one keep-alive socket: the
+    client spends ~0.03 of a core where httpx's spent ~0.3 (2026-12-04: master 0.85, its read
+    process 0.4, the four httpx clients 0.3 of the 2 vCPUs), CPU the master's processes
+    could not have on the machine beside it."""
+    host, port = url.removeprefix("http://").split(":")
+    path = f"/api/v1/trials/{trial_id}/metrics"
+    requests = [
+        (
+            f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        + body
+        for body in bodies
+    ]
+    with socket.create_connection((host, int(port)), timeout=120) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        reader = sock.makefile("rb")
+        for request in requests:
+            sock.sendall(request)
+            status = reader.readline().split(b" ", 2)
+            length = 0
+            while (line := reader.readline()) not in (b"\r\n", b""):
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            answer = reader.read(length)
+            if len(status) < 2 or status[1] != b"200":
+                errors.append(f"{b' '.join(status[1:]).decode().strip()} {answer[:200]!r}")
+                return
 
 
 def post_all(url: str, trial_id: int, token: str, bodies: list[bytes], errors: list[str]) -> None:
@@ -72,6 +110,7 @@ def run_round(
     batch: int,
     requests: int,
     first_batch: int,
+    client: str = "raw",
 ) -> dict[str, Any]:
     bodies = {
         trial_id: [
@@ -82,7 +121,10 @@ def run_round(
     }
     errors: list[str] = []
     threads = [
-        threading.Thread(target=post_all, args=(master.url, tid, tok, bodies[tid], errors))
+        threading.Thread(
+            target=post_all_raw if client == "raw" else post_all,
+            args=(master.url, tid, tok, bodies[tid], errors),
+        )
         for tid, tok in trials
     ]
     cpu_before = p5_master.cpu_seconds(master.pid)
@@ -180,6 +222,19 @@ def main() -> None:
         "rows/s and of master ÷ DB layer (text) are within --rel-halfwidth of their medians",
     )
     parser.add_argument("--rel-halfwidth", type=float, default=0.05)
+    parser.add_argument(
+        "--client",
+        choices=["raw", "httpx"],
+        default="raw",
+        help="the load generator: whole requests written beforehand on a socket (since "
+        "2026-12-04), or httpx (before)",
+    )
+    parser.add_argument(
+        "--also-httpx",
+        action="store_true",
+        help="each repetition also posts as many bodies through httpx, before or after the "
+        "--client round in turn (httpx_rows_per_s, httpx_over_db_text)",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
@@ -197,11 +252,25 @@ def main() -> None:
             acknowledged = 5 * args.batch * args.threads
             database = Database(backend.url)
 
+            def httpx_round() -> dict[str, Any]:
+                nonlocal next_batch, acknowledged
+                other = run_round(
+                    master, trials, args.batch, args.requests, next_batch, client="httpx"
+                )
+                next_batch += args.requests * args.batch
+                acknowledged += other["rows"]
+                return other
+
             def measure(rep: int) -> dict[str, float]:
                 nonlocal next_batch, acknowledged
-                result = run_round(master, trials, args.batch, args.requests, next_batch)
+                other = httpx_round() if args.also_httpx and rep % 2 == 1 else None
+                result = run_round(
+                    master, trials, args.batch, args.requests, next_batch, client=args.client
+                )
                 next_batch += args.requests * args.batch
                 acknowledged += result["rows"]
+                if args.also_httpx and other is None:
+                    other = httpx_round()
                 db = run_db_layer(database, trials, args.batch, args.requests, next_batch)
                 next_batch += args.requests * args.batch
                 acknowledged += db["rows"]
@@ -211,9 +280,16 @@ def main() -> None:
                 next_batch += args.requests * args.batch
                 acknowledged += db_text["rows"]
                 result.update(
+                    client=args.client,
                     db_text_rows_per_s=db_text["rows_per_s"],
                     master_over_db_text=round(result["rows_per_s"] / db_text["rows_per_s"], 3),
                 )
+                if other is not None:
+                    result.update(
+                        httpx_rows_per_s=other["rows_per_s"],
+                        httpx_client_cpu_cores=other["client_cpu_cores"],
+                        httpx_over_db_text=round(other["rows_per_s"] / db_text["rows_per_s"], 3),
+                    )
                 result.update(
                     rep=rep,
                     backend=args.backend,
@@ -267,6 +343,19 @@ def main() -> None:
         "db_rows_per_cpu_s_median": statistics.median(r["db_rows_per_cpu_s"] for r in results),
         "master_over_db_per_cpu_median": statistics.median(
             r["master_over_db_per_cpu"] for r in results
+        ),
+        "client": args.client,
+        **(
+            {
+                "httpx_rows_per_s_median": statistics.median(
+                    r["httpx_rows_per_s"] for r in results
+                ),
+                "httpx_over_db_text_median": statistics.median(
+                    r["httpx_over_db_text"] for r in results
+                ),
+            }
+            if args.also_httpx
+            else {}
         ),
         "loadavg_1m_min": min(r["loadavg_1m_before"] for r in results),
         "loadavg_1m_max": max(r["loadavg_1m_before"] for r in results),
