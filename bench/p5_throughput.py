@@ -10,14 +10,14 @@ client threads owns one trial and posts ``--requests`` bodies of ``--batch`` new
 The bodies are serialised before the clock starts, as whole HTTP requests written on a socket
 (``--client raw``, since 2026-12-04), so the load generator mostly waits on the socket; with
 ``--client httpx`` (before) the four clients took ~0.3 of the 2 vCPUs beside the master, and
-``--also-httpx`` measures both in each repetition. rows/s = rows acknowledged / wall time from the first send to the last answer. One
-warm-up round (5 bodies a thread) is not counted. Each repetition prints one JSON line; the last
-line is the summary (median and range over repetitions; with ``--max-reps``, repetitions go
-on past ``--reps`` until the 95% intervals of the medians of the master's rows/s and of
-master ÷ DB layer (text) are within ``--rel-halfwidth`` of them (``_env.repeat_until_narrow``;
-95% needs 6 repetitions): the summary's ``repeated`` gives the intervals and whether they got
-that narrow). Every run checks that the database holds exactly the rows that were
-acknowledged.
+``--also-httpx`` measures both in each repetition. rows/s = rows acknowledged / wall time
+from the first send to the last answer. One warm-up round (5 bodies a thread) is not counted.
+Each repetition prints one JSON line; the last line is the summary (median and range over
+repetitions; with ``--max-reps``, repetitions go on past ``--reps`` until the 95% intervals of
+the medians of the master's rows/s and of master ÷ DB layer (text) are within
+``--rel-halfwidth`` of them (``_env.repeat_until_narrow``; 95% needs 6 repetitions): the
+summary's ``repeated`` gives the intervals and whether they got that narrow). Every run checks
+that the database holds exactly the rows that were acknowledged.
 
 Beside each repetition, in the same run and on the same database (the master idle), the
 master's own database layer alone: one thread calls ``pedl.db.metrics.upsert_metrics`` with
