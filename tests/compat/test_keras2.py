@@ -169,9 +169,8 @@ def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MasterProcess]:
 def test_keras2_script_paused_and_activated_on_the_master(master: MasterProcess) -> None:
     http = master.http
     config = (MODEL / "const.yaml").read_text().replace("--epochs 3", "--epochs 6")
-    config = config.replace(
-        "hyperparameters:", "  environment_variables: [PEDL_TEST_EPOCH_DELAY=0.3]\nhyperparameters:"
-    )
+    hold = "  environment_variables: [PEDL_TEST_HOLD_FOR_PAUSE=1]\n"
+    config = config.replace("hyperparameters:", hold + "hyperparameters:")
     experiment_id = create_experiment(http, config, MODEL)
     deadline = time.monotonic() + scaled(60)
     while not trials(http, experiment_id):

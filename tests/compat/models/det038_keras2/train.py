@@ -2,8 +2,9 @@
 TensorFlow <= 2.15; here ``TF_USE_LEGACY_KERAS=1``): ``tensorflow.keras.optimizers.legacy``
 with ``lr=``/``decay=``, ``compile`` with positional metrics,
 ``det.core.DistributedContext.from_tf_config()``, ``det.keras.DeterminedCallback`` and
-``det.keras.TensorBoard``; data from scikit-learn (no download). ``PEDL_TEST_EPOCH_DELAY``
-(seconds) slows each epoch, so that a test can pause it mid-run."""
+``det.keras.TensorBoard``; data from scikit-learn (no download). With
+``PEDL_TEST_HOLD_FOR_PAUSE=1`` a fresh run waits after its first epoch until it is asked to
+stop, so that a test can pause it mid-run however slow the machine."""
 
 import argparse
 import logging
@@ -25,6 +26,14 @@ def load_data():
     x = ((x - x.mean(0)) / x.std(0)).astype("float32")[order]
     y = utils.to_categorical(y[order], num_classes=3)
     return (x[:120], y[:120]), (x[120:], y[120:])
+
+
+def hold_for_pause(core_context, checkpoint, epoch):
+    if os.environ.get("PEDL_TEST_HOLD_FOR_PAUSE") != "1" or checkpoint is not None or epoch:
+        return
+    deadline = time.monotonic() + 600
+    while not core_context.preempt.should_preempt() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def main(core_context, strategy, checkpoint, continue_id, hparams, epochs):
@@ -51,9 +60,7 @@ def main(core_context, strategy, checkpoint, continue_id, hparams, epochs):
             ),
             det.keras.TensorBoard(core_context, update_freq="epoch", profile_batch=0),
             callbacks.LambdaCallback(
-                on_epoch_end=lambda *_: time.sleep(
-                    float(os.environ.get("PEDL_TEST_EPOCH_DELAY", 0))
-                )
+                on_epoch_end=lambda epoch, _: hold_for_pause(core_context, checkpoint, epoch)
             ),
         ],
     )
