@@ -85,7 +85,7 @@ def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MasterProcess]:
 def test_single_paused_and_activated_mid_run_on_the_master(master: MasterProcess) -> None:
     http = master.http
     config = (MODEL / "const.yaml").read_text().replace("--steps 40", "--steps 60")
-    config += "environment:\n  environment_variables: [PEDL_TEST_STEP_DELAY=0.05]\n"
+    config += "environment:\n  environment_variables: [PEDL_TEST_HOLD_FOR_PAUSE=1]\n"
     experiment_id = create_experiment(http, config, MODEL)
     deadline = time.monotonic() + scaled(60)
     while not trials(http, experiment_id):
@@ -100,7 +100,7 @@ def test_single_paused_and_activated_mid_run_on_the_master(master: MasterProcess
         assert time.monotonic() < deadline + 60, logs(http, trial["id"])
         time.sleep(0.1)
     paused_at = max(b for b, _ in validations(metric_rows(http, trial["id"])))
-    assert paused_at < 60
+    assert paused_at == 10  # held at its first checkpoint until the pause came
     assert http.post(f"/experiments/{experiment_id}/activate").status_code == 200
     wait_for(http, experiment_id, {"COMPLETED"}, timeout=240, master=master)
     (trial,) = trials(http, experiment_id)

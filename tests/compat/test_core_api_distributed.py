@@ -58,7 +58,7 @@ def test_two_slots_with_the_scripts_own_launcher_paused_and_activated(
 ) -> None:
     http = master.http
     config = (MODEL / "distributed.yaml").read_text()
-    config += "environment:\n  environment_variables: [PEDL_TEST_STEP_DELAY=0.05]\n"
+    config += "environment:\n  environment_variables: [PEDL_TEST_HOLD_FOR_PAUSE=1]\n"
     experiment_id = create_experiment(http, config, MODEL)
     deadline = time.monotonic() + scaled(60)
     while not trials(http, experiment_id):
@@ -72,7 +72,7 @@ def test_two_slots_with_the_scripts_own_launcher_paused_and_activated(
         assert time.monotonic() < deadline + 60, logs(http, trial["id"])
         time.sleep(0.1)
     paused_at = max(b for b, _, _ in validations(http, trial["id"]))
-    assert paused_at < 60
+    assert paused_at == 10  # held at its first checkpoint until the pause came
     assert http.post(f"/experiments/{experiment_id}/activate").status_code == 200
     wait_for(http, experiment_id, {"COMPLETED"}, timeout=240, master=master)
     (trial,) = trials(http, experiment_id)

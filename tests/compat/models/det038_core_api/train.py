@@ -3,7 +3,9 @@
 metrics with ``steps_completed``, checkpoints with ``store_path``/``restore_path``,
 ``should_preempt()`` after each checkpoint. The script decides its length (``--steps``).
 
-``PEDL_TEST_STEP_DELAY`` (seconds) slows each step, so that a test can pause it mid-run."""
+``PEDL_TEST_STEP_DELAY`` (seconds) slows each step; with ``PEDL_TEST_HOLD_FOR_PAUSE=1`` a fresh
+run waits after its first checkpoint until it is asked to stop, so that a test can pause it
+mid-run however slow the machine."""
 
 import argparse
 import logging
@@ -25,6 +27,13 @@ def load_state(trial_id, path):
     return (x, steps_completed) if ckpt_trial_id == trial_id else (x, 0)
 
 
+def hold_for_pause(core_context):
+    """Waits, every worker in step, until the trial is asked to stop (``should_preempt()``)."""
+    deadline = time.monotonic() + 600
+    while not core_context.preempt.should_preempt() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def main(core_context, latest_checkpoint, trial_id, increment_by, max_length):
     x, starting_batch = 0, 0
     if latest_checkpoint is not None:
@@ -32,6 +41,7 @@ def main(core_context, latest_checkpoint, trial_id, increment_by, max_length):
             x, starting_batch = load_state(trial_id, path)
         logging.info("resumed at batch %d (x=%d)", starting_batch, x)
     delay = float(os.environ.get("PEDL_TEST_STEP_DELAY", "0"))
+    hold = os.environ.get("PEDL_TEST_HOLD_FOR_PAUSE") == "1"
     for batch in range(starting_batch, max_length):
         x += increment_by
         steps_completed = batch + 1
@@ -49,6 +59,8 @@ def main(core_context, latest_checkpoint, trial_id, increment_by, max_length):
                 _uuid,
             ):
                 save_state(x, steps_completed, trial_id, path)
+            if hold and latest_checkpoint is None and steps_completed == 10:
+                hold_for_pause(core_context)
             if core_context.preempt.should_preempt():
                 return
 

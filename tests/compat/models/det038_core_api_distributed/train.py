@@ -8,7 +8,8 @@ asks ``should_preempt()`` in step. ``broadcast`` and ``gather`` are used once ea
 
 Validations report ``x`` and ``samples`` (8 per step), a progress metric an ASHA searcher may
 name as its ``time_metric`` (``adaptive.yaml`` runs one worker as the entrypoint itself, on one
-slot). ``PEDL_TEST_STEP_DELAY`` (seconds) slows each step."""
+slot). ``PEDL_TEST_STEP_DELAY`` (seconds) slows each step; with ``PEDL_TEST_HOLD_FOR_PAUSE=1``
+a fresh run waits after its first checkpoint until it is asked to stop."""
 
 import json
 import logging
@@ -34,6 +35,13 @@ def load_state(trial_id, path):
     return (x, steps_completed) if ckpt_trial_id == trial_id else (x, 0)
 
 
+def hold_for_pause(core_context):
+    """Waits, every worker in step, until the trial is asked to stop (``should_preempt()``)."""
+    deadline = time.monotonic() + 600
+    while not core_context.preempt.should_preempt() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def main(core_context, latest_checkpoint, trial_id, increment_by, max_length):
     dist = core_context.distributed
     x, starting_batch = 0, 0
@@ -43,6 +51,7 @@ def main(core_context, latest_checkpoint, trial_id, increment_by, max_length):
         logging.info("resumed at batch %d (x=%d)", starting_batch, x)
     chief_says = dist.broadcast(f"hello from rank {dist.rank}")
     delay = float(os.environ.get("PEDL_TEST_STEP_DELAY", "0"))
+    hold = os.environ.get("PEDL_TEST_HOLD_FOR_PAUSE") == "1"
     for batch in range(starting_batch, max_length):
         everyone = dist.allgather((dist.rank, increment_by))
         if batch == starting_batch:
@@ -65,6 +74,8 @@ def main(core_context, latest_checkpoint, trial_id, increment_by, max_length):
                     _uuid,
                 ):
                     save_state(x, steps_completed, trial_id, path)
+            if hold and latest_checkpoint is None and steps_completed == 10:
+                hold_for_pause(core_context)
             if core_context.preempt.should_preempt():
                 return
     ranks = dist.gather(dist.rank)
