@@ -19,8 +19,8 @@ from the page (``performance.getEntriesByName(...)[0].startTime``): on the visua
 the frame after every chart drew, on the overview tab the frame after its first chart (the
 learning curves) drew with data. One load before them warms the master up and is reported
 apart. Also measured: each chart API call's time in the page (resource timing), with httpx
-the endpoints alone, and the master's resident memory (psutil: the master and every process
-below it, summed, sampled every 0.1 s) at its peak during the loads and during the endpoint
+the endpoints alone, and the master's resident memory (the master and every process below
+it, summed, sampled every 0.1 s) at its peak during the loads and during the endpoint
 calls (which ask every chart's data, the visualization tab's included, whatever ``--page``).
 The master runs no trial here and starts no spare warm workers (from 2026-12-02; before, its
 default spares and their worker template, once started, counted in its memory: 1,381 against
@@ -75,7 +75,6 @@ from typing import Any
 
 import _env
 import httpx
-import psutil
 from p5_master import (
     CLOCK_TICKS,
     Backend,
@@ -553,6 +552,10 @@ def optuna_run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+"""Bytes in a page of memory (``/proc/PID/statm`` counts pages)."""
+
+
 class MemoryPeak:
     """The largest resident memory (MB) of a process and every process below it, summed,
     sampled every 0.1 s while in the ``with`` block."""
@@ -574,12 +577,13 @@ class MemoryPeak:
         self._thread.join()
 
     def now_mb(self) -> float:
+        # The tree from each process's own list of children, not psutil's, which reads every
+        # process on the machine at each call (4% of a core here, sampled every 0.1 s beside
+        # the page being measured).
         total = 0
-        with contextlib.suppress(psutil.NoSuchProcess):
-            root = psutil.Process(self.pid)
-            for process in [root, *root.children(recursive=True)]:
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    total += process.memory_info().rss
+        for pid in [self.pid, *descendants(self.pid)]:
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_SIZE
         return round(total / 2**20, 1)
 
     def _sample(self) -> None:
@@ -599,6 +603,42 @@ def descendants(pid: int) -> set[int]:
                 found.add(child)
                 todo.append(child)
     return found
+
+
+def renderer_pids() -> set[int]:
+    """Chromium's renderer processes below this script now."""
+    found: set[int] = set()
+    for pid in descendants(os.getpid()):
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            if b"--type=renderer" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.add(pid)
+    return found
+
+
+SCHEDSTAT = ("main_cpu_ms", "main_runqueue_ms")
+"""What Linux's scheduler says of the page's renderer main thread since its process started
+(``/proc/PID/task/PID/schedstat``), in ms: its time on a CPU, and its time runnable but
+waiting for one (the other threads' and processes' share of the CPUs while it had work)."""
+
+
+def main_thread_schedstat(pids: set[int]) -> dict[str, float | None]:
+    """:data:`SCHEDSTAT` of the main thread of the renderer among ``pids`` (those a browser
+    context started) that has run longest, the page's; ``None`` where there is none."""
+    best: tuple[int, int] | None = None
+    for pid in pids:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            on_cpu, waiting = Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[:2]
+            if best is None or int(on_cpu) > best[0]:
+                best = (int(on_cpu), int(waiting))
+    if best is None:
+        return dict.fromkeys(SCHEDSTAT)
+    return {name: round(ns / 1e6, 1) for name, ns in zip(SCHEDSTAT, best, strict=True)}
+
+
+def median_of_known(values: list[float | None]) -> float | None:
+    """The median of the values that are known, ``None`` if none is."""
+    known = [v for v in values if v is not None]
+    return round(statistics.median(known), 1) if known else None
 
 
 def tree_cpu(master_pid: int) -> tuple[float, float]:
@@ -661,7 +701,9 @@ def page_load(
 ) -> dict[str, Any]:
     """One load of ``url`` in a fresh context, signed in as a browser that signed in earlier is
     (the session's cookies): ms to the mark, and what the charts drew. ``settle``: before the
-    page is closed, also wait until it has done what it put off until the browser is idle."""
+    page is closed, also wait until it has done what it put off until the browser is idle.
+    Also :data:`SCHEDSTAT` of the page's renderer main thread (Linux)."""
+    renderers_before = renderer_pids()
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     context.add_cookies(
         [
@@ -716,6 +758,7 @@ def page_load(
         # and its CPU time.
         for name in PAGE_METRICS:
             sample[name] = round(metrics.get(name, 0.0) * 1000, 1)
+        sample.update(main_thread_schedstat(renderer_pids() - renderers_before))
         return sample
     finally:
         context.close()
@@ -760,7 +803,11 @@ def traced_load(
         sample = page_load(browser, url, token, timeout, settle=True)
     finally:
         browser.stop_tracing()
-    return {"ms": sample["ms"], **main_thread_tasks(json.loads(path.read_text()), url)}
+    return {
+        "ms": sample["ms"],
+        **main_thread_tasks(json.loads(path.read_text()), url),
+        **{name: sample[name] for name in SCHEDSTAT},
+    }
 
 
 def traced_loads(
@@ -778,22 +825,19 @@ def median_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     if len(summaries) == 1:
         return summaries[0]
 
-    def median(values: list[float | None]) -> float | None:
-        known = [v for v in values if v is not None]
-        return round(statistics.median(known), 1) if known else None
-
     events = {name for s in summaries for name in s.get("self_ms_by_event", {})}
     by_event = {
-        name: median([s.get("self_ms_by_event", {}).get(name, 0.0) for s in summaries])
+        name: median_of_known([s.get("self_ms_by_event", {}).get(name, 0.0) for s in summaries])
         for name in events
     }
     return {
         "loads": len(summaries),
-        "ms": median([s["ms"] for s in summaries]),
-        "main_thread_ms": median([s["main_thread_ms"] for s in summaries]),
+        "ms": median_of_known([s["ms"] for s in summaries]),
+        "main_thread_ms": median_of_known([s["main_thread_ms"] for s in summaries]),
         "main_thread_ms_each": [s["main_thread_ms"] for s in summaries],
-        "main_thread_cpu_ms": median([s.get("main_thread_cpu_ms") for s in summaries]),
-        "worker_thread_ms": median([s.get("worker_thread_ms") for s in summaries]),
+        "main_thread_cpu_ms": median_of_known([s.get("main_thread_cpu_ms") for s in summaries]),
+        "worker_thread_ms": median_of_known([s.get("worker_thread_ms") for s in summaries]),
+        **{name: median_of_known([s.get(name) for s in summaries]) for name in SCHEDSTAT},
         "self_ms_by_event": dict(sorted(by_event.items(), key=lambda kv: -(kv[1] or 0))[:15]),
     }
 
@@ -1055,7 +1099,8 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, Any]:
         "median_ms": {
             name: round(statistics.median(x[name] for x in loads), 1)
             for name in ("dcl_ms", "api_start_ms", "api_done_ms", "ms", *PAGE_METRICS)
-        },
+        }
+        | {name: median_of_known([x[name] for x in loads]) for name in SCHEDSTAT},
         "master_cpu_ms_per_load": round(master_cpu * 1000 / len(loads), 1),
         "browser_cpu_ms_per_load": round(browser_cpu * 1000 / len(loads), 1),
         "master_rss_mb": {
