@@ -71,7 +71,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import _env
 import httpx
@@ -85,7 +85,7 @@ from p5_master import (
     quantile,
 )
 from playwright.sync_api import Browser, sync_playwright
-from sqlalchemy import insert, update
+from sqlalchemy import Table, insert, update
 
 from pedl.config import parse_config
 from pedl.db import Database, Experiment, Metric, Trial, TrialLog
@@ -276,8 +276,8 @@ def load(url: str, trials: int, points: int, seed: int = 0) -> tuple[int, float]
                 if database.dialect == "postgresql":
                     _copy_metrics(session, metric_rows)
                 else:
-                    session.execute(insert(Metric.__table__), metric_rows)
-                session.execute(insert(TrialLog.__table__), log_rows)
+                    session.execute(insert(cast(Table, Metric.__table__)), metric_rows)
+                session.execute(insert(cast(Table, TrialLog.__table__)), log_rows)
         with database.session(write=True) as session:
             session.execute(
                 update(Experiment)
