@@ -13,7 +13,8 @@ Chromium's figures for the page's main thread (``p6_ui.PAGE_METRICS``): its task
 (``TaskDuration``, the measure nearest to P6's traced main-thread time), its CPU time
 (``ThreadTime``), and of the tasks JavaScript, layout and style. Printed: each build's medians
 and, for each build against the first, the median of the rounds' differences and in how many
-rounds it was lower. Every load is a row of ``--out``.
+rounds it was lower. Every load is a row of ``--out``, with the page's renderer main thread's
+CPU and runqueue wait by Linux's schedstat too (``p6_ui.SCHEDSTAT``).
 
     .venv/bin/python bench/p6_ab.py --db-url sqlite:////tmp/pedl-p6-db-…/pedl.db \\
         --ui before=/tmp/ui-before --ui after=pedl/master/ui_dist --rounds 15 --out F
@@ -30,7 +31,14 @@ from typing import Any
 
 import _env
 from p5_master import MasterProcess
-from p6_ui import CHROMIUM, CHROMIUM_ARGS, PAGE_METRICS, _loaded_experiment, page_load
+from p6_ui import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    PAGE_METRICS,
+    SCHEDSTAT,
+    _loaded_experiment,
+    page_load,
+)
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,7 +121,7 @@ def main() -> None:
                                 browser, urls[name], tokens[name], args.timeout, settle=True
                             )
                             row = {"build": name, "round": round_}
-                            row |= {metric: sample[metric] for metric in PAGE_METRICS}
+                            row |= {m: sample[m] for m in (*PAGE_METRICS, *SCHEDSTAT)}
                             rows.append(row)
                             _env.emit({"benchmark": "p6_ab_load", **row}, args.out)
                 finally:
