@@ -36,9 +36,11 @@ def load_state(trial_id, path):
 
 
 def hold_for_pause(core_context):
-    """Waits, every worker in step, until the trial is asked to stop (``should_preempt()``)."""
+    """Waits, every worker in step, until the trial is asked to stop (``should_preempt()``) or
+    the chief has waited 600 s (its clock decides for all: every worker makes the same calls)."""
+    dist = core_context.distributed
     deadline = time.monotonic() + 600
-    while not core_context.preempt.should_preempt() and time.monotonic() < deadline:
+    while dist.broadcast(time.monotonic() < deadline) and not core_context.preempt.should_preempt():
         time.sleep(0.05)
 
 
