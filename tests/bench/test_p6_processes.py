@@ -39,24 +39,25 @@ def test_schedstat_is_the_busiest_main_thread_among_the_pids() -> None:
 
 
 def test_resident_memory_sums_the_process_and_every_process_below_it() -> None:
-    # A child that holds 200 MB and a grandchild it starts that holds 100 MB.
-    hold = "b = bytearray({mb} * 2**20); import time; time.sleep(60)"
+    # A child that holds 200 MB and a grandchild it starts that holds 100 MB; each says
+    # "held" once its pages are touched, and then sleeps: their memory no longer changes.
+    hold = "import time; b = b'x' * ({mb} * 2**20); print('held', flush=True); time.sleep(60)"
     child = subprocess.Popen(
         [sys.executable, "-c", f"import subprocess, sys; subprocess.Popen([sys.executable, "
          f"'-c', {hold.format(mb=100)!r}]); " + hold.format(mb=200)],
+        stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         root = psutil.Process(child.pid)
-        deadline = time.monotonic() + 60
-        while len(root.children()) < 1 or p6_ui.MemoryPeak(child.pid).now_mb() < 300:
-            assert time.monotonic() < deadline, "the children never held their memory"
-            time.sleep(0.05)
+        assert child.stdout is not None
+        assert [child.stdout.readline(), child.stdout.readline()] == ["held\n", "held\n"]
         ours = p6_ui.MemoryPeak(child.pid).now_mb()
         psutils = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+        assert ours >= 300
         assert abs(ours - psutils / 2**20) < 2  # the same pages, read a moment apart
         assert p6_ui.MemoryPeak(NO_SUCH_PID).now_mb() == 0
     finally:
         for process in psutil.Process(child.pid).children(recursive=True):
             process.kill()
         child.kill()
-        child.wait()
+        child.communicate()
