@@ -146,6 +146,7 @@ lint: $(INSTALLED)
 
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
+	cd bench && ../$(BIN)/mypy --config-file ../pyproject.toml *.py
 
 ## audit: known vulnerabilities in .venv's Python packages (pip-audit) and in the UI's
 ## package-lock.json (npm audit); a finding fails unless audit-allowlist.toml accepts it with a
@@ -169,4 +170,4 @@ postgres:
 	scripts/ensure-postgres.sh
 
 clean:
-	rm -rf $(VENV) $(ESTIMATOR_VENV) site pedl-local .pedl-demo .pytest_cache .mypy_cache .ruff_cache pedl/master/ui_dist ui/node_modules .azurite
+	rm -rf $(VENV) $(ESTIMATOR_VENV) site pedl-local .pedl-demo .pytest_cache .mypy_cache bench/.mypy_cache .ruff_cache pedl/master/ui_dist ui/node_modules .azurite

@@ -22,7 +22,7 @@ import platform
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,7 +121,7 @@ class Load:
         return {"loadavg_before": self.before, "loadavg_after": self.after or load_average()}
 
 
-def load_range(rows: list[Mapping[str, Any]]) -> list[float]:
+def load_range(rows: Sequence[Mapping[str, Any]]) -> list[float]:
     """The lowest and highest 1-minute load average sampled around ``rows``' figures."""
     seen = [
         row[key][0] for row in rows for key in ("loadavg_before", "loadavg_after") if row.get(key)

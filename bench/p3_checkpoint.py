@@ -124,7 +124,7 @@ def main() -> None:
                 shutil.rmtree(there)
                 shutil.rmtree(back)
 
-            steps = [pedl, two_copies]
+            steps: list[Callable[[], None]] = [pedl, two_copies]
             if args.keras:
                 steps += [lambda: keras_save_load(row), lambda: keras_weights(row)]
             for i in range(len(steps)):  # the order rotates from repetition to repetition

@@ -142,9 +142,10 @@ def run_ray(
     for result in (results[i] for i in range(len(results))):
         if result.error:
             raise RuntimeError(f"Ray trial failed: {result.error}")
-        history = result.metrics_dataframe
+        history, config = result.metrics_dataframe, result.config
+        assert history is not None and config is not None, "a Ray trial without results"
         trained = int(history["epoch"].max())
-        per_trial[json.dumps(result.config["hparams"], sort_keys=True)] = {
+        per_trial[json.dumps(config["hparams"], sort_keys=True)] = {
             "epochs": trained,
             "best_val_accuracy": float(history["val_accuracy"].max()),
         }
