@@ -17,7 +17,10 @@ times ``--steps`` steps after 20 untimed ones:
   packs), one all-reduce of tensors shaped as the model's gradients and nothing else;
 - ``mwms:2``: ``strategy.run(model.train_step)``, the whole step; ``mwms:1``, the same on one
   worker (half the batch, as every setup but ``full:1``): the strategy's own cost beside
-  ``half:1``.
+  ``half:1``;
+- ``host:2``: the model's ``train_step`` on two workers without a strategy, the gradients
+  averaged through shared memory (``pedl.keras._host_allreduce``, PEDL's path where every
+  worker is on one machine).
 
 Prints one JSON line per setup: rank 0's median and mean step, and for two workers the mean
 of the slower of the two workers' i-th steps (what a step in lock-step would wait for) and
@@ -57,6 +60,13 @@ def _worker(setup: str, model_name: str, size: int, steps: int) -> None:
             model = _conv_model()
     else:
         model = _conv_model()
+    if setup == "host":
+        from pedl import core
+        from pedl.keras._host_allreduce import HostAllReduce, average_before_applying
+
+        capacity = sum(int(v.numpy().size) for v in model.trainable_variables)
+        allreduce = HostAllReduce(core.DistributedContext.from_env(), capacity)
+        average_before_applying(model.optimizer, allreduce)
     keras.utils.set_random_seed(1)
     per_worker = global_batch if setup == "full" else global_batch // max(size, 2)
     batch = (tf.constant(x[:per_worker]), tf.constant(y[:per_worker]))
@@ -97,7 +107,7 @@ def _worker(setup: str, model_name: str, size: int, steps: int) -> None:
 
 def measure(setup: str, model_name: str, size: int, steps: int) -> dict[str, Any]:
     load = _env.Load.start()
-    tf_ports = _free_ports(size)
+    pub, pull, *tf_ports = _free_ports(size + 2)
     procs = []
     for rank in range(size):
         env = one_thread_environment()
@@ -106,6 +116,17 @@ def measure(setup: str, model_name: str, size: int, steps: int) -> dict[str, Any
             env["TF_CONFIG"] = json.dumps(
                 {"cluster": {"worker": workers}, "task": {"type": "worker", "index": rank}}
             )
+        if setup == "host":
+            from pedl import core
+
+            env |= core.DistributedContext(
+                rank=rank,
+                size=size,
+                local_rank=rank,
+                local_size=size,
+                pub_port=pub,
+                pull_port=pull,
+            ).to_env()
         args = [sys.executable, __file__, "--worker", setup, model_name, str(size), str(steps)]
         procs.append(subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True))
     outs = []
@@ -135,7 +156,7 @@ def main() -> None:
     parser.add_argument("--worker", nargs=4, metavar=("SETUP", "MODEL", "SIZE", "STEPS"))
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--models", default="conv,conv128")
-    parser.add_argument("--setups", default="full:1,half:1,alone:2,allreduce:2,mwms:2")
+    parser.add_argument("--setups", default="full:1,half:1,alone:2,allreduce:2,mwms:2,host:2")
     parser.add_argument("--steps", type=int, default=200)
     args = parser.parse_args()
     if args.worker:

@@ -8,22 +8,33 @@ metrics, validates, checkpoints, completes searcher operations, asks ``preempt``
 the platform callback calls them itself, so that across chunks, validations and resumes
 they see one long ``fit()`` (see :class:`pedl.keras.callbacks.Callback`).
 
-With several workers (the core context's ``distributed`` of size > 1) each worker builds
-the model under a ``MultiWorkerMirroredStrategy`` (:mod:`pedl.keras._strategy`) and, since
-Keras 3's ``fit`` fails under it, the controller runs its own loop of ``strategy.run`` of
-the compiled model's ``train_step`` on this worker's share of each global batch, with the
-same platform callback events. PEDL adds no collective to a step beyond the gradients':
-each worker keeps its own step's logs, averaged over the workers (one packed collective)
-only where they are read, at chunk boundaries, or after every step when the user's
-callbacks or per-batch metrics read them. Validation runs ``test_step`` on this worker's
-share of the validation data and reads the metrics summed over all workers (Keras keeps
-metric state in sum-on-read variables, so each record counts once). The chief takes every
-decision and writes the checkpoint; every worker restores it.
+With several workers (the core context's ``distributed`` of size > 1) the controller runs
+its own loop of the compiled model's ``train_step`` on this worker's share of each global
+batch, with the same platform callback events, in one of two ways:
+
+- every worker on this machine (Keras 3, Linux; :func:`pedl.keras._host_allreduce.usable`):
+  no strategy; each worker trains its own copy of the model, which starts from the chief's
+  weights, and its optimizer applies the average of every worker's gradients, taken through
+  shared memory (:mod:`pedl.keras._host_allreduce`, Horovod's ``DistributedOptimizer``'s
+  way), at a fraction of the strategy's collective's cost;
+- else (workers on several machines, Keras 2 mode, a script's ``fit``, or
+  ``PEDL_HOST_ALLREDUCE=0``) each worker builds the model under a
+  ``MultiWorkerMirroredStrategy`` (:mod:`pedl.keras._strategy`) and, since Keras 3's ``fit``
+  fails under it, the loop runs ``strategy.run`` of ``train_step``.
+
+PEDL adds no collective to a step beyond the gradients': each worker keeps its own step's
+logs, averaged over the workers (one packed collective) only where they are read, at chunk
+boundaries, or after every step when the user's callbacks or per-batch metrics read them.
+Validation runs ``test_step`` on this worker's share of the validation data and reads the
+metrics summed over all workers (Keras keeps metric state in sum-on-read variables, so each
+record counts once). The chief takes every decision and writes the checkpoint; every worker
+restores it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import json
 import logging
@@ -35,6 +46,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
 import tensorflow as tf
 
 from pedl import core, model_def
@@ -44,7 +56,7 @@ from pedl._keras2_hint import positional_metrics
 from pedl._trial import TrialOutcome
 from pedl._trial_error import TrialError
 from pedl.config import Length
-from pedl.keras import _keras, _state
+from pedl.keras import _host_allreduce, _keras, _state
 from pedl.keras._build import build_variables
 from pedl.keras._context import TFKerasTrialContext
 from pedl.keras._data import (
@@ -53,9 +65,10 @@ from pedl.keras._data import (
     make_training_data,
     make_validation_input,
 )
+from pedl.keras._host_allreduce import HostAllReduce, average_before_applying
 from pedl.keras._keras import keras
 from pedl.keras._shuffle_check import warn_if_inexact_at_pass_ends, warn_if_unreproducible
-from pedl.keras._strategy import multi_worker_strategy
+from pedl.keras._strategy import current_strategy, multi_worker_strategy, one_thread_where_one_core
 from pedl.keras.callbacks import Callback, TensorBoard
 
 if TYPE_CHECKING:
@@ -69,6 +82,9 @@ _STATE_DIR = "state"
 _TRIAL_STATE = "trial_state.json"
 _CALLBACK_STATE = "callbacks.pkl"
 _ENDLESS = 2**62
+_LOGS_CAPACITY = 4096
+"""The host all-reduce's capacity at least (float32 values): a step's logs fit beside a
+small model's gradients."""
 
 
 @dataclass
@@ -129,8 +145,21 @@ class TFKerasTrialController:
         self._info = context.info
         self._config = context.info.config
         self._dist = context.distributed
-        self.strategy = multi_worker_strategy(self._dist) if self._dist.size > 1 else None
-        """The multi-worker strategy, made before any other TensorFlow op; None on one."""
+        self._on_host = (
+            not _keras.LEGACY
+            and _host_allreduce.usable(self._dist)
+            and current_strategy() is None  # a script's fit on several workers: its scope
+        )
+        """Several workers, all on this machine: gradients averaged through shared memory,
+        no strategy (see the module docstring)."""
+        if self._on_host:
+            one_thread_where_one_core(self._dist)
+        self.strategy = (
+            multi_worker_strategy(self._dist) if self._dist.size > 1 and not self._on_host else None
+        )
+        """The multi-worker strategy, made before any other TensorFlow op; None on one
+        worker, and where the workers average through this machine's memory."""
+        self._allreduce: HostAllReduce | None = None
         # Same layer names, hence variable paths, every run. No gc.collect(): with TensorFlow
         # loaded it takes ~0.2 s of the time to the first batch. Not inside a strategy's
         # scope (a script's fit on several workers): that would drop the scope.
@@ -273,6 +302,8 @@ class TFKerasTrialController:
             self._restore(self._info.latest_checkpoint)
         elif self._info.warm_start_checkpoint:
             self._warm_start(self._info.warm_start_checkpoint)
+        if self._on_host:
+            self._start_host_allreduce()
         self._loop.start()
         # A resumed trial's callbacks begin, then get their checkpointed state (Determined's
         # order: on_train_begin may reset what load_state then restores).
@@ -282,7 +313,7 @@ class TFKerasTrialController:
                 cb.load_state(cb_state)
         try:
             if self._loop.begin():
-                if self.strategy is not None:
+                if self._dist.size > 1:
                     self._train_on_workers()
                 else:
                     self.model.fit(
@@ -299,11 +330,36 @@ class TFKerasTrialController:
             self.callbacks.on_train_end()
         return self._loop.result()
 
+    def _start_host_allreduce(self) -> None:
+        """Every worker starts from the chief's state, and its optimizer averages the
+        gradients over the workers (:mod:`pedl.keras._host_allreduce`)."""
+        model = self.model
+        variables = _state.model_variables(model)
+        digest = hashlib.blake2b(digest_size=16)
+        for v in variables:
+            digest.update(np.ascontiguousarray(v.numpy()).tobytes())
+        if len(set(self._dist.allgather(digest.hexdigest()))) > 1:
+            # Built from the same seed, the copies agree unless the trial's code draws
+            # numbers of its own: the chief's state then, as the strategy would have it.
+            chief = self._dist.broadcast(
+                [v.numpy() for v in variables] if self._dist.is_chief else None
+            )
+            for v, value in zip(variables, chief, strict=True):
+                v.assign(value)
+        capacity = sum(int(np.prod(v.shape)) for v in model.trainable_variables)
+        self._allreduce = HostAllReduce(self._dist, max(capacity, _LOGS_CAPACITY))
+        average_before_applying(model.optimizer, self._allreduce)
+        logger.info(
+            "worker %d of %d: gradients averaged through this machine's shared memory",
+            self._dist.rank,
+            self._dist.size,
+        )
+
     def _train_on_workers(self) -> None:
-        """``fit`` on several workers: this worker's batches through ``strategy.run`` of the
-        model's ``train_step``, with the platform callback's batch events around each."""
+        """``fit`` on several workers: this worker's batches through the model's
+        ``train_step`` (in ``strategy.run`` where there is a strategy), with the platform
+        callback's batch events around each."""
         strategy = self.strategy
-        assert strategy is not None
         model = self.model
         if self._fit_config.class_weight is not None:
             raise TrialError(
@@ -318,11 +374,18 @@ class TFKerasTrialController:
         # Traced once, for any batch size (the short batch of a pass would trace it again:
         # seconds, in the middle of training). It returns this worker's own logs: no
         # collective beyond the gradients' in a step.
-        @tf.function(input_signature=[_batch_spec(first)])
-        def train_step(batch: Any) -> Any:
-            return strategy.run(model.train_step, args=(batch,))
+        reduce_logs: Callable[[Any], dict[str, float]]
+        if strategy is None:
+            assert self._allreduce is not None
+            train_step = tf.function(model.train_step, input_signature=[_batch_spec(first)])
+            reduce_logs = _HostLogsReducer(self._allreduce)
+        else:
 
-        reduce_logs = _LogsReducer(strategy)
+            @tf.function(input_signature=[_batch_spec(first)])
+            def train_step(batch: Any) -> Any:
+                return strategy.run(model.train_step, args=(batch,))
+
+            reduce_logs = _LogsReducer(strategy)
         # Only the user's callbacks and per-batch metrics read every step's logs; otherwise
         # they are read at chunk boundaries only, where every worker reads them.
         every_step = self.per_batch_metrics or bool(self.user_callbacks)
@@ -393,7 +456,7 @@ class TFKerasTrialController:
     # Validation --------------------------------------------------------------------------
 
     def _validate(self) -> None:
-        if self.strategy is not None:
+        if self._dist.size > 1:
             logs = self._evaluate_on_workers()
         else:
             logs = self.model.evaluate(
@@ -440,9 +503,30 @@ class TFKerasTrialController:
             self.callbacks.on_test_batch_begin(index)
             self._test_step(batch, True)
             self.callbacks.on_test_batch_end(index)
+        if self.strategy is None:
+            self._sum_metric_states()
         logs: dict[str, Any] = model.get_metrics_result()
         self.callbacks.on_test_end(logs)
         return logs
+
+    def _sum_metric_states(self) -> None:
+        """Each metric state variable of this worker's model set to its value over all
+        workers (what a strategy's sum-on-read variable reads: the sum, or by the variable's
+        ``aggregation``, the mean or the chief's), in rank order on every worker."""
+        variables = self.model.metrics_variables
+        every = self._dist.allgather([np.asarray(v.numpy()) for v in variables])
+        for i, v in enumerate(variables):
+            values = [own[i] for own in every]
+            aggregation = getattr(v, "aggregation", "sum")
+            if aggregation == "sum":
+                total = values[0].copy()
+                for value in values[1:]:
+                    total += value
+            elif aggregation == "mean":
+                total = np.mean(np.stack(values), axis=0).astype(values[0].dtype)
+            else:  # "only_first_replica", "none"
+                total = values[0]
+            v.assign(total)
 
     @staticmethod
     def _empty_batch(data: Any, last: Any) -> Any:
@@ -464,8 +548,10 @@ class TFKerasTrialController:
         like ``batch``; it takes whether the batch is this worker's own (not an empty one)
         and returns how many workers had one of their own."""
         strategy = self.strategy
-        assert strategy is not None
         model = self.model
+        if strategy is None:  # no lockstep (Keras 3): each worker runs its own batches
+            own_step = tf.function(model.test_step, input_signature=[_batch_spec(batch)])
+            return lambda batch, own: own_step(batch)
 
         def step(batch: Any, own: tf.Tensor) -> tf.Tensor:
             model.test_step(batch)
@@ -637,7 +723,7 @@ class _PlatformCallback(keras.callbacks.Callback):
         c.progressed = True
         # Only a callback can ask to stop between boundaries: without one, several workers
         # skip asking the chief (a broadcast) after every batch.
-        may_stop = self._has_user_callbacks or c.strategy is None
+        may_stop = self._has_user_callbacks or c._dist.size == 1
         if c._loop.at_boundary() or (may_stop and c.stop_requested()):
             self._chunk_open = False
             if not c.on_chunk_end(dict(logs or {})):
@@ -691,12 +777,31 @@ class _LogsReducer:
         return {k: out[k] for k in own}
 
 
+class _HostLogsReducer:
+    """:class:`_LogsReducer` where the workers average through this machine's memory: the
+    logs' values as one float32 vector, averaged in one all-reduce."""
+
+    def __init__(self, allreduce: HostAllReduce) -> None:
+        self._allreduce = allreduce
+
+    def __call__(self, own: Any) -> dict[str, float]:
+        values = {k: np.asarray(v, dtype=np.float32) for k, v in own.items()}
+        if not values:
+            return {}
+        means = self._allreduce.mean(np.concatenate([v.reshape(-1) for v in values.values()]))
+        out, at = {}, 0
+        for k, v in values.items():
+            out[k] = float(means[at]) if v.size == 1 else float(means[at : at + v.size].mean())
+            at += v.size
+        return out
+
+
 class _BoundaryLogs(Mapping[str, float]):
     """A step's logs, reduced over the workers only when read (:class:`_LogsReducer`): the
     platform callback reads them at chunk boundaries only, where every worker reads them,
     so that the other steps need no collective of their own."""
 
-    def __init__(self, own: Any, reduce: _LogsReducer) -> None:
+    def __init__(self, own: Any, reduce: Callable[[Any], dict[str, float]]) -> None:
         self._own = own
         self._reduce = reduce
         self._values: dict[str, float] | None = None

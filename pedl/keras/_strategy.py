@@ -35,7 +35,7 @@ def multi_worker_strategy(
     """This process's ``MultiWorkerMirroredStrategy`` (made once per process).
 
     Where this worker has one core, TensorFlow runs on one thread
-    (:func:`_one_thread_where_one_core`). Its collectives use the ring implementation,
+    (:func:`one_thread_where_one_core`). Its collectives use the ring implementation,
     gradients packed (``_BYTES_PER_PACK``), with the distributed context's timeout
     (``PEDL_DIST_TIMEOUT``, 30 minutes by default), so that a collective stuck on a dead or
     stopped peer errors out instead of waiting forever. ``TF_CONFIG`` must name as many
@@ -64,7 +64,7 @@ def multi_worker_strategy(
             f"TF_CONFIG names {len(workers)} workers and task index {index}, but this is rank "
             f"{distributed.rank} of {distributed.size} (PEDL_RANK, PEDL_SIZE)"
         )
-    _one_thread_where_one_core(distributed)
+    one_thread_where_one_core(distributed)
     options = tf.distribute.experimental.CommunicationOptions(
         timeout_seconds=distributed.timeout,
         bytes_per_pack=_BYTES_PER_PACK,
@@ -75,7 +75,7 @@ def multi_worker_strategy(
     return _strategy
 
 
-def _one_thread_where_one_core(distributed: core.DistributedContext) -> None:
+def one_thread_where_one_core(distributed: core.DistributedContext) -> None:
     """Run TensorFlow's ops on one thread (intra- and inter-op) where this worker has one
     core or less: the cores this process may use, shared among the workers of this host
     (``local_size``); more threads would only take turns with the other workers' on the same

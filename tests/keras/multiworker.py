@@ -49,21 +49,33 @@ def worker_environments(size: int, *, timeout: float = 120.0) -> list[dict[str, 
 
 
 def run_workers(
-    job: dict[str, Any], directory: Path, size: int, *, timeout: float = 240
+    job: dict[str, Any],
+    directory: Path,
+    size: int,
+    *,
+    timeout: float = 240,
+    env: dict[str, str] | None = None,
 ) -> list[Any]:
-    """Run ``job`` (see :func:`main`) on ``size`` worker processes; return their results by
-    rank. A worker that fails fails the call with its output."""
+    """Run ``job`` (see :func:`main`) on ``size`` worker processes, with ``env`` added to
+    their environment; return their results by rank. A worker that fails fails the call
+    with its output."""
     directory.mkdir(parents=True, exist_ok=True)
     job_file = directory / "job.json"
     job_file.write_text(json.dumps({**job, "directory": str(directory)}))
     procs = []
     for extra in worker_environments(size):
-        env = {**os.environ, **extra, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
+        full = {
+            **os.environ,
+            **extra,
+            "CUDA_VISIBLE_DEVICES": "",
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+            **(env or {}),
+        }
         procs.append(
             subprocess.Popen(
                 [sys.executable, "-m", "tests.keras.multiworker", str(job_file)],
                 cwd=ROOT,
-                env=env,
+                env=full,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
             )
@@ -158,6 +170,7 @@ def main(job_file: str) -> None:
         "completed": run.session.completed,
         "batch_sizes": batch_sizes,
         "batches": controller.progress.batches,
+        "strategy": controller.strategy is not None,
     }
     distributed.close()
     with open(directory / f"result-{distributed.rank}.pkl", "wb") as f:

@@ -38,6 +38,8 @@ def test_two_workers_train_the_same_model_on_half_batches_and_validate_as_one(
 
     assert chief["outcome"] == other["outcome"] == "COMPLETED"
     assert chief["batches"] == other["batches"] == 30
+    # Both on this machine: the gradients averaged through its memory, no strategy.
+    assert not chief["strategy"] and not other["strategy"]
     # Both workers end with the same weights, bit for bit (ring all-reduce: every worker
     # gets the same sums), each having trained on 30 batches of half the global batch.
     for a, b in zip(
@@ -63,9 +65,14 @@ def test_two_workers_train_the_same_model_on_half_batches_and_validate_as_one(
     assert abs(val_two["val_loss"] - val_one["val_loss"]) <= 1e-3
 
 
+@pytest.mark.parametrize("collective", ["host", "strategy"])
 def test_two_workers_resume_bitwise_exactly_from_a_preemption_at_a_random_batch(
-    tmp_path: Path,
+    tmp_path: Path, collective: str
 ) -> None:
+    # Both ways of averaging the gradients: through this machine's memory (the default
+    # where every worker is on one machine) and MultiWorkerMirroredStrategy's (across
+    # machines; here by PEDL_HOST_ALLREDUCE=0).
+    env = {"PEDL_HOST_ALLREDUCE": "1" if collective == "host" else "0"}
     job = {
         "trial": "tests.keras.trials:SmallTrial",  # dropout: seed-generator state too
         "overrides": [
@@ -74,14 +81,15 @@ def test_two_workers_resume_bitwise_exactly_from_a_preemption_at_a_random_batch(
             "checkpoint_policy=none",
         ],
     }
-    baseline = run_workers(job, tmp_path / "a", 2)
+    baseline = run_workers(job, tmp_path / "a", 2, env=env)
+    assert [r["strategy"] for r in baseline] == [collective == "strategy"] * 2
     stop_at = random.Random(20).randint(1, 11)
-    first = run_workers({**job, "preempt_after": stop_at}, tmp_path / "b", 2)
+    first = run_workers({**job, "preempt_after": stop_at}, tmp_path / "b", 2, env=env)
     assert [r["outcome"] for r in first] == ["PREEMPTED", "PREEMPTED"]
     assert first[0]["batches"] == first[1]["batches"] == stop_at
     (storage_id, batches), *_ = first[0]["checkpoints"][-1:]
     assert batches == stop_at
-    resumed = run_workers({**job, "latest_checkpoint": storage_id}, tmp_path / "b", 2)
+    resumed = run_workers({**job, "latest_checkpoint": storage_id}, tmp_path / "b", 2, env=env)
 
     for run in (baseline, resumed):
         for a, b in zip(run[0]["weights"], run[1]["weights"], strict=True):
@@ -95,6 +103,26 @@ def test_two_workers_resume_bitwise_exactly_from_a_preemption_at_a_random_batch(
     # No metric row lost or doubled, and each row as the uninterrupted run's.
     assert first[0]["writes"] + resumed[0]["writes"] == baseline[0]["writes"]
     assert {**first[0]["metrics"], **resumed[0]["metrics"]} == baseline[0]["metrics"]
+
+
+def test_workers_whose_copies_start_apart_start_from_the_chiefs(tmp_path: Path) -> None:
+    job = {
+        "trial": "tests.keras.trials:RankSeededTrial",
+        "overrides": ["searcher.max_length.batches=6", "scheduling_unit=3"],
+    }
+    chief, other = run_workers(job, tmp_path / "two", 2)
+    assert not chief["strategy"]
+    # Each applied the same averaged gradients from the chief's weights: the same end.
+    for a, b in zip(
+        chief["weights"] + chief["variables"], other["weights"] + other["variables"], strict=True
+    ):
+        np.testing.assert_array_equal(a, b)
+    # ... and the run is the one where every worker drew the chief's weights, bit for bit.
+    chief_drawn = run_workers(
+        {**job, "trial": "tests.keras.trials:ChiefSeededTrial"}, tmp_path / "same", 2
+    )[0]
+    for a, b in zip(chief["weights"], chief_drawn["weights"], strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.keras2  # also in Keras 2 mode (make test)

@@ -70,3 +70,23 @@ class SmallTrial(TFKerasTrial):
         if shuffle:
             ds = ds.shuffle(64, seed=5)
         return self.context.wrap_dataset(ds.batch(batch))
+
+
+class RankSeededTrial(SmallTrial):
+    """SmallTrial whose initial weights each worker draws from its own rank: the trial's
+    code drawing numbers of its own, so that the workers' copies start apart."""
+
+    seed_from_rank = True
+
+    def build_model(self) -> keras.Model:
+        model = super().build_model()
+        seed = self.context.distributed.get_rank() if self.seed_from_rank else 0
+        rng = np.random.default_rng(seed)
+        model.set_weights([rng.normal(size=w.shape).astype(w.dtype) for w in model.get_weights()])
+        return model
+
+
+class ChiefSeededTrial(RankSeededTrial):
+    """RankSeededTrial whose every worker draws the chief's initial weights."""
+
+    seed_from_rank = False
