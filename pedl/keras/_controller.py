@@ -346,9 +346,11 @@ class TFKerasTrialController:
             )
             for v, value in zip(variables, chief, strict=True):
                 v.assign(value)
-        capacity = sum(int(np.prod(v.shape)) for v in model.trainable_variables)
+        # A batch normalization's moving statistics: each worker's own batch moves them.
+        states = [v for v in model.non_trainable_variables if tf.as_dtype(v.dtype).is_floating]
+        capacity = sum(int(np.prod(v.shape)) for v in [*model.trainable_variables, *states])
         self._allreduce = HostAllReduce(self._dist, max(capacity, _LOGS_CAPACITY))
-        average_before_applying(model.optimizer, self._allreduce)
+        average_before_applying(model.optimizer, self._allreduce, states)
         logger.info(
             "worker %d of %d: gradients averaged through this machine's shared memory",
             self._dist.rank,

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -209,13 +210,25 @@ def average_gradients(allreduce: HostAllReduce, grads: list[Any]) -> list[Any]:
     return out
 
 
-def average_before_applying(optimizer: Any, allreduce: HostAllReduce) -> None:
+def average_before_applying(
+    optimizer: Any, allreduce: HostAllReduce, states: Sequence[Any] = ()
+) -> None:
     """Make ``optimizer`` average its gradients over the workers before applying them, as
     Horovod's ``DistributedOptimizer`` does: its ``apply``, which ``apply_gradients`` (so
-    Keras's ``train_step``, and a custom one) calls, gets the average of every worker's."""
+    Keras's ``train_step``, and a custom one) calls, gets the average of every worker's.
+
+    ``states`` (the model's non-trainable float variables: a batch normalization's moving
+    statistics) are averaged in the same all-reduce and set to the average, so that every
+    worker's copy stays the chief's, as under a strategy; their step's updates, made in the
+    forward pass, come before the optimizer's ``apply``."""
     apply = optimizer.apply
+    states = list(states)
 
     def averaged_apply(grads: Any, trainable_variables: Any = None) -> Any:
-        return apply(average_gradients(allreduce, list(grads)), trainable_variables)
+        grads = list(grads)
+        averaged = average_gradients(allreduce, grads + [v.value for v in states])
+        for v, value in zip(states, averaged[len(grads) :], strict=True):
+            v.assign(value)
+        return apply(averaged[: len(grads)], trainable_variables)
 
     object.__setattr__(optimizer, "apply", averaged_apply)

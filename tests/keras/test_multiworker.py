@@ -74,7 +74,11 @@ def test_two_workers_resume_bitwise_exactly_from_a_preemption_at_a_random_batch(
     # machines; here by PEDL_HOST_ALLREDUCE=0).
     env = {"PEDL_HOST_ALLREDUCE": "1" if collective == "host" else "0"}
     job = {
-        "trial": "tests.keras.trials:SmallTrial",  # dropout: seed-generator state too
+        # Dropout: seed-generator state too. Through this machine's memory, a batch
+        # normalization too: moving statistics that each worker's half of the batch moves,
+        # averaged with the gradients (under the strategy each worker keeps its own).
+        "trial": "tests.keras.trials:"
+        + ("NormalizedTrial" if collective == "host" else "SmallTrial"),
         "overrides": [
             "searcher.max_length.batches=12",
             "scheduling_unit=1",

@@ -90,3 +90,27 @@ class ChiefSeededTrial(RankSeededTrial):
     """RankSeededTrial whose every worker draws the chief's initial weights."""
 
     seed_from_rank = False
+
+
+class NormalizedTrial(SmallTrial):
+    """SmallTrial with a batch normalization: moving statistics that each worker's own
+    half of the batch moves."""
+
+    def build_model(self) -> keras.Model:
+        model = self.context.wrap_model(
+            keras.Sequential(
+                [
+                    keras.Input((4,)),
+                    keras.layers.Dense(8, activation="relu"),
+                    keras.layers.BatchNormalization(),
+                    keras.layers.Dropout(0.3),
+                    keras.layers.Dense(2, activation="softmax"),
+                ]
+            )
+        )
+        model.compile(
+            optimizer=self.context.wrap_optimizer(keras.optimizers.Adam(0.02)),
+            loss="sparse_categorical_crossentropy",
+            metrics=["accuracy"],
+        )
+        return model
