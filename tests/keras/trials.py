@@ -36,17 +36,16 @@ class SmallTrial(TFKerasTrial):
 
     input_kind = "arrays"
 
+    def layers(self) -> list[Any]:
+        return [
+            keras.Input((4,)),
+            keras.layers.Dense(8, activation="relu"),
+            keras.layers.Dropout(0.3),
+            keras.layers.Dense(2, activation="softmax"),
+        ]
+
     def build_model(self) -> keras.Model:
-        model = self.context.wrap_model(
-            keras.Sequential(
-                [
-                    keras.Input((4,)),
-                    keras.layers.Dense(8, activation="relu"),
-                    keras.layers.Dropout(0.3),
-                    keras.layers.Dense(2, activation="softmax"),
-                ]
-            )
-        )
+        model = self.context.wrap_model(keras.Sequential(self.layers()))
         model.compile(
             optimizer=self.context.wrap_optimizer(keras.optimizers.Adam(0.02)),
             loss="sparse_categorical_crossentropy",
@@ -96,21 +95,6 @@ class NormalizedTrial(SmallTrial):
     """SmallTrial with a batch normalization: moving statistics that each worker's own
     half of the batch moves."""
 
-    def build_model(self) -> keras.Model:
-        model = self.context.wrap_model(
-            keras.Sequential(
-                [
-                    keras.Input((4,)),
-                    keras.layers.Dense(8, activation="relu"),
-                    keras.layers.BatchNormalization(),
-                    keras.layers.Dropout(0.3),
-                    keras.layers.Dense(2, activation="softmax"),
-                ]
-            )
-        )
-        model.compile(
-            optimizer=self.context.wrap_optimizer(keras.optimizers.Adam(0.02)),
-            loss="sparse_categorical_crossentropy",
-            metrics=["accuracy"],
-        )
-        return model
+    def layers(self) -> list[Any]:
+        first, dense, *rest = super().layers()
+        return [first, dense, keras.layers.BatchNormalization(), *rest]
