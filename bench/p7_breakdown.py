@@ -38,7 +38,7 @@ import time
 from typing import Any
 
 import _env
-from p7_distributed import _free_ports, one_thread_environment
+from p7_distributed import _environments, _free_ports, one_thread_environment
 
 
 def _worker(setup: str, model_name: str, size: int, steps: int) -> None:
@@ -107,7 +107,8 @@ def _worker(setup: str, model_name: str, size: int, steps: int) -> None:
 
 def measure(setup: str, model_name: str, size: int, steps: int) -> dict[str, Any]:
     load = _env.Load.start()
-    pub, pull, *tf_ports = _free_ports(size + 2)
+    tf_ports = _free_ports(size)
+    contexts = _environments(size) if setup == "host" else [{}] * size
     procs = []
     for rank in range(size):
         env = one_thread_environment()
@@ -116,17 +117,7 @@ def measure(setup: str, model_name: str, size: int, steps: int) -> dict[str, Any
             env["TF_CONFIG"] = json.dumps(
                 {"cluster": {"worker": workers}, "task": {"type": "worker", "index": rank}}
             )
-        if setup == "host":
-            from pedl import core
-
-            env |= core.DistributedContext(
-                rank=rank,
-                size=size,
-                local_rank=rank,
-                local_size=size,
-                pub_port=pub,
-                pull_port=pull,
-            ).to_env()
+        env |= contexts[rank]  # "host": the distributed context's variables (TF_CONFIG unused)
         args = [sys.executable, __file__, "--worker", setup, model_name, str(size), str(steps)]
         procs.append(subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True))
     outs = []
