@@ -95,10 +95,6 @@ class HostAllReduce:
         self._seen = [0] * size
         self._seen[rank] = 2**62
 
-    @property
-    def capacity(self) -> int:
-        return self._capacity
-
     def mean(self, values: np.ndarray) -> np.ndarray:
         """The mean of ``values`` (float32, at most ``capacity`` of them, the same length on
         every worker) over the workers: the same bits on each."""
@@ -112,7 +108,11 @@ class HostAllReduce:
         word = _WORD.pack(self._rank, step)
         for peer, address in enumerate(self._addresses):
             if peer != self._rank:
-                self._socket.sendto(word, address)
+                try:
+                    self._socket.sendto(word, address)
+                except OSError:  # its socket is gone: say so if the process is too
+                    self._check_peers(step)
+                    raise
         self._wait_for(step)
         out = self._slots[0, buffer, :n].copy()
         for peer in range(1, self._size):
@@ -147,12 +147,6 @@ class HostAllReduce:
                     f"worker {peer} (process {pid}) exited while worker {self._rank} waited "
                     f"for its gradients of step {step}"
                 )
-
-    def close(self) -> None:
-        """Release the socket and the mapping (also done when the process exits)."""
-        self._socket.close()
-        self._slots = np.empty((0, 2, 0), np.float32)
-        self._map.close()
 
 
 def _alive(pid: int) -> bool:
