@@ -36,6 +36,7 @@ min_checkpoint_period: {{batches: 4}}
 resources: {{slots_per_trial: 2}}
 max_restarts: 2
 reproducibility: {{experiment_seed: 3}}
+environment: {{environment_variables: {environment}}}
 """
 
 
@@ -47,6 +48,7 @@ def _run(
     learning_rate: str = "0.02",
     searcher: str = "single",
     during: threading.Thread | None = None,
+    environment: str = "[]",
 ) -> tuple[LocalExperiment, ExperimentSummary]:
     config = tmp_path / "config.yaml"
     config.write_text(
@@ -56,6 +58,7 @@ def _run(
             learning_rate=learning_rate,
             searcher=searcher,
             batches=batches,
+            environment=environment,
         )
     )
     run = LocalExperiment.create(config, MODEL_DIR, tmp_path / "runs")
@@ -68,18 +71,23 @@ def _run(
     return run, summary
 
 
-def _final_weights(tmp_path: Path, trial_id: int, rank: int) -> tuple[int, list[np.ndarray]]:
-    """The process id and final weights that ``rank`` of the trial saved."""
+def _final_weights(tmp_path: Path, trial_id: int, rank: int) -> tuple[int, str, list[np.ndarray]]:
+    """The process id, strategy and final weights that ``rank`` of the trial saved."""
     with np.load(tmp_path / "weights" / f"trial-{trial_id}-rank-{rank}.npz") as saved:
-        weights = [saved[f"w{i}"] for i in range(len(saved.files) - 1)]
-        return int(saved["pid"]), weights
+        weights = [saved[f"w{i}"] for i in range(len(saved.files) - 2)]
+        return int(saved["pid"]), str(saved["strategy"]), weights
 
 
-def _assert_workers_agree(tmp_path: Path, trial_id: int) -> None:
-    """Both ranks ran in processes of their own and end with the same weights, bit for bit."""
-    chief_pid, chief = _final_weights(tmp_path, trial_id, 0)
-    other_pid, other = _final_weights(tmp_path, trial_id, 1)
+def _assert_workers_agree(
+    tmp_path: Path, trial_id: int, strategy: str = "_DefaultDistributionStrategy"
+) -> None:
+    """Both ranks ran in processes of their own, with models built under ``strategy`` (by
+    default none: every worker on this machine averages through its shared memory), and
+    end with the same weights, bit for bit."""
+    chief_pid, chief_strategy, chief = _final_weights(tmp_path, trial_id, 0)
+    other_pid, other_strategy, other = _final_weights(tmp_path, trial_id, 1)
     assert os.getpid() not in (chief_pid, other_pid) and chief_pid != other_pid
+    assert chief_strategy == other_strategy == strategy
     for a, b in zip(chief, other, strict=True):
         np.testing.assert_array_equal(a, b)
 
@@ -93,6 +101,15 @@ def test_a_local_two_worker_keras_trial_runs_its_chief_in_a_fresh_process(
     assert trial.state == TrialState.COMPLETED and trial.best_metric is not None
     assert trial.best_checkpoint is not None and trial.best_checkpoint.is_dir()
     _assert_workers_agree(tmp_path, trial.trial_id)
+
+
+def test_pedl_host_allreduce_0_in_the_config_keeps_the_strategy(tmp_path: Path) -> None:
+    # As docs/distributed.md says: set in the experiment's environment_variables.
+    _, summary = _run(tmp_path, environment="[PEDL_HOST_ALLREDUCE=0]")
+    assert summary.state == ExperimentState.COMPLETED, summary
+    (trial,) = summary.trials
+    # MultiWorkerMirroredStrategy's class
+    _assert_workers_agree(tmp_path, trial.trial_id, "CollectiveAllReduceStrategy")
 
 
 def test_a_local_search_trains_two_multi_worker_keras_trials(tmp_path: Path) -> None:

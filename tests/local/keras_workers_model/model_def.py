@@ -1,7 +1,8 @@
 """A tiny TFKerasTrial for local multi-worker runs: a dense net with dropout on separable
 blobs (as tests/keras/multiworker_model), each batch at least ``step_seconds`` long; at the
 end of each attempt's training every worker saves its weights, rank and process id to
-``{out}/trial-{id}-rank-{rank}.npz``, so a test can compare the workers' final weights."""
+``{out}/trial-{id}-rank-{rank}.npz``, so a test can compare the workers' final weights, with
+the ``tf.distribute`` strategy the model was built under."""
 
 import os
 import time
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from pedl.keras import TFKerasTrial
 
@@ -20,9 +22,10 @@ def blobs(n, seed):
 
 
 class Record(keras.callbacks.Callback):
-    def __init__(self, context):
+    def __init__(self, context, strategy):
         super().__init__()
         self.context = context
+        self.strategy = strategy
 
     def on_train_batch_end(self, batch, logs=None):
         time.sleep(self.context.get_hparam("step_seconds"))
@@ -33,7 +36,7 @@ class Record(keras.callbacks.Callback):
         path.mkdir(parents=True, exist_ok=True)
         name = f"trial-{self.context.get_trial_id()}-rank-{rank}.npz"
         weights = {f"w{i}": w for i, w in enumerate(self.model.get_weights())}
-        np.savez(path / name, pid=os.getpid(), **weights)
+        np.savez(path / name, pid=os.getpid(), strategy=self.strategy, **weights)
         # The chief exits only once every worker has written its file: the others are stopped
         # a few seconds after the chief exits, which a loaded machine can reach mid-write.
         self.context.distributed.allgather(rank)
@@ -41,6 +44,7 @@ class Record(keras.callbacks.Callback):
 
 class BlobsTrial(TFKerasTrial):
     def build_model(self):
+        self.strategy = type(tf.distribute.get_strategy()).__name__
         model = self.context.wrap_model(
             keras.Sequential(
                 [
@@ -67,4 +71,4 @@ class BlobsTrial(TFKerasTrial):
         return blobs(40, 1)
 
     def keras_callbacks(self):
-        return [Record(self.context)]
+        return [Record(self.context, self.strategy)]
