@@ -338,10 +338,17 @@ def test_a_two_worker_keras_trial_across_two_nodes_ends_with_identical_weights(
         path = out / f"trial-{trial['id']}-rank-{rank}.npz"
         assert path.is_file(), [line["message"] for line in every][-40:]
         with np.load(path) as weights:
+            count = sum(name.startswith("w") for name in weights.files)
             saved.append(
-                (int(weights["pid"]), [weights[f"w{i}"] for i in range(len(weights.files) - 1)])
+                (
+                    int(weights["pid"]),
+                    str(weights["strategy"]),
+                    [weights[f"w{i}"] for i in range(count)],
+                )
             )
-    (chief_pid, chief), (other_pid, other) = saved
+    (chief_pid, chief_strategy, chief), (other_pid, other_strategy, other) = saved
     assert chief_pid != other_pid and chief
+    # One worker on each node (local_size 1): MultiWorkerMirroredStrategy, not the host path.
+    assert chief_strategy == other_strategy == "CollectiveAllReduceStrategy"
     for a, b in zip(chief, other, strict=True):
         np.testing.assert_array_equal(a, b)
