@@ -781,21 +781,17 @@ class _LogsReducer:
 
 class _HostLogsReducer:
     """:class:`_LogsReducer` where the workers average through this machine's memory: the
-    logs' values as one float32 vector, averaged in one all-reduce."""
+    logs' scalars as one float32 vector, averaged in one all-reduce."""
 
     def __init__(self, allreduce: HostAllReduce) -> None:
         self._allreduce = allreduce
 
     def __call__(self, own: Any) -> dict[str, float]:
-        values = {k: np.asarray(v, dtype=np.float32) for k, v in own.items()}
-        if not values:
+        names = list(own)
+        if not names:
             return {}
-        means = self._allreduce.mean(np.concatenate([v.reshape(-1) for v in values.values()]))
-        out, at = {}, 0
-        for k, v in values.items():
-            out[k] = float(means[at]) if v.size == 1 else float(means[at : at + v.size].mean())
-            at += v.size
-        return out
+        means = self._allreduce.mean(np.array([own[k] for k in names], dtype=np.float32))
+        return {k: float(m) for k, m in zip(names, means, strict=True)}
 
 
 class _BoundaryLogs(Mapping[str, float]):
